@@ -1,0 +1,56 @@
+// The compiler as one function: blueprint path in; model, files and diagnostics out. Reads the
+// blueprint through the SourceHost and never writes; the CLI's write stage does that.
+
+import * as path from 'node:path';
+import { createContext } from './context.ts';
+import { hasErrors, type Diagnostic } from './diagnostics.ts';
+import { emitApp } from './emit/index.ts';
+import type { PreviousOutput } from './emit/migrations.ts';
+import { buildModel } from './model/build.ts';
+import type { Blueprint } from './model/types.ts';
+import { parseBlueprint } from './parse/load.ts';
+import type { SourceHost } from './source.ts';
+import { checkReferences } from './validate/references.ts';
+import { checkShapes } from './validate/shape.ts';
+
+export interface ValidateResult {
+  model?: Blueprint;
+  diagnostics: Diagnostic[];
+}
+
+/** Parse and validate: every problem of the blueprint, errors and warnings, at once. */
+export function validateBlueprint(rootPath: string, host: SourceHost): ValidateResult {
+  const parsed = parseBlueprint(rootPath, host);
+  const diagnostics = [...parsed.diagnostics];
+  if (!parsed.blueprint) return { diagnostics };
+  const shape = checkShapes(parsed.blueprint);
+  diagnostics.push(...shape);
+  const ctx = createContext(parsed.blueprint, host, diagnostics);
+  const model = buildModel(ctx);
+  checkReferences(ctx, model);
+  return { model, diagnostics: sortDiagnostics(diagnostics) };
+}
+
+export interface CompileResult extends ValidateResult {
+  files?: Map<string, string>;
+}
+
+export async function compile(rootPath: string, host: SourceHost, previous: PreviousOutput): Promise<CompileResult> {
+  const { model, diagnostics } = validateBlueprint(rootPath, host);
+  if (!model || hasErrors(diagnostics)) return { model, diagnostics };
+  const files = await emitApp(model, { blueprintName: path.basename(rootPath), previous });
+  return { model, diagnostics, files };
+}
+
+/** Source order (file, line, column), so output reads top to bottom like the blueprint. */
+function sortDiagnostics(diagnostics: Diagnostic[]): Diagnostic[] {
+  const key = (d: Diagnostic) => [d.location?.file ?? '', d.location?.line ?? 0, d.location?.column ?? 0] as const;
+  return diagnostics
+    .map((d, i) => ({ d, i }))
+    .sort((a, b) => {
+      const [fa, la, ca] = key(a.d);
+      const [fb, lb, cb] = key(b.d);
+      return fa < fb ? -1 : fa > fb ? 1 : la - lb || ca - cb || a.i - b.i;
+    })
+    .map(({ d }) => d);
+}

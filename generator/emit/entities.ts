@@ -1,0 +1,76 @@
+// src/entities/<entity>.ts: one route module per entity. The generator writes every SQL
+// statement here, at compile time, so the app prepares them once and never builds queries.
+
+import type { Blueprint, Entity, Field } from '../model/types.ts';
+import { lowerFirst } from './relations.ts';
+import { render } from './templates.ts';
+import { tsLiteral } from './ts-literal.ts';
+
+const q = (name: string): string => `"${name}"`;
+
+export function entityFileName(entity: Entity): string {
+  return entity.name.replace(/([a-z0-9])([A-Z])/g, '$1-$2').toLowerCase();
+}
+
+export function routesName(entity: Entity): string {
+  return `${lowerFirst(entity.name)}Routes`;
+}
+
+export function entitySql(entity: Entity): Record<'get' | 'list' | 'insert' | 'update' | 'delete', string> {
+  const table = q(entity.name);
+  const pk = q(entity.primaryKey.name);
+  const columns = entity.fields.map((f) => q(f.name)).join(', ');
+  const settable = entity.fields.filter((f) => !f.primaryKey);
+  return {
+    get: `SELECT ${columns} FROM ${table} WHERE ${pk} = ?`,
+    // Ordered by primary key: stable across pages, and creation order for ULIDs.
+    list: `SELECT ${columns} FROM ${table} ORDER BY ${pk} LIMIT ? OFFSET ?`,
+    insert: `INSERT INTO ${table} (${columns}) VALUES (${entity.fields.map((f) => `@${f.name}`).join(', ')}) RETURNING ${columns}`,
+    // One statement for any subset of fields: a flag per field says whether it changes.
+    update: `UPDATE ${table} SET ${settable.map((f) => `${q(f.name)} = CASE WHEN @${f.name}__set THEN @${f.name} ELSE ${q(f.name)} END`).join(', ')} WHERE ${pk} = @__id RETURNING ${columns}`,
+    delete: `DELETE FROM ${table} WHERE ${pk} = ?`,
+  };
+}
+
+function fieldSpec(bp: Blueprint, field: Field): string {
+  const target = field.ref && bp.entities.find((e) => e.name === field.ref?.entity);
+  const targetField = target?.fields.find((f) => f.name === field.ref?.field);
+  return tsLiteral({
+    name: field.name,
+    type: field.type,
+    required: field.required,
+    nullable: field.nullable,
+    primaryKey: field.primaryKey || undefined,
+    commandOnly: field.commandOnly || undefined,
+    default: field.default && (field.default.kind === 'now' ? { now: true } : { value: field.default.value }),
+    values: field.values,
+    ref: target && targetField && {
+      entity: target.name,
+      idType: targetField.type,
+      exists: `SELECT 1 FROM ${q(target.name)} WHERE ${q(targetField.name)} = ?`,
+    },
+  });
+}
+
+export function tsType(field: Field): string {
+  const base: Record<Field['type'], string> = {
+    ULID: 'string', UUID: 'string', Text: 'string', LongText: 'string', Email: 'string', Date: 'string', DateTime: 'string',
+    Ref: 'string', file: 'string', Integer: 'number', Float: 'number', Boolean: 'boolean', JSON: 'unknown',
+    Enum: (field.values ?? []).map((v) => tsLiteral(v)).join(' | ') || 'string',
+  };
+  const t = base[field.type];
+  return field.nullable && t !== 'unknown' ? `${t} | null` : t;
+}
+
+export function emitEntityModule(bp: Blueprint, entity: Entity): string {
+  return render('app/src/entities/_entity.ts.hbs', {
+    name: entity.name,
+    collection: entity.collection,
+    primaryKey: entity.primaryKey.name,
+    idType: entity.primaryKey.type,
+    specName: `${lowerFirst(entity.name)}Spec`,
+    routesName: routesName(entity),
+    fields: entity.fields.map((f) => ({ name: f.name, tsType: tsType(f), spec: fieldSpec(bp, f) })),
+    sql: Object.entries(entitySql(entity)).map(([key, value]) => ({ key, value: tsLiteral(value) })),
+  });
+}

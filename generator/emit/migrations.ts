@@ -1,0 +1,28 @@
+// prisma/migrations/: the existing migrations are kept byte for byte; when the schema differs
+// from the one last generated, Prisma's engine writes the next migration.
+
+import { GENERATED_HEADER } from './header.ts';
+import { diffSchemas } from './migrations/schema-engine.ts';
+
+export interface PreviousOutput {
+  /** prisma/schema.prisma as bp last wrote it, if any. */
+  schema?: string;
+  /** Existing migrations, name -> migration.sql contents. */
+  migrations: Map<string, string>;
+}
+
+export async function emitMigrations(schema: string, previous: PreviousOutput): Promise<Map<string, string>> {
+  const files = new Map<string, string>();
+  const names = [...previous.migrations.keys()].sort();
+  for (const name of names) files.set(`prisma/migrations/${name}/migration.sql`, previous.migrations.get(name) as string);
+  const baseline = names.length > 0 ? (previous.schema ?? null) : null;
+  const sql = await diffSchemas(baseline, schema);
+  if (sql !== '') {
+    // Sequence numbers, not timestamps: generating twice must give identical bytes.
+    const seq = String(names.length + 1).padStart(4, '0');
+    const name = `${seq}_${names.length === 0 ? 'init' : 'blueprint_change'}`;
+    files.set(`prisma/migrations/${name}/migration.sql`, `-- ${GENERATED_HEADER}\n${sql}`);
+  }
+  files.set('prisma/migrations/migration_lock.toml', `# ${GENERATED_HEADER}\n# Prisma Migrate reads the provider from here.\nprovider = "sqlite"\n`);
+  return files;
+}

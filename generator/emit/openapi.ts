@@ -1,0 +1,256 @@
+// openapi.json: OpenAPI 3.1 for every route the app serves, with request and response schemas
+// and the error envelope. Built as data and serialized once, keys in a fixed order.
+
+import { ERROR_CODES } from '../../runtime-lib/errors.ts';
+import type { Blueprint, Entity, Field } from '../model/types.ts';
+import { GENERATED_HEADER } from './header.ts';
+
+type Schema = Record<string, unknown>;
+const ref = (name: string): Schema => ({ $ref: `#/components/schemas/${name}` });
+const errorResponse = (name: string): Schema => ({ $ref: `#/components/responses/${name}` });
+
+const ULID_PATTERN = '^[0-7][0-9A-HJKMNP-TV-Z]{25}$';
+
+function fieldSchema(bp: Blueprint, field: Field): Schema {
+  let s: Schema;
+  switch (field.type) {
+    case 'ULID':
+      s = { type: 'string', pattern: ULID_PATTERN };
+      break;
+    case 'UUID':
+      s = { type: 'string', format: 'uuid' };
+      break;
+    case 'Email':
+      s = { type: 'string', format: 'email', maxLength: 254 };
+      break;
+    case 'Integer':
+      s = { type: 'integer', minimum: Number.MIN_SAFE_INTEGER, maximum: Number.MAX_SAFE_INTEGER };
+      break;
+    case 'Float':
+      s = { type: 'number' };
+      break;
+    case 'Boolean':
+      s = { type: 'boolean' };
+      break;
+    case 'Date':
+      s = { type: 'string', format: 'date' };
+      break;
+    case 'DateTime':
+      s = { type: 'string', format: 'date-time' };
+      break;
+    case 'JSON':
+      s = {};
+      break;
+    case 'Enum':
+      s = { type: 'string', enum: [...(field.values ?? [])] };
+      break;
+    case 'Ref': {
+      const target = bp.entities.find((e) => e.name === field.ref?.entity);
+      const targetField = target?.fields.find((f) => f.name === field.ref?.field);
+      s = targetField?.type === 'ULID' ? { type: 'string', pattern: ULID_PATTERN } : targetField?.type === 'UUID' ? { type: 'string', format: 'uuid' } : { type: 'string' };
+      s.description = `${field.ref?.entity}.${field.ref?.field} of an existing ${field.ref?.entity}`;
+      break;
+    }
+    case 'file':
+      s = { type: 'string', format: 'uri-reference' };
+      break;
+    default:
+      s = { type: 'string' };
+  }
+  if (field.nullable && field.type !== 'JSON') {
+    s.type = [s.type as string, 'null'];
+    if (Array.isArray(s.enum)) s.enum = [...(s.enum as unknown[]), null];
+  }
+  const notes = [field.description, field.commandOnly ? `Command-only: changed only by ${field.commands?.join(', ') ?? 'commands'}.` : undefined]
+    .filter(Boolean)
+    .join(' ');
+  if (notes) s.description = s.description ? `${s.description as string}. ${notes}` : notes;
+  if (field.default?.kind === 'value' && field.type !== 'JSON') s.default = field.default.value;
+  return s;
+}
+
+function entitySchemas(bp: Blueprint, entity: Entity): Record<string, Schema> {
+  const all = Object.fromEntries(entity.fields.map((f) => [f.name, f.primaryKey ? { ...fieldSchema(bp, f), readOnly: true } : fieldSchema(bp, f)]));
+  const writable = entity.fields.filter((f) => !f.primaryKey && !f.commandOnly);
+  const input = Object.fromEntries(writable.map((f) => [f.name, fieldSchema(bp, f)]));
+  return {
+    [entity.name]: {
+      type: 'object',
+      ...(entity.description ? { description: entity.description } : {}),
+      properties: all,
+      required: entity.fields.map((f) => f.name),
+      additionalProperties: false,
+    },
+    [`${entity.name}Create`]: {
+      type: 'object',
+      properties: input,
+      required: writable.filter((f) => f.required && !f.default).map((f) => f.name),
+      additionalProperties: false,
+    },
+    [`${entity.name}Update`]: {
+      type: 'object',
+      description: 'The given fields change; others keep their values.',
+      properties: input,
+      additionalProperties: false,
+    },
+    [`${entity.name}List`]: {
+      type: 'object',
+      properties: {
+        items: { type: 'array', items: ref(entity.name) },
+        limit: { type: 'integer', minimum: 1, maximum: 1000 },
+        offset: { type: 'integer', minimum: 0 },
+        hasMore: { type: 'boolean' },
+      },
+      required: ['items', 'limit', 'offset', 'hasMore'],
+      additionalProperties: false,
+    },
+  };
+}
+
+function entityPaths(entity: Entity): Record<string, Schema> {
+  const n = entity.name;
+  const json = (schema: Schema) => ({ 'application/json': { schema } });
+  const ok = (description: string, schema: Schema) => ({ description, headers: { 'X-Trace-ID': { $ref: '#/components/headers/X-Trace-ID' } }, content: json(schema) });
+  const idParam = { name: 'id', in: 'path', required: true, description: `${n} id`, schema: { type: 'string' } };
+  const body = (schema: string) => ({ required: true, content: json(ref(schema)) });
+  const writeErrors = {
+    '400': errorResponse('BadRequest'),
+    '403': errorResponse('Forbidden'),
+    '409': errorResponse('Conflict'),
+    '413': errorResponse('PayloadTooLarge'),
+    '415': errorResponse('UnsupportedMediaType'),
+    '422': errorResponse('UnprocessableEntity'),
+    '503': errorResponse('ServiceUnavailable'),
+  };
+  return {
+    [`/api/${entity.collection}`]: {
+      get: {
+        operationId: `list${n}s`,
+        tags: [n],
+        summary: `List ${n} records, ordered by id`,
+        parameters: [
+          { name: 'limit', in: 'query', required: false, schema: { type: 'integer', minimum: 1, maximum: 1000, default: 100 } },
+          { name: 'offset', in: 'query', required: false, schema: { type: 'integer', minimum: 0, default: 0 } },
+        ],
+        responses: { '200': ok(`A page of ${n} records`, ref(`${n}List`)), '400': errorResponse('BadRequest') },
+      },
+      post: {
+        operationId: `create${n}`,
+        tags: [n],
+        summary: `Create a ${n}`,
+        requestBody: body(`${n}Create`),
+        responses: {
+          '201': { ...ok(`The stored ${n}`, ref(n)), headers: { 'X-Trace-ID': { $ref: '#/components/headers/X-Trace-ID' }, Location: { schema: { type: 'string' } } } },
+          ...writeErrors,
+        },
+      },
+    },
+    [`/api/${entity.collection}/{id}`]: {
+      parameters: [idParam],
+      get: {
+        operationId: `get${n}`,
+        tags: [n],
+        summary: `Get one ${n}`,
+        responses: { '200': ok(`The ${n}`, ref(n)), '404': errorResponse('NotFound') },
+      },
+      put: {
+        operationId: `update${n}`,
+        tags: [n],
+        summary: `Change the given fields of a ${n}`,
+        requestBody: body(`${n}Update`),
+        responses: { '200': ok(`The updated ${n}`, ref(n)), '404': errorResponse('NotFound'), ...writeErrors },
+      },
+      delete: {
+        operationId: `delete${n}`,
+        tags: [n],
+        summary: `Delete a ${n}`,
+        responses: {
+          '204': { description: 'Deleted', headers: { 'X-Trace-ID': { $ref: '#/components/headers/X-Trace-ID' } } },
+          '404': errorResponse('NotFound'),
+          '409': errorResponse('Conflict'),
+          '503': errorResponse('ServiceUnavailable'),
+        },
+      },
+    },
+  };
+}
+
+const ERROR_RESPONSES: Record<string, string> = {
+  BadRequest: 'The request is malformed or fails validation (VALIDATION_FAILED, INVALID_JSON, INVALID_QUERY)',
+  Forbidden: 'Not allowed (FORBIDDEN, PROTECTED_FIELD_MUTATION)',
+  NotFound: 'No such record or route (NOT_FOUND, ROUTE_NOT_FOUND)',
+  Conflict: 'A conflict with stored data (UNIQUE_CONFLICT, REFERENCE_CONFLICT, STATE_CONFLICT, IDEMPOTENCY_KEY_REUSE)',
+  PayloadTooLarge: 'The body exceeds the size limit (PAYLOAD_TOO_LARGE)',
+  UnsupportedMediaType: 'The body is not application/json (UNSUPPORTED_MEDIA_TYPE)',
+  UnprocessableEntity: 'A referenced record does not exist (REFERENCE_NOT_FOUND)',
+  ServiceUnavailable: 'The database is busy; retry after Retry-After seconds (DATABASE_BUSY)',
+};
+
+export function emitOpenApi(bp: Blueprint): string {
+  const paths: Record<string, Schema> = {
+    '/api/openapi.json': {
+      get: {
+        operationId: 'getOpenApi',
+        tags: ['Meta'],
+        summary: 'This OpenAPI description',
+        responses: { '200': { description: 'OpenAPI 3.1 document', content: { 'application/json': { schema: { type: 'object' } } } } },
+      },
+    },
+  };
+  const schemas: Record<string, Schema> = {};
+  for (const entity of bp.entities) {
+    Object.assign(paths, entityPaths(entity));
+    Object.assign(schemas, entitySchemas(bp, entity));
+  }
+  schemas.Error = {
+    type: 'object',
+    properties: {
+      error: {
+        type: 'object',
+        properties: {
+          code: { type: 'string', enum: Object.keys(ERROR_CODES) },
+          message: { type: 'string' },
+          retryable: { type: 'boolean', description: 'Retry (same Idempotency-Key, honouring Retry-After) only when true.' },
+          details: {
+            type: 'array',
+            items: {
+              type: 'object',
+              properties: { field: { type: 'string' }, code: { type: 'string' }, message: { type: 'string' } },
+              required: ['code', 'message'],
+              additionalProperties: false,
+            },
+          },
+          traceId: { type: 'string' },
+        },
+        required: ['code', 'message', 'retryable', 'traceId'],
+        additionalProperties: false,
+      },
+    },
+    required: ['error'],
+    additionalProperties: false,
+  };
+  const responses = Object.fromEntries(
+    Object.entries(ERROR_RESPONSES).map(([name, description]) => [
+      name,
+      { description, headers: { 'X-Trace-ID': { $ref: '#/components/headers/X-Trace-ID' } }, content: { 'application/json': { schema: ref('Error') } } },
+    ]),
+  );
+  const doc = {
+    openapi: '3.1.0',
+    'x-generated-by': GENERATED_HEADER,
+    info: {
+      title: bp.project.name,
+      version: bp.project.version,
+      ...(bp.project.description ? { description: bp.project.description } : {}),
+    },
+    servers: [{ url: '/' }],
+    tags: [...bp.entities.map((e) => ({ name: e.name })), { name: 'Meta' }],
+    paths,
+    components: {
+      schemas,
+      responses,
+      headers: { 'X-Trace-ID': { description: 'Trace id of this request (admin server /traces/<id>)', schema: { type: 'string' } } },
+    },
+  };
+  return `${JSON.stringify(doc, null, 2)}\n`;
+}

@@ -1,0 +1,84 @@
+// prisma/schema.prisma: the data model in Prisma's language. The source of the migrations
+// (Prisma's engine diffs it) and of a Prisma Client for user code that wants one.
+
+import { GENERATED_HEADER } from './header.ts';
+import type { Blueprint, Entity, Field } from '../model/types.ts';
+import { refRelations, type RefRelation } from './relations.ts';
+
+const SCALAR: Record<Field['type'], string> = {
+  ULID: 'String',
+  UUID: 'String',
+  Text: 'String',
+  LongText: 'String',
+  Email: 'String',
+  Integer: 'Int',
+  Float: 'Float',
+  Boolean: 'Boolean',
+  // SQLite has no date-only type; a Date is stored as its YYYY-MM-DD text, which sorts correctly.
+  Date: 'String',
+  DateTime: 'DateTime',
+  JSON: 'Json',
+  Enum: 'String',
+  Ref: 'String',
+  file: 'String',
+};
+
+export function emitPrismaSchema(bp: Blueprint): string {
+  const relations = refRelations(bp);
+  const models = bp.entities.map((e) => emitModel(e, relations));
+  return [
+    `// ${GENERATED_HEADER}`,
+    'generator client {',
+    '  provider = "prisma-client"',
+    '  output   = "../src/generated/prisma"',
+    '}',
+    '',
+    'datasource db {',
+    '  provider = "sqlite"',
+    '}',
+    '',
+    models.join('\n\n'),
+    '',
+  ].join('\n');
+}
+
+function emitModel(entity: Entity, relations: RefRelation[]): string {
+  const rows: string[][] = [];
+  for (const field of entity.fields) {
+    const attrs: string[] = [];
+    if (field.primaryKey) attrs.push('@id');
+    else if (field.unique) attrs.push('@unique');
+    const dflt = defaultAttribute(field);
+    if (dflt) attrs.push(dflt);
+    const comment = field.type === 'Enum' ? ` /// one of: ${field.values?.join(', ')}` : '';
+    rows.push([field.name, `${SCALAR[field.type]}${field.nullable ? '?' : ''}`, attrs.join(' ') + comment]);
+    const forward = relations.find((r) => r.from === entity && r.field === field);
+    if (forward) {
+      const optional = field.nullable ? '?' : '';
+      rows.push([
+        forward.forward,
+        `${forward.to.name}${optional}`,
+        `@relation("${forward.name}", fields: [${field.name}], references: [${field.ref?.field}])`,
+      ]);
+    }
+  }
+  for (const back of relations.filter((r) => r.to === entity)) {
+    rows.push([back.back, back.backIsOne ? `${back.from.name}?` : `${back.from.name}[]`, `@relation("${back.name}")`]);
+  }
+  const widths = [0, 1].map((i) => Math.max(...rows.map((r) => r[i].length)));
+  const lines = rows.map((r) => `  ${r[0].padEnd(widths[0])} ${r[1].padEnd(widths[1])} ${r[2]}`.trimEnd());
+  const indexes = entity.fields.filter((f) => f.index && !f.unique).map((f) => `  @@index([${f.name}])`);
+  const doc = entity.description ? `/// ${entity.description.replace(/\s+/g, ' ')}\n` : '';
+  return `${doc}model ${entity.name} {\n${lines.join('\n')}${indexes.length ? `\n\n${indexes.join('\n')}` : ''}\n}`;
+}
+
+function defaultAttribute(field: Field): string | undefined {
+  const d = field.default;
+  if (!d) return undefined;
+  if (d.kind === 'now') return field.type === 'DateTime' ? '@default(now())' : undefined;
+  const v = d.value;
+  if (field.type === 'JSON') return undefined;
+  if (typeof v === 'string') return `@default(${JSON.stringify(v)})`;
+  if (typeof v === 'number' || typeof v === 'boolean') return `@default(${String(v)})`;
+  return undefined;
+}

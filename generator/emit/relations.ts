@@ -1,0 +1,54 @@
+// Relation fields derived from Ref fields, named once here for every emitter (Prisma schema
+// now; includes and page queries later). A Ref field F on entity E to T gives E a singular
+// relation and T a back-relation, named after the blueprint's relations when it declares them.
+
+import type { Blueprint, Entity, Field } from '../model/types.ts';
+
+export interface RefRelation {
+  /** Prisma relation name, unique per pair: `Ticket_customerId`. */
+  name: string;
+  from: Entity;
+  field: Field;
+  to: Entity;
+  /** Relation field on `from` (e.g. `customer`). */
+  forward: string;
+  /** Relation field on `to` (e.g. `tickets`). */
+  back: string;
+  /** The back side holds one record (a declared hasOne on a unique key), else a list. */
+  backIsOne: boolean;
+}
+
+export function refRelations(bp: Blueprint): RefRelation[] {
+  const taken = new Map<string, Set<string>>(bp.entities.map((e) => [e.name, new Set(e.fields.map((f) => f.name))]));
+  const claim = (entity: string, wanted: string): string => {
+    const names = taken.get(entity) as Set<string>;
+    let name = wanted;
+    for (let i = 2; names.has(name); i++) name = `${wanted}${i}`;
+    names.add(name);
+    return name;
+  };
+  const out: RefRelation[] = [];
+  for (const from of bp.entities) {
+    for (const field of from.fields) {
+      const to = field.ref && bp.entities.find((e) => e.name === field.ref?.entity);
+      if (!to) continue;
+      const declaredForward = from.relations.find((r) => r.type === 'belongsTo' && r.foreignKey === field.name && r.entity === to.name);
+      const declaredBack = to.relations.find((r) => (r.type === 'hasMany' || r.type === 'hasOne') && r.foreignKey === field.name && r.entity === from.name);
+      const sameTarget = from.fields.filter((f) => f.ref?.entity === to.name).length > 1;
+      const plural = `${lowerFirst(from.name)}s`;
+      out.push({
+        name: `${from.name}_${field.name}`,
+        from,
+        field,
+        to,
+        forward: claim(from.name, declaredForward?.name ?? (field.name.replace(/_?[Ii]d$/, '') || `${field.name}Ref`)),
+        back: claim(to.name, declaredBack?.name ?? (sameTarget ? `${plural}By${upperFirst(field.name)}` : plural)),
+        backIsOne: declaredBack?.type === 'hasOne' && field.unique,
+      });
+    }
+  }
+  return out;
+}
+
+export const lowerFirst = (s: string): string => s.charAt(0).toLowerCase() + s.slice(1);
+export const upperFirst = (s: string): string => s.charAt(0).toUpperCase() + s.slice(1);

@@ -1,0 +1,198 @@
+// The normalized, typed blueprint every emitter reads. Built once from the parsed sections;
+// names resolved, defaults applied, lists in a deterministic order (declaration order for
+// fields, name order for sections).
+
+import type { Condition } from '../../runtime-lib/conditions.ts';
+import type { KeyPath } from '../parse/locate.ts';
+
+export const FIELD_TYPES = [
+  'ULID', 'UUID', 'Text', 'LongText', 'Email', 'Integer', 'Float', 'Boolean', 'Date', 'DateTime', 'JSON', 'Enum', 'Ref', 'file',
+] as const;
+export type FieldType = (typeof FIELD_TYPES)[number];
+
+export type FieldDefault = { kind: 'now' } | { kind: 'value'; value: unknown };
+
+export interface Field {
+  name: string;
+  type: FieldType;
+  /** Where the field is declared, e.g. entity.Ticket.fields.2 */
+  path: KeyPath;
+  primaryKey: boolean;
+  required: boolean;
+  /** The column accepts NULL: optional fields without a default, or `nullable = true`. */
+  nullable: boolean;
+  unique: boolean;
+  index: boolean;
+  default?: FieldDefault;
+  values?: string[];
+  ref?: { entity: string; field: string };
+  commandOnly: boolean;
+  /** Commands allowed to write a command-only field; undefined means any command of the entity. */
+  commands?: string[];
+  max?: number;
+  accept?: string[];
+  access: { read?: Condition; write?: Condition };
+  label?: string;
+  description?: string;
+}
+
+export type RelationType = 'belongsTo' | 'hasOne' | 'hasMany' | 'manyToMany';
+
+export interface Relation {
+  name: string;
+  type: RelationType;
+  entity: string;
+  foreignKey?: string;
+  through?: string;
+  path: KeyPath;
+}
+
+export type EntityAction = 'read' | 'create' | 'update' | 'delete';
+
+export interface Entity {
+  name: string;
+  path: KeyPath;
+  description?: string;
+  /** Collection segment of the REST path: the lower-case name plus "s" (spec 4.1). */
+  collection: string;
+  fields: Field[];
+  primaryKey: Field;
+  relations: Relation[];
+  access: Partial<Record<EntityAction, Condition>>;
+  /** Entity-level command-only protection as written (already applied to the fields). */
+  protection: { fields: string[]; commands?: string[] };
+  scopes: { read: string[]; write: string[] };
+}
+
+export interface CommandInput {
+  name: string;
+  type: FieldType;
+  required: boolean;
+  label?: string;
+  description?: string;
+  values?: string[];
+}
+
+export type MutationValue =
+  | { kind: 'literal'; value: string | number | boolean }
+  | { kind: 'ref'; root: 'input' | 'actor' | 'record'; key: string }
+  | { kind: 'now' };
+
+export interface Command {
+  name: string;
+  path: KeyPath;
+  operationId: string;
+  entity: string;
+  label: string;
+  description?: string;
+  policy?: Condition;
+  availableWhen?: Condition;
+  confirm?: string;
+  style?: 'primary' | 'secondary' | 'danger' | 'ghost';
+  input: CommandInput[];
+  mutations: Array<{ field: string; value: MutationValue }>;
+  handler?: { file: string; exportName: string; source: string };
+  scopes: string[];
+}
+
+export interface ApiKey {
+  name: string;
+  keyEnv: string;
+  agentId: string;
+  credentialId: string;
+  displayName?: string;
+  roles: string[];
+  scopes: string[];
+}
+
+export interface PermissionRule {
+  entity: string;
+  actions: string[];
+  condition?: Condition;
+}
+
+export interface Auth {
+  providers: string[];
+  loginPath: string;
+  trustedOrigins: string[];
+  session: { duration: number; idleTimeout: number };
+  apiKeys: ApiKey[];
+  /** Present only when the blueprint declares [auth.permissions]. */
+  permissions?: Record<string, { allow: PermissionRule[]; deny: PermissionRule[] }>;
+}
+
+export interface SkillAction {
+  name: string;
+  path: KeyPath;
+  description?: string;
+  method: 'GET' | 'POST' | 'PUT' | 'DELETE';
+  route: string;
+  body: Record<string, string>;
+  entity?: string;
+  action?: 'create' | 'list' | 'get' | 'update' | 'delete';
+  workflow?: string;
+  mapParams: Record<string, string>;
+  scopes: string[];
+}
+
+export interface Skill {
+  name: string;
+  description?: string;
+  actions: SkillAction[];
+}
+
+export type WorkflowTrigger =
+  | { kind: 'manual' }
+  | { kind: 'entity'; entity: string; event: 'create' | 'update' | 'delete'; condition: Record<string, unknown> }
+  | { kind: 'webhook'; route: string; secretEnv?: string };
+
+export interface WorkflowStep {
+  type: 'query' | 'command' | 'notify' | 'webhook';
+  /** The step as written: step kinds come with their runtime; the model keeps every key. */
+  spec: Record<string, unknown>;
+}
+
+export interface Workflow {
+  name: string;
+  path: KeyPath;
+  description?: string;
+  trigger: WorkflowTrigger;
+  precondition: Record<string, unknown>;
+  transactional: boolean;
+  maxConcurrent: number;
+  steps: WorkflowStep[];
+}
+
+export interface PageQuery {
+  name: string;
+  entity: string;
+  where: Record<string, unknown>;
+  orderBy: Array<{ field: string; direction: 'asc' | 'desc' }>;
+  limit?: number;
+  include: string[];
+}
+
+export interface Page {
+  route: string;
+  path: KeyPath;
+  title?: string;
+  auth: 'required' | 'optional' | 'none';
+  layout: 'list' | 'detail' | 'form' | 'dashboard';
+  queries: PageQuery[];
+  actionBar?: { statusField: string };
+  form?: { entity: string; method: 'create' | 'update' | 'delete'; fields: Record<string, unknown>[]; onSuccess?: { redirect?: string; message?: string } };
+}
+
+export interface Blueprint {
+  version?: string;
+  project: { name: string; version: string; description?: string };
+  /** Path segment for generated names: the project name in kebab case. */
+  slug: string;
+  entities: Entity[];
+  commands: Command[];
+  auth: Auth;
+  skills: Skill[];
+  workflows: Workflow[];
+  pages: Page[];
+  notifications: { default?: string; adapters: Array<{ name: string; type: string }> };
+}

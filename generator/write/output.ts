@@ -1,0 +1,109 @@
+// Write stage, the only code that changes the disk. It writes into a folder only files bp
+// owns: new files, or files bp wrote before and nobody edited since (per the manifest's
+// hashes). Hand-edited or foreign files stop the write before anything changes.
+
+import { createHash } from 'node:crypto';
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { GENERATED_HEADER } from '../emit/header.ts';
+import type { PreviousOutput } from '../emit/migrations.ts';
+
+export const MANIFEST = '.bp-manifest.json';
+
+interface Manifest {
+  '//': string;
+  generatedBy: string;
+  files: Record<string, string>;
+}
+
+const sha256 = (content: string | Buffer): string => createHash('sha256').update(content).digest('hex');
+
+function readManifest(outDir: string): Manifest | undefined {
+  try {
+    const m = JSON.parse(fs.readFileSync(path.join(outDir, MANIFEST), 'utf8')) as Manifest;
+    return typeof m.files === 'object' && m.files !== null ? m : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+function readIfFile(p: string): Buffer | undefined {
+  try {
+    return fs.statSync(p).isFile() ? fs.readFileSync(p) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** What the emit stage needs from the previous generation: schema and migrations bp wrote. */
+export function readPreviousOutput(outDir: string): PreviousOutput {
+  const manifest = readManifest(outDir);
+  const migrations = new Map<string, string>();
+  const owned = Object.keys(manifest?.files ?? {});
+  for (const file of owned) {
+    const m = /^prisma\/migrations\/([^/]+)\/migration\.sql$/.exec(file);
+    const content = m && readIfFile(path.join(outDir, file));
+    if (m && content) migrations.set(m[1], content.toString('utf8'));
+  }
+  const schema = owned.includes('prisma/schema.prisma') ? readIfFile(path.join(outDir, 'prisma/schema.prisma'))?.toString('utf8') : undefined;
+  return { schema, migrations };
+}
+
+export interface WritePlan {
+  write: string[];
+  unchanged: string[];
+  remove: string[];
+  /** Files bp would have to overwrite but does not own, or that were edited by hand. */
+  conflicts: Array<{ file: string; reason: string }>;
+}
+
+export function planWrite(outDir: string, files: Map<string, string>): WritePlan {
+  const manifest = readManifest(outDir);
+  const plan: WritePlan = { write: [], unchanged: [], remove: [], conflicts: [] };
+  for (const [file, content] of files) {
+    const existing = readIfFile(path.join(outDir, file));
+    if (existing === undefined) plan.write.push(file);
+    else if (existing.equals(Buffer.from(content))) plan.unchanged.push(file);
+    else if (!manifest?.files[file]) plan.conflicts.push({ file, reason: 'exists and was not written by bp' });
+    else if (manifest.files[file] !== sha256(existing)) plan.conflicts.push({ file, reason: 'was edited after bp wrote it' });
+    else plan.write.push(file);
+  }
+  for (const [file, hash] of Object.entries(manifest?.files ?? {})) {
+    if (files.has(file)) continue;
+    const existing = readIfFile(path.join(outDir, file));
+    if (existing === undefined) continue;
+    // A stale file that was edited by hand is left alone: it is the user's now.
+    if (sha256(existing) === hash) plan.remove.push(file);
+  }
+  return plan;
+}
+
+/** Applies a plan without conflicts. Each file is written to a temporary name, then renamed. */
+export function applyWrite(outDir: string, files: Map<string, string>, plan: WritePlan, version: string): void {
+  if (plan.conflicts.length) throw new Error('refusing to write over files bp does not own');
+  for (const file of plan.write) {
+    const target = path.join(outDir, file);
+    fs.mkdirSync(path.dirname(target), { recursive: true });
+    const tmp = `${target}.bp-tmp`;
+    fs.writeFileSync(tmp, files.get(file) as string);
+    fs.renameSync(tmp, target);
+  }
+  for (const file of plan.remove) {
+    fs.rmSync(path.join(outDir, file), { force: true });
+    removeEmptyParents(outDir, path.dirname(path.join(outDir, file)));
+  }
+  const manifest: Manifest = {
+    '//': GENERATED_HEADER,
+    generatedBy: `bp ${version}`,
+    files: Object.fromEntries([...files].map(([file, content]) => [file, sha256(content)])),
+  };
+  fs.writeFileSync(path.join(outDir, MANIFEST), `${JSON.stringify(manifest, null, 2)}\n`);
+}
+
+function removeEmptyParents(root: string, dir: string): void {
+  const top = path.resolve(root);
+  for (let d = path.resolve(dir); d.startsWith(top + path.sep); d = path.dirname(d)) {
+    if (fs.readdirSync(d).length > 0) return;
+    fs.rmdirSync(d);
+  }
+}

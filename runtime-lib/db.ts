@@ -1,0 +1,65 @@
+// The embedded SQLite database: opened once, tuned for a web server (WAL, so readers never wait
+// for the writer), and every statement run through `query` so it appears as a database.query span.
+
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import Database from 'better-sqlite3';
+import { AppError } from './errors.ts';
+import type { ActiveTrace } from './tracing.ts';
+
+export type Db = Database.Database;
+export type Statement = Database.Statement;
+
+/** Opens the SQLite file named by a `file:` URL (relative paths are relative to `baseDir`). */
+export function openDatabase(url: string, baseDir: string): Db {
+  if (!url.startsWith('file:')) {
+    throw new Error(`DATABASE_URL must be a SQLite file: URL (got "${url.split(':')[0]}:"); this app was generated for the embedded SQLite default`);
+  }
+  const file = path.resolve(baseDir, url.slice('file:'.length).replace(/^\/\/(?=\/)/, ''));
+  fs.mkdirSync(path.dirname(file), { recursive: true });
+  const db = new Database(file);
+  db.pragma('journal_mode = WAL');
+  db.pragma('synchronous = NORMAL');
+  db.pragma('foreign_keys = ON');
+  db.pragma('busy_timeout = 5000');
+  return db;
+}
+
+type Mode = 'get' | 'all' | 'run';
+
+/** Runs a prepared statement inside a database.query span and maps SQLite failures to app errors. */
+export function query<M extends Mode>(
+  trace: ActiveTrace | undefined,
+  stmt: Statement,
+  mode: M,
+  params: unknown[] | Record<string, unknown>,
+): M extends 'run' ? Database.RunResult : M extends 'get' ? Record<string, unknown> | undefined : Record<string, unknown>[] {
+  const span = trace?.startSpan('database.query', 'database', { sql: stmt.source });
+  try {
+    const args = Array.isArray(params) ? params : [params];
+    return (stmt[mode] as (...a: unknown[]) => never)(...args);
+  } catch (err) {
+    throw mapSqliteError(err);
+  } finally {
+    span?.end();
+  }
+}
+
+/** Turns constraint and lock errors into errors a client can act on; anything else stays internal. */
+export function mapSqliteError(err: unknown): unknown {
+  const code = (err as { code?: string }).code;
+  if (typeof code !== 'string' || err instanceof AppError) return err;
+  if (code === 'SQLITE_CONSTRAINT_UNIQUE' || code === 'SQLITE_CONSTRAINT_PRIMARYKEY') {
+    const column = /UNIQUE constraint failed: \w+\.(\w+)/.exec((err as Error).message)?.[1];
+    return new AppError('UNIQUE_CONFLICT', column ? `another record already has this ${column}` : 'a unique value is already taken', {
+      details: column ? [{ field: column, code: 'UNIQUE', message: 'already taken' }] : undefined,
+    });
+  }
+  if (code === 'SQLITE_CONSTRAINT_FOREIGNKEY') {
+    return new AppError('REFERENCE_CONFLICT', 'the change would break a reference between records');
+  }
+  if (code === 'SQLITE_BUSY' || code === 'SQLITE_LOCKED') {
+    return new AppError('DATABASE_BUSY', 'the database is busy', { retryAfter: 1 });
+  }
+  return err;
+}

@@ -1,0 +1,67 @@
+// Every failure a generated app reports, in one registry: the code, its HTTP status and whether
+// a client may retry. `retryable` is true only where the same request, with the same
+// Idempotency-Key, can succeed later without the caller changing anything.
+
+export const ERROR_CODES = {
+  VALIDATION_FAILED: { status: 400, retryable: false, description: 'The body or a parameter does not fit the declared types.' },
+  INVALID_JSON: { status: 400, retryable: false, description: 'The request body is not valid JSON.' },
+  INVALID_QUERY: { status: 400, retryable: false, description: 'A query parameter is unknown or out of range.' },
+  UNAUTHENTICATED: { status: 401, retryable: false, description: 'No valid credential was presented.' },
+  FORBIDDEN: { status: 403, retryable: false, description: 'The actor may not do this.' },
+  PROTECTED_FIELD_MUTATION: { status: 403, retryable: false, description: 'A command-only field was written outside its commands.' },
+  NOT_FOUND: { status: 404, retryable: false, description: 'The record does not exist (or is not visible to the actor).' },
+  ROUTE_NOT_FOUND: { status: 404, retryable: false, description: 'No route matches the method and path.' },
+  UNIQUE_CONFLICT: { status: 409, retryable: false, description: 'A unique field already holds this value.' },
+  REFERENCE_CONFLICT: { status: 409, retryable: false, description: 'Other records still reference this one.' },
+  STATE_CONFLICT: { status: 409, retryable: false, description: 'A conditional state change lost a race; refresh first.' },
+  WORKFLOW_PRECONDITION_FAILED: { status: 409, retryable: false, description: 'The record is no longer in the state the workflow requires.' },
+  IDEMPOTENCY_KEY_REUSE: { status: 409, retryable: false, description: 'The idempotency key was used with different input.' },
+  PAYLOAD_TOO_LARGE: { status: 413, retryable: false, description: 'The request body exceeds the limit.' },
+  UNSUPPORTED_MEDIA_TYPE: { status: 415, retryable: false, description: 'The body must be application/json.' },
+  REFERENCE_NOT_FOUND: { status: 422, retryable: false, description: 'A Ref field names a record that does not exist.' },
+  DATABASE_BUSY: { status: 503, retryable: true, description: 'The database was locked by other writers; retry shortly.' },
+  INTERNAL_ERROR: { status: 500, retryable: false, description: 'An unexpected error; the trace id identifies it in the logs.' },
+} as const;
+
+export type ErrorCode = keyof typeof ERROR_CODES;
+
+export interface ErrorDetail {
+  field?: string;
+  code: string;
+  message: string;
+}
+
+export class AppError extends Error {
+  readonly code: ErrorCode;
+  readonly status: number;
+  readonly retryable: boolean;
+  readonly details?: ErrorDetail[];
+  /** Seconds; sent as Retry-After for retryable errors. */
+  readonly retryAfter?: number;
+
+  constructor(code: ErrorCode, message: string, options: { details?: ErrorDetail[]; retryAfter?: number } = {}) {
+    super(message);
+    this.name = 'AppError';
+    this.code = code;
+    this.status = ERROR_CODES[code].status;
+    this.retryable = ERROR_CODES[code].retryable;
+    this.details = options.details;
+    this.retryAfter = options.retryAfter;
+  }
+}
+
+export interface ErrorEnvelope {
+  error: { code: ErrorCode; message: string; retryable: boolean; details?: ErrorDetail[]; traceId: string };
+}
+
+export function envelope(err: AppError, traceId: string): ErrorEnvelope {
+  return {
+    error: {
+      code: err.code,
+      message: err.message,
+      retryable: err.retryable,
+      ...(err.details ? { details: err.details } : {}),
+      traceId,
+    },
+  };
+}

@@ -1,0 +1,105 @@
+// The request pipeline of a generated app: trace, route matching, body parsing, actor, errors.
+// Every response carries X-Trace-ID; every failure is the error envelope, never a stack trace.
+
+import express, { type ErrorRequestHandler, type NextFunction, type Request, type RequestHandler, type Response } from 'express';
+import { ANONYMOUS, type Actor } from './actor.ts';
+import { AppError, envelope } from './errors.ts';
+import { ActiveTrace, type SpanHandle, type TraceStore } from './tracing.ts';
+
+declare global {
+  // Express's own extension point for per-request state.
+  // eslint-disable-next-line @typescript-eslint/no-namespace
+  namespace Express {
+    interface Request {
+      trace: ActiveTrace;
+      actor: Actor;
+      routeSpan?: SpanHandle;
+    }
+  }
+}
+
+export const BODY_LIMIT = '1mb';
+
+/** Starts the trace and the http.request and route.match spans; files the trace when the response ends. */
+export function tracing(store: TraceStore): RequestHandler {
+  return (req, res, next) => {
+    const trace = new ActiveTrace();
+    req.trace = trace;
+    res.setHeader('X-Trace-ID', trace.traceId);
+    const root = trace.startSpan('http.request', 'http', { method: req.method, path: req.path });
+    req.routeSpan = trace.startSpan('route.match', 'routing', undefined, root.id);
+    res.on('finish', () => {
+      root.end({ statusCode: res.statusCode });
+      store.add(trace.finish({ method: req.method, path: req.path, statusCode: res.statusCode, route: res.locals.route as string | undefined }));
+    });
+    next();
+  };
+}
+
+/** First handler of every route: closes the route.match span and names the route in the trace. */
+export function matched(route: string): RequestHandler {
+  return (req, res, next) => {
+    req.routeSpan?.end({ route });
+    res.locals.route = route;
+    next();
+  };
+}
+
+const parseJson = express.json({ limit: BODY_LIMIT, strict: false, type: () => true });
+
+/** JSON bodies only: 415 for other media types, 400 for malformed JSON, 413 beyond the limit. */
+export const jsonBody: RequestHandler = (req, res, next) => {
+  const length = req.headers['content-length'];
+  const hasBody = req.headers['transfer-encoding'] !== undefined || (length !== undefined && length !== '0');
+  if (!hasBody) {
+    req.body = undefined;
+    return next();
+  }
+  if (!req.is('application/json') && !req.is('application/*+json')) {
+    return next(new AppError('UNSUPPORTED_MEDIA_TYPE', `send the body as application/json (got ${req.headers['content-type'] ?? 'no Content-Type'})`));
+  }
+  parseJson(req, res, next);
+};
+
+/**
+ * Resolves who is calling before any route runs. Credentials (sessions, API keys) are verified
+ * here; until a blueprint declares them every caller is anonymous. `Authorization` and
+ * `Idempotency-Key` headers are accepted and never change identity on their own.
+ */
+export function resolveActor(resolve: (req: Request) => Actor | undefined = () => undefined): RequestHandler {
+  return (req, _res, next) => {
+    req.actor = resolve(req) ?? ANONYMOUS;
+    next();
+  };
+}
+
+export const routeNotFound: RequestHandler = (req, _res, next) => {
+  next(new AppError('ROUTE_NOT_FOUND', `no route for ${req.method} ${req.path}`));
+};
+
+/** Maps any error to the envelope. Unexpected errors are logged with the trace id, never sent. */
+export function errorHandler(log: (line: string) => void = (l) => console.error(l)): ErrorRequestHandler {
+  return (err: unknown, req: Request, res: Response, _next: NextFunction) => {
+    const appError = toAppError(err);
+    const traceId = req.trace?.traceId ?? '';
+    if (appError.code === 'INTERNAL_ERROR') {
+      log(`[${traceId}] ${req.method} ${req.path}: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`);
+    }
+    if (res.headersSent) return;
+    if (appError.retryAfter !== undefined) res.setHeader('Retry-After', String(appError.retryAfter));
+    res.status(appError.status).json(envelope(appError, traceId));
+  };
+}
+
+/** body-parser reports its failures with a `type`; everything unknown is internal. */
+function toAppError(err: unknown): AppError {
+  if (err instanceof AppError) return err;
+  const type = (err as { type?: string }).type;
+  if (type === 'entity.parse.failed') return new AppError('INVALID_JSON', 'the request body is not valid JSON');
+  if (type === 'entity.too.large') return new AppError('PAYLOAD_TOO_LARGE', `the request body exceeds ${BODY_LIMIT}`);
+  if (type === 'encoding.unsupported' || type === 'charset.unsupported') {
+    return new AppError('UNSUPPORTED_MEDIA_TYPE', 'unsupported body encoding or charset');
+  }
+  if (type === 'request.aborted' || type === 'request.size.invalid') return new AppError('INVALID_JSON', 'the request body was incomplete');
+  return new AppError('INTERNAL_ERROR', 'internal error');
+}
