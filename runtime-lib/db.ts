@@ -55,7 +55,8 @@ export function mapSqliteError(err: unknown): unknown {
       details: column ? [{ field: column, code: 'UNIQUE', message: 'already taken' }] : undefined,
     });
   }
-  if (code === 'SQLITE_CONSTRAINT_FOREIGNKEY') {
+  // RESTRICT actions report as a trigger constraint; the message is what names the foreign key.
+  if (code === 'SQLITE_CONSTRAINT_FOREIGNKEY' || (code.startsWith('SQLITE_CONSTRAINT') && /FOREIGN KEY/.test((err as Error).message))) {
     return new AppError('REFERENCE_CONFLICT', 'the change would break a reference between records');
   }
   if (code === 'SQLITE_BUSY' || code === 'SQLITE_LOCKED') {

@@ -35,7 +35,7 @@ export function refRelations(bp: Blueprint): RefRelation[] {
       const declaredForward = from.relations.find((r) => r.type === 'belongsTo' && r.foreignKey === field.name && r.entity === to.name);
       const declaredBack = to.relations.find((r) => (r.type === 'hasMany' || r.type === 'hasOne') && r.foreignKey === field.name && r.entity === from.name);
       const sameTarget = from.fields.filter((f) => f.ref?.entity === to.name).length > 1;
-      const plural = `${lowerFirst(from.name)}s`;
+      const plural = pluralize(lowerFirst(from.name));
       out.push({
         name: `${from.name}_${field.name}`,
         from,
@@ -52,3 +52,10 @@ export function refRelations(bp: Blueprint): RefRelation[] {
 
 export const lowerFirst = (s: string): string => s.charAt(0).toLowerCase() + s.slice(1);
 export const upperFirst = (s: string): string => s.charAt(0).toUpperCase() + s.slice(1);
+
+/** English plural for relation names (the REST path keeps the spec's plain trailing "s"). */
+export function pluralize(word: string): string {
+  if (/[^aeiou]y$/i.test(word)) return `${word.slice(0, -1)}ies`;
+  if (/(s|x|z|ch|sh)$/i.test(word)) return `${word}es`;
+  return `${word}s`;
+}

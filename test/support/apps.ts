@@ -1,0 +1,121 @@
+// Test support: generate a fixture with the real CLI, boot the generated app as its own process
+// (exactly as `npm start` does), and talk to it over HTTP.
+
+import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+export const BP = path.join(ROOT, 'bin', 'bp');
+export const TMP = path.join(ROOT, 'test', '.tmp');
+
+export interface RunResult {
+  status: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs the real `bp` CLI. */
+export function bp(args: string[], cwd = ROOT): RunResult {
+  const r = spawnSync(process.execPath, [BP, ...args], { cwd, encoding: 'utf8', env: { ...process.env, NO_COLOR: '1' } });
+  return { status: r.status, stdout: r.stdout, stderr: r.stderr };
+}
+
+/** A fresh folder under test/.tmp (inside the repo, so generated apps resolve its node_modules). */
+export function freshDir(name: string): string {
+  const dir = path.join(TMP, name);
+  fs.rmSync(dir, { recursive: true, force: true });
+  fs.mkdirSync(dir, { recursive: true });
+  return dir;
+}
+
+export function generate(blueprint: string, outDir: string): RunResult {
+  const r = bp(['generate', blueprint, '-o', outDir]);
+  if (r.status !== 0) throw new Error(`bp generate failed (${r.status}):\n${r.stderr}`);
+  return r;
+}
+
+export function typecheck(appDir: string): RunResult {
+  const tsc = path.join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc');
+  const r = spawnSync(process.execPath, [tsc, '--noEmit', '-p', appDir], { encoding: 'utf8' });
+  return { status: r.status, stdout: r.stdout, stderr: r.stderr };
+}
+
+export interface RunningApp {
+  url: string;
+  port: number;
+  process: ChildProcess;
+  output(): string;
+  stop(): Promise<void>;
+}
+
+/** Starts `npm start`'s command in the app folder on a free port and waits until it listens. */
+export async function startApp(appDir: string, env: Record<string, string> = {}): Promise<RunningApp> {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/server.ts'], {
+    cwd: appDir,
+    env: { ...process.env, PORT: '0', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let output = '';
+  child.stdout?.on('data', (d: Buffer) => (output += d.toString()));
+  child.stderr?.on('data', (d: Buffer) => (output += d.toString()));
+  const port = await new Promise<number>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`app did not start in 30 s:\n${output}`)), 30_000);
+    const check = () => {
+      const m = /listening on http:\/\/localhost:(\d+)/.exec(output);
+      if (m) {
+        clearTimeout(timer);
+        resolve(Number(m[1]));
+      }
+    };
+    child.stdout?.on('data', check);
+    child.on('exit', (code) => {
+      clearTimeout(timer);
+      reject(new Error(`app exited with ${code}:\n${output}`));
+    });
+  });
+  child.removeAllListeners('exit');
+  return {
+    url: `http://127.0.0.1:${port}`,
+    port,
+    process: child,
+    output: () => output,
+    stop: () =>
+      new Promise<void>((resolve) => {
+        if (child.exitCode !== null) return resolve();
+        child.once('exit', () => resolve());
+        child.kill('SIGTERM');
+      }),
+  };
+}
+
+export interface HttpResponse {
+  status: number;
+  headers: Headers;
+  text: string;
+  body: unknown;
+}
+
+export async function request(
+  base: string,
+  method: string,
+  urlPath: string,
+  options: { json?: unknown; body?: string | Buffer; headers?: Record<string, string> } = {},
+): Promise<HttpResponse> {
+  const headers: Record<string, string> = { ...options.headers };
+  let body: string | Buffer | undefined = options.body;
+  if (options.json !== undefined) {
+    headers['content-type'] ??= 'application/json';
+    body = JSON.stringify(options.json);
+  }
+  const res = await fetch(base + urlPath, { method, headers, body });
+  const text = await res.text();
+  let parsed: unknown;
+  try {
+    parsed = text ? JSON.parse(text) : undefined;
+  } catch {
+    parsed = undefined;
+  }
+  return { status: res.status, headers: res.headers, text, body: parsed };
+}
