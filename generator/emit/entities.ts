@@ -16,19 +16,35 @@ export function routesName(entity: Entity): string {
   return `${lowerFirst(entity.name)}Routes`;
 }
 
-export function entitySql(entity: Entity): Record<'get' | 'list' | 'insert' | 'update' | 'delete', string> {
+/**
+ * The entity's SQL as TypeScript expressions over a COLUMNS constant, laid out to be read:
+ * the statements are fixed at generate time, so the app only prepares them.
+ */
+export function entitySql(entity: Entity): { columns: string; statements: Array<{ key: string; value: string }> } {
   const table = q(entity.name);
   const pk = q(entity.primaryKey.name);
-  const columns = entity.fields.map((f) => q(f.name)).join(', ');
   const settable = entity.fields.filter((f) => !f.primaryKey);
+  const update = [
+    `UPDATE ${table} SET`,
+    ...settable.map((f, i) => `  ${q(f.name)} = CASE WHEN @${f.name}__set THEN @${f.name} ELSE ${q(f.name)} END${i < settable.length - 1 ? ',' : ''}`),
+  ];
   return {
-    get: `SELECT ${columns} FROM ${table} WHERE ${pk} = ?`,
-    // Ordered by primary key: stable across pages, and creation order for ULIDs.
-    list: `SELECT ${columns} FROM ${table} ORDER BY ${pk} LIMIT ? OFFSET ?`,
-    insert: `INSERT INTO ${table} (${columns}) VALUES (${entity.fields.map((f) => `@${f.name}`).join(', ')}) RETURNING ${columns}`,
-    // One statement for any subset of fields: a flag per field says whether it changes.
-    update: `UPDATE ${table} SET ${settable.map((f) => `${q(f.name)} = CASE WHEN @${f.name}__set THEN @${f.name} ELSE ${q(f.name)} END`).join(', ')} WHERE ${pk} = @__id RETURNING ${columns}`,
-    delete: `DELETE FROM ${table} WHERE ${pk} = ?`,
+    columns: tsLiteral(entity.fields.map((f) => q(f.name)).join(', ')),
+    statements: [
+      { key: 'get', value: `\`SELECT \${COLUMNS} FROM ${table} WHERE ${pk} = ?\`` },
+      // Ordered by primary key: stable across pages, and creation order for ULIDs.
+      { key: 'list', value: `\`SELECT \${COLUMNS} FROM ${table} ORDER BY ${pk} LIMIT ? OFFSET ?\`` },
+      {
+        key: 'insert',
+        value: `\`INSERT INTO ${table} (\${COLUMNS}) VALUES (${entity.fields.map((f) => `@${f.name}`).join(', ')}) RETURNING \${COLUMNS}\``,
+      },
+      // One statement for any subset of fields: a flag per field says whether it changes.
+      {
+        key: 'update',
+        value: `[\n${[...update.map((l) => tsLiteral(l)), `\`WHERE ${pk} = @__id RETURNING \${COLUMNS}\``].map((l) => `      ${l},`).join('\n')}\n    ].join('\\n')`,
+      },
+      { key: 'delete', value: tsLiteral(`DELETE FROM ${table} WHERE ${pk} = ?`) },
+    ],
   };
 }
 
@@ -63,6 +79,7 @@ export function tsType(field: Field): string {
 }
 
 export function emitEntityModule(bp: Blueprint, entity: Entity): string {
+  const sql = entitySql(entity);
   return render('app/src/entities/_entity.ts.hbs', {
     name: entity.name,
     collection: entity.collection,
@@ -71,6 +88,7 @@ export function emitEntityModule(bp: Blueprint, entity: Entity): string {
     specName: `${lowerFirst(entity.name)}Spec`,
     routesName: routesName(entity),
     fields: entity.fields.map((f) => ({ name: f.name, tsType: tsType(f), spec: fieldSpec(bp, f) })),
-    sql: Object.entries(entitySql(entity)).map(([key, value]) => ({ key, value: tsLiteral(value) })),
+    columns: sql.columns,
+    sql: sql.statements,
   });
 }

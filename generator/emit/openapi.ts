@@ -236,8 +236,8 @@ export function emitOpenApi(bp: Blueprint): string {
     ]),
   );
   const doc = {
-    openapi: '3.1.0',
     'x-generated-by': GENERATED_HEADER,
+    openapi: '3.1.0',
     info: {
       title: bp.project.name,
       version: bp.project.version,

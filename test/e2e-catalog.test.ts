@@ -1,0 +1,160 @@
+// End to end on the second fixture, which uses every scalar field type: each type's validation
+// and stored form over HTTP, checked against the generated OpenAPI document; and the tracing
+// core, read from the app's trace store in-process.
+
+import * as path from 'node:path';
+import { pathToFileURL } from 'node:url';
+import type { AddressInfo } from 'node:net';
+import { expect } from 'chai';
+import { freshDir, generate, request, ROOT, startApp, typecheck, type HttpResponse, type RunningApp } from './support/apps.ts';
+import { OpenApiChecker } from './support/openapi-check.ts';
+
+type Rec = Record<string, unknown>;
+type ErrorBody = { error: { code: string; details?: Array<{ field?: string; code: string }> } };
+
+describe('generated catalog app (end to end, every field type)', function () {
+  this.timeout(120_000);
+  let appDir: string;
+  let app: RunningApp;
+  let api: OpenApiChecker;
+
+  const call = async (method: string, template: string, urlPath: string, json?: unknown): Promise<HttpResponse> => {
+    const res = await request(app.url, method, urlPath, json === undefined ? {} : { json });
+    api.check(method, template, res);
+    return res;
+  };
+  const createProduct = (body: Rec) => call('POST', '/api/products', '/api/products', { sku: `sku-${Math.random()}`, name: 'Lamp', priceCents: 1999, ...body });
+  const fieldErrors = (res: HttpResponse) => (res.body as ErrorBody).error.details?.map((d) => `${d.field}:${d.code}`);
+
+  before(async () => {
+    appDir = path.join(freshDir('e2e-catalog'), 'app');
+    generate(path.join(ROOT, 'fixtures/catalog/catalog.toml'), appDir);
+    api = new OpenApiChecker(path.join(appDir, 'openapi.json'));
+    app = await startApp(appDir);
+  });
+  after(async () => app?.stop());
+
+  it('typechecks in strict mode', () => {
+    const r = typecheck(appDir);
+    expect(r.stdout + r.stderr).to.equal('');
+    expect(r.status).to.equal(0);
+  });
+
+  it('applies typed defaults: Float, Boolean, Enum, command-only Enum, DateTime now', async () => {
+    const res = await createProduct({});
+    expect(res.status).to.equal(201);
+    const p = res.body as Rec;
+    expect(p).to.include({ weightKg: 0.5, active: true, tier: 'basic', lifecycle: 'draft', attributes: null, launchDate: null });
+    expect(p.updatedAt).to.match(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/);
+  });
+
+  it('round-trips every type in its JSON form', async () => {
+    const body = {
+      description: 'long text',
+      contact: 'sales@example.com',
+      weightKg: 1.25,
+      active: false,
+      launchDate: '2024-02-29',
+      updatedAt: '2024-03-01T10:00:00+02:00',
+      attributes: { colors: ['red', 'blue'], size: { w: 1, h: 2 }, note: null },
+      tier: 'pro',
+      manual: '/uploads/manual.pdf',
+    };
+    const res = await createProduct(body);
+    expect(res.status).to.equal(201);
+    const p = res.body as Rec;
+    expect(p).to.deep.include({ ...body, updatedAt: '2024-03-01T08:00:00.000Z' });
+    expect((await call('GET', '/api/products/{id}', `/api/products/${p.id}`)).body).to.deep.equal(p);
+  });
+
+  const invalid: Array<[string, unknown]> = [
+    ['priceCents', 19.99],
+    ['priceCents', '1999'],
+    ['priceCents', 2 ** 53],
+    ['weightKg', 'heavy'],
+    ['active', 'true'],
+    ['active', 1],
+    ['launchDate', '2023-02-29'],
+    ['launchDate', '2024-13-01'],
+    ['launchDate', '2024-1-1'],
+    ['updatedAt', '2024-03-01T10:00:00'],
+    ['updatedAt', 'yesterday'],
+    ['tier', 'enterprise'],
+    ['contact', 'a@b'],
+    ['categoryId', '01J00000000000000000000000'],
+  ];
+  for (const [field, value] of invalid) {
+    it(`refuses ${field} = ${JSON.stringify(value)}`, async () => {
+      const res = await createProduct({ [field]: value });
+      expect(res.status).to.equal(400);
+      expect(fieldErrors(res)).to.deep.equal([`${field}:INVALID_TYPE`]);
+    });
+  }
+
+  it('uses UUID keys where declared and resolves Refs written without a field (self-reference too)', async () => {
+    const parent = (await call('POST', '/api/categorys', '/api/categorys', { slug: 'home', title: 'Home' })).body as Rec;
+    expect(parent.id).to.match(/^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+    const child = await call('POST', '/api/categorys', '/api/categorys', { slug: 'lamps', title: 'Lamps', parentId: parent.id });
+    expect(child.status).to.equal(201);
+    const product = (await createProduct({ categoryId: parent.id })).body as Rec;
+    const movement = await call('POST', '/api/stockmovements', '/api/stockmovements', { productId: product.id, quantity: -3 });
+    expect(movement.status).to.equal(201);
+    expect(movement.body).to.include({ productId: product.id, quantity: -3, note: null });
+    const dangling = await call('POST', '/api/stockmovements', '/api/stockmovements', { productId: '01J00000000000000000000000', quantity: 1 });
+    expect(dangling.status).to.equal(422);
+  });
+
+  it('keeps command-only fields out of create and update', async () => {
+    const refused = await createProduct({ lifecycle: 'listed' });
+    expect(refused.status).to.equal(403);
+    const p = (await createProduct({})).body as Rec;
+    const res = await call('PUT', '/api/products/{id}', `/api/products/${p.id}`, { lifecycle: 'retired' });
+    expect(res.status).to.equal(403);
+    expect(((await call('GET', '/api/products/{id}', `/api/products/${p.id}`)).body as Rec).lifecycle).to.equal('draft');
+  });
+
+  describe('tracing core (in-process)', () => {
+    type TraceStoreLike = { list(limit?: number): Array<{ traceId: string; metadata: Rec; spans: Array<{ id: number; parentId?: number; name: string; type: string; duration: number; attributes?: Rec }> }> };
+    let server: import('node:http').Server;
+    let traces: TraceStoreLike;
+    let base: string;
+
+    before(async () => {
+      const load = (p: string) => import(pathToFileURL(path.join(appDir, p)).href);
+      const { createApp } = await load('src/app.ts');
+      const { openDatabase } = await load('src/runtime/db.ts');
+      const { applyMigrations } = await load('src/runtime/migrate.ts');
+      const { TraceStore } = await load('src/runtime/tracing.ts');
+      const db = openDatabase(`file:${path.join(appDir, 'data', 'traced.db')}`, appDir);
+      applyMigrations(db, path.join(appDir, 'prisma', 'migrations'));
+      const built = createApp({ db, appDir, traces: new TraceStore(3, 60_000) });
+      traces = built.traces;
+      server = built.app.listen(0);
+      await new Promise((r) => server.once('listening', r));
+      base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    });
+    after(() => server?.close());
+
+    it('records the http request, route matching and each database query as spans', async () => {
+      const created = await request(base, 'POST', '/api/stockmovements', { json: { productId: '01J00000000000000000000000', quantity: 1 } });
+      const trace = traces.list(1)[0];
+      expect(trace.traceId).to.equal(created.headers.get('x-trace-id'));
+      expect(trace.metadata).to.include({ method: 'POST', path: '/api/stockmovements', statusCode: 422, route: 'StockMovement.create' });
+      const names = trace.spans.map((s) => s.name);
+      expect(names).to.deep.equal(['http.request', 'route.match', 'database.query']);
+      const [root, routing, query] = trace.spans;
+      expect(routing.parentId).to.equal(root.id);
+      expect(query.type).to.equal('database');
+      expect(query.attributes?.sql).to.equal('SELECT 1 FROM "Product" WHERE "id" = ?');
+      for (const s of trace.spans) expect(s.duration).to.be.at.least(0);
+    });
+
+    it('keeps only the newest traces up to its limit', async () => {
+      for (let i = 0; i < 5; i++) await request(base, 'GET', `/api/products?limit=${i + 1}`);
+      const kept = traces.list();
+      expect(kept.length).to.equal(3);
+      expect(kept.map((t) => t.metadata.path)).to.deep.equal(['/api/products', '/api/products', '/api/products']);
+      expect(kept[0].spans.find((s) => s.name === 'database.query')?.attributes?.sql).to.match(/^SELECT .* FROM "Product" ORDER BY "id" LIMIT \? OFFSET \?$/);
+    });
+  });
+});
