@@ -244,7 +244,12 @@ export function emitOpenApi(bp: Blueprint): string {
       ...(bp.project.description ? { description: bp.project.description } : {}),
     },
     servers: [{ url: '/' }],
-    tags: [...bp.entities.map((e) => ({ name: e.name })), { name: 'Meta' }],
+    // Until the blueprint declares credentials (auth.apiKeys, sessions) every route is open.
+    security: [],
+    tags: [
+      ...bp.entities.map((e) => ({ name: e.name, description: e.description ?? `${e.name} records (/api/${e.collection})` })),
+      { name: 'Meta', description: 'About this API' },
+    ],
     paths,
     components: {
       schemas,
