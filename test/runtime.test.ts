@@ -24,6 +24,7 @@ describe('runtime-lib', () => {
       expect(b > a).to.equal(true);
       expect(b.slice(0, 10)).to.equal(a.slice(0, 10));
     });
+  });
 
   describe('TraceStore', () => {
     const trace = (startTime: number, path = '/'): Trace => ({
