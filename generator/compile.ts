@@ -10,6 +10,7 @@ import { buildModel } from './model/build.ts';
 import type { Blueprint } from './model/types.ts';
 import { parseBlueprint } from './parse/load.ts';
 import type { SourceHost } from './source.ts';
+import { checkAccessRules } from './validate/access-rules.ts';
 import { checkReferences } from './validate/references.ts';
 import { checkShapes } from './validate/shape.ts';
 
@@ -28,6 +29,7 @@ export function validateBlueprint(rootPath: string, host: SourceHost): ValidateR
   const ctx = createContext(parsed.blueprint, host, diagnostics);
   const model = buildModel(ctx);
   checkReferences(ctx, model);
+  checkAccessRules(ctx, model);
   return { model, diagnostics: sortDiagnostics(diagnostics) };
 }
 

@@ -264,3 +264,19 @@ function compare(op: '>' | '>=' | '<' | '<=', a: Compiled, b: Compiled): Compile
   if (STRING_TYPES.has(a.type)) return typeof b.value === 'string' ? pred(`(${q(a.name)} ${op} ?) IS 1`, [b.value]) : FALSE;
   throw new Unsupported();
 }
+
+/** Combines filters with OR, folding constants. */
+export function orFilters(filters: readonly RowFilter[]): RowFilter {
+  const parts: SqlPredicate[] = [];
+  for (const f of filters) {
+    if (f === true) return true;
+    if (f !== false) parts.push(f);
+  }
+  if (parts.length === 0) return false;
+  return { sql: parts.map((p) => `(${p.sql})`).join(' OR '), params: parts.flatMap((p) => p.params) };
+}
+
+/** Negation; safe because every predicate this module builds is 0 or 1, never NULL. */
+export function notFilter(filter: RowFilter): RowFilter {
+  return typeof filter === 'boolean' ? !filter : { sql: `NOT (${filter.sql})`, params: filter.params };
+}

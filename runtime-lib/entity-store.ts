@@ -1,6 +1,9 @@
 // Data access for one entity: validation of request bodies against the declared fields, and the
 // SQL the generator wrote for this entity (prepared once, run through traced `query`).
 
+import { Access, type AccessPolicy } from './access.ts';
+import type { Actor } from './actor.ts';
+import type { RowFilter } from './condition-sql.ts';
 import { AppError, type ErrorDetail } from './errors.ts';
 import { type Db, query, type Statement } from './db.ts';
 import { ulid, uuid, ULID_PATTERN, UUID_PATTERN } from './ids.ts';
@@ -28,7 +31,15 @@ export interface EntitySpec {
   primaryKey: string;
   idType: 'ULID' | 'UUID';
   fields: readonly FieldSpec[];
-  sql: { get: string; list: string; insert: string; update: string; delete: string };
+  /** `select` and `orderBy` compose the row-filtered variants of get and list. */
+  sql: { select: string; orderBy: string; get: string; list: string; insert: string; update: string; delete: string };
+  access: AccessPolicy;
+}
+
+/** Who is asking and where to record spans: passed to every operation. */
+export interface RequestContext {
+  actor: Actor;
+  trace?: ActiveTrace;
 }
 
 export interface ListQuery {
@@ -54,7 +65,10 @@ const DATE = /^(\d{4})-(\d{2})-(\d{2})$/;
 const DATE_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:\d{2})$/;
 
 export class EntityStore {
-  private readonly stmt: Record<keyof EntitySpec['sql'], Statement>;
+  private readonly stmt: Record<'get' | 'list' | 'insert' | 'update' | 'delete', Statement>;
+  /** Statements for row filters, by SQL text: one per distinct rule shape, bounded. */
+  private readonly filtered = new Map<string, Statement>();
+  readonly access: Access;
   private readonly refExists = new Map<string, Statement>();
   private readonly byName = new Map<string, FieldSpec>();
   /** Only fields whose stored form differs from their JSON form are converted when read. */
@@ -76,23 +90,31 @@ export class EntityStore {
       if (f.ref) this.refExists.set(f.name, db.prepare(f.ref.exists));
     }
     this.decoded = spec.fields.filter((f) => f.type === 'Boolean' || f.type === 'JSON' || f.type === 'DateTime');
+    this.access = new Access(spec.access, new Map(spec.fields.map((f) => [f.name, f.type])));
   }
 
-  get(trace: ActiveTrace | undefined, id: string): Row {
-    const row = query(trace, this.stmt.get, 'get', [id]);
-    if (!row) throw this.notFound(id);
-    return this.decode(row);
+  get(ctx: RequestContext, id: string): Row {
+    return this.present(ctx, this.load(ctx, id, this.access.filter(ctx.actor, 'read')));
   }
 
-  list(trace: ActiveTrace | undefined, q: ListQuery): ListResult<Row> {
+  list(ctx: RequestContext, q: ListQuery): ListResult<Row> {
+    const filter = this.access.filter(ctx.actor, 'read');
     // One row more than asked tells whether another page exists, without a COUNT(*).
-    const rows = query(trace, this.stmt.list, 'all', [q.limit + 1, q.offset]);
+    const rows =
+      filter === true
+        ? query(ctx.trace, this.stmt.list, 'all', [q.limit + 1, q.offset])
+        : query(ctx.trace, this.statementFor(`${this.spec.sql.select} WHERE ${(filter as { sql: string }).sql} ORDER BY ${this.spec.sql.orderBy} LIMIT ? OFFSET ?`), 'all', [
+            ...(filter as { params: unknown[] }).params,
+            q.limit + 1,
+            q.offset,
+          ]);
     const hasMore = rows.length > q.limit;
     if (hasMore) rows.pop();
-    return { items: rows.map((r) => this.decode(r)), limit: q.limit, offset: q.offset, hasMore };
+    return { items: rows.map((r) => this.present(ctx, this.decode(r))), limit: q.limit, offset: q.offset, hasMore };
   }
 
-  create(trace: ActiveTrace | undefined, body: unknown): Row {
+  create(ctx: RequestContext, body: unknown): Row {
+    const { trace, actor } = ctx;
     const input = this.checkBody(body);
     const protectedKeys = Object.keys(input).filter((k) => this.byName.get(k)?.commandOnly);
     if (protectedKeys.length) throw protectedError(protectedKeys);
@@ -116,18 +138,21 @@ export class EntityStore {
     }
     this.rejectUnknown(input, issues);
     if (issues.length) throw validationError(issues);
+    const candidate = this.decode({ ...params });
+    this.access.check(actor, 'create', candidate);
+    this.access.checkFieldWrites(actor, Object.keys(input), candidate);
     return this.db.transaction(() => {
       this.checkRefs(trace, params, Object.keys(params));
-      return this.decode(query(trace, this.stmt.insert, 'get', params) as Row);
+      return this.present(ctx, this.decode(query(trace, this.stmt.insert, 'get', params) as Row));
     })();
   }
 
-  update(trace: ActiveTrace | undefined, id: string, body: unknown): Row {
+  update(ctx: RequestContext, id: string, body: unknown): Row {
+    const { trace, actor } = ctx;
     const input = this.checkBody(body);
     return this.db.transaction(() => {
-      const stored = query(trace, this.stmt.get, 'get', [id]);
-      if (!stored) throw this.notFound(id);
-      const current = this.decode(stored);
+      const current = this.load(ctx, id, this.access.filter(actor, 'read'));
+      this.access.check(actor, 'update', current);
       // Sending back a command-only field unchanged (a GET-then-PUT round trip) writes nothing.
       const protectedKeys = Object.keys(input).filter((k) => this.byName.get(k)?.commandOnly && !sameValue(current[k], input[k]));
       if (protectedKeys.length) throw protectedError(protectedKeys);
@@ -157,17 +182,48 @@ export class EntityStore {
       }
       this.rejectUnknown(input, issues);
       if (issues.length) throw validationError(issues);
-      if (changed.length === 0) return current;
+      this.access.checkFieldWrites(actor, changed, current);
+      if (changed.length === 0) return this.present(ctx, current);
       this.checkRefs(trace, params, changed);
       const row = query(trace, this.stmt.update, 'get', params);
       if (!row) throw this.notFound(id);
-      return this.decode(row);
+      return this.present(ctx, this.decode(row));
     })();
   }
 
-  delete(trace: ActiveTrace | undefined, id: string): void {
-    const result = query(trace, this.stmt.delete, 'run', [id]);
-    if (result.changes === 0) throw this.notFound(id);
+  delete(ctx: RequestContext, id: string): void {
+    this.db.transaction(() => {
+      const current = this.load(ctx, id, this.access.filter(ctx.actor, 'read'));
+      this.access.check(ctx.actor, 'delete', current);
+      const result = query(ctx.trace, this.stmt.delete, 'run', [id]);
+      if (result.changes === 0) throw this.notFound(id);
+    })();
+  }
+
+  /** The record if it exists and passes the read filter; else 404, never revealing which. */
+  private load(ctx: RequestContext, id: string, filter: RowFilter): Row {
+    const row =
+      filter === true
+        ? query(ctx.trace, this.stmt.get, 'get', [id])
+        : query(ctx.trace, this.statementFor(`${this.spec.sql.get} AND (${(filter as { sql: string }).sql})`), 'get', [id, ...(filter as { params: unknown[] }).params]);
+    if (!row) throw this.notFound(id);
+    return this.decode(row);
+  }
+
+  private present(ctx: RequestContext, record: Row): Row {
+    return this.access.hasFieldReadRules ? this.access.hideFields(ctx.actor, record) : record;
+  }
+
+  private statementFor(sql: string): Statement {
+    let stmt = this.filtered.get(sql);
+    if (!stmt) {
+      stmt = this.db.prepare(sql);
+      // Distinct filters come from distinct actor values inlined as parameters, not SQL, so the
+      // map stays small; the bound guards against a rule shape that varies per actor.
+      if (this.filtered.size >= 256) this.filtered.delete(this.filtered.keys().next().value as string);
+      this.filtered.set(sql, stmt);
+    }
+    return stmt;
   }
 
   private checkBody(body: unknown): Row {

@@ -12,14 +12,21 @@ import { OpenApiChecker } from './support/openapi-check.ts';
 type Rec = Record<string, unknown>;
 type ErrorBody = { error: { code: string; details?: Array<{ field?: string; code: string }> } };
 
+const KEYS = {
+  CATALOG_OPS_KEY: 'ops-key-0123456789abcdef',
+  CATALOG_READER_KEY: 'reader-key-0123456789abcdef',
+  CATALOG_EDITOR_KEY: 'editor-key-0123456789abcdef',
+};
+
 describe('generated catalog app (end to end, every field type)', function () {
   this.timeout(120_000);
   let appDir: string;
   let app: RunningApp;
   let api: OpenApiChecker;
 
-  const call = async (method: string, template: string, urlPath: string, json?: unknown): Promise<HttpResponse> => {
-    const res = await request(app.url, method, urlPath, json === undefined ? {} : { json });
+  const call = async (method: string, template: string, urlPath: string, json?: unknown, key: string | null = KEYS.CATALOG_OPS_KEY): Promise<HttpResponse> => {
+    const headers: Record<string, string> = key === null ? {} : { authorization: `Bearer ${key}` };
+    const res = await request(app.url, method, urlPath, json === undefined ? { headers } : { json, headers });
     api.check(method, template, res);
     return res;
   };
@@ -30,7 +37,7 @@ describe('generated catalog app (end to end, every field type)', function () {
     appDir = path.join(freshDir('e2e-catalog'), 'app');
     generate(path.join(ROOT, 'fixtures/catalog/catalog.toml'), appDir);
     api = new OpenApiChecker(path.join(appDir, 'openapi.json'));
-    app = await startApp(appDir);
+    app = await startApp(appDir, KEYS);
   });
   after(async () => app?.stop());
 
@@ -113,6 +120,87 @@ describe('generated catalog app (end to end, every field type)', function () {
     expect(((await call('GET', '/api/products/{id}', `/api/products/${p.id}`)).body as Rec).lifecycle).to.equal('draft');
   });
 
+  describe('access rules', () => {
+    const code = (res: HttpResponse) => (res.body as ErrorBody).error.code;
+    let active: Record<string, unknown>;
+    let inactive: Record<string, unknown>;
+    before(async () => {
+      active = (await createProduct({ contact: 'lamps@example.com' })).body as Record<string, unknown>;
+      inactive = (await createProduct({ active: false })).body as Record<string, unknown>;
+    });
+
+    it('lets anyone read a public entity, and nobody anonymous write it', async () => {
+      expect((await call('GET', '/api/categorys', '/api/categorys', undefined, null)).status).to.equal(200);
+      const res = await call('POST', '/api/categorys', '/api/categorys', { slug: 'anon', title: 'Anon' }, null);
+      expect(res.status).to.equal(401);
+      expect(code(res)).to.equal('UNAUTHENTICATED');
+    });
+
+    it('fails closed for anonymous callers where a rule reads the actor', async () => {
+      const res = await call('GET', '/api/products', '/api/products', undefined, null);
+      expect(res.status).to.equal(401);
+      expect(res.headers.get('www-authenticate')).to.equal(null);
+    });
+
+    it('refuses unknown and malformed credentials with 401, even on public routes', async () => {
+      for (const authorization of ['Bearer not-a-configured-key-123456', 'Basic dXNlcjpwYXNz', 'Bearer', `bearer  ${KEYS.CATALOG_OPS_KEY} x`]) {
+        const res = await request(app.url, 'GET', '/api/categorys', { headers: { authorization } });
+        expect(res.status, authorization).to.equal(401);
+        expect(code(res)).to.equal('UNAUTHENTICATED');
+        expect(res.headers.get('www-authenticate')).to.equal('Bearer');
+      }
+    });
+
+    it('filters rows in the query: a viewer lists and gets active products only', async () => {
+      const ids = async (key: string) => {
+        const seen: string[] = [];
+        for (let offset = 0; ; offset += 1000) {
+          const page = (await call('GET', '/api/products', `/api/products?limit=1000&offset=${offset}`, undefined, key)).body as { items: Array<Record<string, unknown>>; hasMore: boolean };
+          seen.push(...page.items.map((p) => p.id as string));
+          if (!page.hasMore) break;
+        }
+        return seen;
+      };
+      const asViewer = await ids(KEYS.CATALOG_READER_KEY);
+      const asAdmin = await ids(KEYS.CATALOG_OPS_KEY);
+      expect(asViewer).to.include(active.id);
+      expect(asViewer).not.to.include(inactive.id);
+      expect(asAdmin).to.include.members([active.id, inactive.id]);
+      expect((await call('GET', '/api/products', '/api/products?limit=1', undefined, KEYS.CATALOG_READER_KEY)).body).to.have.property('items').with.length(1);
+      const hidden = await call('GET', '/api/products/{id}', `/api/products/${inactive.id}`, undefined, KEYS.CATALOG_READER_KEY);
+      expect(hidden.status).to.equal(404);
+      expect(code(hidden)).to.equal('NOT_FOUND');
+    });
+
+    it('hides fields the actor may not read', async () => {
+      const asViewer = (await call('GET', '/api/products/{id}', `/api/products/${active.id}`, undefined, KEYS.CATALOG_READER_KEY)).body as Record<string, unknown>;
+      expect(asViewer).not.to.have.property('contact');
+      const asAdmin = (await call('GET', '/api/products/{id}', `/api/products/${active.id}`)).body as Record<string, unknown>;
+      expect(asAdmin.contact).to.equal('lamps@example.com');
+    });
+
+    it('requires the entity scopes of an API key', async () => {
+      const res = await call('POST', '/api/products', '/api/products', { sku: 'scoped', name: 'x', priceCents: 1 }, KEYS.CATALOG_READER_KEY);
+      expect(res.status).to.equal(403);
+      expect(code(res)).to.equal('INSUFFICIENT_SCOPE');
+    });
+
+    it('checks update rules, and field write rules, writing nothing when refused', async () => {
+      const renamed = await call('PUT', '/api/products/{id}', `/api/products/${active.id}`, { name: 'Desk lamp' }, KEYS.CATALOG_EDITOR_KEY);
+      expect(renamed.status).to.equal(200);
+      const priced = await call('PUT', '/api/products/{id}', `/api/products/${active.id}`, { name: 'Cheap lamp', priceCents: 1 }, KEYS.CATALOG_EDITOR_KEY);
+      expect(priced.status).to.equal(403);
+      expect((priced.body as ErrorBody).error.details?.[0]).to.include({ field: 'priceCents', code: 'FIELD_WRITE_DENIED' });
+      const stored = (await call('GET', '/api/products/{id}', `/api/products/${active.id}`)).body as Record<string, unknown>;
+      expect(stored).to.include({ name: 'Desk lamp', priceCents: 1999 });
+      const created = await call('POST', '/api/products', '/api/products', { sku: 'by-editor', name: 'x', priceCents: 1 }, KEYS.CATALOG_EDITOR_KEY);
+      expect(created.status).to.equal(403);
+      expect(code(created)).to.equal('FORBIDDEN');
+      const deleted = await call('DELETE', '/api/products/{id}', `/api/products/${active.id}`, undefined, KEYS.CATALOG_EDITOR_KEY);
+      expect(deleted.status).to.equal(403);
+    });
+  });
+
   describe('tracing core (in-process)', () => {
     type TraceStoreLike = { list(limit?: number): Array<{ traceId: string; metadata: Rec; spans: Array<{ id: number; parentId?: number; name: string; type: string; duration: number; attributes?: Rec }> }> };
     let server: import('node:http').Server;
@@ -127,7 +215,7 @@ describe('generated catalog app (end to end, every field type)', function () {
       const { TraceStore } = await load('src/runtime/tracing.ts');
       const db = openDatabase(`file:${path.join(appDir, 'data', 'traced.db')}`, appDir);
       applyMigrations(db, path.join(appDir, 'prisma', 'migrations'));
-      const built = createApp({ db, appDir, traces: new TraceStore(3, 60_000) });
+      const built = createApp({ db, appDir, traces: new TraceStore(3, 60_000), env: KEYS, warn: () => undefined });
       traces = built.traces;
       server = built.app.listen(0);
       await new Promise((r) => server.once('listening', r));
@@ -136,21 +224,25 @@ describe('generated catalog app (end to end, every field type)', function () {
     after(() => server?.close());
 
     it('records the http request, route matching and each database query as spans', async () => {
-      const created = await request(base, 'POST', '/api/stockmovements', { json: { productId: '01J00000000000000000000000', quantity: 1 } });
+      const created = await request(base, 'POST', '/api/stockmovements', {
+        json: { productId: '01J00000000000000000000000', quantity: 1 },
+        headers: { authorization: `Bearer ${KEYS.CATALOG_OPS_KEY}` },
+      });
       const trace = traces.list(1)[0];
       expect(trace.traceId).to.equal(created.headers.get('x-trace-id'));
       expect(trace.metadata).to.include({ method: 'POST', path: '/api/stockmovements', statusCode: 422, route: 'StockMovement.create' });
       const names = trace.spans.map((s) => s.name);
-      expect(names).to.deep.equal(['http.request', 'route.match', 'database.query']);
-      const [root, routing, query] = trace.spans;
-      expect(routing.parentId).to.equal(root.id);
+      expect(names).to.deep.equal(['http.request', 'auth.check', 'route.match', 'database.query']);
+      const [root, auth, routing, query] = trace.spans;
+      for (const child of [auth, routing, query]) expect(child.parentId).to.equal(root.id);
+      expect(auth.attributes).to.deep.equal({ actor: 'agent' });
       expect(query.type).to.equal('database');
       expect(query.attributes?.sql).to.equal('SELECT 1 FROM "Product" WHERE "id" = ?');
       for (const s of trace.spans) expect(s.duration).to.be.at.least(0);
     });
 
     it('keeps only the newest traces up to its limit', async () => {
-      for (let i = 0; i < 5; i++) await request(base, 'GET', `/api/products?limit=${i + 1}`);
+      for (let i = 0; i < 5; i++) await request(base, 'GET', `/api/products?limit=${i + 1}`, { headers: { authorization: `Bearer ${KEYS.CATALOG_OPS_KEY}` } });
       const kept = traces.list();
       expect(kept.length).to.equal(3);
       expect(kept.map((t) => t.metadata.path)).to.deep.equal(['/api/products', '/api/products', '/api/products']);

@@ -31,6 +31,8 @@ export function entitySql(entity: Entity): { columns: string; statements: Array<
   return {
     columns: tsLiteral(entity.fields.map((f) => q(f.name)).join(', ')),
     statements: [
+      { key: 'select', value: `\`SELECT \${COLUMNS} FROM ${table}\`` },
+      { key: 'orderBy', value: tsLiteral(pk) },
       { key: 'get', value: `\`SELECT \${COLUMNS} FROM ${table} WHERE ${pk} = ?\`` },
       // Ordered by primary key: stable across pages, and creation order for ULIDs.
       { key: 'list', value: `\`SELECT \${COLUMNS} FROM ${table} ORDER BY ${pk} LIMIT ? OFFSET ?\`` },
@@ -90,5 +92,10 @@ export function emitEntityModule(bp: Blueprint, entity: Entity): string {
     fields: entity.fields.map((f) => ({ name: f.name, tsType: tsType(f), spec: fieldSpec(bp, f) })),
     columns: sql.columns,
     sql: sql.statements,
+    access: {
+      rules: tsLiteral(entity.access),
+      fields: tsLiteral(Object.fromEntries(entity.fields.filter((f) => f.access.read || f.access.write).map((f) => [f.name, f.access]))),
+      scopes: tsLiteral(entity.scopes),
+    },
   });
 }

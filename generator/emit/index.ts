@@ -7,18 +7,22 @@ import { emitOpenApi } from './openapi.ts';
 import { emitPrismaSchema } from './prisma-schema.ts';
 import { emitRuntime } from './runtime.ts';
 import { render } from './templates.ts';
+import { tsLiteral } from './ts-literal.ts';
 
 /** Versions the generated app depends on: the ones bp itself is built and tested with. */
 export const APP_DEPENDENCIES: Record<string, string> = {
   '@prisma/adapter-better-sqlite3': '7.10.0',
   '@prisma/client': '7.10.0',
   'better-sqlite3': '^12.6.0',
+  'csrf-sync': '^4.2.1',
   express: '^5.3.0',
+  'express-session': '^1.19.0',
   tsx: '^4.23.0',
 };
 export const APP_DEV_DEPENDENCIES: Record<string, string> = {
   '@types/better-sqlite3': '^9.6.0',
   '@types/express': '^5.0.6',
+  '@types/express-session': '^1.18.2',
   '@types/node': '^20.19.43',
   prisma: '7.10.1',
   typescript: '^5.9.3',
@@ -35,11 +39,13 @@ export async function emitApp(bp: Blueprint, options: EmitOptions): Promise<Map<
   const schema = emitPrismaSchema(bp);
   const entities = bp.entities.map((e) => ({ name: e.name, collection: e.collection, file: entityFileName(e), routesName: routesName(e) }));
   const deps = (table: Record<string, string>) => Object.entries(table).map(([name, version]) => ({ name, version }));
+  const emailAuth = bp.auth.providers.includes('email');
 
   files.set('package.json', render('app/package.json.hbs', {
     slug: bp.slug,
     version: bp.project.version,
     description: bp.project.description ?? '',
+    emailAuth,
     dependencies: deps(APP_DEPENDENCIES),
     devDependencies: deps(APP_DEV_DEPENDENCIES),
   }));
@@ -56,7 +62,18 @@ export async function emitApp(bp: Blueprint, options: EmitOptions): Promise<Map<
   for (const [p, content] of await emitMigrations(schema, options.previous)) files.set(p, content);
   files.set('openapi.json', emitOpenApi(bp));
   files.set('src/server.ts', render('app/src/server.ts.hbs', { name: bp.project.name }));
-  files.set('src/app.ts', render('app/src/app.ts.hbs', { entities }));
+  files.set('src/app.ts', render('app/src/app.ts.hbs', {
+    entities,
+    emailAuth,
+    slug: bp.slug,
+    loginPath: bp.auth.loginPath,
+    trustedOrigins: bp.auth.trustedOrigins,
+    sessionDuration: bp.auth.session.duration,
+    idleTimeout: bp.auth.session.idleTimeout,
+    apiKeys: bp.auth.apiKeys.map((k) => tsLiteral(k)),
+  }));
+  files.set('src/permissions.ts', render('app/src/permissions.ts.hbs', { permissions: bp.auth.permissions ? tsLiteral(bp.auth.permissions) : 'undefined' }));
+  if (emailAuth) files.set('src/users.ts', render('app/src/users.ts.hbs', {}));
   for (const entity of bp.entities) files.set(`src/entities/${entityFileName(entity)}.ts`, emitEntityModule(bp, entity));
   for (const [p, content] of emitRuntime()) files.set(p, content);
   return new Map([...files].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));

@@ -61,7 +61,11 @@ function fieldSchema(bp: Blueprint, field: Field): Schema {
     s.type = [s.type as string, 'null'];
     if (Array.isArray(s.enum)) s.enum = [...(s.enum as unknown[]), null];
   }
-  const notes = [field.description, field.commandOnly ? `Command-only: changed only by ${field.commands?.join(', ') ?? 'commands'}.` : undefined]
+  const notes = [
+    field.description,
+    field.access.read ? 'Present only for actors its read rule allows.' : undefined,
+    field.access.write ? 'Writable only by actors its write rule allows.' : undefined,
+    field.commandOnly ? `Command-only: changed only by ${field.commands?.join(', ') ?? 'commands'}.` : undefined]
     .filter(Boolean)
     .join(' ');
   if (notes) s.description = s.description ? `${s.description as string}. ${notes}` : notes;
@@ -78,7 +82,8 @@ function entitySchemas(bp: Blueprint, entity: Entity): Record<string, Schema> {
       type: 'object',
       ...(entity.description ? { description: entity.description } : {}),
       properties: all,
-      required: entity.fields.map((f) => f.name),
+      // A field with a read rule is left out of responses for actors who may not read it.
+      required: entity.fields.filter((f) => !f.access.read).map((f) => f.name),
       additionalProperties: false,
     },
     [`${entity.name}Create`]: {
@@ -107,8 +112,32 @@ function entitySchemas(bp: Blueprint, entity: Entity): Record<string, Schema> {
   };
 }
 
-function entityPaths(entity: Entity): Record<string, Schema> {
+/** Security requirements of one operation: any credential, plus anonymous when its rule is public. */
+function securityFor(bp: Blueprint, entity: Entity, action: 'read' | 'create' | 'update' | 'delete'): Schema[] | undefined {
+  const schemes = schemeNames(bp);
+  if (schemes.length === 0) return undefined;
+  const rule = entity.access[action];
+  const open = rule !== undefined && (rule.kind === 'public' || (rule.kind === 'const' && rule.value));
+  const scopes = action === 'read' ? entity.scopes.read : entity.scopes.write;
+  return [...schemes.map((name) => ({ [name]: name === 'apiKey' ? [...scopes] : [] })), ...(open ? [{}] : [])];
+}
+
+function schemeNames(bp: Blueprint): string[] {
+  return [...(bp.auth.apiKeys.length ? ['apiKey'] : []), ...(bp.auth.providers.includes('email') ? ['session'] : [])];
+}
+
+function entityPaths(bp: Blueprint, entity: Entity): Record<string, Schema> {
   const n = entity.name;
+  const secured = (action: 'read' | 'create' | 'update' | 'delete', op: Schema): Schema => {
+    const security = securityFor(bp, entity, action);
+    if (!security) return op;
+    const responses = op.responses as Record<string, Schema>;
+    return {
+      ...op,
+      security,
+      responses: { ...responses, '401': errorResponse('Unauthenticated'), '403': errorResponse('Forbidden') },
+    };
+  };
   const json = (schema: Schema) => ({ 'application/json': { schema } });
   const ok = (description: string, schema: Schema) => ({ description, headers: { 'X-Trace-ID': { $ref: '#/components/headers/X-Trace-ID' } }, content: json(schema) });
   const idParam = { name: 'id', in: 'path', required: true, description: `${n} id`, schema: { type: 'string' } };
@@ -124,7 +153,7 @@ function entityPaths(entity: Entity): Record<string, Schema> {
   };
   return {
     [`/api/${entity.collection}`]: {
-      get: {
+      get: secured('read', {
         operationId: `list${n}s`,
         tags: [n],
         summary: `List ${n} records, ordered by id`,
@@ -133,8 +162,8 @@ function entityPaths(entity: Entity): Record<string, Schema> {
           { name: 'offset', in: 'query', required: false, schema: { type: 'integer', minimum: 0, default: 0 } },
         ],
         responses: { '200': ok(`A page of ${n} records`, ref(`${n}List`)), '400': errorResponse('BadRequest') },
-      },
-      post: {
+      }),
+      post: secured('create', {
         operationId: `create${n}`,
         tags: [n],
         summary: `Create a ${n}`,
@@ -143,24 +172,24 @@ function entityPaths(entity: Entity): Record<string, Schema> {
           '201': { ...ok(`The stored ${n}`, ref(n)), headers: { 'X-Trace-ID': { $ref: '#/components/headers/X-Trace-ID' }, Location: { schema: { type: 'string' } } } },
           ...writeErrors,
         },
-      },
+      }),
     },
     [`/api/${entity.collection}/{id}`]: {
       parameters: [idParam],
-      get: {
+      get: secured('read', {
         operationId: `get${n}`,
         tags: [n],
         summary: `Get one ${n}`,
         responses: { '200': ok(`The ${n}`, ref(n)), '404': errorResponse('NotFound') },
-      },
-      put: {
+      }),
+      put: secured('update', {
         operationId: `update${n}`,
         tags: [n],
         summary: `Change the given fields of a ${n}`,
         requestBody: body(`${n}Update`),
         responses: { '200': ok(`The updated ${n}`, ref(n)), '404': errorResponse('NotFound'), ...writeErrors },
-      },
-      delete: {
+      }),
+      delete: secured('delete', {
         operationId: `delete${n}`,
         tags: [n],
         summary: `Delete a ${n}`,
@@ -170,20 +199,22 @@ function entityPaths(entity: Entity): Record<string, Schema> {
           '409': errorResponse('Conflict'),
           '503': errorResponse('ServiceUnavailable'),
         },
-      },
+      }),
     },
   };
 }
 
 const ERROR_RESPONSES: Record<string, string> = {
   BadRequest: 'The request is malformed or fails validation (VALIDATION_FAILED, INVALID_JSON, INVALID_QUERY)',
-  Forbidden: 'Not allowed (FORBIDDEN, PROTECTED_FIELD_MUTATION)',
+  Unauthenticated: 'No valid credential: sign in, or send Authorization: Bearer <API key> (UNAUTHENTICATED)',
+  Forbidden: 'Not allowed (FORBIDDEN, INSUFFICIENT_SCOPE, CSRF_FAILED, PROTECTED_FIELD_MUTATION)',
   NotFound: 'No such record or route (NOT_FOUND, ROUTE_NOT_FOUND)',
   Conflict: 'A conflict with stored data (UNIQUE_CONFLICT, REFERENCE_CONFLICT, STATE_CONFLICT, IDEMPOTENCY_KEY_REUSE)',
   PayloadTooLarge: 'The body exceeds the size limit (PAYLOAD_TOO_LARGE)',
   UnsupportedMediaType: 'The body is not application/json (UNSUPPORTED_MEDIA_TYPE)',
   UnprocessableEntity: 'A referenced record does not exist (REFERENCE_NOT_FOUND)',
   ServiceUnavailable: 'The database is busy; retry after Retry-After seconds (DATABASE_BUSY)',
+  TooManyRequests: 'Too many failed attempts; retry after Retry-After seconds (TOO_MANY_ATTEMPTS)',
 };
 
 export function emitOpenApi(bp: Blueprint): string {
@@ -199,9 +230,26 @@ export function emitOpenApi(bp: Blueprint): string {
   };
   const schemas: Record<string, Schema> = {};
   for (const entity of bp.entities) {
-    Object.assign(paths, entityPaths(entity));
+    Object.assign(paths, entityPaths(bp, entity));
     Object.assign(schemas, entitySchemas(bp, entity));
   }
+  schemas.Session = {
+    type: 'object',
+    properties: {
+      actor: {
+        oneOf: [
+          { type: 'null' },
+          {
+            type: 'object',
+            properties: { kind: { type: 'string' }, id: { type: 'string' }, email: { type: 'string' }, roles: { type: 'array', items: { type: 'string' } } },
+            required: ['kind', 'id', 'roles'],
+          },
+        ],
+      },
+      csrfToken: { type: 'string' },
+    },
+    required: ['actor', 'csrfToken'],
+  };
   schemas.Error = {
     type: 'object',
     properties: {
@@ -235,6 +283,19 @@ export function emitOpenApi(bp: Blueprint): string {
       { description, headers: { 'X-Trace-ID': { $ref: '#/components/headers/X-Trace-ID' } }, content: { 'application/json': { schema: ref('Error') } } },
     ]),
   );
+  if (bp.auth.providers.includes('email')) Object.assign(paths, authPaths());
+  const securitySchemes: Record<string, Schema> = {};
+  if (bp.auth.apiKeys.length) {
+    securitySchemes.apiKey = { type: 'http', scheme: 'bearer', description: 'An API key of auth.apiKeys. Operations list the scopes the key must hold.' };
+  }
+  if (bp.auth.providers.includes('email')) {
+    securitySchemes.session = {
+      type: 'apiKey',
+      in: 'cookie',
+      name: `${bp.slug}.sid`,
+      description: 'A session from POST /api/auth/login. Mutations also need the X-CSRF-Token header from GET /api/auth/session.',
+    };
+  }
   const doc = {
     'x-generated-by': GENERATED_HEADER,
     openapi: '3.1.0',
@@ -244,9 +305,10 @@ export function emitOpenApi(bp: Blueprint): string {
       ...(bp.project.description ? { description: bp.project.description } : {}),
     },
     servers: [{ url: '/' }],
-    // Until the blueprint declares credentials (auth.apiKeys, sessions) every route is open.
+    // Operations state their own requirements; without declared credentials nothing is required.
     security: [],
     tags: [
+      ...(bp.auth.providers.includes('email') ? [{ name: 'Auth', description: 'Sign-up, sign-in and sessions of people' }] : []),
       ...bp.entities.map((e) => ({ name: e.name, description: e.description ?? `${e.name} records (/api/${e.collection})` })),
       { name: 'Meta', description: 'About this API' },
     ],
@@ -255,7 +317,79 @@ export function emitOpenApi(bp: Blueprint): string {
       schemas,
       responses,
       headers: { 'X-Trace-ID': { description: 'Trace id of this request (admin server /traces/<id>)', schema: { type: 'string' } } },
+      ...(Object.keys(securitySchemes).length ? { securitySchemes } : {}),
     },
   };
   return `${JSON.stringify(doc, null, 2)}\n`;
+}
+
+function authPaths(): Record<string, Schema> {
+  const credentials = {
+    required: true,
+    content: {
+      'application/json': {
+        schema: {
+          type: 'object',
+          properties: { email: { type: 'string', format: 'email' }, password: { type: 'string', minLength: 12, maxLength: 1024 }, _csrf: { type: 'string' } },
+          required: ['email', 'password'],
+        },
+      },
+      'application/x-www-form-urlencoded': {
+        schema: {
+          type: 'object',
+          properties: { email: { type: 'string' }, password: { type: 'string' }, _csrf: { type: 'string' }, next: { type: 'string' } },
+          required: ['email', 'password'],
+        },
+      },
+    },
+  };
+  const session = { 'application/json': { schema: ref('Session') } };
+  const open = [{}];
+  return {
+    '/api/auth/signup': {
+      post: {
+        operationId: 'signUp',
+        tags: ['Auth'],
+        summary: 'Create an account (no roles) and start a session',
+        security: open,
+        requestBody: credentials,
+        responses: { '201': { description: 'Signed up and signed in', content: session }, '400': errorResponse('BadRequest'), '403': errorResponse('Forbidden'), '409': errorResponse('Conflict') },
+      },
+    },
+    '/api/auth/login': {
+      post: {
+        operationId: 'logIn',
+        tags: ['Auth'],
+        summary: 'Start a session (a new session id)',
+        security: open,
+        requestBody: credentials,
+        responses: {
+          '200': { description: 'Signed in', content: session },
+          '303': { description: 'Form post: signed in, redirected to next' },
+          '400': errorResponse('BadRequest'),
+          '401': errorResponse('Unauthenticated'),
+          '403': errorResponse('Forbidden'),
+          '429': errorResponse('TooManyRequests'),
+        },
+      },
+    },
+    '/api/auth/logout': {
+      post: {
+        operationId: 'logOut',
+        tags: ['Auth'],
+        summary: 'End the session',
+        security: [{ session: [] }],
+        responses: { '204': { description: 'Signed out' }, '403': errorResponse('Forbidden') },
+      },
+    },
+    '/api/auth/session': {
+      get: {
+        operationId: 'getSession',
+        tags: ['Auth'],
+        summary: 'The signed-in actor (or null) and the CSRF token for mutations',
+        security: open,
+        responses: { '200': { description: 'The session', content: session } },
+      },
+    },
+  };
 }

@@ -38,6 +38,7 @@ export function emitPrismaSchema(bp: Blueprint): string {
     '}',
     '',
     models.join('\n\n'),
+    ...(bp.auth.providers.includes('email') ? ['', EMAIL_AUTH_MODELS] : []),
     '',
   ].join('\n');
 }
@@ -82,3 +83,25 @@ function defaultAttribute(field: Field): string | undefined {
   if (typeof v === 'number' || typeof v === 'boolean') return `@default(${String(v)})`;
   return undefined;
 }
+
+/** Tables of the email provider (runtime-lib/auth-email.ts); prefixed so they never clash with entities. */
+const EMAIL_AUTH_MODELS = `/// People who sign in with e-mail and password. Managed by bp's runtime; roles is a JSON list.
+model BpUser {
+  id           String   @id
+  email        String   @unique
+  passwordHash String
+  roles        String   @default("[]")
+  createdAt    DateTime
+
+  @@map("_bp_users")
+}
+
+/// Sessions of signed-in people (express-session store); expiresAt is epoch milliseconds.
+model BpSession {
+  sid       String @id
+  data      String
+  expiresAt BigInt
+
+  @@index([expiresAt])
+  @@map("_bp_sessions")
+}`;

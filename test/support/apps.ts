@@ -101,10 +101,10 @@ export async function request(
   base: string,
   method: string,
   urlPath: string,
-  options: { json?: unknown; body?: string | Buffer; headers?: Record<string, string> } = {},
+  options: { json?: unknown; body?: string; headers?: Record<string, string> } = {},
 ): Promise<HttpResponse> {
   const headers: Record<string, string> = { ...options.headers };
-  let body: string | Buffer | undefined = options.body;
+  let body: string | undefined = options.body;
   if (options.json !== undefined) {
     headers['content-type'] ??= 'application/json';
     body = JSON.stringify(options.json);
