@@ -35,7 +35,7 @@ function requireFile(file: string): void {
 async function generate(blueprint: string, opts: { out: string; check?: boolean }): Promise<void> {
   requireFile(blueprint);
   const outDir = path.resolve(opts.out);
-  const result = await compile(blueprint, nodeSourceHost(), readPreviousOutput(outDir));
+  const result = await compile(blueprint, nodeSourceHost(), readPreviousOutput(outDir), outDir);
   printDiagnostics(result.diagnostics);
   if (!result.files || hasErrors(result.diagnostics)) {
     console.error(`nothing written: fix the errors above (${path.relative(process.cwd(), outDir) || '.'} is unchanged)`);

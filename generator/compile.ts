@@ -37,10 +37,10 @@ export interface CompileResult extends ValidateResult {
   files?: Map<string, string>;
 }
 
-export async function compile(rootPath: string, host: SourceHost, previous: PreviousOutput): Promise<CompileResult> {
+export async function compile(rootPath: string, host: SourceHost, previous: PreviousOutput, outDir: string): Promise<CompileResult> {
   const { model, diagnostics } = validateBlueprint(rootPath, host);
   if (!model || hasErrors(diagnostics)) return { model, diagnostics };
-  const files = await emitApp(model, { blueprintName: path.basename(rootPath), previous });
+  const files = await emitApp(model, { blueprintName: path.basename(rootPath), previous, outDir: path.resolve(outDir) });
   return { model, diagnostics, files };
 }
 

@@ -2,6 +2,7 @@
 // SQL the generator wrote for this entity (prepared once, run through traced `query`).
 
 import { Access, type AccessPolicy } from './access.ts';
+import { type AuditLog, diffRecords } from './audit.ts';
 import type { Actor } from './actor.ts';
 import type { RowFilter } from './condition-sql.ts';
 import { AppError, type ErrorDetail } from './errors.ts';
@@ -19,6 +20,8 @@ export interface FieldSpec {
   nullable: boolean;
   primaryKey?: true;
   commandOnly?: true;
+  /** Commands allowed to write this command-only field; absent: any command of the entity. */
+  commands?: readonly string[];
   default?: { now: true } | { value: unknown };
   values?: readonly string[];
   /** For Ref fields: the target and the generated existence query. */
@@ -36,10 +39,23 @@ export interface EntitySpec {
   access: AccessPolicy;
 }
 
-/** Who is asking and where to record spans: passed to every operation. */
+/** Who is asking, where to record spans, and the ids that tie a change to its request. */
 export interface RequestContext {
   actor: Actor;
   trace?: ActiveTrace;
+  agentRunId?: string;
+  idempotencyKey?: string;
+}
+
+export interface UpdatePlan {
+  id: string;
+  before: Row;
+  params: Row;
+  changed: string[];
+}
+
+function correlation(ctx: RequestContext): { actor: Actor; traceId?: string; agentRunId?: string; idempotencyKey?: string } {
+  return { actor: ctx.actor, traceId: ctx.trace?.traceId, agentRunId: ctx.agentRunId, idempotencyKey: ctx.idempotencyKey };
 }
 
 export interface ListQuery {
@@ -77,6 +93,7 @@ export class EntityStore {
   constructor(
     private readonly db: Db,
     readonly spec: EntitySpec,
+    private readonly audit?: AuditLog,
   ) {
     this.stmt = {
       get: db.prepare(spec.sql.get),
@@ -143,51 +160,19 @@ export class EntityStore {
     this.access.checkFieldWrites(actor, Object.keys(input), candidate);
     return this.db.transaction(() => {
       this.checkRefs(trace, params, Object.keys(params));
-      return this.present(ctx, this.decode(query(trace, this.stmt.insert, 'get', params) as Row));
+      const created = this.decode(query(trace, this.stmt.insert, 'get', params) as Row);
+      const recordId = created[this.spec.primaryKey] as string;
+      this.audit?.record(trace, { ...correlation(ctx), operation: `${this.spec.name}.create`, entity: this.spec.name, recordId, changes: diffRecords(null, created) });
+      return this.present(ctx, { ...created });
     })();
   }
 
   update(ctx: RequestContext, id: string, body: unknown): Row {
-    const { trace, actor } = ctx;
-    const input = this.checkBody(body);
     return this.db.transaction(() => {
-      const current = this.load(ctx, id, this.access.filter(actor, 'read'));
-      this.access.check(actor, 'update', current);
-      // Sending back a command-only field unchanged (a GET-then-PUT round trip) writes nothing.
-      const protectedKeys = Object.keys(input).filter((k) => this.byName.get(k)?.commandOnly && !sameValue(current[k], input[k]));
-      if (protectedKeys.length) throw protectedError(protectedKeys);
-      const issues: ErrorDetail[] = [];
-      const params: Row = { __id: id };
-      const changed: string[] = [];
-      for (const f of this.spec.fields) {
-        params[`${f.name}__set`] = 0;
-        params[f.name] = null;
-        if (!(f.name in input) || f.commandOnly) continue;
-        const value = input[f.name];
-        if (f.primaryKey) {
-          if (value !== id) issues.push({ field: f.name, code: 'READ_ONLY', message: `${f.name} cannot change` });
-          continue;
-        }
-        if (value === null || value === undefined) {
-          if (!f.nullable) issues.push({ field: f.name, code: 'REQUIRED', message: `${f.name} cannot be null` });
-          else {
-            params[`${f.name}__set`] = 1;
-            changed.push(f.name);
-          }
-          continue;
-        }
-        params[f.name] = this.encodeField(f, value, issues);
-        params[`${f.name}__set`] = 1;
-        changed.push(f.name);
-      }
-      this.rejectUnknown(input, issues);
-      if (issues.length) throw validationError(issues);
-      this.access.checkFieldWrites(actor, changed, current);
-      if (changed.length === 0) return this.present(ctx, current);
-      this.checkRefs(trace, params, changed);
-      const row = query(trace, this.stmt.update, 'get', params);
-      if (!row) throw this.notFound(id);
-      return this.present(ctx, this.decode(row));
+      const current = this.load(ctx, id, this.access.filter(ctx.actor, 'read'));
+      this.access.check(ctx.actor, 'update', current);
+      const plan = this.planUpdate(ctx, current, body, { checkFieldRules: true });
+      return this.present(ctx, this.applyUpdate(ctx, plan, `${this.spec.name}.update`));
     })();
   }
 
@@ -197,11 +182,88 @@ export class EntityStore {
       this.access.check(ctx.actor, 'delete', current);
       const result = query(ctx.trace, this.stmt.delete, 'run', [id]);
       if (result.changes === 0) throw this.notFound(id);
+      this.audit?.record(ctx.trace, { ...correlation(ctx), operation: `${this.spec.name}.delete`, entity: this.spec.name, recordId: id, changes: diffRecords(current, null) });
     })();
   }
 
+  /**
+   * Validates a change to `current` and returns what to write. Writes to command-only fields
+   * are refused unless `command` is allowed to make them; sending one back unchanged (a
+   * GET-then-PUT round trip) writes nothing.
+   */
+  planUpdate(ctx: RequestContext, current: Row, body: unknown, options: { command?: { name: string; entity: string }; checkFieldRules: boolean }): UpdatePlan {
+    const input = this.checkBody(body);
+    const id = current[this.spec.primaryKey] as string;
+    const protectedKeys = Object.keys(input).filter((k) => {
+      const f = this.byName.get(k);
+      return f?.commandOnly && !sameValue(current[k], input[k]) && !this.commandMayWrite(f, options.command);
+    });
+    if (protectedKeys.length) throw protectedError(protectedKeys);
+    const issues: ErrorDetail[] = [];
+    const params: Row = { __id: id };
+    const changed: string[] = [];
+    for (const f of this.spec.fields) {
+      params[`${f.name}__set`] = 0;
+      params[f.name] = null;
+      if (!(f.name in input)) continue;
+      const value = input[f.name];
+      if (f.primaryKey) {
+        if (value !== id) issues.push({ field: f.name, code: 'READ_ONLY', message: `${f.name} cannot change` });
+        continue;
+      }
+      if (f.commandOnly && !this.commandMayWrite(f, options.command)) continue;
+      if (value === null || value === undefined) {
+        if (!f.nullable) issues.push({ field: f.name, code: 'REQUIRED', message: `${f.name} cannot be null` });
+        else {
+          params[`${f.name}__set`] = 1;
+          changed.push(f.name);
+        }
+        continue;
+      }
+      params[f.name] = this.encodeField(f, value, issues);
+      params[`${f.name}__set`] = 1;
+      changed.push(f.name);
+    }
+    this.rejectUnknown(input, issues);
+    if (issues.length) throw validationError(issues);
+    if (options.checkFieldRules) this.access.checkFieldWrites(ctx.actor, changed, current);
+    return { id, before: current, params, changed };
+  }
+
+  /** Writes a planned change (inside the caller's transaction) and audits it; returns the new row. */
+  applyUpdate(ctx: RequestContext, plan: UpdatePlan, operation: string, detail?: Record<string, unknown>): Row {
+    if (plan.changed.length === 0 && !detail) return plan.before;
+    let after = plan.before;
+    if (plan.changed.length) {
+      this.checkRefs(ctx.trace, plan.params, plan.changed);
+      const row = query(ctx.trace, this.stmt.update, 'get', plan.params);
+      if (!row) throw this.notFound(plan.id);
+      after = this.decode(row);
+    }
+    this.audit?.record(ctx.trace, { ...correlation(ctx), operation, entity: this.spec.name, recordId: plan.id, changes: diffRecords(plan.before, after), detail });
+    return after;
+  }
+
+  /** The stored row, without access checks: for trusted code that has already decided. */
+  fetch(trace: ActiveTrace | undefined, id: string): Row | undefined {
+    const row = query(trace, this.stmt.get, 'get', [id]);
+    return row && this.decode(row);
+  }
+
+  /** Rows whose `field` equals `value`, without access checks (relation loading for conditions). */
+  fetchWhere(trace: ActiveTrace | undefined, field: string, value: unknown, limit: number): Row[] {
+    if (!this.byName.has(field)) return [];
+    const rows = query(trace, this.statementFor(`${this.spec.sql.select} WHERE "${field}" = ? ORDER BY ${this.spec.sql.orderBy} LIMIT ?`), 'all', [value, limit]);
+    return rows.map((r) => this.decode(r));
+  }
+
+  private commandMayWrite(f: FieldSpec, command: { name: string; entity: string } | undefined): boolean {
+    if (!command || command.entity !== this.spec.name) return false;
+    return f.commands === undefined || f.commands.includes(command.name);
+  }
+
   /** The record if it exists and passes the read filter; else 404, never revealing which. */
-  private load(ctx: RequestContext, id: string, filter: RowFilter): Row {
+  load(ctx: RequestContext, id: string, filter: RowFilter): Row {
     const row =
       filter === true
         ? query(ctx.trace, this.stmt.get, 'get', [id])
@@ -210,7 +272,7 @@ export class EntityStore {
     return this.decode(row);
   }
 
-  private present(ctx: RequestContext, record: Row): Row {
+  present(ctx: RequestContext, record: Row): Row {
     return this.access.hasFieldReadRules ? this.access.hideFields(ctx.actor, record) : record;
   }
 
@@ -226,7 +288,7 @@ export class EntityStore {
     return stmt;
   }
 
-  private checkBody(body: unknown): Row {
+  checkBody(body: unknown): Row {
     if (typeof body !== 'object' || body === null || Array.isArray(body)) {
       throw validationError([{ code: 'NOT_AN_OBJECT', message: 'the body must be a JSON object' }]);
     }
@@ -258,43 +320,13 @@ export class EntityStore {
 
   /** Checks one value against its field and returns the form stored in SQLite. */
   private encodeField(f: FieldSpec, value: unknown, issues: ErrorDetail[]): unknown {
-    const bad = (message: string) => {
-      issues.push({ field: f.name, code: 'INVALID_TYPE', message: `${f.name} ${message}` });
-      return null;
-    };
-    switch (f.type) {
-      case 'Text':
-      case 'LongText':
-      case 'file':
-        return typeof value === 'string' ? value : bad('must be a string');
-      case 'Email':
-        return typeof value === 'string' && value.length <= 254 && EMAIL.test(value) ? value : bad('must be an e-mail address');
-      case 'Integer':
-        return Number.isSafeInteger(value) ? value : bad('must be an integer');
-      case 'Float':
-        return typeof value === 'number' && Number.isFinite(value) ? value : bad('must be a number');
-      case 'Boolean':
-        return typeof value === 'boolean' ? (value ? 1 : 0) : bad('must be true or false');
-      case 'Date':
-        return typeof value === 'string' && isCalendarDate(value) ? value : bad('must be a date (YYYY-MM-DD)');
-      case 'DateTime':
-        return typeof value === 'string' && DATE_TIME.test(value) && !Number.isNaN(Date.parse(value))
-          ? storedDateTime(new Date(value))
-          : bad('must be an ISO 8601 date-time with a time zone');
-      case 'JSON':
-        return JSON.stringify(value);
-      case 'Enum':
-        return typeof value === 'string' && f.values?.includes(value) ? value : bad(`must be one of ${f.values?.join(', ')}`);
-      case 'ULID':
-        return typeof value === 'string' && ULID_PATTERN.test(value) ? value : bad('must be a ULID');
-      case 'UUID':
-        return typeof value === 'string' && UUID_PATTERN.test(value) ? value : bad('must be a UUID');
-      case 'Ref': {
-        if (typeof value !== 'string') return bad('must be a record id (string)');
-        const pattern = f.ref?.idType === 'ULID' ? ULID_PATTERN : f.ref?.idType === 'UUID' ? UUID_PATTERN : undefined;
-        return !pattern || pattern.test(value) ? value : bad(`must be a ${f.ref?.idType}`);
-      }
-    }
+    const before = issues.length;
+    const normalized = normalizeValue(f, value, issues);
+    if (issues.length > before) return null;
+    if (f.type === 'Boolean') return normalized ? 1 : 0;
+    if (f.type === 'JSON') return JSON.stringify(normalized);
+    if (f.type === 'DateTime') return storedDateTime(new Date(normalized as string));
+    return normalized;
   }
 
   private decode(row: Row): Row {
@@ -333,6 +365,50 @@ export function parseListQuery(q: Record<string, unknown>): ListQuery {
   return result;
 }
 
+/**
+ * Checks a JSON value against a field (or command input) declaration and returns it in its
+ * canonical JSON form (date-times as toISOString); problems are added to `issues`.
+ */
+export function normalizeValue(f: Pick<FieldSpec, 'name' | 'type' | 'values' | 'ref'>, value: unknown, issues: ErrorDetail[]): unknown {
+  const bad = (message: string) => {
+    issues.push({ field: f.name, code: 'INVALID_TYPE', message: `${f.name} ${message}` });
+    return null;
+  };
+  switch (f.type) {
+    case 'Text':
+    case 'LongText':
+    case 'file':
+      return typeof value === 'string' ? value : bad('must be a string');
+    case 'Email':
+      return typeof value === 'string' && value.length <= 254 && EMAIL.test(value) ? value : bad('must be an e-mail address');
+    case 'Integer':
+      return Number.isSafeInteger(value) ? value : bad('must be an integer');
+    case 'Float':
+      return typeof value === 'number' && Number.isFinite(value) ? value : bad('must be a number');
+    case 'Boolean':
+      return typeof value === 'boolean' ? value : bad('must be true or false');
+    case 'Date':
+      return typeof value === 'string' && isCalendarDate(value) ? value : bad('must be a date (YYYY-MM-DD)');
+    case 'DateTime':
+      return typeof value === 'string' && DATE_TIME.test(value) && !Number.isNaN(Date.parse(value))
+        ? new Date(value).toISOString()
+        : bad('must be an ISO 8601 date-time with a time zone');
+    case 'JSON':
+      return value;
+    case 'Enum':
+      return typeof value === 'string' && f.values?.includes(value) ? value : bad(`must be one of ${f.values?.join(', ')}`);
+    case 'ULID':
+      return typeof value === 'string' && ULID_PATTERN.test(value) ? value : bad('must be a ULID');
+    case 'UUID':
+      return typeof value === 'string' && UUID_PATTERN.test(value) ? value : bad('must be a UUID');
+    case 'Ref': {
+      if (typeof value !== 'string') return bad('must be a record id (string)');
+      const pattern = f.ref?.idType === 'ULID' ? ULID_PATTERN : f.ref?.idType === 'UUID' ? UUID_PATTERN : undefined;
+      return !pattern || pattern.test(value) ? value : bad(`must be a ${f.ref?.idType}`);
+    }
+  }
+}
+
 function defaultNow(f: FieldSpec, now: Date): string {
   return f.type === 'Date' ? now.toISOString().slice(0, 10) : now.toISOString();
 }
@@ -349,11 +425,11 @@ function isCalendarDate(s: string): boolean {
   return !Number.isNaN(d.getTime()) && d.getUTCFullYear() === Number(m[1]) && d.getUTCMonth() + 1 === Number(m[2]) && d.getUTCDate() === Number(m[3]);
 }
 
-function sameValue(a: unknown, b: unknown): boolean {
+export function sameValue(a: unknown, b: unknown): boolean {
   return a === b || (typeof a === 'object' && typeof b === 'object' && JSON.stringify(a) === JSON.stringify(b));
 }
 
-function validationError(details: ErrorDetail[]): AppError {
+export function validationError(details: ErrorDetail[]): AppError {
   return new AppError('VALIDATION_FAILED', details.map((d) => d.message).join('; '), { details });
 }
 

@@ -60,6 +60,7 @@ function fieldSpec(bp: Blueprint, field: Field): string {
     nullable: field.nullable,
     primaryKey: field.primaryKey || undefined,
     commandOnly: field.commandOnly || undefined,
+    commands: field.commandOnly ? field.commands : undefined,
     default: field.default && (field.default.kind === 'now' ? { now: true } : { value: field.default.value }),
     values: field.values,
     ref: target && targetField && {

@@ -1,7 +1,9 @@
 // Emit stage: the whole generated app as a map of relative path -> contents. Writes nothing.
 
 import type { Blueprint } from '../model/types.ts';
+import { emitCommands } from './commands.ts';
 import { emitEntityModule, entityFileName, routesName } from './entities.ts';
+import { lowerFirst } from './relations.ts';
 import { emitMigrations, type PreviousOutput } from './migrations.ts';
 import { emitOpenApi } from './openapi.ts';
 import { emitPrismaSchema } from './prisma-schema.ts';
@@ -31,13 +33,22 @@ export const APP_DEV_DEPENDENCIES: Record<string, string> = {
 export interface EmitOptions {
   /** The blueprint path as shown in the generated README. */
   blueprintName: string;
+  /** Absolute output folder: generated code imports user handlers relative to it. */
+  outDir: string;
   previous: PreviousOutput;
 }
 
 export async function emitApp(bp: Blueprint, options: EmitOptions): Promise<Map<string, string>> {
   const files = new Map<string, string>();
   const schema = emitPrismaSchema(bp);
-  const entities = bp.entities.map((e) => ({ name: e.name, collection: e.collection, file: entityFileName(e), routesName: routesName(e) }));
+  const entities = bp.entities.map((e) => ({
+    name: e.name,
+    collection: e.collection,
+    file: entityFileName(e),
+    routesName: routesName(e),
+    specName: `${lowerFirst(e.name)}Spec`,
+    storeName: `${lowerFirst(e.name)}Store`,
+  }));
   const deps = (table: Record<string, string>) => Object.entries(table).map(([name, version]) => ({ name, version }));
   const emailAuth = bp.auth.providers.includes('email');
 
@@ -66,6 +77,7 @@ export async function emitApp(bp: Blueprint, options: EmitOptions): Promise<Map<
     entities,
     emailAuth,
     slug: bp.slug,
+    title: bp.project.name,
     loginPath: bp.auth.loginPath,
     trustedOrigins: bp.auth.trustedOrigins,
     sessionDuration: bp.auth.session.duration,
@@ -74,6 +86,7 @@ export async function emitApp(bp: Blueprint, options: EmitOptions): Promise<Map<
   }));
   files.set('src/permissions.ts', render('app/src/permissions.ts.hbs', { permissions: bp.auth.permissions ? tsLiteral(bp.auth.permissions) : 'undefined' }));
   if (emailAuth) files.set('src/users.ts', render('app/src/users.ts.hbs', {}));
+  files.set('src/commands.ts', emitCommands(bp, options.outDir));
   for (const entity of bp.entities) files.set(`src/entities/${entityFileName(entity)}.ts`, emitEntityModule(bp, entity));
   for (const [p, content] of emitRuntime()) files.set(p, content);
   return new Map([...files].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));

@@ -38,6 +38,8 @@ export function emitPrismaSchema(bp: Blueprint): string {
     '}',
     '',
     models.join('\n\n'),
+    '',
+    RUNTIME_MODELS,
     ...(bp.auth.providers.includes('email') ? ['', EMAIL_AUTH_MODELS] : []),
     '',
   ].join('\n');
@@ -104,4 +106,43 @@ model BpSession {
 
   @@index([expiresAt])
   @@map("_bp_sessions")
+}`;
+
+/** Tables of the runtime itself: the audit trail and remembered idempotency keys. */
+const RUNTIME_MODELS = `/// Audit trail of every command and entity write (runtime/audit.ts); changes and detail are JSON.
+model BpAudit {
+  id             String  @id
+  at             String
+  operation      String
+  entity         String
+  recordId       String
+  actorId        String
+  credentialId   String?
+  delegatedBy    String?
+  agentRunId     String?
+  idempotencyKey String?
+  traceId        String?
+  changes        String
+  detail         String?
+
+  @@index([entity, recordId, at])
+  @@map("_bp_audit")
+}
+
+/// Idempotency keys, kept 24 hours (runtime/idempotency.ts); times are epoch milliseconds.
+model BpIdempotency {
+  scope       String
+  operation   String
+  key         String
+  requestHash String
+  state       String
+  status      Int?
+  body        String?
+  location    String?
+  createdAt   BigInt
+  expiresAt   BigInt
+
+  @@id([scope, operation, key])
+  @@index([expiresAt])
+  @@map("_bp_idempotency")
 }`;

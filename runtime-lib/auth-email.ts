@@ -1,0 +1,549 @@
+// The `email` auth provider: people sign up and sign in with an e-mail and a password, and stay
+// signed in through a session cookie backed by the app's own database.
+//
+// Pipeline (the app mounts these in order): session → actor resolution (API key, else
+// sessionActor) → csrf → router and the app's routes.
+//
+// CSRF rules, applied to every mutating request (anything but GET/HEAD/OPTIONS):
+//  - API-key requests (actor.kind 'agent') are exempt: a bearer key is never sent by a browser on
+//    its own, so a foreign site cannot make a victim's browser use it.
+//  - An Origin header must be this app's own origin or one of auth.trustedOrigins; without Origin,
+//    `Sec-Fetch-Site: cross-site` is refused.
+//  - A request carrying an established session (a cookie naming a live session row) must send that
+//    session's token (X-CSRF-Token header or `_csrf` field). This covers signed-in people and the
+//    anonymous session the sign-in page creates to hold its token.
+//  - Sign-in and sign-up without any session are allowed only as JSON: a browser cannot send an
+//    application/json POST to another site without a CORS preflight, which this app never grants,
+//    so a foreign page cannot sign the victim in as the attacker (login CSRF). Form posts must come
+//    from the sign-in page, whose session holds the token.
+
+import { randomBytes, timingSafeEqual } from 'node:crypto';
+import express, { Router, type NextFunction, type Request, type RequestHandler, type Response } from 'express';
+import session from 'express-session';
+import { csrfSync } from 'csrf-sync';
+import { ANONYMOUS, type Actor } from './actor.ts';
+import { query, type Db } from './db.ts';
+import { AppError, type ErrorDetail } from './errors.ts';
+import { BODY_LIMIT, matched } from './http.ts';
+import { ulid } from './ids.ts';
+import { LOGIN_PAGE_CSP, renderLoginPage, type LoginPageOptions } from './login-page.ts';
+import { hashPassword, hashPasswordSync, PASSWORD_MAX_LENGTH, passwordProblem, verifyPassword } from './password.ts';
+import { SqliteSessionStore } from './session-store.ts';
+
+declare module 'express-session' {
+  interface SessionData {
+    /** The signed-in person; absent in the anonymous session that only holds a CSRF token. */
+    userId?: string;
+    /** Epoch ms when the session started: the absolute lifetime counts from here. */
+    createdAt?: number;
+  }
+}
+
+export const USERS_TABLE = '_bp_users';
+
+export const AUTH_ROUTES = {
+  signup: '/api/auth/signup',
+  login: '/api/auth/login',
+  logout: '/api/auth/logout',
+  session: '/api/auth/session',
+} as const;
+
+export interface EmailAuthOptions {
+  db: Db;
+  /** Cookie name prefix: the cookie is `<appSlug>.sid`. */
+  appSlug: string;
+  /** Shown on the sign-in page; defaults to appSlug. */
+  appTitle?: string;
+  loginPath: string;
+  trustedOrigins: string[];
+  /** Absolute session lifetime, seconds. */
+  sessionDuration: number;
+  /** Seconds of inactivity after which a session ends. */
+  idleTimeout: number;
+  production: boolean;
+  /** SESSION_SECRET; required in production. */
+  secret?: string;
+  warn(message: string): void;
+}
+
+export interface EmailAuth {
+  /** express-session + absolute-lifetime check; mount before actor resolution. */
+  session: RequestHandler;
+  /** The person behind the session, or undefined. Reads the user row on every request. */
+  sessionActor(req: Request): Actor | undefined;
+  /** CSRF + trusted-origin checks for mutations; mount after actor resolution, before routes. */
+  csrf: RequestHandler;
+  /** /api/auth/* routes and the sign-in page. */
+  router: Router;
+  /** The session's CSRF token (created on first use), for HTML forms the app renders. */
+  csrfToken(req: Request): string;
+}
+
+interface UserRow {
+  id: string;
+  email: string;
+  passwordHash: string;
+  roles: string;
+}
+
+const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
+const MIN_SECRET_LENGTH = 32;
+
+export function createEmailAuth(options: EmailAuthOptions): EmailAuth {
+  const { db, loginPath, production } = options;
+  if (!loginPath.startsWith('/')) throw new Error(`auth.loginPath must start with "/" (got "${loginPath}")`);
+  for (const [name, value] of [['auth.session.duration', options.sessionDuration], ['auth.session.idle_timeout', options.idleTimeout]] as const) {
+    if (!(Number.isFinite(value) && value > 0)) throw new Error(`${name} must be a positive number of seconds (got ${value})`);
+  }
+  const secret = sessionSecret(options);
+  const durationMs = options.sessionDuration * 1000;
+  const idleMs = options.idleTimeout * 1000;
+  const trustedOrigins = new Set(options.trustedOrigins.map(parseOrigin));
+  const cookieName = `${options.appSlug}.sid`;
+  const cookieOptions = { path: '/', httpOnly: true, sameSite: 'lax' as const, secure: production };
+  const store = new SqliteSessionStore(db, { defaultTtlMs: idleMs, onPruneError: (err) => options.warn(`pruning expired sessions failed: ${String(err)}`) });
+  const tokens = csrfSync({ size: 32 });
+  const limits = { email: new FailureLimiter(EMAIL_FAILURE_THRESHOLD), ip: new FailureLimiter(IP_FAILURE_THRESHOLD) };
+  // Verified against when the e-mail is unknown, so that case costs the same scrypt work.
+  const dummyHash = hashPasswordSync(randomBytes(16).toString('hex'));
+  const stmts = {
+    userById: db.prepare(`SELECT "id", "email", "passwordHash", "roles" FROM "${USERS_TABLE}" WHERE "id" = ?`),
+    userByEmail: db.prepare(`SELECT "id", "email", "passwordHash", "roles" FROM "${USERS_TABLE}" WHERE "email" = ?`),
+    insertUser: db.prepare(`INSERT INTO "${USERS_TABLE}" ("id", "email", "passwordHash", "roles", "createdAt") VALUES (?, ?, ?, '[]', ?)`),
+  };
+
+  const expressSession = session({
+    name: cookieName,
+    secret,
+    store,
+    resave: false,
+    // No row and no cookie until something is stored (a CSRF token or a sign-in).
+    saveUninitialized: false,
+    // Every response pushes the idle deadline forward (cookie and row), so only inactivity ends it.
+    rolling: true,
+    cookie: { ...cookieOptions, maxAge: idleMs },
+  });
+
+  const sessionMiddleware: RequestHandler = (req, res, next) => {
+    expressSession(req, res, (err?: unknown) => {
+      if (err || !req.session || req.session.createdAt === undefined) return next(err);
+      const remaining = req.session.createdAt + durationMs - Date.now();
+      if (remaining > 0) {
+        // Neither the cookie nor the row may outlive the absolute deadline.
+        req.session.cookie.maxAge = Math.min(idleMs, remaining);
+        return next();
+      }
+      // Past its absolute lifetime (possible when the duration was lowered since the session
+      // began): drop the row and carry on as a caller without a session.
+      req.session.regenerate((regenerateErr) => {
+        if (!regenerateErr) res.clearCookie(cookieName, cookieOptions);
+        next(regenerateErr);
+      });
+    });
+  };
+
+  function hasSession(req: Request): boolean {
+    return req.session?.createdAt !== undefined;
+  }
+
+  function csrfToken(req: Request): string {
+    const s = req.session;
+    if (!s) throw new Error('createEmailAuth: the session middleware must run before csrfToken()');
+    if (s.createdAt === undefined) {
+      s.createdAt = Date.now();
+      s.cookie.maxAge = Math.min(idleMs, durationMs);
+    }
+    return tokens.generateToken(req);
+  }
+
+  function sessionActor(req: Request): Actor | undefined {
+    const userId = req.session?.userId;
+    if (userId === undefined) return undefined;
+    const row = query(req.trace, stmts.userById, 'get', [userId]) as UserRow | undefined;
+    // A removed user's session no longer names anyone.
+    return row ? userActor(row) : undefined;
+  }
+
+  function tokenMatches(req: Request): boolean {
+    const header = req.headers['x-csrf-token'];
+    const sent = typeof header === 'string' ? header : field(req.body, '_csrf');
+    const expected = tokens.getTokenFromState(req);
+    if (typeof sent !== 'string' || typeof expected !== 'string') return false;
+    const a = Buffer.from(sent);
+    const b = Buffer.from(expected);
+    return a.length === b.length && timingSafeEqual(a, b);
+  }
+
+  const csrf: RequestHandler = (req, res, next) => {
+    if (SAFE_METHODS.has(req.method) || req.actor?.kind === 'agent') return next();
+    const origin = req.headers.origin;
+    if (origin !== undefined ? !originAllowed(req, origin, trustedOrigins) : req.headers['sec-fetch-site'] === 'cross-site') {
+      return next(new AppError('CSRF_FAILED', `requests from ${origin ?? 'another site'} are not accepted; add the origin to auth.trustedOrigins if it is yours`));
+    }
+    const refuse = (message: string): void => {
+      // A sign-in page left open past its session's life posts a stale token: show the page again.
+      if (isForm(req) && (req.path === AUTH_ROUTES.login || req.path === AUTH_ROUTES.signup)) {
+        sendPage(req, res, 403, 'The form expired. Please try again.', field(req.body, 'email'), req.path === AUTH_ROUTES.signup);
+      } else {
+        next(new AppError('CSRF_FAILED', message));
+      }
+    };
+    if (!hasSession(req)) {
+      const signingIn = req.path === AUTH_ROUTES.login || req.path === AUTH_ROUTES.signup;
+      if (signingIn && !isJson(req)) return refuse(`without a session, sign in with a JSON body; forms must come from ${loginPath}`);
+      return next();
+    }
+    const check = (err?: unknown): void => {
+      if (err) return next(err);
+      const ok = tokenMatches(req);
+      // The token is consumed here; handlers never see it among their fields.
+      if (isPlainObject(req.body)) delete req.body._csrf;
+      if (ok) return next();
+      refuse('missing or invalid CSRF token: send the token from GET /api/auth/session in the X-CSRF-Token header or a _csrf field');
+    };
+    if (typeof req.headers['x-csrf-token'] === 'string') return check();
+    readTokenBody(req, res, check);
+  };
+
+  /** Sign-in page (or the sign-up variant), always with a token of the current session. */
+  function sendPage(req: Request, res: Response, status: number, error?: string, email?: string, signup = false): void {
+    const title = options.appTitle ?? options.appSlug;
+    const page: LoginPageOptions = {
+      title: signup ? `Create an account for ${title}` : `Sign in to ${title}`,
+      action: signup ? AUTH_ROUTES.signup : AUTH_ROUTES.login,
+      csrfToken: csrfToken(req),
+      error,
+      email,
+      next: safeNext(req.method === 'GET' ? req.query.next : field(req.body, 'next')),
+      ...(signup ? { submitLabel: 'Create account', passwordAutocomplete: 'new-password' as const } : {}),
+    };
+    res
+      .status(status)
+      .set({
+        'Content-Security-Policy': LOGIN_PAGE_CSP,
+        'Cache-Control': 'no-store',
+        'X-Content-Type-Options': 'nosniff',
+        'X-Frame-Options': 'DENY',
+        'Referrer-Policy': 'same-origin',
+      })
+      .type('html')
+      .send(renderLoginPage(page));
+  }
+
+  /** A new session id for the person (session fixation), with a fresh CSRF token. */
+  async function startSession(req: Request, userId: string): Promise<void> {
+    await new Promise<void>((resolve, reject) => req.session.regenerate((err) => (err ? reject(err) : resolve())));
+    req.session.userId = userId;
+    req.session.createdAt = Date.now();
+    req.session.cookie.maxAge = Math.min(idleMs, durationMs);
+  }
+
+  function signedIn(req: Request, res: Response, status: number, row: UserRow): void {
+    req.actor = userActor(row);
+    if (isForm(req)) {
+      res.redirect(303, safeNext(field(req.body, 'next')) ?? '/');
+      return;
+    }
+    res.status(status).json({ actor: req.actor, csrfToken: csrfToken(req) });
+  }
+
+  /** Form posts get the page back with the message; JSON callers get the error envelope. */
+  function failed(err: unknown, req: Request, res: Response, next: NextFunction, signup: boolean): void {
+    if (!(isForm(req) && err instanceof AppError && err.status < 500)) return next(err);
+    if (err.retryAfter !== undefined) res.setHeader('Retry-After', String(err.retryAfter));
+    sendPage(req, res, err.status, err.message, field(req.body, 'email')?.trim(), signup);
+  }
+
+  function tooManyAttempts(waitMs: number): AppError {
+    const seconds = Math.ceil(waitMs / 1000);
+    return new AppError('TOO_MANY_ATTEMPTS', `too many failed attempts; try again in ${seconds} second${seconds === 1 ? '' : 's'}`, { retryAfter: seconds });
+  }
+
+  const router = Router();
+  router.use('/api/auth', (_req, res, next) => {
+    // Answers carry CSRF tokens and identities: never cache them.
+    res.setHeader('Cache-Control', 'no-store');
+    next();
+  });
+
+  router.get(loginPath, matched('auth.loginPage'), (req, res) => sendPage(req, res, 200));
+
+  router.get(AUTH_ROUTES.session, matched('auth.session'), (req, res) => {
+    const actor = req.actor ?? ANONYMOUS;
+    // API-key callers skip CSRF, so they get no token (and no session row is made for them).
+    res.json({ actor, csrfToken: actor.kind === 'agent' ? null : csrfToken(req) });
+  });
+
+  router.post(AUTH_ROUTES.login, matched('auth.login'), authBody, async (req, res, next) => {
+    try {
+      const { email, password } = credentials(req.body);
+      if ([...password].length > PASSWORD_MAX_LENGTH) throw new AppError('VALIDATION_FAILED', `the password must be at most ${PASSWORD_MAX_LENGTH} characters long`);
+      const ip = clientKey(req);
+      const now = Date.now();
+      const wait = Math.max(limits.email.wait(email, now), limits.ip.wait(ip, now));
+      if (wait > 0) throw tooManyAttempts(wait);
+      // Counted before the slow hash, so parallel guesses cannot all slip past the limit; a
+      // success takes it back below.
+      limits.email.fail(email, now);
+      limits.ip.fail(ip, now);
+      const user = query(req.trace, stmts.userByEmail, 'get', [email]) as UserRow | undefined;
+      const ok = await verifyPassword(password, user?.passwordHash ?? dummyHash);
+      if (!user || !ok) throw new AppError('INVALID_CREDENTIALS', 'the e-mail or password is incorrect');
+      limits.email.clear(email);
+      limits.ip.forgive(ip);
+      await startSession(req, user.id);
+      signedIn(req, res, 200, user);
+    } catch (err) {
+      failed(err, req, res, next, false);
+    }
+  });
+
+  router.post(AUTH_ROUTES.signup, matched('auth.signup'), authBody, async (req, res, next) => {
+    try {
+      const { email, password } = credentials(req.body);
+      const problem = passwordProblem(password);
+      if (problem) throw new AppError('WEAK_PASSWORD', problem);
+      const ip = clientKey(req);
+      const wait = limits.ip.wait(ip, Date.now());
+      if (wait > 0) throw tooManyAttempts(wait);
+      // Sign-up has to say the e-mail is taken; counting that per IP slows down probing with it.
+      const taken = (): AppError => {
+        limits.ip.fail(ip, Date.now());
+        return new AppError('EMAIL_TAKEN', 'an account with this e-mail already exists; sign in instead');
+      };
+      if (query(req.trace, stmts.userByEmail, 'get', [email])) throw taken();
+      const passwordHash = await hashPassword(password);
+      const user: UserRow = { id: ulid(), email, passwordHash, roles: '[]' };
+      try {
+        query(req.trace, stmts.insertUser, 'run', [user.id, email, passwordHash, isoNow()]);
+      } catch (err) {
+        // Another sign-up with the same e-mail won the race while this one was hashing.
+        if (err instanceof AppError && err.code === 'UNIQUE_CONFLICT') throw taken();
+        throw err;
+      }
+      await startSession(req, user.id);
+      signedIn(req, res, 201, user);
+    } catch (err) {
+      failed(err, req, res, next, true);
+    }
+  });
+
+  router.post(AUTH_ROUTES.logout, matched('auth.logout'), (req, res, next) => {
+    const done = (): void => {
+      res.clearCookie(cookieName, cookieOptions);
+      if (isForm(req)) res.redirect(303, loginPath);
+      else res.status(204).end();
+    };
+    if (!req.session) return done();
+    req.session.destroy((err) => (err ? next(err) : done()));
+  });
+
+  return { session: sessionMiddleware, sessionActor, csrf, router, csrfToken };
+}
+
+/** Lower-cased, trimmed and NFC-normalized; undefined when it is not a plausible address. */
+export function normalizeEmail(raw: string): string | undefined {
+  const email = raw.normalize('NFC').trim().toLowerCase();
+  return email.length <= 254 && EMAIL.test(email) ? email : undefined;
+}
+
+// local@domain.tld: no spaces, controls or characters that need quoting in the local part; a
+// dotted domain of letters, digits and hyphens (any script) ending in a letters-only label.
+const EMAIL = /^[^\s\p{Cc}@"<>(),;:\\[\]]{1,64}@(?:[\p{L}\p{N}](?:[\p{L}\p{N}-]{0,61}[\p{L}\p{N}])?\.)+\p{L}{2,63}$/u;
+
+/** ISO 8601 with "+00:00", the form Prisma's SQLite adapter stores DateTime values in. */
+export function isoNow(): string {
+  return new Date().toISOString().replace('Z', '+00:00');
+}
+
+export function userActor(row: { id: string; email: string; roles: string }): Actor {
+  return { kind: 'user', id: row.id, email: row.email, roles: parseRoles(row.roles), credentialId: `session:${row.id}` };
+}
+
+/** The roles column is a JSON array of strings; anything else grants nothing. */
+export function parseRoles(text: string): string[] {
+  try {
+    const value: unknown = JSON.parse(text);
+    return Array.isArray(value) ? value.filter((r): r is string => typeof r === 'string') : [];
+  } catch {
+    return [];
+  }
+}
+
+function sessionSecret(options: EmailAuthOptions): string {
+  if (options.secret) {
+    if (options.production && options.secret.length < MIN_SECRET_LENGTH) {
+      throw new Error(`SESSION_SECRET must be at least ${MIN_SECRET_LENGTH} characters in production (e.g. the output of \`openssl rand -base64 48\`)`);
+    }
+    return options.secret;
+  }
+  if (options.production) {
+    throw new Error('SESSION_SECRET must be set in production: it signs the session cookies (e.g. the output of `openssl rand -base64 48`)');
+  }
+  options.warn('SESSION_SECRET is not set: using a random secret, so everyone is signed out when the app restarts');
+  return randomBytes(32).toString('base64url');
+}
+
+function parseOrigin(value: string): string {
+  let url: URL | undefined;
+  try {
+    url = new URL(value);
+  } catch {
+    url = undefined;
+  }
+  if (!url || (url.protocol !== 'http:' && url.protocol !== 'https:') || url.origin !== value.replace(/\/$/, '').toLowerCase()) {
+    throw new Error(`auth.trustedOrigins: "${value}" is not an origin such as https://app.example.com (scheme, host and optional port only)`);
+  }
+  return url.origin;
+}
+
+/** The app's own origin (as the request reached it) is always trusted. */
+function originAllowed(req: Request, origin: string, trusted: Set<string>): boolean {
+  if (trusted.has(origin)) return true;
+  const host = req.headers.host;
+  if (!host) return false;
+  try {
+    return new URL(`${req.protocol}://${host}`).origin === origin;
+  } catch {
+    return false;
+  }
+}
+
+/** A same-site path to go to after signing in; anything that could leave the site is dropped. */
+function safeNext(value: unknown): string | undefined {
+  if (typeof value !== 'string' || !value.startsWith('/') || value.length > 2048) return undefined;
+  // "//host" and "/\host" are protocol-relative to browsers; controls could smuggle either.
+  if (value.startsWith('//') || value.startsWith('/\\') || /[\p{Cc}]/u.test(value)) return undefined;
+  const url = new URL(value, 'http://same.invalid');
+  // Dot segments can collapse into a leading "//" ("/.//evil.example"), so check what is left.
+  if (url.origin !== 'http://same.invalid' || url.pathname.startsWith('//')) return undefined;
+  return url.pathname + url.search + url.hash;
+}
+
+function isForm(req: Request): boolean {
+  return req.is('application/x-www-form-urlencoded') === 'application/x-www-form-urlencoded';
+}
+
+function isJson(req: Request): boolean {
+  return Boolean(req.is(['application/json', 'application/*+json']));
+}
+
+function isPlainObject(value: unknown): value is Record<string, unknown> {
+  return value !== null && typeof value === 'object' && !Array.isArray(value);
+}
+
+function field(body: unknown, name: string): string | undefined {
+  if (!isPlainObject(body) || !Object.hasOwn(body, name)) return undefined;
+  const value = body[name];
+  return typeof value === 'string' ? value : undefined;
+}
+
+function credentials(body: unknown): { email: string; password: string } {
+  const rawEmail = field(body, 'email');
+  const password = field(body, 'password');
+  const details: ErrorDetail[] = [];
+  const email = rawEmail === undefined ? undefined : normalizeEmail(rawEmail);
+  if (rawEmail === undefined) details.push({ field: 'email', code: 'REQUIRED', message: 'an e-mail address is required' });
+  else if (email === undefined) details.push({ field: 'email', code: 'INVALID_EMAIL', message: 'not a valid e-mail address' });
+  if (password === undefined || password === '') details.push({ field: 'password', code: 'REQUIRED', message: 'a password is required' });
+  if (details.length || email === undefined || password === undefined) {
+    throw new AppError('VALIDATION_FAILED', details.map((d) => d.message).join('; '), { details });
+  }
+  return { email, password };
+}
+
+const parseFormBody = express.urlencoded({ extended: false, limit: BODY_LIMIT });
+const parseJsonBody = express.json({ limit: BODY_LIMIT, strict: false, type: () => true });
+
+/** Parses a form or JSON body so a `_csrf` field can be read; other bodies are left alone. */
+function readTokenBody(req: Request, res: Response, next: (err?: unknown) => void): void {
+  if (isForm(req)) return parseFormBody(req, res, next);
+  if (isJson(req)) return parseJsonBody(req, res, next);
+  next();
+}
+
+/** Auth routes take JSON or form bodies (the sign-in page posts a form). */
+const authBody: RequestHandler = (req, res, next) => {
+  if (isForm(req)) return parseFormBody(req, res, next);
+  if (isJson(req)) return parseJsonBody(req, res, next);
+  if (req.headers['content-type'] === undefined && req.headers['content-length'] === undefined && req.headers['transfer-encoding'] === undefined) {
+    req.body = undefined;
+    return next();
+  }
+  next(new AppError('UNSUPPORTED_MEDIA_TYPE', `send the body as application/json or application/x-www-form-urlencoded (got ${req.headers['content-type'] ?? 'no Content-Type'})`));
+};
+
+/** Requests are limited per client address; IPv6 per /64, since one host commonly holds a whole /64. */
+function clientKey(req: Request): string {
+  const ip = req.ip ?? req.socket.remoteAddress ?? 'unknown';
+  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(ip);
+  if (mapped) return mapped[1];
+  if (!ip.includes(':')) return ip;
+  const [head, tail = ''] = ip.split('::');
+  const left = head ? head.split(':') : [];
+  const right = tail ? tail.split(':') : [];
+  const groups = [...left, ...Array<string>(Math.max(0, 8 - left.length - right.length)).fill('0'), ...right];
+  return `${groups.slice(0, 4).map((g) => g.toLowerCase().replace(/^0+(?=.)/, '')).join(':')}::/64`;
+}
+
+// Failed sign-ins: after THRESHOLD failures (with no pause of WINDOW between them) each further
+// attempt must wait, twice as long each time, from BASE up to MAX.
+export const EMAIL_FAILURE_THRESHOLD = 5;
+// Higher per address: an office or a carrier NAT puts many people behind one.
+export const IP_FAILURE_THRESHOLD = 20;
+const FAILURE_WINDOW_MS = 15 * 60 * 1000;
+const BASE_DELAY_MS = 1000;
+const MAX_DELAY_MS = 15 * 60 * 1000;
+// Bounds the memory an attacker cycling e-mails or addresses can make the maps take.
+const MAX_TRACKED = 10_000;
+
+class FailureLimiter {
+  private readonly entries = new Map<string, { count: number; last: number }>();
+
+  constructor(private readonly threshold: number) {}
+
+  /** Milliseconds until the key may try again; 0 when it may now. */
+  wait(key: string, now: number): number {
+    const entry = this.live(key, now);
+    if (!entry || entry.count < this.threshold) return 0;
+    const delay = Math.min(MAX_DELAY_MS, BASE_DELAY_MS * 2 ** (entry.count - this.threshold));
+    return Math.max(0, entry.last + delay - now);
+  }
+
+  fail(key: string, now: number): void {
+    const count = (this.live(key, now)?.count ?? 0) + 1;
+    // Delete then set: the Map's first entry stays the least recently failed, the one to evict.
+    this.entries.delete(key);
+    if (this.entries.size >= MAX_TRACKED) this.evict(now);
+    this.entries.set(key, { count, last: now });
+  }
+
+  /** Takes back one failure (the one counted for an attempt that then succeeded). */
+  forgive(key: string): void {
+    const entry = this.entries.get(key);
+    if (!entry) return;
+    if (entry.count <= 1) this.entries.delete(key);
+    else entry.count -= 1;
+  }
+
+  clear(key: string): void {
+    this.entries.delete(key);
+  }
+
+  private live(key: string, now: number): { count: number; last: number } | undefined {
+    const entry = this.entries.get(key);
+    if (entry && now - entry.last > FAILURE_WINDOW_MS) {
+      this.entries.delete(key);
+      return undefined;
+    }
+    return entry;
+  }
+
+  private evict(now: number): void {
+    for (const [key, entry] of this.entries) {
+      if (now - entry.last <= FAILURE_WINDOW_MS) break;
+      this.entries.delete(key);
+    }
+    if (this.entries.size >= MAX_TRACKED) this.entries.delete(this.entries.keys().next().value as string);
+  }
+}

@@ -1,0 +1,62 @@
+// HTTP surface of commands and audit: POST /api/commands/<operation_id>/:id runs a command
+// through the one executor; GET /api/audit lists a record's audit trail for actors who may read
+// the record.
+
+import { type Request, Router } from 'express';
+import { executeCommand, type CommandRuntime, type CommandSpec } from './commands.ts';
+import type { AuditLog } from './audit.ts';
+import { type EntityStore, parseListQuery, type RequestContext } from './entity-store.ts';
+import { AppError } from './errors.ts';
+import { jsonBody, matched } from './http.ts';
+import { idempotencyKeyOf } from './idempotency.ts';
+
+const RUN_ID = /^[\x21-\x7e]{1,255}$/;
+
+/** The request's actor, trace and correlation ids (X-Agent-Run-ID, Idempotency-Key). */
+export function requestContext(req: Request, options: { mutation: boolean }): RequestContext {
+  const runId = req.get('X-Agent-Run-ID');
+  if (runId !== undefined && !RUN_ID.test(runId)) {
+    throw new AppError('VALIDATION_FAILED', 'X-Agent-Run-ID must be 1 to 255 visible ASCII characters', {
+      details: [{ field: 'X-Agent-Run-ID', code: 'INVALID_HEADER', message: 'must be 1 to 255 visible ASCII characters' }],
+    });
+  }
+  return {
+    actor: req.actor,
+    trace: req.trace,
+    agentRunId: runId,
+    idempotencyKey: options.mutation ? idempotencyKeyOf(req.get('Idempotency-Key'), req.actor) : undefined,
+  };
+}
+
+export function commandRoutes(rt: CommandRuntime, commands: ReadonlyArray<CommandSpec<never, never>>): Router {
+  const router = Router();
+  for (const spec of commands) {
+    router.post(`/api/commands/${spec.operationId}/:id`, matched(`command.${spec.operationId}`), jsonBody, async (req, res) => {
+      const result = await executeCommand(rt, spec, { ...requestContext(req, { mutation: true }), recordId: String(req.params.id), input: req.body });
+      if (result.replayed) res.setHeader('Idempotent-Replayed', 'true');
+      res.status(result.status).json(result.body);
+    });
+  }
+  return router;
+}
+
+export function auditRoutes(audit: AuditLog, stores: ReadonlyMap<string, EntityStore>): Router {
+  const router = Router();
+  router.get('/api/audit', matched('audit.list'), (req, res) => {
+    const { entity, recordId, ...paging } = req.query as Record<string, unknown>;
+    if (typeof entity !== 'string' || typeof recordId !== 'string') {
+      throw new AppError('INVALID_QUERY', 'entity and recordId are required', {
+        details: [{ field: typeof entity !== 'string' ? 'entity' : 'recordId', code: 'REQUIRED', message: 'required' }],
+      });
+    }
+    const store = stores.get(entity);
+    if (!store) throw new AppError('INVALID_QUERY', `unknown entity "${entity}"`, { details: [{ field: 'entity', code: 'UNKNOWN_ENTITY', message: `no entity ${entity}` }] });
+    const ctx = requestContext(req, { mutation: false });
+    // The trail is as private as the record: the actor must be able to read it.
+    store.load(ctx, recordId, store.access.filter(ctx.actor, 'read'));
+    const { limit, offset } = parseListQuery(paging);
+    const page = audit.list(req.trace, entity, recordId, limit, offset);
+    res.json({ items: page.items, limit, offset, hasMore: page.hasMore });
+  });
+  return router;
+}

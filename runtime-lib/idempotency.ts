@@ -1,0 +1,141 @@
+// Idempotency-Key handling (spec 4.2, 7): a mutation sent twice with the same key runs once.
+// Keys are scoped to the credential and the operation and kept 24 hours in the database, so a
+// restart does not forget them. Same key and input: the stored response is replayed. Same key,
+// different input: 409 IDEMPOTENCY_KEY_REUSE. Same key while the first is still running: 409
+// IDEMPOTENCY_KEY_IN_PROGRESS, retryable, with Retry-After.
+
+import { createHash } from 'node:crypto';
+import type { RequestHandler } from 'express';
+import type { Actor } from './actor.ts';
+import { type Db, query, type Statement } from './db.ts';
+import { AppError } from './errors.ts';
+import type { ActiveTrace } from './tracing.ts';
+
+export const IDEMPOTENCY_TTL_MS = 24 * 60 * 60 * 1000;
+/** A "running" entry older than this was left by a crashed process; a retry may take it over. */
+export const ABANDONED_AFTER_MS = 2 * 60 * 1000;
+const KEY_PATTERN = /^[\x21-\x7e]{1,255}$/;
+
+export type IdempotencyOutcome =
+  | { kind: 'new' }
+  | { kind: 'replay'; status: number; body: unknown; location: string | null };
+
+export class IdempotencyStore {
+  private readonly select: Statement;
+  private readonly upsert: Statement;
+  private readonly complete: Statement;
+  private readonly remove: Statement;
+  private readonly purge: Statement;
+  private lastPurge = 0;
+
+  constructor(private readonly db: Db) {
+    this.select = db.prepare('SELECT "requestHash", "state", "status", "body", "location", "createdAt", "expiresAt" FROM "_bp_idempotency" WHERE "scope" = ? AND "operation" = ? AND "key" = ?');
+    this.upsert = db.prepare(
+      'INSERT OR REPLACE INTO "_bp_idempotency" ("scope", "operation", "key", "requestHash", "state", "status", "body", "location", "createdAt", "expiresAt") VALUES (?, ?, ?, ?, \'running\', NULL, NULL, NULL, ?, ?)',
+    );
+    this.complete = db.prepare('UPDATE "_bp_idempotency" SET "state" = \'done\', "status" = ?, "body" = ?, "location" = ? WHERE "scope" = ? AND "operation" = ? AND "key" = ?');
+    this.remove = db.prepare('DELETE FROM "_bp_idempotency" WHERE "scope" = ? AND "operation" = ? AND "key" = ?');
+    this.purge = db.prepare('DELETE FROM "_bp_idempotency" WHERE "expiresAt" < ?');
+  }
+
+  /** Claims the key for this request, or says how to answer instead. */
+  begin(trace: ActiveTrace | undefined, scope: string, operation: string, key: string, requestHash: string): IdempotencyOutcome {
+    const now = Date.now();
+    this.purgeExpired(trace, now);
+    return this.db.transaction((): IdempotencyOutcome => {
+      const row = query(trace, this.select, 'get', [scope, operation, key]);
+      const reusable = row && (row.expiresAt as number) >= now && !(row.state === 'running' && now - (row.createdAt as number) > ABANDONED_AFTER_MS);
+      if (row && reusable) {
+        if (row.requestHash !== requestHash) {
+          throw new AppError('IDEMPOTENCY_KEY_REUSE', 'this Idempotency-Key was already used with different input; derive keys from the intended operation');
+        }
+        if (row.state === 'running') {
+          throw new AppError('IDEMPOTENCY_KEY_IN_PROGRESS', 'a request with this Idempotency-Key is still running', { retryAfter: 1 });
+        }
+        return { kind: 'replay', status: row.status as number, body: row.body === null ? undefined : JSON.parse(row.body as string), location: row.location as string | null };
+      }
+      query(trace, this.upsert, 'run', [scope, operation, key, requestHash, now, now + IDEMPOTENCY_TTL_MS]);
+      return { kind: 'new' };
+    }).immediate();
+  }
+
+  /** Stores the response to replay. Call in the transaction of the change when there is one. */
+  finish(trace: ActiveTrace | undefined, scope: string, operation: string, key: string, status: number, body: unknown, location: string | null): void {
+    query(trace, this.complete, 'run', [status, body === undefined ? null : JSON.stringify(body), location, scope, operation, key]);
+  }
+
+  /** Releases the key after a failure that a retry with the same key may fix. */
+  release(trace: ActiveTrace | undefined, scope: string, operation: string, key: string): void {
+    query(trace, this.remove, 'run', [scope, operation, key]);
+  }
+
+  private purgeExpired(trace: ActiveTrace | undefined, now: number): void {
+    if (now - this.lastPurge < 60_000) return;
+    this.lastPurge = now;
+    query(trace, this.purge, 'run', [now]);
+  }
+}
+
+/** Whose keys these are: the credential for API keys and sessions alike. */
+export function idempotencyScope(actor: Actor): string {
+  return actor.credentialId ?? `${actor.kind}:${actor.id}`;
+}
+
+/** SHA-256 of the canonical JSON (sorted keys) of what makes two requests "the same input". */
+export function requestHash(parts: unknown): string {
+  return createHash('sha256').update(canonicalJson(parts)).digest('hex');
+}
+
+function canonicalJson(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
+  if (value !== null && typeof value === 'object') {
+    const keys = Object.keys(value).sort();
+    return `{${keys.map((k) => `${JSON.stringify(k)}:${canonicalJson((value as Record<string, unknown>)[k])}`).join(',')}}`;
+  }
+  return JSON.stringify(value) ?? 'null';
+}
+
+/** Reads and checks the Idempotency-Key header; API-key actors must send one on mutations. */
+export function idempotencyKeyOf(header: string | undefined, actor: Actor): string | undefined {
+  if (header === undefined) {
+    if (actor.kind === 'agent') throw new AppError('IDEMPOTENCY_KEY_REQUIRED', 'API-key requests that change data need an Idempotency-Key header');
+    return undefined;
+  }
+  if (!KEY_PATTERN.test(header)) {
+    throw new AppError('VALIDATION_FAILED', 'Idempotency-Key must be 1 to 255 visible ASCII characters', {
+      details: [{ field: 'Idempotency-Key', code: 'INVALID_HEADER', message: 'must be 1 to 255 visible ASCII characters' }],
+    });
+  }
+  return header;
+}
+
+/**
+ * Route middleware for entity writes: claims the key, replays a stored response, and stores this
+ * response when it ends. Failures a retry can fix (retryable: true) release the key instead.
+ */
+export function idempotent(store: IdempotencyStore, operation: string): RequestHandler {
+  return (req, res, next) => {
+    const key = idempotencyKeyOf(req.get('Idempotency-Key'), req.actor);
+    if (key === undefined) return next();
+    const scope = idempotencyScope(req.actor);
+    const outcome = store.begin(req.trace, scope, operation, key, requestHash({ params: req.params, body: req.body ?? null }));
+    if (outcome.kind === 'replay') {
+      res.setHeader('Idempotent-Replayed', 'true');
+      if (outcome.location) res.setHeader('Location', outcome.location);
+      res.status(outcome.status);
+      return outcome.body === undefined ? res.end() : res.json(outcome.body);
+    }
+    let sent: unknown;
+    const json = res.json.bind(res);
+    res.json = (body: unknown) => {
+      sent = body;
+      return json(body);
+    };
+    res.on('close', () => {
+      const retryable = (sent as { error?: { retryable?: boolean } } | undefined)?.error?.retryable === true;
+      if (!res.writableFinished || retryable || res.statusCode >= 500) store.release(req.trace, scope, operation, key);
+      else store.finish(req.trace, scope, operation, key, res.statusCode, sent, (res.getHeader('Location') as string | undefined) ?? null);
+    });
+    next();
+  };
+}
