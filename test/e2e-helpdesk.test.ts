@@ -2,22 +2,41 @@
 // it like `npm start` does, and drive every CRUD rule over HTTP. Every response is checked
 // against the generated OpenAPI document.
 
+import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { expect } from 'chai';
-import { freshDir, generate, request, ROOT, startApp, typecheck, type HttpResponse, type RunningApp } from './support/apps.ts';
+import { addUser, freshDir, freshKey, generate, login, request, ROOT, startApp, typecheck, type HttpResponse, type RunningApp, type Session } from './support/apps.ts';
 import { OpenApiChecker } from './support/openapi-check.ts';
 
 type Rec = Record<string, unknown>;
 type ErrorBody = { error: { code: string; message: string; retryable: boolean; details?: Array<{ field?: string; code: string }>; traceId: string } };
+
+const ENV = {
+  TRIAGE_API_KEY: 'triage-key-0123456789abcdef',
+  REPORTER_API_KEY: 'reporter-key-0123456789abcdef',
+  DATABASE_URL: 'file:./data/e2e.db',
+  // Fixed so sessions survive the restart test.
+  SESSION_SECRET: 'e2e-session-secret-0123456789abcdef0123',
+};
 
 describe('generated helpdesk app (end to end)', function () {
   this.timeout(120_000);
   let appDir: string;
   let app: RunningApp;
   let api: OpenApiChecker;
+  let admin: Session;
 
-  const call = async (method: string, template: string, urlPath: string, options?: Parameters<typeof request>[3]): Promise<HttpResponse> => {
-    const res = await request(app.url, method, urlPath, options);
+  /** The triage agent by default; `as: 'admin'` is a person with the admin role (session + CSRF). */
+  const call = async (
+    method: string,
+    template: string,
+    urlPath: string,
+    options: Parameters<typeof request>[3] & { as?: 'triage' | 'admin' } = {},
+  ): Promise<HttpResponse> => {
+    const headers: Record<string, string> =
+      options.as === 'admin' ? { cookie: admin.cookie, 'x-csrf-token': admin.csrfToken } : { authorization: `Bearer ${ENV.TRIAGE_API_KEY}` };
+    if (method !== 'GET' && options.as !== 'admin') headers['idempotency-key'] = freshKey();
+    const res = await request(app.url, method, urlPath, { ...options, headers: { ...headers, ...options.headers } });
     api.check(method, template, res);
     expect(res.headers.get('x-trace-id'), 'X-Trace-ID').to.match(/^[0-9a-f]{32}$/);
     if (res.status >= 400) {
@@ -28,13 +47,15 @@ describe('generated helpdesk app (end to end)', function () {
     return res;
   };
   const errorOf = (res: HttpResponse) => (res.body as ErrorBody).error;
-  const count = async (collection: string) => ((await request(app.url, 'GET', `/api/${collection}?limit=1000`)).body as { items: unknown[] }).items.length;
+  const count = async (collection: string) => ((await call('GET', `/api/${collection}`, `/api/${collection}?limit=1000`)).body as { items: unknown[] }).items.length;
 
   before(async () => {
     appDir = path.join(freshDir('e2e-helpdesk'), 'app');
     generate(path.join(ROOT, 'fixtures/helpdesk/helpdesk.toml'), appDir);
     api = new OpenApiChecker(path.join(appDir, 'openapi.json'));
-    app = await startApp(appDir);
+    addUser(appDir, ENV, 'admin@example.com', 'correct horse battery', ['admin']);
+    app = await startApp(appDir, ENV);
+    admin = await login(app.url, 'admin@example.com', 'correct horse battery');
   });
   after(async () => app?.stop());
 
@@ -44,8 +65,9 @@ describe('generated helpdesk app (end to end)', function () {
     expect(r.status).to.equal(0);
   });
 
-  it('applies its migrations at start and serves its OpenAPI document', async () => {
-    expect(app.output()).to.contain('applied migrations: 0001_init');
+  it('applies its migrations and serves its OpenAPI document', async () => {
+    const db = path.join(appDir, 'data', 'e2e.db');
+    expect(fs.existsSync(db), db).to.equal(true);
     const res = await call('GET', '/api/openapi.json', '/api/openapi.json');
     expect(res.status).to.equal(200);
     expect((res.body as { openapi: string }).openapi).to.equal('3.1.0');
@@ -175,11 +197,8 @@ describe('generated helpdesk app (end to end)', function () {
       }
     });
 
-    it('tolerates Authorization and Idempotency-Key headers', async () => {
-      const res = await call('POST', '/api/tickets', '/api/tickets', {
-        json: { title: 'with headers' },
-        headers: { authorization: 'Bearer some-token', 'idempotency-key': 'k-1' },
-      });
+    it('accepts a person\'s session with its CSRF token as well as an API key', async () => {
+      const res = await call('POST', '/api/tickets', '/api/tickets', { json: { title: 'from a person' }, as: 'admin' });
       expect(res.status).to.equal(201);
     });
   });
@@ -280,23 +299,23 @@ describe('generated helpdesk app (end to end)', function () {
   describe('delete', () => {
     it('deletes, then the record is gone', async () => {
       const t = (await call('POST', '/api/tickets', '/api/tickets', { json: { title: 'bye' } })).body as Rec;
-      const res = await call('DELETE', '/api/tickets/{id}', `/api/tickets/${t.id}`);
+      const res = await call('DELETE', '/api/tickets/{id}', `/api/tickets/${t.id}`, { as: 'admin' });
       expect(res.status).to.equal(204);
       expect((await call('GET', '/api/tickets/{id}', `/api/tickets/${t.id}`)).status).to.equal(404);
-      expect((await call('DELETE', '/api/tickets/{id}', `/api/tickets/${t.id}`)).status).to.equal(404);
+      expect((await call('DELETE', '/api/tickets/{id}', `/api/tickets/${t.id}`, { as: 'admin' })).status).to.equal(404);
     });
 
     it('refuses to delete a record others still require (409), and clears optional references', async () => {
       const t = (await call('POST', '/api/tickets', '/api/tickets', { json: { title: 'has comments' } })).body as Rec;
       await call('POST', '/api/comments', '/api/comments', { json: { ticketId: t.id, authorId: 'u', body: 'b' } });
-      const res = await call('DELETE', '/api/tickets/{id}', `/api/tickets/${t.id}`);
+      const res = await call('DELETE', '/api/tickets/{id}', `/api/tickets/${t.id}`, { as: 'admin' });
       expect(res.status).to.equal(409);
       expect(errorOf(res)).to.include({ code: 'REFERENCE_CONFLICT', retryable: false });
       expect((await call('GET', '/api/tickets/{id}', `/api/tickets/${t.id}`)).status).to.equal(200);
 
       const c = (await call('POST', '/api/customers', '/api/customers', { json: { name: 'Gone', email: 'gone@example.com' } })).body as Rec;
       const owned = (await call('POST', '/api/tickets', '/api/tickets', { json: { title: 'orphan', customerId: c.id } })).body as Rec;
-      expect((await call('DELETE', '/api/customers/{id}', `/api/customers/${c.id}`)).status).to.equal(204);
+      expect((await call('DELETE', '/api/customers/{id}', `/api/customers/${c.id}`, { as: 'admin' })).status).to.equal(204);
       expect(((await call('GET', '/api/tickets/{id}', `/api/tickets/${owned.id}`)).body as Rec).customerId).to.equal(null);
     });
   });
@@ -310,14 +329,14 @@ describe('generated helpdesk app (end to end)', function () {
 
   it('gives every request its own trace id', async () => {
     const ids = new Set<string | null>();
-    for (let i = 0; i < 5; i++) ids.add((await request(app.url, 'GET', '/api/tickets?limit=1')).headers.get('x-trace-id'));
+    for (let i = 0; i < 5; i++) ids.add((await call('GET', '/api/tickets', '/api/tickets?limit=1')).headers.get('x-trace-id'));
     expect(ids.size).to.equal(5);
   });
 
   it('keeps its data across a restart without applying migrations again', async () => {
     const t = (await call('POST', '/api/tickets', '/api/tickets', { json: { title: 'durable' } })).body as Rec;
     await app.stop();
-    app = await startApp(appDir);
+    app = await startApp(appDir, ENV);
     expect(app.output()).not.to.contain('applied migrations');
     expect((await call('GET', '/api/tickets/{id}', `/api/tickets/${t.id}`)).body).to.deep.equal(t);
   });

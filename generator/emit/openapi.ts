@@ -2,7 +2,8 @@
 // and the error envelope. Built as data and serialized once, keys in a fixed order.
 
 import { ERROR_CODES } from '../../runtime-lib/errors.ts';
-import type { Blueprint, Entity, Field } from '../model/types.ts';
+import type { Condition } from '../../runtime-lib/conditions.ts';
+import type { Blueprint, Command, Entity, Field } from '../model/types.ts';
 import { GENERATED_HEADER } from './header.ts';
 
 type Schema = Record<string, unknown>;
@@ -126,6 +127,21 @@ function schemeNames(bp: Blueprint): string[] {
   return [...(bp.auth.apiKeys.length ? ['apiKey'] : []), ...(bp.auth.providers.includes('email') ? ['session'] : [])];
 }
 
+const IDEMPOTENCY_HEADER = {
+  name: 'Idempotency-Key',
+  in: 'header',
+  required: false,
+  description: 'Required from API keys on every mutation (1 to 255 visible ASCII characters). Same key and input: the stored response is replayed.',
+  schema: { type: 'string', minLength: 1, maxLength: 255 },
+};
+const RUN_ID_HEADER = {
+  name: 'X-Agent-Run-ID',
+  in: 'header',
+  required: false,
+  description: 'Ties the audit record to one agent invocation.',
+  schema: { type: 'string', minLength: 1, maxLength: 255 },
+};
+
 function entityPaths(bp: Blueprint, entity: Entity): Record<string, Schema> {
   const n = entity.name;
   const secured = (action: 'read' | 'create' | 'update' | 'delete', op: Schema): Schema => {
@@ -167,6 +183,7 @@ function entityPaths(bp: Blueprint, entity: Entity): Record<string, Schema> {
         operationId: `create${n}`,
         tags: [n],
         summary: `Create a ${n}`,
+        parameters: [IDEMPOTENCY_HEADER, RUN_ID_HEADER],
         requestBody: body(`${n}Create`),
         responses: {
           '201': { ...ok(`The stored ${n}`, ref(n)), headers: { 'X-Trace-ID': { $ref: '#/components/headers/X-Trace-ID' }, Location: { schema: { type: 'string' } } } },
@@ -186,6 +203,7 @@ function entityPaths(bp: Blueprint, entity: Entity): Record<string, Schema> {
         operationId: `update${n}`,
         tags: [n],
         summary: `Change the given fields of a ${n}`,
+        parameters: [IDEMPOTENCY_HEADER, RUN_ID_HEADER],
         requestBody: body(`${n}Update`),
         responses: { '200': ok(`The updated ${n}`, ref(n)), '404': errorResponse('NotFound'), ...writeErrors },
       }),
@@ -193,6 +211,7 @@ function entityPaths(bp: Blueprint, entity: Entity): Record<string, Schema> {
         operationId: `delete${n}`,
         tags: [n],
         summary: `Delete a ${n}`,
+        parameters: [IDEMPOTENCY_HEADER, RUN_ID_HEADER],
         responses: {
           '204': { description: 'Deleted', headers: { 'X-Trace-ID': { $ref: '#/components/headers/X-Trace-ID' } } },
           '404': errorResponse('NotFound'),
@@ -205,16 +224,18 @@ function entityPaths(bp: Blueprint, entity: Entity): Record<string, Schema> {
 }
 
 const ERROR_RESPONSES: Record<string, string> = {
-  BadRequest: 'The request is malformed or fails validation (VALIDATION_FAILED, INVALID_JSON, INVALID_QUERY)',
+  BadRequest: 'The request is malformed or fails validation (VALIDATION_FAILED, INVALID_JSON, INVALID_QUERY, IDEMPOTENCY_KEY_REQUIRED)',
   Unauthenticated: 'No valid credential: sign in, or send Authorization: Bearer <API key> (UNAUTHENTICATED)',
   Forbidden: 'Not allowed (FORBIDDEN, INSUFFICIENT_SCOPE, CSRF_FAILED, PROTECTED_FIELD_MUTATION)',
   NotFound: 'No such record or route (NOT_FOUND, ROUTE_NOT_FOUND)',
-  Conflict: 'A conflict with stored data (UNIQUE_CONFLICT, REFERENCE_CONFLICT, STATE_CONFLICT, IDEMPOTENCY_KEY_REUSE)',
+  Conflict:
+    'A conflict with stored data or state (UNIQUE_CONFLICT, REFERENCE_CONFLICT, STATE_CONFLICT, COMMAND_UNAVAILABLE, IDEMPOTENCY_KEY_REUSE, IDEMPOTENCY_KEY_IN_PROGRESS)',
   PayloadTooLarge: 'The body exceeds the size limit (PAYLOAD_TOO_LARGE)',
   UnsupportedMediaType: 'The body is not application/json (UNSUPPORTED_MEDIA_TYPE)',
   UnprocessableEntity: 'A referenced record does not exist (REFERENCE_NOT_FOUND)',
   ServiceUnavailable: 'The database is busy; retry after Retry-After seconds (DATABASE_BUSY)',
   TooManyRequests: 'Too many failed attempts; retry after Retry-After seconds (TOO_MANY_ATTEMPTS)',
+  InternalError: 'An unexpected failure, for example a command handler that threw (INTERNAL_ERROR)',
 };
 
 export function emitOpenApi(bp: Blueprint): string {
@@ -284,6 +305,42 @@ export function emitOpenApi(bp: Blueprint): string {
     ]),
   );
   if (bp.auth.providers.includes('email')) Object.assign(paths, authPaths());
+  for (const command of bp.commands) Object.assign(paths, commandPath(bp, command));
+  Object.assign(paths, auditPath(bp));
+  schemas.AuditRecord = {
+    type: 'object',
+    properties: {
+      id: { type: 'string' },
+      at: { type: 'string', format: 'date-time' },
+      operation: { type: 'string', description: '"Entity.create|update|delete", "command:Name", or "command:Name:<handler action>"' },
+      entity: { type: 'string' },
+      recordId: { type: 'string' },
+      actorId: { type: 'string' },
+      credentialId: { type: ['string', 'null'] },
+      delegatedBy: { type: ['string', 'null'] },
+      agentRunId: { type: ['string', 'null'] },
+      idempotencyKey: { type: ['string', 'null'] },
+      traceId: { type: ['string', 'null'] },
+      changes: {
+        type: 'object',
+        additionalProperties: { type: 'object', properties: { before: {}, after: {} }, required: ['before', 'after'] },
+      },
+      detail: { type: ['object', 'null'] },
+    },
+    required: ['id', 'at', 'operation', 'entity', 'recordId', 'actorId', 'credentialId', 'delegatedBy', 'agentRunId', 'idempotencyKey', 'traceId', 'changes', 'detail'],
+    additionalProperties: false,
+  };
+  schemas.AuditList = {
+    type: 'object',
+    properties: {
+      items: { type: 'array', items: ref('AuditRecord') },
+      limit: { type: 'integer', minimum: 1, maximum: 1000 },
+      offset: { type: 'integer', minimum: 0 },
+      hasMore: { type: 'boolean' },
+    },
+    required: ['items', 'limit', 'offset', 'hasMore'],
+    additionalProperties: false,
+  };
   const securitySchemes: Record<string, Schema> = {};
   if (bp.auth.apiKeys.length) {
     securitySchemes.apiKey = { type: 'http', scheme: 'bearer', description: 'An API key of auth.apiKeys. Operations list the scopes the key must hold.' };
@@ -310,6 +367,7 @@ export function emitOpenApi(bp: Blueprint): string {
     tags: [
       ...(bp.auth.providers.includes('email') ? [{ name: 'Auth', description: 'Sign-up, sign-in and sessions of people' }] : []),
       ...bp.entities.map((e) => ({ name: e.name, description: e.description ?? `${e.name} records (/api/${e.collection})` })),
+      { name: 'Audit', description: 'Who changed what, and why' },
       { name: 'Meta', description: 'About this API' },
     ],
     paths,
@@ -389,6 +447,85 @@ function authPaths(): Record<string, Schema> {
         summary: 'The signed-in actor (or null) and the CSRF token for mutations',
         security: open,
         responses: { '200': { description: 'The session', content: session } },
+      },
+    },
+  };
+}
+
+function conditionText(c: Condition | undefined): string | undefined {
+  if (!c) return undefined;
+  return c.kind === 'expr' ? c.source : JSON.stringify(c);
+}
+
+function commandPath(bp: Blueprint, command: Command): Record<string, Schema> {
+  const entity = bp.entities.find((e) => e.name === command.entity) as Entity;
+  const inputSchema = {
+    type: 'object',
+    properties: Object.fromEntries(
+      command.input.map((i) => [
+        i.name,
+        { ...fieldSchema(bp, { ...i, nullable: false, primaryKey: false, commandOnly: false, access: {} } as unknown as Field), ...(i.description ? { description: i.description } : {}) },
+      ]),
+    ),
+    required: command.input.filter((i) => i.required).map((i) => i.name),
+    additionalProperties: false,
+  };
+  const schemes = schemeNames(bp);
+  const json = (schema: Schema) => ({ 'application/json': { schema } });
+  return {
+    [`/api/commands/${command.operationId}/{id}`]: {
+      post: {
+        operationId: command.operationId,
+        tags: [command.entity],
+        summary: command.label,
+        ...(command.description ? { description: command.description } : {}),
+        ...(conditionText(command.policy) ? { 'x-policy': conditionText(command.policy) } : {}),
+        ...(conditionText(command.availableWhen) ? { 'x-available-when': conditionText(command.availableWhen) } : {}),
+        'x-scopes': [...command.scopes],
+        ...(schemes.length ? { security: schemes.map((name) => ({ [name]: name === 'apiKey' ? [...command.scopes] : [] })) } : {}),
+        parameters: [
+          { name: 'id', in: 'path', required: true, description: `${command.entity} id`, schema: { type: 'string' } },
+          IDEMPOTENCY_HEADER,
+          RUN_ID_HEADER,
+        ],
+        requestBody: { required: false, content: json(inputSchema) },
+        responses: {
+          '200': { description: `The ${entity.name} after the command`, headers: { 'X-Trace-ID': { $ref: '#/components/headers/X-Trace-ID' } }, content: json(ref(entity.name)) },
+          '400': errorResponse('BadRequest'),
+          '401': errorResponse('Unauthenticated'),
+          '403': errorResponse('Forbidden'),
+          '404': errorResponse('NotFound'),
+          '409': errorResponse('Conflict'),
+          '500': errorResponse('InternalError'),
+          '503': errorResponse('ServiceUnavailable'),
+        },
+      },
+    },
+  };
+}
+
+function auditPath(bp: Blueprint): Record<string, Schema> {
+  const schemes = schemeNames(bp);
+  return {
+    '/api/audit': {
+      get: {
+        operationId: 'listAudit',
+        tags: ['Audit'],
+        summary: 'The audit trail of one record, newest first (for actors who may read the record)',
+        ...(schemes.length ? { security: schemes.map((name) => ({ [name]: [] })) } : {}),
+        parameters: [
+          { name: 'entity', in: 'query', required: true, schema: { type: 'string', enum: bp.entities.map((e) => e.name) } },
+          { name: 'recordId', in: 'query', required: true, schema: { type: 'string' } },
+          { name: 'limit', in: 'query', required: false, schema: { type: 'integer', minimum: 1, maximum: 1000, default: 100 } },
+          { name: 'offset', in: 'query', required: false, schema: { type: 'integer', minimum: 0, default: 0 } },
+        ],
+        responses: {
+          '200': { description: 'Audit records', content: { 'application/json': { schema: ref('AuditList') } } },
+          '400': errorResponse('BadRequest'),
+          '401': errorResponse('Unauthenticated'),
+          '403': errorResponse('Forbidden'),
+          '404': errorResponse('NotFound'),
+        },
       },
     },
   };

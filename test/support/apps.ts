@@ -22,9 +22,12 @@ export function bp(args: string[], cwd = ROOT): RunResult {
   return { status: r.status, stdout: r.stdout, stderr: r.stderr };
 }
 
-/** A fresh folder under test/.tmp (inside the repo, so generated apps resolve its node_modules). */
+/**
+ * A fresh folder under test/.tmp (inside the repo, so generated apps resolve its node_modules),
+ * per process so that concurrent test runs never share one.
+ */
 export function freshDir(name: string): string {
-  const dir = path.join(TMP, name);
+  const dir = path.join(TMP, `${name}-${process.pid}`);
   fs.rmSync(dir, { recursive: true, force: true });
   fs.mkdirSync(dir, { recursive: true });
   return dir;
@@ -118,4 +121,32 @@ export async function request(
     parsed = undefined;
   }
   return { status: res.status, headers: res.headers, text, body: parsed };
+}
+
+/** Adds a person with the generated app's users command (`npm run users -- add ...`). */
+export function addUser(appDir: string, env: Record<string, string>, email: string, password: string, roles: string[] = []): void {
+  const args = ['--import', 'tsx', 'src/users.ts', 'add', '--email', email, '--password', password, ...roles.flatMap((r) => ['--role', r])];
+  const r = spawnSync(process.execPath, args, { cwd: appDir, encoding: 'utf8', env: { ...process.env, ...env } });
+  if (r.status !== 0) throw new Error(`users add failed (${r.status}): ${r.stdout}${r.stderr}`);
+}
+
+export interface Session {
+  cookie: string;
+  csrfToken: string;
+}
+
+/** Signs in over the JSON login route and returns the session cookie and its CSRF token. */
+export async function login(base: string, email: string, password: string): Promise<Session> {
+  const res = await fetch(`${base}/api/auth/login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email, password }) });
+  const body = (await res.json()) as { csrfToken: string };
+  if (res.status !== 200) throw new Error(`login failed: ${res.status} ${JSON.stringify(body)}`);
+  const cookie = (res.headers.get('set-cookie') ?? '').split(';')[0];
+  return { cookie, csrfToken: body.csrfToken };
+}
+
+let keyCounter = 0;
+/** A fresh Idempotency-Key for a test request. */
+export function freshKey(): string {
+  keyCounter += 1;
+  return `test-${process.pid}-${Date.now()}-${keyCounter}`;
 }

@@ -31,7 +31,13 @@ try {
 }
 
 const database = db;
-const { app } = createApp({ db: database, appDir });
+let app;
+try {
+  ({ app } = createApp({ db: database, appDir }));
+} catch (err) {
+  console.error(`cannot start: ${err instanceof Error ? err.message : String(err)}`);
+  process.exit(1);
+}
 const server = app.listen(port, () => {
   const address = server.address();
   const actual = typeof address === 'object' && address ? address.port : port;

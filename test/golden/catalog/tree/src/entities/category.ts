@@ -2,9 +2,11 @@
 // Category: types, field rules, the SQL for its CRUD routes, and the routes.
 
 import { Router } from 'express';
-import type { Db } from '../runtime/db.ts';
-import { EntityStore, parseListQuery, type EntitySpec } from '../runtime/entity-store.ts';
+import { requestContext } from '../runtime/command-routes.ts';
+import { type EntitySpec, type EntityStore, parseListQuery } from '../runtime/entity-store.ts';
 import { jsonBody, matched } from '../runtime/http.ts';
+import { idempotent, type IdempotencyStore } from '../runtime/idempotency.ts';
+import { permissions } from '../permissions.ts';
 
 /** A Category as the API returns it. */
 export interface Category {
@@ -29,6 +31,8 @@ export const categorySpec: EntitySpec = {
     { name: 'parentId', type: 'Ref', required: false, nullable: true, ref: { entity: 'Category', idType: 'UUID', exists: 'SELECT 1 FROM "Category" WHERE "id" = ?' } },
   ],
   sql: {
+    select: `SELECT ${COLUMNS} FROM "Category"`,
+    orderBy: '"id"',
     get: `SELECT ${COLUMNS} FROM "Category" WHERE "id" = ?`,
     list: `SELECT ${COLUMNS} FROM "Category" ORDER BY "id" LIMIT ? OFFSET ?`,
     insert: `INSERT INTO "Category" (${COLUMNS}) VALUES (@id, @slug, @title, @parentId) RETURNING ${COLUMNS}`,
@@ -41,26 +45,32 @@ export const categorySpec: EntitySpec = {
     ].join('\n'),
     delete: 'DELETE FROM "Category" WHERE "id" = ?',
   },
+  access: {
+    entity: 'Category',
+    rules: { read: { kind: 'public' }, create: { kind: 'match', pairs: [{ left: { kind: 'actor', key: 'role' }, right: { kind: 'literal', value: 'admin' } }] }, update: { kind: 'match', pairs: [{ left: { kind: 'actor', key: 'role' }, right: { kind: 'literal', value: 'admin' } }] }, delete: { kind: 'match', pairs: [{ left: { kind: 'actor', key: 'role' }, right: { kind: 'literal', value: 'admin' } }] } },
+    fields: {},
+    scopes: { read: [], write: [] },
+    permissions,
+  },
 };
 
-export function categoryRoutes(db: Db): Router {
-  const store = new EntityStore(db, categorySpec);
+export function categoryRoutes(store: EntityStore, idempotency: IdempotencyStore): Router {
   const router = Router();
   router.get('/api/categorys', matched('Category.list'), (req, res) => {
-    res.json(store.list(req.trace, parseListQuery(req.query as Record<string, unknown>)));
+    res.json(store.list(requestContext(req, { mutation: false }), parseListQuery(req.query as Record<string, unknown>)));
   });
   router.get('/api/categorys/:id', matched('Category.get'), (req, res) => {
-    res.json(store.get(req.trace, String(req.params.id)));
+    res.json(store.get(requestContext(req, { mutation: false }), String(req.params.id)));
   });
-  router.post('/api/categorys', matched('Category.create'), jsonBody, (req, res) => {
-    const record = store.create(req.trace, req.body);
+  router.post('/api/categorys', matched('Category.create'), jsonBody, idempotent(idempotency, 'Category.create'), (req, res) => {
+    const record = store.create(requestContext(req, { mutation: true }), req.body);
     res.status(201).location(`/api/categorys/${String(record.id)}`).json(record);
   });
-  router.put('/api/categorys/:id', matched('Category.update'), jsonBody, (req, res) => {
-    res.json(store.update(req.trace, String(req.params.id), req.body));
+  router.put('/api/categorys/:id', matched('Category.update'), jsonBody, idempotent(idempotency, 'Category.update'), (req, res) => {
+    res.json(store.update(requestContext(req, { mutation: true }), String(req.params.id), req.body));
   });
-  router.delete('/api/categorys/:id', matched('Category.delete'), (req, res) => {
-    store.delete(req.trace, String(req.params.id));
+  router.delete('/api/categorys/:id', matched('Category.delete'), idempotent(idempotency, 'Category.delete'), (req, res) => {
+    store.delete(requestContext(req, { mutation: true }), String(req.params.id));
     res.status(204).end();
   });
   return router;

@@ -2,9 +2,11 @@
 // Product: types, field rules, the SQL for its CRUD routes, and the routes.
 
 import { Router } from 'express';
-import type { Db } from '../runtime/db.ts';
-import { EntityStore, parseListQuery, type EntitySpec } from '../runtime/entity-store.ts';
+import { requestContext } from '../runtime/command-routes.ts';
+import { type EntitySpec, type EntityStore, parseListQuery } from '../runtime/entity-store.ts';
 import { jsonBody, matched } from '../runtime/http.ts';
+import { idempotent, type IdempotencyStore } from '../runtime/idempotency.ts';
+import { permissions } from '../permissions.ts';
 
 /** A Product as the API returns it. */
 export interface Product {
@@ -51,6 +53,8 @@ export const productSpec: EntitySpec = {
     { name: 'manual', type: 'file', required: false, nullable: true },
   ],
   sql: {
+    select: `SELECT ${COLUMNS} FROM "Product"`,
+    orderBy: '"id"',
     get: `SELECT ${COLUMNS} FROM "Product" WHERE "id" = ?`,
     list: `SELECT ${COLUMNS} FROM "Product" ORDER BY "id" LIMIT ? OFFSET ?`,
     insert: `INSERT INTO "Product" (${COLUMNS}) VALUES (@id, @sku, @name, @description, @contact, @priceCents, @weightKg, @active, @launchDate, @updatedAt, @attributes, @tier, @lifecycle, @categoryId, @manual) RETURNING ${COLUMNS}`,
@@ -74,26 +78,32 @@ export const productSpec: EntitySpec = {
     ].join('\n'),
     delete: 'DELETE FROM "Product" WHERE "id" = ?',
   },
+  access: {
+    entity: 'Product',
+    rules: { read: { kind: 'expr', expr: { kind: 'binary', op: '||', left: { kind: 'binary', op: '==', left: { kind: 'path', root: 'record', keys: ['active'] }, right: { kind: 'literal', value: true } }, right: { kind: 'binary', op: 'contains', left: { kind: 'path', root: 'actor', keys: ['roles'] }, right: { kind: 'literal', value: 'admin' } } }, source: 'record.active == true || actor.roles contains \'admin\'' }, create: { kind: 'expr', expr: { kind: 'binary', op: 'contains', left: { kind: 'path', root: 'actor', keys: ['roles'] }, right: { kind: 'literal', value: 'admin' } }, source: 'actor.roles contains \'admin\'' }, update: { kind: 'expr', expr: { kind: 'binary', op: '||', left: { kind: 'binary', op: 'contains', left: { kind: 'path', root: 'actor', keys: ['roles'] }, right: { kind: 'literal', value: 'admin' } }, right: { kind: 'binary', op: 'contains', left: { kind: 'path', root: 'actor', keys: ['roles'] }, right: { kind: 'literal', value: 'editor' } } }, source: 'actor.roles contains \'admin\' || actor.roles contains \'editor\'' }, delete: { kind: 'expr', expr: { kind: 'binary', op: 'contains', left: { kind: 'path', root: 'actor', keys: ['roles'] }, right: { kind: 'literal', value: 'admin' } }, source: 'actor.roles contains \'admin\'' } },
+    fields: { contact: { read: { kind: 'expr', expr: { kind: 'binary', op: 'contains', left: { kind: 'path', root: 'actor', keys: ['roles'] }, right: { kind: 'literal', value: 'admin' } }, source: 'actor.roles contains \'admin\'' } }, priceCents: { write: { kind: 'match', pairs: [{ left: { kind: 'actor', key: 'role' }, right: { kind: 'literal', value: 'admin' } }] } } },
+    scopes: { read: ['catalog.read'], write: ['catalog.write'] },
+    permissions,
+  },
 };
 
-export function productRoutes(db: Db): Router {
-  const store = new EntityStore(db, productSpec);
+export function productRoutes(store: EntityStore, idempotency: IdempotencyStore): Router {
   const router = Router();
   router.get('/api/products', matched('Product.list'), (req, res) => {
-    res.json(store.list(req.trace, parseListQuery(req.query as Record<string, unknown>)));
+    res.json(store.list(requestContext(req, { mutation: false }), parseListQuery(req.query as Record<string, unknown>)));
   });
   router.get('/api/products/:id', matched('Product.get'), (req, res) => {
-    res.json(store.get(req.trace, String(req.params.id)));
+    res.json(store.get(requestContext(req, { mutation: false }), String(req.params.id)));
   });
-  router.post('/api/products', matched('Product.create'), jsonBody, (req, res) => {
-    const record = store.create(req.trace, req.body);
+  router.post('/api/products', matched('Product.create'), jsonBody, idempotent(idempotency, 'Product.create'), (req, res) => {
+    const record = store.create(requestContext(req, { mutation: true }), req.body);
     res.status(201).location(`/api/products/${String(record.id)}`).json(record);
   });
-  router.put('/api/products/:id', matched('Product.update'), jsonBody, (req, res) => {
-    res.json(store.update(req.trace, String(req.params.id), req.body));
+  router.put('/api/products/:id', matched('Product.update'), jsonBody, idempotent(idempotency, 'Product.update'), (req, res) => {
+    res.json(store.update(requestContext(req, { mutation: true }), String(req.params.id), req.body));
   });
-  router.delete('/api/products/:id', matched('Product.delete'), (req, res) => {
-    store.delete(req.trace, String(req.params.id));
+  router.delete('/api/products/:id', matched('Product.delete'), idempotent(idempotency, 'Product.delete'), (req, res) => {
+    store.delete(requestContext(req, { mutation: true }), String(req.params.id));
     res.status(204).end();
   });
   return router;

@@ -2,9 +2,11 @@
 // StockMovement: types, field rules, the SQL for its CRUD routes, and the routes.
 
 import { Router } from 'express';
-import type { Db } from '../runtime/db.ts';
-import { EntityStore, parseListQuery, type EntitySpec } from '../runtime/entity-store.ts';
+import { requestContext } from '../runtime/command-routes.ts';
+import { type EntitySpec, type EntityStore, parseListQuery } from '../runtime/entity-store.ts';
 import { jsonBody, matched } from '../runtime/http.ts';
+import { idempotent, type IdempotencyStore } from '../runtime/idempotency.ts';
+import { permissions } from '../permissions.ts';
 
 /** A StockMovement as the API returns it. */
 export interface StockMovement {
@@ -31,6 +33,8 @@ export const stockMovementSpec: EntitySpec = {
     { name: 'at', type: 'DateTime', required: false, nullable: false, default: { now: true } },
   ],
   sql: {
+    select: `SELECT ${COLUMNS} FROM "StockMovement"`,
+    orderBy: '"id"',
     get: `SELECT ${COLUMNS} FROM "StockMovement" WHERE "id" = ?`,
     list: `SELECT ${COLUMNS} FROM "StockMovement" ORDER BY "id" LIMIT ? OFFSET ?`,
     insert: `INSERT INTO "StockMovement" (${COLUMNS}) VALUES (@id, @productId, @quantity, @note, @at) RETURNING ${COLUMNS}`,
@@ -44,26 +48,32 @@ export const stockMovementSpec: EntitySpec = {
     ].join('\n'),
     delete: 'DELETE FROM "StockMovement" WHERE "id" = ?',
   },
+  access: {
+    entity: 'StockMovement',
+    rules: {},
+    fields: {},
+    scopes: { read: [], write: [] },
+    permissions,
+  },
 };
 
-export function stockMovementRoutes(db: Db): Router {
-  const store = new EntityStore(db, stockMovementSpec);
+export function stockMovementRoutes(store: EntityStore, idempotency: IdempotencyStore): Router {
   const router = Router();
   router.get('/api/stockmovements', matched('StockMovement.list'), (req, res) => {
-    res.json(store.list(req.trace, parseListQuery(req.query as Record<string, unknown>)));
+    res.json(store.list(requestContext(req, { mutation: false }), parseListQuery(req.query as Record<string, unknown>)));
   });
   router.get('/api/stockmovements/:id', matched('StockMovement.get'), (req, res) => {
-    res.json(store.get(req.trace, String(req.params.id)));
+    res.json(store.get(requestContext(req, { mutation: false }), String(req.params.id)));
   });
-  router.post('/api/stockmovements', matched('StockMovement.create'), jsonBody, (req, res) => {
-    const record = store.create(req.trace, req.body);
+  router.post('/api/stockmovements', matched('StockMovement.create'), jsonBody, idempotent(idempotency, 'StockMovement.create'), (req, res) => {
+    const record = store.create(requestContext(req, { mutation: true }), req.body);
     res.status(201).location(`/api/stockmovements/${String(record.id)}`).json(record);
   });
-  router.put('/api/stockmovements/:id', matched('StockMovement.update'), jsonBody, (req, res) => {
-    res.json(store.update(req.trace, String(req.params.id), req.body));
+  router.put('/api/stockmovements/:id', matched('StockMovement.update'), jsonBody, idempotent(idempotency, 'StockMovement.update'), (req, res) => {
+    res.json(store.update(requestContext(req, { mutation: true }), String(req.params.id), req.body));
   });
-  router.delete('/api/stockmovements/:id', matched('StockMovement.delete'), (req, res) => {
-    store.delete(req.trace, String(req.params.id));
+  router.delete('/api/stockmovements/:id', matched('StockMovement.delete'), idempotent(idempotency, 'StockMovement.delete'), (req, res) => {
+    store.delete(requestContext(req, { mutation: true }), String(req.params.id));
     res.status(204).end();
   });
   return router;

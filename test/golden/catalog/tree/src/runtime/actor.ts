@@ -9,9 +9,27 @@ export interface Actor {
   id: string;
   credentialId?: string;
   roles: readonly string[];
+  /** The first role, for conditions written as { "$currentUser.role" = "admin" }. */
+  role?: string;
   email?: string;
-  /** Human on whose behalf an agent acts; set only by trusted server-side code. */
+  /** API-key actors: the scopes narrowing what the credential may call. */
+  scopes?: readonly string[];
+  displayName?: string;
+  /** Human on whose behalf an agent acts; set only by trusted server-side code (withDelegation). */
   delegatedBy?: string;
 }
 
 export const ANONYMOUS: Actor = Object.freeze({ kind: 'anonymous', id: 'anonymous', roles: Object.freeze([]) as readonly string[] });
+
+export function isAuthenticated(actor: Actor | undefined): actor is Actor {
+  return actor !== undefined && actor.kind !== 'anonymous';
+}
+
+/**
+ * The documented hook for trusted server code (a host that has verified a human's approval) to
+ * mark an actor as acting on that human's behalf. Returns a new frozen actor; requests can never
+ * reach this through headers, bodies or query parameters.
+ */
+export function withDelegation(actor: Actor, delegatedBy: string): Actor {
+  return Object.freeze({ ...actor, delegatedBy });
+}

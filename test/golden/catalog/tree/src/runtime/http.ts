@@ -4,6 +4,7 @@
 
 import express, { type ErrorRequestHandler, type NextFunction, type Request, type RequestHandler, type Response } from 'express';
 import { ANONYMOUS, type Actor } from './actor.ts';
+import type { ApiKeyRegistry } from './api-keys.ts';
 import { AppError, envelope } from './errors.ts';
 import { ActiveTrace, type SpanHandle, type TraceStore } from './tracing.ts';
 
@@ -14,6 +15,7 @@ declare global {
     interface Request {
       trace: ActiveTrace;
       actor: Actor;
+      rootSpanId?: number;
       routeSpan?: SpanHandle;
     }
   }
@@ -21,14 +23,14 @@ declare global {
 
 export const BODY_LIMIT = '1mb';
 
-/** Starts the trace and the http.request and route.match spans; files the trace when the response ends. */
+/** Starts the trace and its http.request span; files the trace when the response ends. */
 export function tracing(store: TraceStore): RequestHandler {
   return (req, res, next) => {
     const trace = new ActiveTrace();
     req.trace = trace;
     res.setHeader('X-Trace-ID', trace.traceId);
     const root = trace.startSpan('http.request', 'http', { method: req.method, path: req.path });
-    req.routeSpan = trace.startSpan('route.match', 'routing', undefined, root.id);
+    req.rootSpanId = root.id;
     res.on('finish', () => {
       root.end({ statusCode: res.statusCode });
       store.add(trace.finish({ method: req.method, path: req.path, statusCode: res.statusCode, route: res.locals.route as string | undefined }));
@@ -36,6 +38,12 @@ export function tracing(store: TraceStore): RequestHandler {
     next();
   };
 }
+
+/** Mounted just before the routes: the route.match span runs from here to the matched route. */
+export const routing: RequestHandler = (req, _res, next) => {
+  req.routeSpan = req.trace?.startSpan('route.match', 'routing', undefined, req.rootSpanId);
+  next();
+};
 
 /** First handler of every route: closes the route.match span and names the route in the trace. */
 export function matched(route: string): RequestHandler {
@@ -62,14 +70,37 @@ export const jsonBody: RequestHandler = (req, res, next) => {
   parseJson(req, res, next);
 };
 
+export interface AuthenticateOptions {
+  apiKeys: ApiKeyRegistry;
+  /** The person behind a session cookie, when the blueprint enables sessions. */
+  sessionActor?: (req: Request) => Actor | undefined;
+}
+
+const BEARER = /^Bearer ([A-Za-z0-9\-._~+/=]+)$/i;
+
 /**
- * Resolves who is calling before any route runs. Credentials (sessions, API keys) are verified
- * here; until a blueprint declares them every caller is anonymous. `Authorization` and
- * `Idempotency-Key` headers are accepted and never change identity on their own.
+ * Resolves who is calling before any route runs: a verified API key, else the session's person,
+ * else anonymous. A presented credential that does not verify is a 401 on every route, never a
+ * silent fall-back to anonymous. No header, body field or query parameter can set actor fields.
  */
-export function resolveActor(resolve: (req: Request) => Actor | undefined = () => undefined): RequestHandler {
-  return (req, _res, next) => {
-    req.actor = resolve(req) ?? ANONYMOUS;
+export function authenticate(options: AuthenticateOptions): RequestHandler {
+  return (req, res, next) => {
+    const span = req.trace?.startSpan('auth.check', 'auth', undefined, req.rootSpanId);
+    const header = req.headers.authorization;
+    let actor: Actor | undefined;
+    if (header !== undefined) {
+      const token = BEARER.exec(header.trim())?.[1];
+      actor = token === undefined ? undefined : options.apiKeys.verify(token);
+      if (!actor) {
+        span?.end({ result: 'rejected' });
+        res.setHeader('WWW-Authenticate', 'Bearer');
+        return next(new AppError('UNAUTHENTICATED', token === undefined ? 'the Authorization header must be "Bearer <API key>"' : 'unknown API key'));
+      }
+    } else {
+      actor = options.sessionActor?.(req);
+    }
+    req.actor = actor ?? ANONYMOUS;
+    span?.end({ actor: req.actor.kind });
     next();
   };
 }

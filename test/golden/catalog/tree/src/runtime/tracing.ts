@@ -80,8 +80,9 @@ export class ActiveTrace {
   private readonly monoStart = performance.now();
   private nextId = 1;
 
+  /** Spans without an explicit parent hang under the first (the http.request) span. */
   startSpan(name: string, type: string, attributes?: Record<string, unknown>, parentId?: number): SpanHandle {
-    const span: Span = { id: this.nextId++, parentId, name, type, startTime: this.now(), endTime: 0, duration: 0, attributes };
+    const span: Span = { id: this.nextId++, parentId: parentId ?? (this.spans.length ? 1 : undefined), name, type, startTime: this.now(), endTime: 0, duration: 0, attributes };
     this.spans.push(span);
     return {
       id: span.id,

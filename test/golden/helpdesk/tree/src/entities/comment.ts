@@ -2,9 +2,11 @@
 // Comment: types, field rules, the SQL for its CRUD routes, and the routes.
 
 import { Router } from 'express';
-import type { Db } from '../runtime/db.ts';
-import { EntityStore, parseListQuery, type EntitySpec } from '../runtime/entity-store.ts';
+import { requestContext } from '../runtime/command-routes.ts';
+import { type EntitySpec, type EntityStore, parseListQuery } from '../runtime/entity-store.ts';
 import { jsonBody, matched } from '../runtime/http.ts';
+import { idempotent, type IdempotencyStore } from '../runtime/idempotency.ts';
+import { permissions } from '../permissions.ts';
 
 /** A Comment as the API returns it. */
 export interface Comment {
@@ -31,6 +33,8 @@ export const commentSpec: EntitySpec = {
     { name: 'createdAt', type: 'DateTime', required: false, nullable: false, default: { now: true } },
   ],
   sql: {
+    select: `SELECT ${COLUMNS} FROM "Comment"`,
+    orderBy: '"id"',
     get: `SELECT ${COLUMNS} FROM "Comment" WHERE "id" = ?`,
     list: `SELECT ${COLUMNS} FROM "Comment" ORDER BY "id" LIMIT ? OFFSET ?`,
     insert: `INSERT INTO "Comment" (${COLUMNS}) VALUES (@id, @ticketId, @authorId, @body, @createdAt) RETURNING ${COLUMNS}`,
@@ -44,26 +48,32 @@ export const commentSpec: EntitySpec = {
     ].join('\n'),
     delete: 'DELETE FROM "Comment" WHERE "id" = ?',
   },
+  access: {
+    entity: 'Comment',
+    rules: {},
+    fields: {},
+    scopes: { read: [], write: [] },
+    permissions,
+  },
 };
 
-export function commentRoutes(db: Db): Router {
-  const store = new EntityStore(db, commentSpec);
+export function commentRoutes(store: EntityStore, idempotency: IdempotencyStore): Router {
   const router = Router();
   router.get('/api/comments', matched('Comment.list'), (req, res) => {
-    res.json(store.list(req.trace, parseListQuery(req.query as Record<string, unknown>)));
+    res.json(store.list(requestContext(req, { mutation: false }), parseListQuery(req.query as Record<string, unknown>)));
   });
   router.get('/api/comments/:id', matched('Comment.get'), (req, res) => {
-    res.json(store.get(req.trace, String(req.params.id)));
+    res.json(store.get(requestContext(req, { mutation: false }), String(req.params.id)));
   });
-  router.post('/api/comments', matched('Comment.create'), jsonBody, (req, res) => {
-    const record = store.create(req.trace, req.body);
+  router.post('/api/comments', matched('Comment.create'), jsonBody, idempotent(idempotency, 'Comment.create'), (req, res) => {
+    const record = store.create(requestContext(req, { mutation: true }), req.body);
     res.status(201).location(`/api/comments/${String(record.id)}`).json(record);
   });
-  router.put('/api/comments/:id', matched('Comment.update'), jsonBody, (req, res) => {
-    res.json(store.update(req.trace, String(req.params.id), req.body));
+  router.put('/api/comments/:id', matched('Comment.update'), jsonBody, idempotent(idempotency, 'Comment.update'), (req, res) => {
+    res.json(store.update(requestContext(req, { mutation: true }), String(req.params.id), req.body));
   });
-  router.delete('/api/comments/:id', matched('Comment.delete'), (req, res) => {
-    store.delete(req.trace, String(req.params.id));
+  router.delete('/api/comments/:id', matched('Comment.delete'), idempotent(idempotency, 'Comment.delete'), (req, res) => {
+    store.delete(requestContext(req, { mutation: true }), String(req.params.id));
     res.status(204).end();
   });
   return router;

@@ -2,9 +2,11 @@
 // Customer: types, field rules, the SQL for its CRUD routes, and the routes.
 
 import { Router } from 'express';
-import type { Db } from '../runtime/db.ts';
-import { EntityStore, parseListQuery, type EntitySpec } from '../runtime/entity-store.ts';
+import { requestContext } from '../runtime/command-routes.ts';
+import { type EntitySpec, type EntityStore, parseListQuery } from '../runtime/entity-store.ts';
 import { jsonBody, matched } from '../runtime/http.ts';
+import { idempotent, type IdempotencyStore } from '../runtime/idempotency.ts';
+import { permissions } from '../permissions.ts';
 
 /** A Customer as the API returns it. */
 export interface Customer {
@@ -29,6 +31,8 @@ export const customerSpec: EntitySpec = {
     { name: 'createdAt', type: 'DateTime', required: false, nullable: false, default: { now: true } },
   ],
   sql: {
+    select: `SELECT ${COLUMNS} FROM "Customer"`,
+    orderBy: '"id"',
     get: `SELECT ${COLUMNS} FROM "Customer" WHERE "id" = ?`,
     list: `SELECT ${COLUMNS} FROM "Customer" ORDER BY "id" LIMIT ? OFFSET ?`,
     insert: `INSERT INTO "Customer" (${COLUMNS}) VALUES (@id, @name, @email, @createdAt) RETURNING ${COLUMNS}`,
@@ -41,26 +45,32 @@ export const customerSpec: EntitySpec = {
     ].join('\n'),
     delete: 'DELETE FROM "Customer" WHERE "id" = ?',
   },
+  access: {
+    entity: 'Customer',
+    rules: { read: { kind: 'authenticated' }, create: { kind: 'expr', expr: { kind: 'binary', op: '||', left: { kind: 'binary', op: 'contains', left: { kind: 'path', root: 'actor', keys: ['roles'] }, right: { kind: 'literal', value: 'agent' } }, right: { kind: 'binary', op: 'contains', left: { kind: 'path', root: 'actor', keys: ['roles'] }, right: { kind: 'literal', value: 'admin' } } }, source: 'actor.roles contains \'agent\' || actor.roles contains \'admin\'' }, update: { kind: 'expr', expr: { kind: 'binary', op: '||', left: { kind: 'binary', op: 'contains', left: { kind: 'path', root: 'actor', keys: ['roles'] }, right: { kind: 'literal', value: 'agent' } }, right: { kind: 'binary', op: 'contains', left: { kind: 'path', root: 'actor', keys: ['roles'] }, right: { kind: 'literal', value: 'admin' } } }, source: 'actor.roles contains \'agent\' || actor.roles contains \'admin\'' }, delete: { kind: 'match', pairs: [{ left: { kind: 'actor', key: 'role' }, right: { kind: 'literal', value: 'admin' } }] } },
+    fields: {},
+    scopes: { read: [], write: [] },
+    permissions,
+  },
 };
 
-export function customerRoutes(db: Db): Router {
-  const store = new EntityStore(db, customerSpec);
+export function customerRoutes(store: EntityStore, idempotency: IdempotencyStore): Router {
   const router = Router();
   router.get('/api/customers', matched('Customer.list'), (req, res) => {
-    res.json(store.list(req.trace, parseListQuery(req.query as Record<string, unknown>)));
+    res.json(store.list(requestContext(req, { mutation: false }), parseListQuery(req.query as Record<string, unknown>)));
   });
   router.get('/api/customers/:id', matched('Customer.get'), (req, res) => {
-    res.json(store.get(req.trace, String(req.params.id)));
+    res.json(store.get(requestContext(req, { mutation: false }), String(req.params.id)));
   });
-  router.post('/api/customers', matched('Customer.create'), jsonBody, (req, res) => {
-    const record = store.create(req.trace, req.body);
+  router.post('/api/customers', matched('Customer.create'), jsonBody, idempotent(idempotency, 'Customer.create'), (req, res) => {
+    const record = store.create(requestContext(req, { mutation: true }), req.body);
     res.status(201).location(`/api/customers/${String(record.id)}`).json(record);
   });
-  router.put('/api/customers/:id', matched('Customer.update'), jsonBody, (req, res) => {
-    res.json(store.update(req.trace, String(req.params.id), req.body));
+  router.put('/api/customers/:id', matched('Customer.update'), jsonBody, idempotent(idempotency, 'Customer.update'), (req, res) => {
+    res.json(store.update(requestContext(req, { mutation: true }), String(req.params.id), req.body));
   });
-  router.delete('/api/customers/:id', matched('Customer.delete'), (req, res) => {
-    store.delete(req.trace, String(req.params.id));
+  router.delete('/api/customers/:id', matched('Customer.delete'), idempotent(idempotency, 'Customer.delete'), (req, res) => {
+    store.delete(requestContext(req, { mutation: true }), String(req.params.id));
     res.status(204).end();
   });
   return router;

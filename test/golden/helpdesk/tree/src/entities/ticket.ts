@@ -2,9 +2,11 @@
 // Ticket: types, field rules, the SQL for its CRUD routes, and the routes.
 
 import { Router } from 'express';
-import type { Db } from '../runtime/db.ts';
-import { EntityStore, parseListQuery, type EntitySpec } from '../runtime/entity-store.ts';
+import { requestContext } from '../runtime/command-routes.ts';
+import { type EntitySpec, type EntityStore, parseListQuery } from '../runtime/entity-store.ts';
 import { jsonBody, matched } from '../runtime/http.ts';
+import { idempotent, type IdempotencyStore } from '../runtime/idempotency.ts';
+import { permissions } from '../permissions.ts';
 
 /** A Ticket as the API returns it. */
 export interface Ticket {
@@ -33,16 +35,18 @@ export const ticketSpec: EntitySpec = {
     { name: 'id', type: 'ULID', required: true, nullable: false, primaryKey: true },
     { name: 'title', type: 'Text', required: true, nullable: false },
     { name: 'body', type: 'LongText', required: false, nullable: true },
-    { name: 'status', type: 'Enum', required: false, nullable: false, commandOnly: true, default: { value: 'open' }, values: ['open', 'in_progress', 'resolved', 'closed'] },
+    { name: 'status', type: 'Enum', required: false, nullable: false, commandOnly: true, commands: ['StartTicket', 'ResolveTicket', 'CloseTicket'], default: { value: 'open' }, values: ['open', 'in_progress', 'resolved', 'closed'] },
     { name: 'priority', type: 'Enum', required: false, nullable: false, default: { value: 'normal' }, values: ['low', 'normal', 'high'] },
     { name: 'customerId', type: 'Ref', required: false, nullable: true, ref: { entity: 'Customer', idType: 'UUID', exists: 'SELECT 1 FROM "Customer" WHERE "id" = ?' } },
     { name: 'assigneeId', type: 'Text', required: false, nullable: true },
-    { name: 'resolution', type: 'LongText', required: false, nullable: true, commandOnly: true },
-    { name: 'resolvedAt', type: 'DateTime', required: false, nullable: true, commandOnly: true },
+    { name: 'resolution', type: 'LongText', required: false, nullable: true, commandOnly: true, commands: ['ResolveTicket'] },
+    { name: 'resolvedAt', type: 'DateTime', required: false, nullable: true, commandOnly: true, commands: ['ResolveTicket'] },
     { name: 'attachment', type: 'file', required: false, nullable: true },
     { name: 'createdAt', type: 'DateTime', required: false, nullable: false, default: { now: true } },
   ],
   sql: {
+    select: `SELECT ${COLUMNS} FROM "Ticket"`,
+    orderBy: '"id"',
     get: `SELECT ${COLUMNS} FROM "Ticket" WHERE "id" = ?`,
     list: `SELECT ${COLUMNS} FROM "Ticket" ORDER BY "id" LIMIT ? OFFSET ?`,
     insert: `INSERT INTO "Ticket" (${COLUMNS}) VALUES (@id, @title, @body, @status, @priority, @customerId, @assigneeId, @resolution, @resolvedAt, @attachment, @createdAt) RETURNING ${COLUMNS}`,
@@ -62,26 +66,32 @@ export const ticketSpec: EntitySpec = {
     ].join('\n'),
     delete: 'DELETE FROM "Ticket" WHERE "id" = ?',
   },
+  access: {
+    entity: 'Ticket',
+    rules: { read: { kind: 'authenticated' }, create: { kind: 'authenticated' }, update: { kind: 'expr', expr: { kind: 'binary', op: '||', left: { kind: 'binary', op: 'contains', left: { kind: 'path', root: 'actor', keys: ['roles'] }, right: { kind: 'literal', value: 'agent' } }, right: { kind: 'binary', op: 'contains', left: { kind: 'path', root: 'actor', keys: ['roles'] }, right: { kind: 'literal', value: 'admin' } } }, source: 'actor.roles contains \'agent\' || actor.roles contains \'admin\'' }, delete: { kind: 'match', pairs: [{ left: { kind: 'actor', key: 'role' }, right: { kind: 'literal', value: 'admin' } }] } },
+    fields: {},
+    scopes: { read: [], write: [] },
+    permissions,
+  },
 };
 
-export function ticketRoutes(db: Db): Router {
-  const store = new EntityStore(db, ticketSpec);
+export function ticketRoutes(store: EntityStore, idempotency: IdempotencyStore): Router {
   const router = Router();
   router.get('/api/tickets', matched('Ticket.list'), (req, res) => {
-    res.json(store.list(req.trace, parseListQuery(req.query as Record<string, unknown>)));
+    res.json(store.list(requestContext(req, { mutation: false }), parseListQuery(req.query as Record<string, unknown>)));
   });
   router.get('/api/tickets/:id', matched('Ticket.get'), (req, res) => {
-    res.json(store.get(req.trace, String(req.params.id)));
+    res.json(store.get(requestContext(req, { mutation: false }), String(req.params.id)));
   });
-  router.post('/api/tickets', matched('Ticket.create'), jsonBody, (req, res) => {
-    const record = store.create(req.trace, req.body);
+  router.post('/api/tickets', matched('Ticket.create'), jsonBody, idempotent(idempotency, 'Ticket.create'), (req, res) => {
+    const record = store.create(requestContext(req, { mutation: true }), req.body);
     res.status(201).location(`/api/tickets/${String(record.id)}`).json(record);
   });
-  router.put('/api/tickets/:id', matched('Ticket.update'), jsonBody, (req, res) => {
-    res.json(store.update(req.trace, String(req.params.id), req.body));
+  router.put('/api/tickets/:id', matched('Ticket.update'), jsonBody, idempotent(idempotency, 'Ticket.update'), (req, res) => {
+    res.json(store.update(requestContext(req, { mutation: true }), String(req.params.id), req.body));
   });
-  router.delete('/api/tickets/:id', matched('Ticket.delete'), (req, res) => {
-    store.delete(req.trace, String(req.params.id));
+  router.delete('/api/tickets/:id', matched('Ticket.delete'), idempotent(idempotency, 'Ticket.delete'), (req, res) => {
+    store.delete(requestContext(req, { mutation: true }), String(req.params.id));
     res.status(204).end();
   });
   return router;

@@ -38,6 +38,39 @@ CREATE TABLE "StockMovement" (
     CONSTRAINT "StockMovement_productId_fkey" FOREIGN KEY ("productId") REFERENCES "Product" ("id") ON DELETE RESTRICT ON UPDATE CASCADE
 );
 
+-- CreateTable
+CREATE TABLE "_bp_audit" (
+    "id" TEXT NOT NULL PRIMARY KEY,
+    "at" TEXT NOT NULL,
+    "operation" TEXT NOT NULL,
+    "entity" TEXT NOT NULL,
+    "recordId" TEXT NOT NULL,
+    "actorId" TEXT NOT NULL,
+    "credentialId" TEXT,
+    "delegatedBy" TEXT,
+    "agentRunId" TEXT,
+    "idempotencyKey" TEXT,
+    "traceId" TEXT,
+    "changes" TEXT NOT NULL,
+    "detail" TEXT
+);
+
+-- CreateTable
+CREATE TABLE "_bp_idempotency" (
+    "scope" TEXT NOT NULL,
+    "operation" TEXT NOT NULL,
+    "key" TEXT NOT NULL,
+    "requestHash" TEXT NOT NULL,
+    "state" TEXT NOT NULL,
+    "status" INTEGER,
+    "body" TEXT,
+    "location" TEXT,
+    "createdAt" BIGINT NOT NULL,
+    "expiresAt" BIGINT NOT NULL,
+
+    PRIMARY KEY ("scope", "operation", "key")
+);
+
 -- CreateIndex
 CREATE UNIQUE INDEX "Category_slug_key" ON "Category"("slug");
 
@@ -46,3 +79,9 @@ CREATE UNIQUE INDEX "Product_sku_key" ON "Product"("sku");
 
 -- CreateIndex
 CREATE INDEX "Product_categoryId_idx" ON "Product"("categoryId");
+
+-- CreateIndex
+CREATE INDEX "_bp_audit_entity_recordId_at_idx" ON "_bp_audit"("entity", "recordId", "at");
+
+-- CreateIndex
+CREATE INDEX "_bp_idempotency_expiresAt_idx" ON "_bp_idempotency"("expiresAt");

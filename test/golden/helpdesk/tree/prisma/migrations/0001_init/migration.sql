@@ -33,6 +33,55 @@ CREATE TABLE "Ticket" (
     CONSTRAINT "Ticket_customerId_fkey" FOREIGN KEY ("customerId") REFERENCES "Customer" ("id") ON DELETE SET NULL ON UPDATE CASCADE
 );
 
+-- CreateTable
+CREATE TABLE "_bp_audit" (
+    "id" TEXT NOT NULL PRIMARY KEY,
+    "at" TEXT NOT NULL,
+    "operation" TEXT NOT NULL,
+    "entity" TEXT NOT NULL,
+    "recordId" TEXT NOT NULL,
+    "actorId" TEXT NOT NULL,
+    "credentialId" TEXT,
+    "delegatedBy" TEXT,
+    "agentRunId" TEXT,
+    "idempotencyKey" TEXT,
+    "traceId" TEXT,
+    "changes" TEXT NOT NULL,
+    "detail" TEXT
+);
+
+-- CreateTable
+CREATE TABLE "_bp_idempotency" (
+    "scope" TEXT NOT NULL,
+    "operation" TEXT NOT NULL,
+    "key" TEXT NOT NULL,
+    "requestHash" TEXT NOT NULL,
+    "state" TEXT NOT NULL,
+    "status" INTEGER,
+    "body" TEXT,
+    "location" TEXT,
+    "createdAt" BIGINT NOT NULL,
+    "expiresAt" BIGINT NOT NULL,
+
+    PRIMARY KEY ("scope", "operation", "key")
+);
+
+-- CreateTable
+CREATE TABLE "_bp_users" (
+    "id" TEXT NOT NULL PRIMARY KEY,
+    "email" TEXT NOT NULL,
+    "passwordHash" TEXT NOT NULL,
+    "roles" TEXT NOT NULL DEFAULT '[]',
+    "createdAt" DATETIME NOT NULL
+);
+
+-- CreateTable
+CREATE TABLE "_bp_sessions" (
+    "sid" TEXT NOT NULL PRIMARY KEY,
+    "data" TEXT NOT NULL,
+    "expiresAt" BIGINT NOT NULL
+);
+
 -- CreateIndex
 CREATE INDEX "Comment_ticketId_idx" ON "Comment"("ticketId");
 
@@ -44,3 +93,15 @@ CREATE INDEX "Ticket_status_idx" ON "Ticket"("status");
 
 -- CreateIndex
 CREATE INDEX "Ticket_customerId_idx" ON "Ticket"("customerId");
+
+-- CreateIndex
+CREATE INDEX "_bp_audit_entity_recordId_at_idx" ON "_bp_audit"("entity", "recordId", "at");
+
+-- CreateIndex
+CREATE INDEX "_bp_idempotency_expiresAt_idx" ON "_bp_idempotency"("expiresAt");
+
+-- CreateIndex
+CREATE UNIQUE INDEX "_bp_users_email_key" ON "_bp_users"("email");
+
+-- CreateIndex
+CREATE INDEX "_bp_sessions_expiresAt_idx" ON "_bp_sessions"("expiresAt");
