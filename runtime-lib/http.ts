@@ -104,6 +104,15 @@ export function authenticate(options: AuthenticateOptions): RequestHandler {
   };
 }
 
+/** Sends a (possibly replayed) stored response; replays are marked for the client. */
+export function sendStored(res: Response, result: { status: number; body: unknown; location?: string | null; replayed: boolean }): void {
+  if (result.replayed) res.setHeader('Idempotent-Replayed', 'true');
+  if (result.location) res.setHeader('Location', result.location);
+  res.status(result.status);
+  if (result.body === undefined) res.end();
+  else res.json(result.body);
+}
+
 export const routeNotFound: RequestHandler = (req, _res, next) => {
   next(new AppError('ROUTE_NOT_FOUND', `no route for ${req.method} ${req.path}`));
 };
