@@ -93,7 +93,8 @@ export class Access {
     return this.policy.rules[action] ?? AUTHENTICATED;
   }
 
-  private requireScopes(actor: Actor, action: EntityAction): void {
+  /** Scopes narrow the credential whatever the record: checked before any record is looked up. */
+  requireScopes(actor: Actor, action: EntityAction): void {
     if (actor.kind !== 'agent') return;
     const needed = action === 'read' ? this.policy.scopes.read : this.policy.scopes.write;
     const missing = needed.filter((s) => !actor.scopes?.includes(s));

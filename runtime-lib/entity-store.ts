@@ -169,6 +169,7 @@ export class EntityStore {
 
   update(ctx: RequestContext, id: string, body: unknown): Row {
     return this.db.transaction(() => {
+      this.access.requireScopes(ctx.actor, 'update');
       const current = this.load(ctx, id, this.access.filter(ctx.actor, 'read'));
       this.access.check(ctx.actor, 'update', current);
       const plan = this.planUpdate(ctx, current, body, { checkFieldRules: true });
@@ -178,6 +179,7 @@ export class EntityStore {
 
   delete(ctx: RequestContext, id: string): void {
     this.db.transaction(() => {
+      this.access.requireScopes(ctx.actor, 'delete');
       const current = this.load(ctx, id, this.access.filter(ctx.actor, 'read'));
       this.access.check(ctx.actor, 'delete', current);
       const result = query(ctx.trace, this.stmt.delete, 'run', [id]);

@@ -2,7 +2,7 @@
 // Every response carries X-Trace-ID; every failure is the error envelope, never a stack trace.
 
 import express, { type ErrorRequestHandler, type NextFunction, type Request, type RequestHandler, type Response } from 'express';
-import { ANONYMOUS, type Actor } from './actor.ts';
+import { ANONYMOUS, type Actor, isAuthenticated, withDelegation } from './actor.ts';
 import type { ApiKeyRegistry } from './api-keys.ts';
 import { AppError, envelope } from './errors.ts';
 import { ActiveTrace, type SpanHandle, type TraceStore } from './tracing.ts';
@@ -73,6 +73,12 @@ export interface AuthenticateOptions {
   apiKeys: ApiKeyRegistry;
   /** The person behind a session cookie, when the blueprint enables sessions. */
   sessionActor?: (req: Request) => Actor | undefined;
+  /**
+   * The trusted delegation hook: server code that has verified, by its own means, that a human
+   * approved this agent's work returns that human's id; it becomes actor.delegatedBy. Nothing in
+   * the request can set it unless this function, written by you, decides so.
+   */
+  delegate?: (req: Request, actor: Actor) => string | undefined;
 }
 
 const BEARER = /^Bearer ([A-Za-z0-9\-._~+/=]+)$/i;
@@ -98,7 +104,9 @@ export function authenticate(options: AuthenticateOptions): RequestHandler {
     } else {
       actor = options.sessionActor?.(req);
     }
-    req.actor = actor ?? ANONYMOUS;
+    actor ??= ANONYMOUS;
+    const delegatedBy = isAuthenticated(actor) ? options.delegate?.(req, actor) : undefined;
+    req.actor = delegatedBy ? withDelegation(actor, delegatedBy) : actor;
     span?.end({ actor: req.actor.kind });
     next();
   };

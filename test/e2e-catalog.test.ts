@@ -244,6 +244,30 @@ describe('generated catalog app (end to end, every field type)', function () {
       for (const s of trace.spans) expect(s.duration).to.be.at.least(0);
     });
 
+    it('sets delegatedBy only through the trusted delegate hook of createApp', async () => {
+      const load = (p: string) => import(pathToFileURL(path.join(appDir, p)).href);
+      const { createApp } = await load('src/app.ts');
+      const { openDatabase } = await load('src/runtime/db.ts');
+      const db = openDatabase(`file:${path.join(appDir, 'data', 'traced.db')}`, appDir);
+      // A host that verified a human's approval out of band, here: a fixed id for the ops key.
+      const delegate = (_req: unknown, actor: { id: string }) => (actor.id === 'agent-ops' ? 'human-42' : undefined);
+      const delegated = createApp({ db, appDir, env: KEYS, warn: () => undefined, delegate }).app.listen(0);
+      await new Promise((r) => delegated.once('listening', r));
+      try {
+        const url = `http://127.0.0.1:${(delegated.address() as AddressInfo).port}`;
+        const headers = { authorization: `Bearer ${KEYS.CATALOG_OPS_KEY}` };
+        const category = await request(url, 'POST', '/api/categorys', { json: { slug: `d-${Date.now()}`, title: 'D' }, headers: { ...headers, 'idempotency-key': freshKey(), 'x-delegated-by': 'forged' } });
+        expect(category.status).to.equal(201);
+        const id = (category.body as { id: string }).id;
+        const trail = (await request(url, 'GET', `/api/audit?entity=Category&recordId=${id}`, { headers })).body as { items: Array<{ delegatedBy: string | null; actorId: string }> };
+        expect(trail.items.map((a) => [a.actorId, a.delegatedBy])).to.deep.equal([['agent-ops', 'human-42']]);
+        const plain = (await request(base, 'GET', `/api/audit?entity=Category&recordId=${id}`, { headers })).body as { items: Array<{ delegatedBy: string | null }> };
+        expect(plain.items[0].delegatedBy).to.equal('human-42');
+      } finally {
+        delegated.close();
+      }
+    });
+
     it('keeps only the newest traces up to its limit', async () => {
       for (let i = 0; i < 5; i++) await request(base, 'GET', `/api/products?limit=${i + 1}`, { headers: { authorization: `Bearer ${KEYS.CATALOG_OPS_KEY}` } });
       const kept = traces.list();

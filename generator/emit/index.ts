@@ -66,6 +66,8 @@ export async function emitApp(bp: Blueprint, options: EmitOptions): Promise<Map<
     name: bp.project.name,
     description: bp.project.description ?? '',
     blueprint: options.blueprintName,
+    emailAuth,
+    loginPath: bp.auth.loginPath,
     entities,
   }));
   files.set('prisma.config.ts', render('app/prisma.config.ts.hbs', {}));

@@ -12,7 +12,7 @@ import { EventBus } from './runtime/events.ts';
 import { IdempotencyStore } from './runtime/idempotency.ts';
 import { COMMANDS } from './commands.ts';
 import type { Db } from './runtime/db.ts';
-import { authenticate, errorHandler, matched, routeNotFound, routing, tracing } from './runtime/http.ts';
+import { authenticate, type AuthenticateOptions, errorHandler, matched, routeNotFound, routing, tracing } from './runtime/http.ts';
 import { TraceStore } from './runtime/tracing.ts';
 import { categoryRoutes, categorySpec } from './entities/category.ts';
 import { productRoutes, productSpec } from './entities/product.ts';
@@ -34,6 +34,8 @@ export interface AppOptions {
   events?: EventBus;
   /** Services handed to command handlers (mailers, clients...). */
   services?: Readonly<Record<string, unknown>>;
+  /** Trusted delegation hook (runtime/http.ts AuthenticateOptions.delegate): sets actor.delegatedBy. */
+  delegate?: AuthenticateOptions['delegate'];
   env?: NodeJS.ProcessEnv;
   warn?: (message: string) => void;
 }
@@ -58,7 +60,7 @@ export function createApp(options: AppOptions): { app: Express; traces: TraceSto
   app.set('etag', false);
 
   app.use(tracing(traces));
-  app.use(authenticate({ apiKeys }));
+  app.use(authenticate({ apiKeys, delegate: options.delegate }));
   app.use(routing);
   app.get('/api/openapi.json', matched('openapi'), (_req, res) => {
     res.type('application/json').send(openapi);

@@ -13,7 +13,7 @@ import { IdempotencyStore } from './runtime/idempotency.ts';
 import { COMMANDS } from './commands.ts';
 import { createEmailAuth } from './runtime/auth-email.ts';
 import type { Db } from './runtime/db.ts';
-import { authenticate, errorHandler, matched, routeNotFound, routing, tracing } from './runtime/http.ts';
+import { authenticate, type AuthenticateOptions, errorHandler, matched, routeNotFound, routing, tracing } from './runtime/http.ts';
 import { TraceStore } from './runtime/tracing.ts';
 import { commentRoutes, commentSpec } from './entities/comment.ts';
 import { customerRoutes, customerSpec } from './entities/customer.ts';
@@ -34,6 +34,8 @@ export interface AppOptions {
   events?: EventBus;
   /** Services handed to command handlers (mailers, clients...). */
   services?: Readonly<Record<string, unknown>>;
+  /** Trusted delegation hook (runtime/http.ts AuthenticateOptions.delegate): sets actor.delegatedBy. */
+  delegate?: AuthenticateOptions['delegate'];
   env?: NodeJS.ProcessEnv;
   warn?: (message: string) => void;
 }
@@ -73,7 +75,7 @@ export function createApp(options: AppOptions): { app: Express; traces: TraceSto
 
   app.use(tracing(traces));
   app.use(auth.session);
-  app.use(authenticate({ apiKeys, sessionActor: auth.sessionActor }));
+  app.use(authenticate({ apiKeys, sessionActor: auth.sessionActor, delegate: options.delegate }));
   app.use(auth.csrf);
   app.use(routing);
   app.use(auth.router);

@@ -4,8 +4,8 @@
 import { Router } from 'express';
 import { requestContext } from '../runtime/command-routes.ts';
 import { type EntitySpec, type EntityStore, parseListQuery } from '../runtime/entity-store.ts';
-import { jsonBody, matched } from '../runtime/http.ts';
-import { idempotent, type IdempotencyStore } from '../runtime/idempotency.ts';
+import { jsonBody, matched, sendStored } from '../runtime/http.ts';
+import { type IdempotencyStore, runIdempotent } from '../runtime/idempotency.ts';
 import { permissions } from '../permissions.ts';
 
 /** A Product as the API returns it. */
@@ -95,16 +95,28 @@ export function productRoutes(store: EntityStore, idempotency: IdempotencyStore)
   router.get('/api/products/:id', matched('Product.get'), (req, res) => {
     res.json(store.get(requestContext(req, { mutation: false }), String(req.params.id)));
   });
-  router.post('/api/products', matched('Product.create'), jsonBody, idempotent(idempotency, 'Product.create'), (req, res) => {
-    const record = store.create(requestContext(req, { mutation: true }), req.body);
-    res.status(201).location(`/api/products/${String(record.id)}`).json(record);
+  router.post('/api/products', matched('Product.create'), jsonBody, (req, res) => {
+    const ctx = requestContext(req, { mutation: true });
+    const result = runIdempotent(idempotency, ctx, 'Product.create', req.body ?? null, () => {
+      const record = store.create(ctx, req.body);
+      return { status: 201, body: record, location: `/api/products/${String(record.id)}` };
+    });
+    sendStored(res, result);
   });
-  router.put('/api/products/:id', matched('Product.update'), jsonBody, idempotent(idempotency, 'Product.update'), (req, res) => {
-    res.json(store.update(requestContext(req, { mutation: true }), String(req.params.id), req.body));
+  router.put('/api/products/:id', matched('Product.update'), jsonBody, (req, res) => {
+    const ctx = requestContext(req, { mutation: true });
+    const id = String(req.params.id);
+    const result = runIdempotent(idempotency, ctx, 'Product.update', { id, body: req.body ?? null }, () => ({ status: 200, body: store.update(ctx, id, req.body) }));
+    sendStored(res, result);
   });
-  router.delete('/api/products/:id', matched('Product.delete'), idempotent(idempotency, 'Product.delete'), (req, res) => {
-    store.delete(requestContext(req, { mutation: true }), String(req.params.id));
-    res.status(204).end();
+  router.delete('/api/products/:id', matched('Product.delete'), (req, res) => {
+    const ctx = requestContext(req, { mutation: true });
+    const id = String(req.params.id);
+    const result = runIdempotent(idempotency, ctx, 'Product.delete', { id }, () => {
+      store.delete(ctx, id);
+      return { status: 204, body: undefined };
+    });
+    sendStored(res, result);
   });
   return router;
 }

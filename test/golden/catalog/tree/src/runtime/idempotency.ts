@@ -6,10 +6,9 @@
 // IDEMPOTENCY_KEY_IN_PROGRESS, retryable, with Retry-After.
 
 import { createHash } from 'node:crypto';
-import type { RequestHandler } from 'express';
 import type { Actor } from './actor.ts';
 import { type Db, query, type Statement } from './db.ts';
-import { AppError } from './errors.ts';
+import { AppError, envelope } from './errors.ts';
 import type { ActiveTrace } from './tracing.ts';
 
 export const IDEMPOTENCY_TTL_MS = 24 * 60 * 60 * 1000;
@@ -39,11 +38,16 @@ export class IdempotencyStore {
     this.purge = db.prepare('DELETE FROM "_bp_idempotency" WHERE "expiresAt" < ?');
   }
 
+  /** Runs `fn` in one IMMEDIATE transaction (a savepoint when already inside one). */
+  atomically<T>(fn: () => T): T {
+    return this.db.transaction(fn).immediate();
+  }
+
   /** Claims the key for this request, or says how to answer instead. */
   begin(trace: ActiveTrace | undefined, scope: string, operation: string, key: string, requestHash: string): IdempotencyOutcome {
     const now = Date.now();
     this.purgeExpired(trace, now);
-    return this.db.transaction((): IdempotencyOutcome => {
+    return this.atomically((): IdempotencyOutcome => {
       const row = query(trace, this.select, 'get', [scope, operation, key]);
       const reusable = row && (row.expiresAt as number) >= now && !(row.state === 'running' && now - (row.createdAt as number) > ABANDONED_AFTER_MS);
       if (row && reusable) {
@@ -57,7 +61,7 @@ export class IdempotencyStore {
       }
       query(trace, this.upsert, 'run', [scope, operation, key, requestHash, now, now + IDEMPOTENCY_TTL_MS]);
       return { kind: 'new' };
-    }).immediate();
+    });
   }
 
   /** Stores the response to replay. Call in the transaction of the change when there is one. */
@@ -110,33 +114,44 @@ export function idempotencyKeyOf(header: string | undefined, actor: Actor): stri
   return header;
 }
 
+export interface StoredResponse {
+  status: number;
+  body: unknown;
+  location?: string | null;
+}
+
 /**
- * Route middleware for entity writes: claims the key, replays a stored response, and stores this
- * response when it ends. Failures a retry can fix (retryable: true) release the key instead.
+ * Runs a synchronous write (an entity create, update or delete) under an Idempotency-Key: the
+ * claim, the write and the stored response commit together in one transaction, so no other
+ * request can ever see the key half-used and a crash cannot separate the write from its record.
+ * A failure a retry cannot fix is remembered too, so the same request gets the same answer.
  */
-export function idempotent(store: IdempotencyStore, operation: string): RequestHandler {
-  return (req, res, next) => {
-    const key = idempotencyKeyOf(req.get('Idempotency-Key'), req.actor);
-    if (key === undefined) return next();
-    const scope = idempotencyScope(req.actor);
-    const outcome = store.begin(req.trace, scope, operation, key, requestHash({ params: req.params, body: req.body ?? null }));
-    if (outcome.kind === 'replay') {
-      res.setHeader('Idempotent-Replayed', 'true');
-      if (outcome.location) res.setHeader('Location', outcome.location);
-      res.status(outcome.status);
-      return outcome.body === undefined ? res.end() : res.json(outcome.body);
-    }
-    let sent: unknown;
-    const json = res.json.bind(res);
-    res.json = (body: unknown) => {
-      sent = body;
-      return json(body);
-    };
-    res.on('close', () => {
-      const retryable = (sent as { error?: { retryable?: boolean } } | undefined)?.error?.retryable === true;
-      if (!res.writableFinished || retryable || res.statusCode >= 500) store.release(req.trace, scope, operation, key);
-      else store.finish(req.trace, scope, operation, key, res.statusCode, sent, (res.getHeader('Location') as string | undefined) ?? null);
+export function runIdempotent(
+  store: IdempotencyStore,
+  ctx: { actor: Actor; trace?: ActiveTrace; idempotencyKey?: string },
+  operation: string,
+  input: unknown,
+  write: () => StoredResponse,
+): StoredResponse & { replayed: boolean } {
+  const key = ctx.idempotencyKey;
+  if (key === undefined) return { ...write(), replayed: false };
+  const scope = idempotencyScope(ctx.actor);
+  const hash = requestHash(input);
+  try {
+    return store.atomically(() => {
+      const outcome = store.begin(ctx.trace, scope, operation, key, hash);
+      if (outcome.kind === 'replay') return { status: outcome.status, body: outcome.body, location: outcome.location, replayed: true };
+      const result = write();
+      store.finish(ctx.trace, scope, operation, key, result.status, result.body, result.location ?? null);
+      return { ...result, replayed: false };
     });
-    next();
-  };
+  } catch (err) {
+    if (err instanceof AppError && !err.retryable && err.code !== 'IDEMPOTENCY_KEY_REUSE' && err.code !== 'IDEMPOTENCY_KEY_IN_PROGRESS') {
+      store.atomically(() => {
+        store.begin(ctx.trace, scope, operation, key, hash);
+        store.finish(ctx.trace, scope, operation, key, err.status, envelope(err, ctx.trace?.traceId ?? ''), null);
+      });
+    }
+    throw err;
+  }
 }

@@ -8,7 +8,7 @@ import { executeCommand, type CommandRuntime, type CommandSpec } from './command
 import type { AuditLog } from './audit.ts';
 import { type EntityStore, parseListQuery, type RequestContext } from './entity-store.ts';
 import { AppError } from './errors.ts';
-import { jsonBody, matched } from './http.ts';
+import { jsonBody, matched, sendStored } from './http.ts';
 import { idempotencyKeyOf } from './idempotency.ts';
 
 const RUN_ID = /^[\x21-\x7e]{1,255}$/;
@@ -34,8 +34,7 @@ export function commandRoutes(rt: CommandRuntime, commands: ReadonlyArray<Comman
   for (const spec of commands) {
     router.post(`/api/commands/${spec.operationId}/:id`, matched(`command.${spec.operationId}`), jsonBody, async (req, res) => {
       const result = await executeCommand(rt, spec, { ...requestContext(req, { mutation: true }), recordId: String(req.params.id), input: req.body });
-      if (result.replayed) res.setHeader('Idempotent-Replayed', 'true');
-      res.status(result.status).json(result.body);
+      sendStored(res, result);
     });
   }
   return router;

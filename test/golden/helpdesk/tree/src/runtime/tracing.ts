@@ -3,7 +3,7 @@
 // spans for the HTTP request, route matching and each database query. Bounded by count and age
 // (spec 8: 1,000 traces, 5 minutes) so a busy app cannot grow it without limit.
 
-import { randomBytes } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 
 export interface Span {
@@ -74,7 +74,8 @@ export interface SpanHandle {
 
 /** A trace being recorded. Times come from the monotonic clock, anchored to the epoch once. */
 export class ActiveTrace {
-  readonly traceId = randomBytes(16).toString('hex');
+  // randomUUID draws from a cached entropy pool: much cheaper per request than randomBytes.
+  readonly traceId = randomUUID().replace(/-/g, '');
   readonly spans: Span[] = [];
   private readonly epochStart = Date.now();
   private readonly monoStart = performance.now();

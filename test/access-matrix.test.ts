@@ -1,0 +1,488 @@
+// The permission matrix: for each fixture blueprint, every entity × operation × actor kind
+// (anonymous, a person without roles, a person with each role the blueprint uses, each API key),
+// run over HTTP against the generated app and compared with an oracle that computes the expected
+// outcome from the blueprint model alone (test/support/access/oracle.ts), not from the app's
+// access code. Refused writes are also checked in the database: nothing written.
+//
+// Records are seeded by an actor the oracle says may create them (Refs first), or straight into
+// the database when no actor may. Entities whose read rule depends on a Boolean field get a
+// record for each value, so row-level rules show a visible and a hidden record.
+//
+// Besides the two reference fixtures, the `keyed` test fixture runs too: it is the one blueprint
+// that declares [auth.permissions] (with a deny and a row-level permission condition).
+
+import * as path from 'node:path';
+import { randomBytes } from 'node:crypto';
+import Database from 'better-sqlite3';
+import { expect } from 'chai';
+import { validateBlueprint } from '../generator/compile.ts';
+import type { Blueprint, Entity, Field } from '../generator/model/types.ts';
+import { nodeSourceHost } from '../generator/source.ts';
+import { ulid, uuid } from '../runtime-lib/ids.ts';
+import { BP, freshDir, request, ROOT, startApp, type HttpResponse, type RunningApp } from './support/apps.ts';
+import { addUser, generateApp, idempotencyKey, signIn } from './support/access/client.ts';
+import { type Expected, Oracle, OPERATIONS, type Operation, type OracleActor, recordPaths, rolesUsed } from './support/access/oracle.ts';
+
+type Rec = Record<string, unknown>;
+type ErrorBody = { error: { code: string } };
+
+interface MatrixActor {
+  label: string;
+  oracle: OracleActor;
+  headers: Record<string, string>;
+  /** Sent on mutations only: the CSRF token of a session, an Idempotency-Key for API keys. */
+  mutationHeaders: () => Record<string, string>;
+}
+
+interface Variant {
+  /** '' for the default record, else e.g. "[active=false]". */
+  label: string;
+  overrides: Rec;
+}
+
+interface Cell {
+  fixture: string;
+  actor: string;
+  column: string;
+  op: Operation | 'field-read' | 'field-write';
+  expected: string;
+  got: string;
+  allowed: boolean;
+}
+
+const FIXTURES = [
+  { name: 'helpdesk', blueprint: 'fixtures/helpdesk/helpdesk.toml' },
+  { name: 'catalog', blueprint: 'fixtures/catalog/catalog.toml' },
+  { name: 'keyed', blueprint: 'test/fixtures/valid/keyed/app.toml' },
+];
+
+const PASSWORD = 'matrix-password-123';
+const ALL_CELLS: Cell[] = [];
+
+const show = (e: { status: number; code?: string; included?: boolean; visible?: boolean }): string => {
+  const mark = e.included ?? e.visible;
+  return `${e.status}${mark === undefined ? '' : mark ? '+' : '-'}${e.code ? ` ${e.code}` : ''}`;
+};
+
+/** Entities so that every Ref target comes before the entities pointing at it. */
+function dependencyOrder(model: Blueprint): Entity[] {
+  const done: Entity[] = [];
+  const visit = (e: Entity, seen: Set<string>) => {
+    if (done.includes(e) || seen.has(e.name)) return;
+    seen.add(e.name);
+    for (const f of e.fields) if (f.ref && f.ref.entity !== e.name) visit(model.entities.find((x) => x.name === f.ref!.entity)!, seen);
+    done.push(e);
+  };
+  for (const e of model.entities) visit(e, new Set());
+  return done;
+}
+
+let counter = 0;
+/** A valid value of a field's type; unique where uniqueness may be declared. */
+function sample(field: Field): unknown {
+  counter += 1;
+  switch (field.type) {
+    case 'Text':
+    case 'LongText':
+      return `${field.name}-${counter}`;
+    case 'Email':
+      return `${field.name}-${counter}@example.com`;
+    case 'Integer':
+      return 100 + counter;
+    case 'Float':
+      return 1.5;
+    case 'Boolean':
+      return true;
+    case 'Date':
+      return '2024-02-29';
+    case 'DateTime':
+      return '2024-03-01T10:00:00.000Z';
+    case 'JSON':
+      return { n: counter };
+    case 'Enum':
+      return field.values![0];
+    default:
+      throw new Error(`no sample for ${field.type}`);
+  }
+}
+
+function defaultOf(field: Field): unknown {
+  if (!field.default) return undefined;
+  if (field.default.kind === 'now') return field.type === 'Date' ? new Date().toISOString().slice(0, 10) : new Date().toISOString();
+  return field.default.value;
+}
+
+/** One fixture's generated app, its actors and its seeded records. */
+class MatrixApp {
+  readonly actors: MatrixActor[] = [];
+  readonly cells: Cell[] = [];
+  /** The seeded records, by entity name and variant label. */
+  readonly seeded = new Map<string, Map<string, Rec>>();
+  readonly variants = new Map<string, Variant[]>();
+  /** Record paths any rule or permission condition reads: never changed by an update cell. */
+  readonly ruleFields = new Map<string, Set<string>>();
+  app!: RunningApp;
+  db!: Database.Database;
+
+  private constructor(
+    readonly name: string,
+    readonly model: Blueprint,
+    readonly oracle: Oracle,
+  ) {}
+
+  /** Generates and starts the app, signs the people in and seeds one record per entity (and variant). */
+  static async prepare(fixture: { name: string; blueprint: string }): Promise<MatrixApp> {
+    const validated = validateBlueprint(path.join(ROOT, fixture.blueprint), nodeSourceHost());
+    expect(validated.diagnostics.filter((d) => d.severity === 'error')).to.deep.equal([]);
+    const model = validated.model!;
+    const m = new MatrixApp(fixture.name, model, new Oracle(model));
+
+    const appDir = path.join(freshDir(`access-matrix-${fixture.name}`), 'app');
+    await generateApp(BP, path.join(ROOT, fixture.blueprint), appDir, ROOT);
+    const dbFile = path.join(appDir, 'data', 'matrix.db');
+    const env: Record<string, string> = { DATABASE_URL: `file:${dbFile}` };
+    for (const key of model.auth.apiKeys) env[key.keyEnv] = `${key.name}-${randomBytes(12).toString('hex')}`;
+    m.app = await startApp(appDir, env);
+    try {
+      await m.populate(appDir, env, dbFile);
+    } catch (err) {
+      await m.stop();
+      throw err;
+    }
+    return m;
+  }
+
+  /** People, API keys and seeded records. */
+  private async populate(appDir: string, env: Record<string, string>, dbFile: string): Promise<void> {
+    const { model } = this;
+    this.db = new Database(dbFile);
+    this.db.pragma('busy_timeout = 5000');
+
+    this.actors.push({ label: 'anonymous', oracle: { kind: 'anonymous', id: 'anonymous', roles: [] }, headers: {}, mutationHeaders: () => ({}) });
+    if (model.auth.providers.includes('email')) {
+      // One person without roles and one per role the blueprint uses, added with the users command.
+      const people = [[], ...rolesUsed(model).map((r) => [r])].map((roles) => ({
+        label: `person(${roles.join(',') || 'no roles'})`,
+        spec: { email: `${roles.join('-') || 'noroles'}@matrix.example`, password: PASSWORD, roles },
+      }));
+      await Promise.all(people.map((p) => addUser(appDir, env, p.spec)));
+      for (const p of people) {
+        const session = await signIn(this.app.url, `${model.slug}.sid`, p.spec.email, PASSWORD);
+        // The app's view of the person must match the one the oracle uses.
+        expect(session.actor).to.include({ kind: 'user', email: p.spec.email });
+        expect(session.actor.roles).to.deep.equal(p.spec.roles);
+        this.actors.push({
+          label: p.label,
+          // The contract's actor: `role` is the first role, for people as for API keys.
+          oracle: { kind: 'user', id: session.actor.id, email: p.spec.email, roles: p.spec.roles, role: p.spec.roles[0] },
+          headers: { cookie: session.cookie },
+          mutationHeaders: () => ({ 'x-csrf-token': session.csrfToken }),
+        });
+      }
+    }
+    for (const key of model.auth.apiKeys) {
+      this.actors.push({
+        label: `key:${key.name}`,
+        oracle: { kind: 'agent', id: key.agentId, credentialId: key.credentialId, roles: key.roles, role: key.roles[0], scopes: key.scopes },
+        headers: { authorization: `Bearer ${env[key.keyEnv]}` },
+        mutationHeaders: () => ({ 'idempotency-key': idempotencyKey() }),
+      });
+    }
+
+    for (const entity of dependencyOrder(model)) {
+      const permissionRules = Object.values(model.auth.permissions ?? {}).flatMap((p) => [...p.allow, ...p.deny]);
+      const readConditions = [entity.access.read, ...permissionRules.filter((r) => r.entity === entity.name || r.entity === '*').map((r) => r.condition)];
+      const read = new Set(readConditions.flatMap((c) => (c ? recordPaths(c) : [])));
+      const all = [...Object.values(entity.access), ...entity.fields.flatMap((f) => [f.access.read, f.access.write])].flatMap((c) => (c ? recordPaths(c) : []));
+      this.ruleFields.set(entity.name, new Set([...all, ...read]));
+      // A record for each value of a Boolean field the read rule depends on, so that row-level
+      // rules show both a visible and a hidden record.
+      const list: Variant[] = [{ label: '', overrides: {} }];
+      for (const name of read) {
+        const f = entity.fields.find((x) => x.name === name);
+        if (f?.type === 'Boolean') list.push({ label: `[${name}=${!(defaultOf(f) ?? true)}]`, overrides: { [name]: !(defaultOf(f) ?? true) } });
+      }
+      this.variants.set(entity.name, list);
+      const records = new Map<string, Rec>();
+      for (const v of list) records.set(v.label, await this.seed(entity, v));
+      this.seeded.set(entity.name, records);
+    }
+  }
+
+  async stop(): Promise<void> {
+    this.db?.close();
+    await this.app?.stop();
+  }
+
+  call(actor: MatrixActor, method: string, url: string, json?: unknown): Promise<HttpResponse> {
+    const headers = { ...actor.headers, ...(method === 'GET' ? {} : actor.mutationHeaders()) };
+    return request(this.app.url, method, url, json === undefined ? { headers } : { json, headers });
+  }
+
+  record(entity: Entity, variant: Variant): Rec {
+    return this.seeded.get(entity.name)!.get(variant.label)!;
+  }
+
+  row(entity: Entity, id: unknown): Rec | undefined {
+    return this.db.prepare(`SELECT * FROM "${entity.name}" WHERE "${entity.primaryKey.name}" = ?`).get(id) as Rec | undefined;
+  }
+
+  count(entity: Entity): number {
+    return (this.db.prepare(`SELECT COUNT(*) AS n FROM "${entity.name}"`).get() as { n: number }).n;
+  }
+
+  /** Fields sent when creating: every settable field (seed) or the required ones plus those without write rules (create cells). */
+  body(entity: Entity, variant: Variant, forSeed: boolean): Rec {
+    const body: Rec = {};
+    for (const f of entity.fields) {
+      if (f.primaryKey || f.commandOnly || f.type === 'file') continue;
+      if (Object.hasOwn(variant.overrides, f.name)) {
+        body[f.name] = variant.overrides[f.name];
+        continue;
+      }
+      if (f.default !== undefined) continue;
+      if (!forSeed && !f.required && f.access.write) continue;
+      if (f.ref) {
+        if (f.ref.entity !== entity.name) body[f.name] = this.seeded.get(f.ref.entity)?.get('')?.[f.ref.field];
+        continue;
+      }
+      body[f.name] = sample(f);
+    }
+    return body;
+  }
+
+  /** The oracle picks who seeds: an actor that may create the entity. */
+  private seedActor(entity: Entity, body: Rec): MatrixActor | undefined {
+    return this.actors.find((a) => this.oracle.expect(entity.name, 'create', a.oracle, body, body).status === 201);
+  }
+
+  /** Creates a record as a privileged actor, or straight in the database when no actor may create it. */
+  async seed(entity: Entity, variant: Variant): Promise<Rec> {
+    const body = this.body(entity, variant, true);
+    const actor = this.seedActor(entity, body);
+    if (actor) {
+      const res = await this.call(actor, 'POST', `/api/${entity.collection}`, body);
+      if (res.status !== 201) throw new Error(`seeding ${entity.name} as ${actor.label}: ${res.status} ${res.text}`);
+      return res.body as Rec;
+    }
+    const record: Rec = { [entity.primaryKey.name]: entity.primaryKey.type === 'UUID' ? uuid() : ulid() };
+    for (const f of entity.fields) if (!f.primaryKey) record[f.name] = Object.hasOwn(body, f.name) ? body[f.name] : (defaultOf(f) ?? null);
+    const encoded = Object.fromEntries(
+      entity.fields.map((f) => {
+        const v = record[f.name];
+        if (v === null) return [f.name, null];
+        if (f.type === 'Boolean') return [f.name, v ? 1 : 0];
+        if (f.type === 'JSON') return [f.name, JSON.stringify(v)];
+        if (f.type === 'DateTime') return [f.name, new Date(v as string).toISOString().replace('Z', '+00:00')];
+        return [f.name, v];
+      }),
+    );
+    const columns = entity.fields.map((f) => `"${f.name}"`).join(', ');
+    this.db.prepare(`INSERT INTO "${entity.name}" (${columns}) VALUES (${entity.fields.map((f) => `@${f.name}`).join(', ')})`).run(encoded);
+    return record;
+  }
+
+  /** Records one cell; returns a mismatch message or undefined. */
+  cell(actor: MatrixActor, column: string, op: Cell['op'], expected: Expected & { visible?: boolean }, got: Expected & { visible?: boolean }): string | undefined {
+    const e = show(expected);
+    const g = show(got);
+    const entry = { fixture: this.name, actor: actor.label, column, op, expected: e, got: g, allowed: expected.status < 300 };
+    this.cells.push(entry);
+    ALL_CELLS.push(entry);
+    return e === g ? undefined : `${actor.label} ${column}: expected ${e}, got ${g}`;
+  }
+}
+
+const codeOf = (res: HttpResponse) => (res.status >= 400 ? (res.body as ErrorBody | undefined)?.error?.code : undefined);
+
+describe('access matrix', function () {
+  this.timeout(120_000);
+  const setups = new Map<string, Promise<MatrixApp>>();
+  before(() => {
+    // All fixtures are prepared at once (generation, start, users command, seeding); each suite
+    // below waits for its own.
+    for (const fixture of FIXTURES) {
+      const setup = MatrixApp.prepare(fixture);
+      setup.catch(() => undefined);
+      setups.set(fixture.name, setup);
+    }
+  });
+  after(async () => {
+    for (const setup of setups.values()) await setup.then((m) => m.stop(), () => undefined);
+  });
+
+  for (const fixture of FIXTURES) {
+    describe(fixture.name, () => {
+      let m: MatrixApp;
+      before(async () => {
+        m = await setups.get(fixture.name)!;
+      });
+      after(() => {
+        if (!m?.cells.length) return;
+        const note = m.model.auth.providers.includes('email') ? '' : '; no people: the blueprint has no email provider';
+        printMatrix(fixture.name, m.cells, m.actors.map((a) => a.label), note);
+      });
+
+      it('lists: refusals, and only readable rows (row-level read rules)', async () => {
+        const mismatches: string[] = [];
+        for (const entity of m.model.entities) {
+          for (const actor of m.actors) {
+            const res = await m.call(actor, 'GET', `/api/${entity.collection}?limit=1000`);
+            const items = res.status === 200 ? (res.body as { items: Rec[] }).items : [];
+            if (res.status === 200) expect((res.body as { hasMore: boolean }).hasMore, 'one page holds every row').to.equal(false);
+            // Every row returned must be one the actor may read.
+            for (const item of items) {
+              if (!m.oracle.allows(entity, 'read', actor.oracle, item)) mismatches.push(`${actor.label} ${entity.name}.list returned unreadable row ${String(item[entity.primaryKey.name])}`);
+            }
+            for (const v of m.variants.get(entity.name)!) {
+              const rec = m.record(entity, v);
+              const expected = m.oracle.expect(entity.name, 'list', actor.oracle, rec);
+              const included = res.status === 200 ? items.some((i) => i[entity.primaryKey.name] === rec[entity.primaryKey.name]) : undefined;
+              const mismatch = m.cell(actor, `${entity.name}${v.label}.list`, 'list', expected, { status: res.status, code: codeOf(res), included });
+              if (mismatch) mismatches.push(mismatch);
+            }
+          }
+        }
+        expect(mismatches).to.deep.equal([]);
+      });
+
+      it('gets: 200, refused, or 404 for a record the read rule hides; field read rules hide fields', async () => {
+        const mismatches: string[] = [];
+        for (const entity of m.model.entities) {
+          const guarded = entity.fields.filter((f) => f.access.read);
+          for (const actor of m.actors) {
+            for (const v of m.variants.get(entity.name)!) {
+              const rec = m.record(entity, v);
+              const expected = m.oracle.expect(entity.name, 'get', actor.oracle, rec);
+              const res = await m.call(actor, 'GET', `/api/${entity.collection}/${String(rec[entity.primaryKey.name])}`);
+              const mismatch = m.cell(actor, `${entity.name}${v.label}.get`, 'get', expected, { status: res.status, code: codeOf(res) });
+              if (mismatch) mismatches.push(mismatch);
+              if (v.label !== '') continue;
+              for (const f of guarded) {
+                const visible = expected.status === 200 ? m.oracle.fieldVisible(entity.name, f.name, actor.oracle, rec) : undefined;
+                const got = { status: res.status, code: codeOf(res), visible: res.status === 200 ? Object.hasOwn(res.body as Rec, f.name) : undefined };
+                const fieldMismatch = m.cell(actor, `${entity.name}.${f.name}:read`, 'field-read', { ...expected, visible }, got);
+                if (fieldMismatch) mismatches.push(fieldMismatch);
+              }
+            }
+          }
+        }
+        expect(mismatches).to.deep.equal([]);
+      });
+
+      it('creates: allowed ones store the record, refused ones write nothing', async () => {
+        const mismatches: string[] = [];
+        for (const entity of m.model.entities) {
+          for (const actor of m.actors) {
+            const body = m.body(entity, { label: '', overrides: {} }, false);
+            const expected = m.oracle.expect(entity.name, 'create', actor.oracle, body, body);
+            const before = m.count(entity);
+            const res = await m.call(actor, 'POST', `/api/${entity.collection}`, body);
+            const mismatch = m.cell(actor, `${entity.name}.create`, 'create', expected, { status: res.status, code: codeOf(res) });
+            if (mismatch) mismatches.push(mismatch);
+            const written = m.count(entity) - before;
+            if (written !== (res.status === 201 ? 1 : 0)) mismatches.push(`${actor.label} ${entity.name}.create answered ${res.status} but wrote ${written} rows`);
+          }
+        }
+        expect(mismatches).to.deep.equal([]);
+      });
+
+      it('updates (checked against the stored record) and field write rules; refused ones change nothing', async () => {
+        const mismatches: string[] = [];
+        for (const entity of m.model.entities) {
+          // A plain field no rule reads, so updating it never changes what the oracle decides.
+          const target = entity.fields.find(
+            (f) => !f.primaryKey && !f.commandOnly && !f.unique && !f.ref && !f.access.write && !m.ruleFields.get(entity.name)!.has(f.name) && ['Text', 'LongText', 'Integer', 'Float'].includes(f.type),
+          );
+          if (!target) throw new Error(`${entity.name}: no plain field to update`);
+          const guarded = entity.fields.filter((f) => f.access.write && !f.commandOnly);
+          for (const actor of m.actors) {
+            for (const v of m.variants.get(entity.name)!) {
+              const rec = m.record(entity, v);
+              const id = rec[entity.primaryKey.name];
+              const attempts: Array<{ column: string; op: Cell['op']; body: Rec }> = [{ column: `${entity.name}${v.label}.update`, op: 'update', body: { [target.name]: sample(target) } }];
+              if (v.label === '') for (const f of guarded) attempts.push({ column: `${entity.name}.${f.name}:write`, op: 'field-write', body: { [f.name]: sample(f) } });
+              for (const attempt of attempts) {
+                const expected = m.oracle.expect(entity.name, 'update', actor.oracle, rec, attempt.body);
+                const before = m.row(entity, id);
+                const res = await m.call(actor, 'PUT', `/api/${entity.collection}/${String(id)}`, attempt.body);
+                const mismatch = m.cell(actor, attempt.column, attempt.op, expected, { status: res.status, code: codeOf(res) });
+                if (mismatch) mismatches.push(mismatch);
+                const after = m.row(entity, id);
+                const [field] = Object.keys(attempt.body);
+                if (res.status === 200) expect(after?.[field], `${actor.label} ${attempt.column} stored`).to.equal(attempt.body[field]);
+                else expect(after, `${actor.label} ${attempt.column} refused with ${res.status} but changed the row`).to.deep.equal(before);
+              }
+            }
+          }
+        }
+        expect(mismatches).to.deep.equal([]);
+      });
+
+      it('deletes (a fresh record per cell): allowed ones remove it, refused ones keep it', async () => {
+        const mismatches: string[] = [];
+        for (const entity of m.model.entities) {
+          for (const actor of m.actors) {
+            for (const v of m.variants.get(entity.name)!) {
+              const fresh = await m.seed(entity, v);
+              const id = fresh[entity.primaryKey.name];
+              const expected = m.oracle.expect(entity.name, 'delete', actor.oracle, fresh);
+              const res = await m.call(actor, 'DELETE', `/api/${entity.collection}/${String(id)}`);
+              const mismatch = m.cell(actor, `${entity.name}${v.label}.delete`, 'delete', expected, { status: res.status, code: codeOf(res) });
+              if (mismatch) mismatches.push(mismatch);
+              const exists = m.row(entity, id) !== undefined;
+              if (exists !== (res.status !== 204)) mismatches.push(`${actor.label} ${entity.name}${v.label}.delete answered ${res.status} but the row ${exists ? 'is still there' : 'is gone'}`);
+            }
+          }
+        }
+        expect(mismatches).to.deep.equal([]);
+      });
+    });
+  }
+
+  // Declared last: mocha runs it after every fixture's suite.
+  describe('coverage', () => {
+    it('has an allowed and a denied cell for every operation, and every status the contract names', () => {
+      for (const op of OPERATIONS) {
+        const ofOp = ALL_CELLS.filter((c) => c.op === op);
+        expect(ofOp.filter((c) => c.allowed), `allowed ${op} cells`).not.to.be.empty;
+        expect(ofOp.filter((c) => !c.allowed), `denied ${op} cells`).not.to.be.empty;
+      }
+      const statuses = new Set(ALL_CELLS.map((c) => c.expected.split(' ')[0].replace(/[+-]$/, '')));
+      expect([...statuses].sort()).to.include.members(['200', '201', '204', '401', '403', '404']);
+      console.log(`      matrix: ${ALL_CELLS.length} cells over ${FIXTURES.length} blueprints`);
+    });
+  });
+});
+
+/** One block per entity: actors down, operations across, each cell the status seen (+/-: row listed / field shown). */
+function printMatrix(fixture: string, cells: Cell[], actorLabels: string[], note = ''): void {
+  // Operations in route order; within one, the default record before its variants.
+  const order: Array<Cell['op']> = ['list', 'get', 'field-read', 'create', 'update', 'field-write', 'delete'];
+  const rank = new Map(cells.map((c) => [c.column, order.indexOf(c.op)]));
+  const columns = [...new Set(cells.map((c) => c.column))].sort((a, b) => {
+    const [ea, eb] = [a.split(/[.[]/)[0], b.split(/[.[]/)[0]];
+    return ea !== eb ? (ea < eb ? -1 : 1) : rank.get(a)! - rank.get(b)! || a.length - b.length;
+  });
+  const byEntity = new Map<string, string[]>();
+  for (const col of columns) {
+    const entity = col.split(/[.[]/)[0];
+    byEntity.set(entity, [...(byEntity.get(entity) ?? []), col]);
+  }
+  const lines: string[] = [`\n      ${fixture}: ${cells.length} cells (status; +/- = record listed / field shown; ! = differs from the oracle${note})`];
+  const width = Math.max(...actorLabels.map((a) => a.length));
+  for (const [, cols] of byEntity) {
+    const heads = cols.map((c) => c.slice(c.split(/[.[]/)[0].length).replace(/^\./, ''));
+    const widths = cols.map((c, i) => Math.max(heads[i].length, ...cells.filter((x) => x.column === c).map((x) => x.got.split(' ')[0].length + 1)));
+    lines.push(`      ${cols[0].split(/[.[]/)[0].padEnd(width)}  ${heads.map((h, i) => h.padEnd(widths[i])).join('  ')}`);
+    for (const actor of actorLabels) {
+      const row = cols.map((c, i) => {
+        const x = cells.find((y) => y.column === c && y.actor === actor);
+        if (!x) return ''.padEnd(widths[i]);
+        return `${x.got.split(' ')[0]}${x.got === x.expected ? '' : '!'}`.padEnd(widths[i]);
+      });
+      lines.push(`      ${actor.padEnd(width)}  ${row.join('  ')}`);
+    }
+  }
+  console.log(lines.join('\n'));
+}

@@ -1,0 +1,323 @@
+// People on the generated helpdesk app, end to end over real HTTP: sign-up, sign-in with a new
+// session id, the session endpoint, CSRF and trusted origins on a real entity route, logout,
+// failed sign-ins and their slow-down, the login page, the cookie's flags, actor fields no
+// request can set, and the start-up checks of secrets (SESSION_SECRET, API key values).
+
+import * as path from 'node:path';
+import Database from 'better-sqlite3';
+import { expect } from 'chai';
+import { freshDir, generate, request, ROOT, startApp, type RunningApp } from './support/apps.ts';
+import { CookieClient, idempotencyKey, setCookie } from './support/access/client.ts';
+
+type ErrorBody = { error: { code: string; message: string; details?: Array<{ field?: string; code: string }> } };
+type AuditEntry = { operation: string; actorId: string; credentialId: string; delegatedBy: string | null };
+
+const COOKIE = 'helpdesk.sid';
+const TRIAGE_KEY = 'triage-key-session-flow-0123456789';
+const PASSWORD = 'session-flow-password-1';
+
+describe('session flow (generated helpdesk app)', function () {
+  this.timeout(120_000);
+  let appDir: string;
+  let dbFile: string;
+  let app: RunningApp;
+  let db: Database.Database;
+  let emails = 0;
+  const newEmail = (tag: string) => `${tag}-${++emails}@session.example`;
+
+  const asTriage = (method: string, url: string, json?: unknown, headers: Record<string, string> = {}) =>
+    request(app.url, method, url, {
+      ...(json === undefined ? {} : { json }),
+      headers: { authorization: `Bearer ${TRIAGE_KEY}`, ...(method === 'GET' ? {} : { 'idempotency-key': idempotencyKey() }), ...headers },
+    });
+  const ticketCount = () => (db.prepare('SELECT COUNT(*) AS n FROM "Ticket"').get() as { n: number }).n;
+  const errorOf = (body: unknown) => (body as ErrorBody).error;
+
+  /** A new person, signed up over HTTP and holding the session sign-up started. */
+  const signedUp = async (tag: string): Promise<{ client: CookieClient; email: string; token: string; actor: { id: string } }> => {
+    const client = new CookieClient(app.url);
+    const email = newEmail(tag);
+    const res = await client.send('POST', '/api/auth/signup', { json: { email, password: PASSWORD } });
+    expect(res.status, res.text).to.equal(201);
+    return { client, email, token: res.body.csrfToken, actor: res.body.actor };
+  };
+
+  before(async () => {
+    appDir = path.join(freshDir('session-flow'), 'app');
+    generate(path.join(ROOT, 'fixtures/helpdesk/helpdesk.toml'), appDir);
+    dbFile = path.join(appDir, 'data', 'session.db');
+    // REPORTER_API_KEY is left unset on purpose: that key must be disabled with a warning.
+    expect(process.env.REPORTER_API_KEY, 'REPORTER_API_KEY must not be set in the test environment').to.equal(undefined);
+    app = await startApp(appDir, { DATABASE_URL: `file:${dbFile}`, TRIAGE_API_KEY: TRIAGE_KEY });
+    db = new Database(dbFile, { readonly: true });
+  });
+  after(async () => {
+    db?.close();
+    await app?.stop();
+  });
+
+  it('signs up with 201, no roles, a session and its CSRF token', async () => {
+    const client = new CookieClient(app.url);
+    const email = newEmail('signup');
+    const res = await client.send('POST', '/api/auth/signup', { json: { email, password: PASSWORD } });
+    expect(res.status).to.equal(201);
+    expect(res.body.actor).to.include({ kind: 'user', email });
+    expect(res.body.actor.roles).to.deep.equal([]);
+    expect(res.body.csrfToken).to.match(/^[0-9a-f]{64}$/);
+    expect(client.cookies.has(COOKIE)).to.equal(true);
+    const session = await client.send('GET', '/api/auth/session');
+    expect(session.body.actor).to.include({ kind: 'user', email, id: res.body.actor.id });
+  });
+
+  it('gives a new session id at login; the session from before no longer names anyone', async () => {
+    const { email } = await signedUp('rotate');
+    // A visitor who opened the session endpoint first holds an anonymous session (and its token).
+    const client = new CookieClient(app.url);
+    const anonymous = await client.send('GET', '/api/auth/session');
+    expect(anonymous.body.actor.kind).to.equal('anonymous');
+    const before = setCookie(new Response(null, { headers: anonymous.headers }), COOKIE);
+    expect(before, 'the session endpoint starts a session to hold the token').to.be.a('string');
+
+    const login = await client.send('POST', '/api/auth/login', { json: { email, password: PASSWORD }, headers: { 'x-csrf-token': anonymous.body.csrfToken } });
+    expect(login.status).to.equal(200);
+    const after = client.lastSetCookie.find((l) => l.startsWith(`${COOKIE}=`))?.split(';')[0];
+    expect(after).to.be.a('string');
+    expect(after).not.to.equal(before);
+    // The signed value changes with the session id; the id itself (before the signature) too.
+    const sid = (cookie: string) => decodeURIComponent(cookie.slice(COOKIE.length + 1)).replace(/^s:/, '').split('.')[0];
+    expect(sid(after!)).not.to.equal(sid(before!));
+    expect(db.prepare('SELECT COUNT(*) AS n FROM "_bp_sessions" WHERE "sid" = ?').get(sid(before!))).to.deep.equal({ n: 0 });
+
+    const old = await request(app.url, 'GET', '/api/auth/session', { headers: { cookie: before! } });
+    expect((old.body as { actor: { kind: string } }).actor.kind).to.equal('anonymous');
+    const current = await client.send('GET', '/api/auth/session');
+    expect(current.body.actor).to.include({ kind: 'user', email });
+  });
+
+  it('answers GET /api/auth/session with the actor and the CSRF token of the session', async () => {
+    const { client, email, token, actor } = await signedUp('session');
+    const res = await client.send('GET', '/api/auth/session');
+    expect(res.status).to.equal(200);
+    expect(res.headers.get('cache-control')).to.equal('no-store');
+    expect(res.body).to.deep.equal({
+      actor: { kind: 'user', id: actor.id, email, roles: [], credentialId: `session:${actor.id}` },
+      csrfToken: token,
+    });
+  });
+
+  it('refuses a session mutation without the CSRF token (nothing written) and accepts it with the token', async () => {
+    const { client, token } = await signedUp('csrf');
+    const before = ticketCount();
+    for (const headers of [{}, { 'x-csrf-token': 'f'.repeat(64) }, { 'x-csrf-token': '' }] as Array<Record<string, string>>) {
+      const res = await client.send('POST', '/api/tickets', { json: { title: 'forged' }, headers });
+      expect(res.status, JSON.stringify(headers)).to.equal(403);
+      expect(errorOf(res.body).code).to.equal('CSRF_FAILED');
+    }
+    expect(ticketCount()).to.equal(before);
+
+    const ok = await client.send('POST', '/api/tickets', { json: { title: 'with the token' }, headers: { 'x-csrf-token': token } });
+    expect(ok.status).to.equal(201);
+    // The token may also travel as a _csrf field, which is consumed and never stored as data.
+    const field = await client.send('POST', '/api/tickets', { json: { title: 'token in the body', _csrf: token } });
+    expect(field.status).to.equal(201);
+    expect(field.body).not.to.have.property('_csrf');
+    expect(ticketCount()).to.equal(before + 2);
+  });
+
+  it('refuses an untrusted Origin even with the token, and a cross-site request without Origin', async () => {
+    const { client, token } = await signedUp('origin');
+    const before = ticketCount();
+    const evil = await client.send('POST', '/api/tickets', { json: { title: 'from evil' }, headers: { 'x-csrf-token': token, origin: 'http://evil.example' } });
+    expect(evil.status).to.equal(403);
+    expect(errorOf(evil.body).code).to.equal('CSRF_FAILED');
+    const crossSite = await client.send('POST', '/api/tickets', { json: { title: 'cross-site' }, headers: { 'x-csrf-token': token, 'sec-fetch-site': 'cross-site' } });
+    expect(crossSite.status).to.equal(403);
+    expect(ticketCount()).to.equal(before);
+    // The app's own origin (as the request reached it) is trusted.
+    const own = await client.send('POST', '/api/tickets', { json: { title: 'same origin' }, headers: { 'x-csrf-token': token, origin: app.url } });
+    expect(own.status).to.equal(201);
+  });
+
+  it('logs out only with the token, destroying the session: the old cookie then gets 401', async () => {
+    const { client, token } = await signedUp('logout');
+    const cookie = `${COOKIE}=${client.cookies.get(COOKIE)}`;
+    expect((await request(app.url, 'GET', '/api/tickets', { headers: { cookie } })).status).to.equal(200);
+
+    // A forged logout (no token) is refused and the session lives on.
+    const forged = await client.send('POST', '/api/auth/logout');
+    expect(forged.status).to.equal(403);
+    expect(errorOf(forged.body).code).to.equal('CSRF_FAILED');
+    expect((await request(app.url, 'GET', '/api/tickets', { headers: { cookie } })).status).to.equal(200);
+
+    const out = await client.send('POST', '/api/auth/logout', { headers: { 'x-csrf-token': token } });
+    expect(out.status).to.equal(204);
+    expect(out.headers.getSetCookie().some((l) => l.startsWith(`${COOKIE}=;`) && /Expires=Thu, 01 Jan 1970/i.test(l))).to.equal(true);
+    const sid = decodeURIComponent(cookie.slice(COOKIE.length + 1)).replace(/^s:/, '').split('.')[0];
+    expect(db.prepare('SELECT COUNT(*) AS n FROM "_bp_sessions" WHERE "sid" = ?').get(sid)).to.deep.equal({ n: 0 });
+
+    const after = await request(app.url, 'GET', '/api/tickets', { headers: { cookie } });
+    expect(after.status).to.equal(401);
+    expect(errorOf(after.body).code).to.equal('UNAUTHENTICATED');
+  });
+
+  it('answers a wrong password and an unknown e-mail alike: 401 INVALID_CREDENTIALS, same message', async () => {
+    const { email } = await signedUp('wrong');
+    const wrong = await request(app.url, 'POST', '/api/auth/login', { json: { email, password: 'not-the-password-1' } });
+    const unknown = await request(app.url, 'POST', '/api/auth/login', { json: { email: newEmail('nobody'), password: 'not-the-password-1' } });
+    for (const res of [wrong, unknown]) {
+      expect(res.status).to.equal(401);
+      expect(errorOf(res.body).code).to.equal('INVALID_CREDENTIALS');
+      expect(setCookie(new Response(null, { headers: res.headers }), COOKIE), 'no session for a failure').to.equal(undefined);
+    }
+    expect(errorOf(wrong.body).message).to.equal(errorOf(unknown.body).message);
+  });
+
+  it('slows down repeated failures: 429 TOO_MANY_ATTEMPTS with Retry-After, even for the right password', async () => {
+    const { email } = await signedUp('slow');
+    for (let i = 0; i < 5; i++) {
+      const res = await request(app.url, 'POST', '/api/auth/login', { json: { email, password: `wrong-password-${i}` } });
+      expect(res.status, `attempt ${i + 1}`).to.equal(401);
+    }
+    const slowed = await request(app.url, 'POST', '/api/auth/login', { json: { email, password: PASSWORD } });
+    expect(slowed.status).to.equal(429);
+    expect(errorOf(slowed.body).code).to.equal('TOO_MANY_ATTEMPTS');
+    expect(Number(slowed.headers.get('retry-after'))).to.be.within(1, 900);
+  });
+
+  it('serves the login page at /login without authentication: HTML, a form posting to the login route, a CSP', async () => {
+    const res = await request(app.url, 'GET', '/login');
+    expect(res.status).to.equal(200);
+    expect(res.headers.get('content-type')).to.match(/^text\/html/);
+    const csp = res.headers.get('content-security-policy') ?? '';
+    expect(csp).to.include("default-src 'none'");
+    expect(csp).to.include("form-action 'self'");
+    expect(csp).to.include("frame-ancestors 'none'");
+    expect(res.text).to.include('<form method="post" action="/api/auth/login">');
+    expect(res.text).to.match(/<input type="hidden" name="_csrf" value="[0-9a-f]{64}">/);
+    expect(res.text).to.include('name="email"');
+    expect(res.text).to.include('name="password" type="password"');
+    expect(res.text).not.to.include('<script');
+  });
+
+  it('names the cookie helpdesk.sid (not connect.sid), HttpOnly, SameSite=Lax, not Secure in development', async () => {
+    const { email } = await signedUp('cookie');
+    const res = await fetch(`${app.url}/api/auth/login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email, password: PASSWORD }) });
+    const lines = res.headers.getSetCookie();
+    expect(lines).to.have.length(1);
+    const [line] = lines;
+    expect(line.startsWith(`${COOKIE}=`)).to.equal(true);
+    expect(line).not.to.include('connect.sid');
+    const attributes = line.split(';').slice(1).map((a) => a.trim().toLowerCase());
+    expect(attributes).to.include.members(['path=/', 'httponly', 'samesite=lax']);
+    expect(attributes).not.to.include('secure');
+  });
+
+  describe('actor fields come from verified credentials only', () => {
+    const FORGED_HEADERS = { 'x-delegated-by': 'mallory', 'x-actor-id': 'mallory', 'x-roles': 'admin', 'x-credential-id': 'cred-triage-1' };
+    const FORGED_QUERY = '?delegatedBy=mallory&roles=admin&actor.delegatedBy=mallory&kind=system';
+    const audit = async (id: string) => ((await asTriage('GET', `/api/audit?entity=Ticket&recordId=${id}`)).body as { items: AuditEntry[] }).items;
+
+    it('ignores forged fields at sign-in and on the session endpoint', async () => {
+      const { email, actor } = await signedUp('forge');
+      const client = new CookieClient(app.url);
+      const login = await client.send('POST', '/api/auth/login', {
+        json: { email, password: PASSWORD, delegatedBy: 'mallory', roles: ['admin'], kind: 'system', id: 'mallory', credentialId: 'cred-triage-1' },
+      });
+      expect(login.status).to.equal(200);
+      const expected = { kind: 'user', id: actor.id, email, roles: [], credentialId: `session:${actor.id}` };
+      expect(login.body.actor).to.deep.equal(expected);
+      const session = await client.send('GET', `/api/auth/session${FORGED_QUERY}`, { headers: FORGED_HEADERS });
+      expect(session.body.actor).to.deep.equal(expected);
+    });
+
+    it('never records a delegatedBy sent by a person: header, query parameter or body field', async () => {
+      const { client, token, actor } = await signedUp('audit');
+      const created = await client.send('POST', `/api/tickets${FORGED_QUERY}`, { json: { title: 'audited' }, headers: { ...FORGED_HEADERS, 'x-csrf-token': token } });
+      expect(created.status).to.equal(201);
+      const entries = await audit(created.body.id);
+      expect(entries.map((e) => [e.operation, e.actorId, e.credentialId, e.delegatedBy])).to.deep.equal([['Ticket.create', actor.id, `session:${actor.id}`, null]]);
+
+      const before = ticketCount();
+      const inBody = await client.send('POST', '/api/tickets', { json: { title: 'audited', delegatedBy: 'mallory' }, headers: { 'x-csrf-token': token } });
+      expect(inBody.status).to.equal(400);
+      expect(errorOf(inBody.body).details).to.deep.include({ field: 'delegatedBy', code: 'UNKNOWN_FIELD', message: 'Ticket has no field "delegatedBy"' });
+      expect(ticketCount()).to.equal(before);
+    });
+
+    it('never records a delegatedBy sent with an API key, on entity routes and commands', async () => {
+      const session = await asTriage('GET', `/api/auth/session${FORGED_QUERY}`, undefined, FORGED_HEADERS);
+      expect((session.body as { actor: Record<string, unknown> }).actor).to.deep.equal({
+        kind: 'agent',
+        id: 'agent-triage',
+        credentialId: 'cred-triage-1',
+        roles: ['agent'],
+        role: 'agent',
+        scopes: ['tickets.read', 'tickets.write'],
+        displayName: 'Triage agent',
+      });
+      const created = await asTriage('POST', `/api/tickets${FORGED_QUERY}`, { title: 'by the agent' }, FORGED_HEADERS);
+      expect(created.status).to.equal(201);
+      const id = (created.body as { id: string }).id;
+      const started = await asTriage('POST', `/api/commands/start_ticket/${id}${FORGED_QUERY}`, {}, FORGED_HEADERS);
+      expect(started.status, started.text).to.equal(200);
+      const entries = await audit(id);
+      expect(entries.map((e) => [e.operation, e.actorId, e.credentialId, e.delegatedBy])).to.have.deep.members([
+        ['Ticket.create', 'agent-triage', 'cred-triage-1', null],
+        ['command:StartTicket', 'agent-triage', 'cred-triage-1', null],
+      ]);
+    });
+  });
+
+  describe('secrets at start-up', () => {
+    const refusal = async (env: Record<string, string>): Promise<string> => {
+      try {
+        const started = await startApp(appDir, { DATABASE_URL: `file:${path.join(appDir, 'data', 'refused.db')}`, ...env });
+        await started.stop();
+        return 'started';
+      } catch (err) {
+        return (err as Error).message;
+      }
+    };
+
+    it('warns that an unset API key is disabled, and that a development session secret is generated', () => {
+      expect(app.output()).to.include('warning: API key "reporter" is disabled: REPORTER_API_KEY is not set');
+      expect(app.output()).to.include('warning: SESSION_SECRET is not set');
+    });
+
+    it('refuses to start in production without SESSION_SECRET, with a clear message', async () => {
+      const message = await refusal({ NODE_ENV: 'production', TRIAGE_API_KEY: TRIAGE_KEY });
+      expect(message).to.match(/^app exited with 1:/);
+      expect(message).to.include('cannot start: SESSION_SECRET must be set in production');
+    });
+
+    it('refuses to start with a short or empty API key value, naming the variable', async () => {
+      const short = await refusal({ TRIAGE_API_KEY: 'short-key' });
+      expect(short).to.match(/^app exited with 1:/);
+      expect(short).to.include('cannot start: TRIAGE_API_KEY (API key "triage") must be at least 16 characters');
+      const empty = await refusal({ TRIAGE_API_KEY: '' });
+      expect(empty).to.include('TRIAGE_API_KEY (API key "triage") must be at least 16 characters, and is empty');
+    });
+
+    it('starts in production with a SESSION_SECRET and marks the cookie Secure behind a TLS proxy', async () => {
+      const prod = await startApp(appDir, {
+        DATABASE_URL: `file:${dbFile}`,
+        NODE_ENV: 'production',
+        SESSION_SECRET: 'a-production-secret-of-at-least-32-characters',
+        TRIAGE_API_KEY: TRIAGE_KEY,
+      });
+      try {
+        const email = newEmail('prod');
+        const res = await fetch(`${prod.url}/api/auth/signup`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', 'x-forwarded-proto': 'https' },
+          body: JSON.stringify({ email, password: PASSWORD }),
+        });
+        expect(res.status).to.equal(201);
+        const [line] = res.headers.getSetCookie();
+        expect(line.split(';').map((a) => a.trim().toLowerCase())).to.include.members(['httponly', 'samesite=lax', 'secure']);
+      } finally {
+        await prod.stop();
+      }
+    });
+  });
+});

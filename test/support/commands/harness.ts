@@ -1,0 +1,237 @@
+// Test support for commands, idempotency and audit: a generated app built in-process (like
+// test/e2e-catalog.test.ts does) so a test can subscribe to its EventBus and look at its SQLite
+// file, yet is still driven over real HTTP; sign-ins through the real users CLI; and small
+// request helpers that check every response against the app's openapi.json.
+
+import { spawnSync } from 'node:child_process';
+import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import * as path from 'node:path';
+import { pathToFileURL } from 'node:url';
+import Database from 'better-sqlite3';
+import { expect } from 'chai';
+import { request, type HttpResponse } from '../apps.ts';
+import { OpenApiChecker } from '../openapi-check.ts';
+
+export type Rec = Record<string, unknown>;
+
+export interface ErrorBody {
+  error: { code: string; message: string; retryable: boolean; details?: Array<{ field?: string; code: string; message: string }>; traceId: string };
+}
+
+/** The event shape of the generated runtime (runtime/events.ts). */
+export interface AppEvent {
+  name: string;
+  payload: Rec;
+  source: { command: string; traceId?: string };
+}
+
+export interface AuditRecord {
+  id: string;
+  at: string;
+  operation: string;
+  entity: string;
+  recordId: string;
+  actorId: string;
+  credentialId: string | null;
+  delegatedBy: string | null;
+  agentRunId: string | null;
+  idempotencyKey: string | null;
+  traceId: string | null;
+  changes: Record<string, { before: unknown; after: unknown }>;
+  detail: Rec | null;
+}
+
+type Db = Database.Database;
+
+export interface InProcessApp {
+  url: string;
+  appDir: string;
+  /** Absolute path of the SQLite file the app uses. */
+  dbFile: string;
+  db: Db;
+  /** Every event the app's EventBus delivered, in order. */
+  delivered: AppEvent[];
+  events: { subscribe(listener: (event: AppEvent) => void | Promise<void>): () => void };
+  warnings: string[];
+  /** Loads a module of the generated app (e.g. 'src/runtime/commands.ts'). */
+  load<T = Record<string, unknown>>(file: string): Promise<T>;
+  close(): Promise<void>;
+}
+
+/**
+ * Builds the generated app in this process with `createApp({ db, appDir, env, services, warn })`,
+ * after applying its migrations to `data/<dbName>`, and serves it on a free port.
+ */
+export async function bootInProcess(appDir: string, env: Record<string, string>, options: { dbName?: string; services?: Rec } = {}): Promise<InProcessApp> {
+  const dbName = options.dbName ?? 'app.db';
+  const load = async <T>(file: string): Promise<T> => (await import(pathToFileURL(path.join(appDir, file)).href)) as T;
+  const { createApp } = await load<{ createApp: (o: Rec) => { app: { listen(port: number, host: string): Server }; events: InProcessApp['events'] } }>('src/app.ts');
+  const { openDatabase } = await load<{ openDatabase: (url: string, base: string) => Db }>('src/runtime/db.ts');
+  const { applyMigrations } = await load<{ applyMigrations: (db: Db, dir: string) => unknown }>('src/runtime/migrate.ts');
+  const dbFile = path.join(appDir, 'data', dbName);
+  const db = openDatabase(`file:${dbFile}`, appDir);
+  applyMigrations(db, path.join(appDir, 'prisma', 'migrations'));
+  const warnings: string[] = [];
+  const built = createApp({ db, appDir, env, services: options.services, warn: (m: string) => warnings.push(m) });
+  const delivered: AppEvent[] = [];
+  built.events.subscribe((e) => void delivered.push(e));
+  const server = built.app.listen(0, '127.0.0.1');
+  await new Promise((resolve) => server.once('listening', resolve));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    appDir,
+    dbFile,
+    db,
+    delivered,
+    events: built.events,
+    warnings,
+    load,
+    close: async () => {
+      server.closeAllConnections();
+      await new Promise((resolve) => server.close(resolve));
+      db.close();
+    },
+  };
+}
+
+/** Reads one row through a second connection: it sees only what has been committed. */
+export function committedRow(dbFile: string, table: string, id: string): Rec | undefined {
+  const other = new Database(dbFile, { readonly: true });
+  try {
+    return other.prepare(`SELECT * FROM "${table}" WHERE "id" = ?`).get(id) as Rec | undefined;
+  } finally {
+    other.close();
+  }
+}
+
+/** `npm run users -- ...` of the generated app, against the given database file. */
+export function usersCli(appDir: string, dbFile: string, args: string[]): { status: number | null; stdout: string; stderr: string } {
+  const r = spawnSync(process.execPath, ['--import', 'tsx', 'src/users.ts', ...args], {
+    cwd: appDir,
+    encoding: 'utf8',
+    env: { ...process.env, DATABASE_URL: `file:${dbFile}` },
+  });
+  return { status: r.status, stdout: r.stdout, stderr: r.stderr };
+}
+
+export interface CallOptions {
+  /** API key, or null for no Authorization header. */
+  key?: string | null;
+  /** Idempotency-Key header; omitted when undefined. */
+  idem?: string;
+  headers?: Record<string, string>;
+  /** Raw body text (sent as application/json) instead of `json`. */
+  raw?: string;
+  /** Session to send (cookie and CSRF token). */
+  session?: SessionClient;
+}
+
+/**
+ * HTTP helpers bound to one app: each response is checked against openapi.json, carries an
+ * X-Trace-ID, and an error is the envelope with that trace id and no stack frames.
+ */
+export class Api {
+  readonly openapi: OpenApiChecker;
+
+  constructor(
+    readonly base: () => string,
+    appDir: string,
+    private readonly defaultKey: string | null,
+  ) {
+    this.openapi = new OpenApiChecker(path.join(appDir, 'openapi.json'));
+  }
+
+  async call(method: string, template: string, urlPath: string, json?: unknown, options: CallOptions = {}): Promise<HttpResponse> {
+    const headers: Record<string, string> = { ...options.headers };
+    const key = options.key === undefined ? (options.session ? null : this.defaultKey) : options.key;
+    if (key !== null) headers.authorization = `Bearer ${key}`;
+    if (options.idem !== undefined) headers['idempotency-key'] = options.idem;
+    if (options.session) Object.assign(headers, options.session.headers(method));
+    const send = options.raw !== undefined ? { body: options.raw, headers: { 'content-type': 'application/json', ...headers } } : json === undefined ? { headers } : { json, headers };
+    const res = await request(this.base(), method, urlPath, send);
+    if (options.session) options.session.remember(res);
+    this.openapi.check(method, template, res);
+    expect(res.headers.get('x-trace-id'), 'X-Trace-ID').to.match(/^[0-9a-f]{32}$/);
+    if (res.status >= 400) {
+      expect((res.body as ErrorBody).error.traceId, 'envelope traceId').to.be.a('string');
+      expect(res.text).not.to.match(/\bat .+\.ts:\d+/);
+    }
+    return res;
+  }
+
+  command(operationId: string, id: string, input?: unknown, options: CallOptions = {}): Promise<HttpResponse> {
+    return this.call('POST', `/api/commands/${operationId}/{id}`, `/api/commands/${operationId}/${id}`, input, options);
+  }
+
+  async create(collection: string, body: Rec, options: CallOptions = {}): Promise<Rec> {
+    const res = await this.call('POST', `/api/${collection}`, `/api/${collection}`, body, { idem: `create-${Math.random()}`, ...options });
+    expect(res.status, res.text).to.equal(201);
+    return res.body as Rec;
+  }
+
+  async get(collection: string, id: string, options: CallOptions = {}): Promise<Rec> {
+    const res = await this.call('GET', `/api/${collection}/{id}`, `/api/${collection}/${id}`, undefined, options);
+    expect(res.status, res.text).to.equal(200);
+    return res.body as Rec;
+  }
+
+  audit(entity: string, recordId: string, query = '', options: CallOptions = {}): Promise<HttpResponse> {
+    const q = `entity=${encodeURIComponent(entity)}&recordId=${encodeURIComponent(recordId)}${query ? `&${query}` : ''}`;
+    return this.call('GET', '/api/audit', `/api/audit?${q}`, undefined, options);
+  }
+
+  /** The whole trail of a record, newest first. */
+  async trail(entity: string, recordId: string, options: CallOptions = {}): Promise<AuditRecord[]> {
+    const res = await this.audit(entity, recordId, 'limit=1000', options);
+    expect(res.status, res.text).to.equal(200);
+    return (res.body as { items: AuditRecord[] }).items;
+  }
+}
+
+/** A browser stand-in: the session cookie and the CSRF token from the JSON sign-in. */
+export class SessionClient {
+  private cookie = '';
+  csrfToken = '';
+  actor: Rec = {};
+  /** Leave the CSRF token out (to check that sessions need it). */
+  withoutCsrf = false;
+
+  static async login(base: string, email: string, password: string): Promise<SessionClient> {
+    const client = new SessionClient();
+    const res = await request(base, 'POST', '/api/auth/login', { json: { email, password } });
+    if (res.status !== 200) throw new Error(`login failed: ${res.status} ${res.text}`);
+    client.remember(res);
+    const body = res.body as { actor: Rec; csrfToken: string };
+    client.csrfToken = body.csrfToken;
+    client.actor = body.actor;
+    return client;
+  }
+
+  headers(method: string): Record<string, string> {
+    const h: Record<string, string> = { cookie: this.cookie };
+    if (method !== 'GET' && !this.withoutCsrf) h['x-csrf-token'] = this.csrfToken;
+    return h;
+  }
+
+  remember(res: HttpResponse): void {
+    for (const line of res.headers.getSetCookie()) {
+      const pair = line.split(';')[0];
+      if (pair.includes('.sid=')) this.cookie = pair;
+    }
+  }
+}
+
+export const errorOf = (res: HttpResponse): ErrorBody['error'] => (res.body as ErrorBody).error;
+
+/** Runs `fn` with console.error captured (the app logs unexpected errors there with the trace id). */
+export async function capturingConsoleError<T>(fn: () => Promise<T>): Promise<{ result: T; lines: string[] }> {
+  const lines: string[] = [];
+  const original = console.error;
+  console.error = (...args: unknown[]) => void lines.push(args.map(String).join(' '));
+  try {
+    return { result: await fn(), lines };
+  } finally {
+    console.error = original;
+  }
+}
