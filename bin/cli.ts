@@ -26,8 +26,8 @@ function printDiagnostics(diagnostics: readonly Diagnostic[]): void {
 }
 
 function requireFile(file: string): void {
-  if (!fs.existsSync(file)) {
-    console.error(`bp: blueprint ${file} not found`);
+  if (!fs.existsSync(file) || !fs.statSync(file).isFile()) {
+    console.error(`bp: blueprint ${file} is not a file`);
     throw new ExitCode(2);
   }
 }

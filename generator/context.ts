@@ -12,18 +12,35 @@ export interface CompileContext {
   host: SourceHost;
   diagnostics: Diagnostic[];
   report(code: string, keys: KeyPath, message: string, options?: { hint?: string; severity?: Severity }): void;
+  /**
+   * Where model items without a `path` of their own were written: workflow steps, permission
+   * rules and API keys (malformed ones are left out of the model, so a model index is not the
+   * source index),
+   * and a field's own `commands` list (as opposed to one it inherits from `protection`).
+   */
+  declaredAt: WeakMap<object, KeyPath>;
 }
 
+/** Codes of the parse and shape stages that mean "this value has the wrong shape". */
+const SHAPE_CODES = new Set(['INVALID_SHAPE', 'INVALID_VALUE', 'MISSING_KEY']);
+
 export function createContext(parsed: ParsedBlueprint, host: SourceHost, diagnostics: Diagnostic[]): CompileContext {
+  // Once a value has the wrong shape, every later check of it or of anything inside it would
+  // only restate that problem with a misleading value (entity "undefined" does not exist).
+  const malformed = diagnostics.filter((d) => d.severity === 'error' && SHAPE_CODES.has(d.code)).map((d) => d.path);
+  const isInsideMalformed = (path: string) => malformed.some((m) => path === m || path.startsWith(`${m}.`));
   return {
     parsed,
     host,
     diagnostics,
+    declaredAt: new WeakMap(),
     report(code, keys, message, options = {}) {
+      const path = formatPath(keys);
+      if (isInsideMalformed(path)) return;
       diagnostics.push({
         code,
         severity: options.severity ?? 'error',
-        path: formatPath(keys),
+        path,
         message,
         hint: options.hint,
         location: parsed.locate(keys),

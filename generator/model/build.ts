@@ -4,7 +4,7 @@
 
 import * as path from 'node:path';
 import { parseCondition, type Condition } from '../../runtime-lib/conditions.ts';
-import { EXPRESSION_ROOTS } from '../../runtime-lib/expressions.ts';
+import { EXPRESSION_ROOTS, parseExpression } from '../../runtime-lib/expressions.ts';
 import type { CompileContext } from '../context.ts';
 import { isTable, type Section } from '../parse/load.ts';
 import type { KeyPath } from '../parse/locate.ts';
@@ -33,7 +33,9 @@ type Raw = Record<string, unknown>;
 
 /** Names that would reach prototypes or clash with generated code if used as identifiers. */
 const RESERVED_NAMES = new Set(['__proto__', 'constructor', 'prototype', 'toString', 'valueOf', 'hasOwnProperty']);
+const RELATION_TYPES = ['belongsTo', 'hasOne', 'hasMany', 'manyToMany'] as const;
 const IDENTIFIER = /^[A-Za-z][A-Za-z0-9_]*$/;
+const REF_TARGET = /^[A-Za-z][A-Za-z0-9_]*(\.[A-Za-z][A-Za-z0-9_]*)?$/;
 const MIME_TYPE = /^[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]*\/(\*|[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]*)$/;
 /** Roots an entity or field access expression may read: there is no command input there. */
 const ACCESS_ROOTS = ['actor', 'record', 'now'];
@@ -60,7 +62,7 @@ export function buildModel(ctx: CompileContext): Blueprint {
     auth: buildAuth(ctx, single('auth')),
     skills: of('skill').map((s) => buildSkill(s.name, s.value as Raw)),
     workflows: of('workflow').map((s) => buildWorkflow(ctx, s.name, s.value as Raw)),
-    pages: of('page').map((s) => buildPage(s.name, s.value as Raw)),
+    pages: of('page').map((s) => buildPage(ctx, s.name, s.value as Raw)),
     notifications: buildNotifications(single('notifications')),
   };
 }
@@ -105,14 +107,15 @@ function buildEntity(ctx: CompileContext, name: string, raw: Raw): Entity {
     if (c) access[action] = c;
   }
 
+  // A relation of unknown type has its shape error; checking its keys would guess at its meaning.
   const relations = Object.entries(isTable(raw.relations) ? raw.relations : {})
-    .filter(([, r]) => isTable(r))
+    .filter(([, r]) => isTable(r) && (RELATION_TYPES as readonly unknown[]).includes(r.type))
     .map(([relName, r]) => {
       const rel = r as Raw;
       return {
         name: relName,
         type: rel.type as Entity['relations'][number]['type'],
-        entity: String(rel.entity),
+        entity: text(rel.entity),
         foreignKey: str(rel.foreign_key),
         through: str(rel.through),
         path: [...at, 'relations', relName],
@@ -135,8 +138,8 @@ function buildEntity(ctx: CompileContext, name: string, raw: Raw): Entity {
 }
 
 function buildField(ctx: CompileContext, at: KeyPath, raw: Raw): Field | undefined {
-  const name = String(raw.name);
-  const rawType = String(raw.type);
+  const name = text(raw.name);
+  const rawType = text(raw.type);
   if (!checkIdentifier(ctx, [...at, 'name'], name, 'field')) return undefined;
   if (!(FIELD_TYPES as readonly string[]).includes(rawType)) {
     ctx.report('UNKNOWN_FIELD_TYPE', [...at, 'type'], `unknown field type "${rawType}"`, {
@@ -167,9 +170,13 @@ function buildField(ctx: CompileContext, at: KeyPath, raw: Raw): Field | undefin
   let ref: Field['ref'];
   if (type === 'Ref') {
     const target = str(raw.ref);
-    if (!target) ctx.report('MISSING_REF', at, `Ref field "${name}" needs ref = "Entity" or "Entity.field"`);
-    else {
-      const [entity, field] = target.split('.', 2);
+    if (target === undefined) ctx.report('MISSING_REF', at, `Ref field "${name}" needs ref = "Entity" or "Entity.field"`);
+    else if (!REF_TARGET.test(target)) {
+      ctx.report('INVALID_REF', [...at, 'ref'], `ref "${target}" of field "${name}" is not "Entity" or "Entity.field"`, {
+        hint: 'e.g. ref = "Customer" or ref = "Customer.id"',
+      });
+    } else {
+      const [entity, field] = target.split('.');
       ref = { entity, field: field ?? '' };
     }
   } else if (raw.ref !== undefined) {
@@ -182,16 +189,11 @@ function buildField(ctx: CompileContext, at: KeyPath, raw: Raw): Field | undefin
     }
   }
   const accept = raw.accept === undefined ? undefined : strList(raw.accept);
-  accept?.forEach((mime, i) => {
-    if (!MIME_TYPE.test(mime)) {
-      ctx.report('INVALID_MIME_TYPE', [...at, 'accept', i], `"${mime}" is not a MIME type`, {
-        hint: mime.startsWith('.') ? `accept lists MIME types such as "application/pdf", not file extensions` : 'write type/subtype, e.g. "image/png"',
-      });
-    }
-  });
+  checkMimeTypes(ctx, [...at, 'accept'], raw.accept);
 
   let fieldDefault: FieldDefault | undefined;
-  if (raw.default !== undefined) {
+  // An Enum without values already has its error; every default would "not fit" it.
+  if (raw.default !== undefined && !(type === 'Enum' && values?.length === 0)) {
     const problem = defaultProblem(type, raw.default, values, primaryKey);
     if (problem) ctx.report('INVALID_DEFAULT', [...at, 'default'], problem);
     else fieldDefault = raw.default === 'now' && (type === 'DateTime' || type === 'Date') ? { kind: 'now' } : { kind: 'value', value: normalizeDefault(type, raw.default) };
@@ -223,7 +225,7 @@ function buildField(ctx: CompileContext, at: KeyPath, raw: Raw): Field | undefin
     values,
     ref,
     commandOnly: raw.write === 'command-only',
-    commands: raw.commands === undefined ? undefined : strList(raw.commands),
+    commands: ownCommands(ctx, at, raw.commands),
     max: typeof raw.max === 'number' ? raw.max : undefined,
     accept,
     access,
@@ -234,38 +236,48 @@ function buildField(ctx: CompileContext, at: KeyPath, raw: Raw): Field | undefin
 
 /** Why a default does not fit its field's type, or undefined when it does. */
 function defaultProblem(type: FieldType, value: unknown, values: string[] | undefined, primaryKey: boolean): string | undefined {
-  const shown = value instanceof Date ? value.toISOString() : JSON.stringify(value);
-  const bad = (expected: string) => `default ${shown} does not fit ${type}: expected ${expected}`;
   if (primaryKey) return 'a primary key has no default: ids are generated';
+  if (type === 'file') return 'file fields have no default';
+  const expected = expectedLiteral(type, value, values);
+  return expected && `default ${showLiteral(value)} does not fit ${type}: expected ${expected}`;
+}
+
+/** What a literal for a field of `type` must look like, or undefined when `value` fits. */
+export function expectedLiteral(type: FieldType, value: unknown, values: readonly string[] | undefined): string | undefined {
   switch (type) {
     case 'Text':
     case 'LongText':
-      return typeof value === 'string' ? undefined : bad('a string');
+    case 'file':
+      return typeof value === 'string' ? undefined : 'a string';
     case 'Email':
-      return typeof value === 'string' && EMAIL.test(value) ? undefined : bad('an e-mail address');
+      return typeof value === 'string' && EMAIL.test(value) ? undefined : 'an e-mail address';
     case 'Integer':
-      return Number.isSafeInteger(value) ? undefined : bad('an integer');
+      return Number.isSafeInteger(value) ? undefined : 'an integer';
     case 'Float':
-      return typeof value === 'number' && Number.isFinite(value) ? undefined : bad('a number');
+      return typeof value === 'number' && Number.isFinite(value) ? undefined : 'a number';
     case 'Boolean':
-      return typeof value === 'boolean' ? undefined : bad('true or false');
+      return typeof value === 'boolean' ? undefined : 'true or false';
     case 'Date':
-      return value === 'now' || value instanceof Date || (typeof value === 'string' && DATE.test(value)) ? undefined : bad('"now" or a date (YYYY-MM-DD)');
+      return value === 'now' || value instanceof Date || (typeof value === 'string' && DATE.test(value)) ? undefined : '"now" or a date (YYYY-MM-DD)';
     case 'DateTime':
       return value === 'now' || value instanceof Date || (typeof value === 'string' && !Number.isNaN(Date.parse(value)) && DATE_TIME.test(value))
         ? undefined
-        : bad('"now" or an ISO 8601 date-time');
+        : '"now" or an ISO 8601 date-time';
     case 'JSON':
       return undefined;
     case 'Enum':
-      return typeof value === 'string' && (values ?? []).includes(value) ? undefined : bad(`one of ${(values ?? []).map((v) => JSON.stringify(v)).join(', ')}`);
+      return typeof value === 'string' && (values ?? []).includes(value) ? undefined : `one of ${(values ?? []).map((v) => JSON.stringify(v)).join(', ')}`;
     case 'Ref':
     case 'ULID':
     case 'UUID':
-      return typeof value === 'string' ? undefined : bad('a string id');
-    case 'file':
-      return `file fields have no default`;
+      return typeof value === 'string' ? undefined : 'a string id';
   }
+}
+
+/** A value as it appears in a message: JSON, cut short so a large table cannot swamp the line. */
+export function showLiteral(value: unknown): string {
+  const json = value instanceof Date ? value.toISOString() : JSON.stringify(value);
+  return json.length > 40 ? `${json.slice(0, 39)}…` : json;
 }
 
 function normalizeDefault(type: FieldType, value: unknown): unknown {
@@ -286,7 +298,7 @@ function buildCommand(ctx: CompileContext, section: Section): Command {
   const input: CommandInput[] = [];
   for (const [inputName, def] of Object.entries(isTable(raw.input) ? raw.input : {})) {
     if (!isTable(def) || !checkIdentifier(ctx, [...at, 'input', inputName], inputName, 'input')) continue;
-    const type = String(def.type);
+    const type = text(def.type);
     if (!(FIELD_TYPES as readonly string[]).includes(type) || type === 'file') {
       ctx.report('UNKNOWN_FIELD_TYPE', [...at, 'input', inputName, 'type'], `unknown input type "${type}"`, {
         hint: didYouMean(type, FIELD_TYPES) ?? `input types: ${FIELD_TYPES.filter((t) => t !== 'file').join(', ')}`,
@@ -304,7 +316,8 @@ function buildCommand(ctx: CompileContext, section: Section): Command {
     field,
     value: mutationValue(value as string | number | boolean),
   }));
-  if (mutations.length === 0 && raw.handler === undefined) {
+  // Malformed mutations already have a shape error; "neither" would be a second report.
+  if (raw.handler === undefined && (raw.mutations === undefined || (isTable(raw.mutations) && mutations.length === 0))) {
     ctx.report('COMMAND_WITHOUT_EFFECT', at, `command "${name}" has neither mutations nor a handler`, {
       hint: 'add mutations = { field = value } or handler = "./handlers/file.ts#name"',
     });
@@ -312,21 +325,28 @@ function buildCommand(ctx: CompileContext, section: Section): Command {
 
   let handler: Command['handler'];
   if (typeof raw.handler === 'string') {
-    const [file, exportName] = raw.handler.split('#', 2);
-    handler = { file: path.resolve(path.dirname(section.origin.file.absPath), file), exportName: exportName || 'default', source: raw.handler };
+    const [file, ...rest] = raw.handler.split('#');
+    const exportName = rest.join('#');
+    if (file === '' || rest.length > 1 || (rest.length === 1 && !IDENTIFIER.test(exportName))) {
+      ctx.report('INVALID_HANDLER', [...at, 'handler'], `handler "${raw.handler}" is not "path/to/module.ts" or "path/to/module.ts#exportName"`, {
+        hint: 'e.g. handler = "./handlers/tickets.ts#closeTicket"',
+      });
+    } else {
+      handler = { file: path.resolve(path.dirname(section.origin.file.absPath), file), exportName: exportName || 'default', source: raw.handler };
+    }
   }
 
   return {
     name,
     path: at,
     operationId: snakeCase(name),
-    entity: String(raw.entity),
+    entity: text(raw.entity),
     label: str(raw.label) ?? name,
     description: str(raw.description),
     policy: raw.policy === undefined ? undefined : condition(ctx, [...at, 'policy'], raw.policy, EXPRESSION_ROOTS),
     availableWhen: raw.availableWhen === undefined ? undefined : condition(ctx, [...at, 'availableWhen'], raw.availableWhen, EXPRESSION_ROOTS),
     confirm: str(raw.confirm),
-    style: raw.style as Command['style'],
+    style: str(raw.style) as Command['style'],
     input,
     mutations,
     handler,
@@ -346,17 +366,20 @@ function mutationValue(value: string | number | boolean): MutationValue {
 
 function buildAuth(ctx: CompileContext, raw: Raw): Auth {
   const session = isTable(raw.session) ? raw.session : {};
-  const apiKeys: ApiKey[] = list(raw.apiKeys)
-    .filter(isTable)
-    .map((k) => ({
-      name: String(k.name),
-      keyEnv: String(k.keyEnv),
-      agentId: String(k.agentId),
-      credentialId: str(k.credentialId) ?? `cred-${String(k.name)}`,
+  const apiKeys: ApiKey[] = list(raw.apiKeys).flatMap((k, i) => {
+    if (!isTable(k)) return [];
+    const key = {
+      name: text(k.name),
+      keyEnv: text(k.keyEnv),
+      agentId: text(k.agentId),
+      credentialId: str(k.credentialId) ?? `cred-${text(k.name)}`,
       displayName: str(k.displayName),
       roles: strList(k.roles),
       scopes: strList(k.scopes),
-    }));
+    };
+    ctx.declaredAt.set(key, ['auth', 'apiKeys', i]);
+    return [key];
+  });
   let permissions: Auth['permissions'];
   if (isTable(raw.permissions)) {
     permissions = {};
@@ -384,17 +407,20 @@ function buildAuth(ctx: CompileContext, raw: Raw): Auth {
 
 function permissionRules(ctx: CompileContext, at: KeyPath, raw: unknown): PermissionRule[] {
   return list(raw).flatMap((entry, i): PermissionRule[] => {
+    let rule: PermissionRule;
     if (typeof entry === 'string') {
-      const [entity, action] = entry.split('.', 2);
-      if (!entity || !action) {
+      const parts = entry.split('.');
+      if (parts.length !== 2 || !parts[0] || !parts[1]) {
         ctx.report('INVALID_PERMISSION', [...at, i], `"${entry}" is not an Entity.action pattern`, { hint: 'write e.g. "Ticket.read" or "*.*"' });
         return [];
       }
-      return [{ entity, actions: [action] }];
-    }
-    if (!isTable(entry)) return [];
-    const c = entry.condition === undefined ? undefined : condition(ctx, [...at, i, 'condition'], entry.condition, ACCESS_ROOTS);
-    return [{ entity: String(entry.entity), actions: strList(entry.actions), condition: c }];
+      rule = { entity: parts[0], actions: [parts[1]] };
+    } else if (isTable(entry)) {
+      const c = entry.condition === undefined ? undefined : condition(ctx, [...at, i, 'condition'], entry.condition, ACCESS_ROOTS);
+      rule = { entity: text(entry.entity), actions: strList(entry.actions), condition: c };
+    } else return [];
+    ctx.declaredAt.set(rule, [...at, i]);
+    return [rule];
   });
 }
 
@@ -402,21 +428,26 @@ function buildSkill(name: string, raw: Raw): Skill {
   return {
     name,
     description: str(raw.description),
-    actions: list(raw.actions)
-      .filter(isTable)
-      .map((a, i) => ({
-        name: String(a.name),
-        path: ['skill', name, 'actions', i],
-        description: str(a.description),
-        method: a.method as Skill['actions'][number]['method'],
-        route: String(a.path),
-        body: strTable(a.body),
-        entity: str(a.entity),
-        action: a.action as Skill['actions'][number]['action'],
-        workflow: str(a.workflow),
-        mapParams: strTable(a.mapParams),
-        scopes: strList(a.scopes),
-      })),
+    // Indexes are taken before malformed entries are left out, so paths match the source.
+    actions: list(raw.actions).flatMap((a, i) =>
+      isTable(a)
+        ? [
+            {
+              name: text(a.name),
+              path: ['skill', name, 'actions', i],
+              description: str(a.description),
+              method: str(a.method) as Skill['actions'][number]['method'],
+              route: str(a.path) ?? '',
+              body: strTable(a.body),
+              entity: str(a.entity),
+              action: str(a.action) as Skill['actions'][number]['action'],
+              workflow: str(a.workflow),
+              mapParams: strTable(a.mapParams),
+              scopes: strList(a.scopes),
+            },
+          ]
+        : [],
+    ),
   };
 }
 
@@ -428,12 +459,12 @@ function buildWorkflow(ctx: CompileContext, name: string, raw: Raw): Workflow {
   if (forms !== 1) {
     ctx.report('INVALID_TRIGGER', [...at, 'trigger'], 'a trigger is exactly one of { manual = true }, { entity, event } or { webhook = "/webhooks/..." }');
   } else if (t.webhook !== undefined) {
-    trigger = { kind: 'webhook', route: String(t.webhook), secretEnv: str(t.webhookSecretEnv) };
+    trigger = { kind: 'webhook', route: text(t.webhook), secretEnv: str(t.webhookSecretEnv) };
   } else if (t.entity !== undefined || t.event !== undefined) {
     if (t.entity === undefined || t.event === undefined) {
       ctx.report('INVALID_TRIGGER', [...at, 'trigger'], 'an entity trigger needs both entity and event');
     }
-    trigger = { kind: 'entity', entity: String(t.entity), event: t.event as 'create', condition: isTable(t.condition) ? t.condition : {} };
+    trigger = { kind: 'entity', entity: text(t.entity), event: str(t.event) as 'create', condition: isTable(t.condition) ? t.condition : {} };
   } else if (t.manual !== true) {
     ctx.report('INVALID_TRIGGER', [...at, 'trigger', 'manual'], 'manual must be true when given');
   }
@@ -445,38 +476,44 @@ function buildWorkflow(ctx: CompileContext, name: string, raw: Raw): Workflow {
     precondition: isTable(raw.precondition) ? raw.precondition : {},
     transactional: raw.transactional === true,
     maxConcurrent: typeof raw.maxConcurrent === 'number' ? raw.maxConcurrent : 10,
-    steps: list(raw.steps)
-      .filter(isTable)
-      .map((s) => ({ type: s.type as Workflow['steps'][number]['type'], spec: s })),
+    steps: list(raw.steps).flatMap((s, i) => {
+      if (!isTable(s)) return [];
+      const step = { type: str(s.type) as Workflow['steps'][number]['type'], spec: s };
+      ctx.declaredAt.set(step, [...at, 'steps', i]);
+      return [step];
+    }),
   };
 }
 
-function buildPage(route: string, raw: Raw): Page {
-  const rawQueries = { ...(isTable(raw.queries) ? raw.queries : {}), ...(isTable(raw.query) ? raw.query : {}) };
+function buildPage(ctx: CompileContext, route: string, raw: Raw): Page {
+  const rawQueries = isTable(raw.query) ? raw.query : {};
   const form = isTable(raw.form) ? raw.form : undefined;
+  list(form?.fields).forEach((f, i) => {
+    if (isTable(f)) checkMimeTypes(ctx, ['page', route, 'form', 'fields', i, 'accept'], f.accept);
+  });
   return {
     route,
     path: ['page', route],
     title: str(raw.title),
-    auth: (raw.auth as Page['auth']) ?? 'required',
-    layout: (raw.layout as Page['layout']) ?? 'list',
+    auth: (str(raw.auth) as Page['auth']) ?? 'required',
+    layout: (str(raw.layout) as Page['layout']) ?? 'list',
     queries: Object.entries(rawQueries)
       .filter(([, q]) => isTable(q))
       .map(([name, q]) => {
         const query = q as Raw;
         return {
           name,
-          entity: String(query.entity),
+          entity: text(query.entity),
           where: isTable(query.where) ? query.where : {},
-          orderBy: Object.entries(isTable(query.orderBy) ? query.orderBy : {}).map(([field, dir]) => ({ field, direction: dir as 'asc' | 'desc' })),
+          orderBy: Object.entries(isTable(query.orderBy) ? query.orderBy : {}).map(([field, dir]) => ({ field, direction: str(dir) as 'asc' | 'desc' })),
           limit: typeof query.limit === 'number' ? query.limit : undefined,
           include: strList(query.include),
         };
       }),
-    actionBar: isTable(raw.actionBar) ? { statusField: String(raw.actionBar.statusField) } : undefined,
+    actionBar: isTable(raw.actionBar) ? { statusField: text(raw.actionBar.statusField) } : undefined,
     form: form && {
-      entity: String(form.entity),
-      method: (form.method as 'create') ?? 'create',
+      entity: text(form.entity),
+      method: (str(form.method) as 'create') ?? 'create',
       fields: list(form.fields).filter(isTable),
       onSuccess: isTable(form.onSuccess) ? { redirect: str(form.onSuccess.redirect), message: str(form.onSuccess.message) } : undefined,
     },
@@ -488,15 +525,51 @@ function buildNotifications(raw: Raw): Blueprint['notifications'] {
     default: str(raw.default),
     adapters: list(raw.adapters)
       .filter(isTable)
-      .map((a) => ({ name: String(a.name), type: String(a.type) })),
+      .map((a) => ({ name: text(a.name), type: text(a.type) })),
   };
 }
 
 function condition(ctx: CompileContext, at: KeyPath, value: unknown, roots: readonly string[]): Condition | undefined {
   const result = parseCondition(value, { allowedRoots: roots });
   if (result.ok) return result.condition;
-  for (const issue of result.issues) ctx.report('INVALID_CONDITION', [...at, ...issue.keys], issue.message);
+  for (const issue of result.issues) {
+    ctx.report('INVALID_CONDITION', [...at, ...issue.keys], issue.message, { hint: rootHint(valueAt(value, issue.keys), roots) });
+  }
   return undefined;
+}
+
+/** "did you mean" for an expression that fails at a name that is not one of its roots. */
+function rootHint(source: unknown, roots: readonly string[]): string | undefined {
+  if (typeof source !== 'string') return undefined;
+  const parsed = parseExpression(source, roots);
+  if (parsed.ok) return undefined;
+  const name = /^[A-Za-z_][A-Za-z0-9_]*/.exec(source.slice(parsed.error.offset))?.[0];
+  return name === undefined || roots.includes(name) ? undefined : didYouMean(name, roots);
+}
+
+function valueAt(value: unknown, keys: readonly (string | number)[]): unknown {
+  let current = value;
+  for (const key of keys) {
+    current = (isTable(current) || Array.isArray(current)) && Object.hasOwn(current, key) ? (current as Record<string | number, unknown>)[key] : undefined;
+  }
+  return current;
+}
+
+function checkMimeTypes(ctx: CompileContext, at: KeyPath, accept: unknown): void {
+  list(accept).forEach((mime, i) => {
+    if (typeof mime !== 'string' || MIME_TYPE.test(mime)) return;
+    ctx.report('INVALID_MIME_TYPE', [...at, i], `accept entry "${mime}" is not a MIME type`, {
+      hint: mime.startsWith('.') ? 'accept lists MIME types such as "application/pdf", not file extensions' : 'write type/subtype, e.g. "image/png"',
+    });
+  });
+}
+
+/** A field's own `commands` list, remembered with its position: protection may add one later. */
+function ownCommands(ctx: CompileContext, at: KeyPath, raw: unknown): string[] | undefined {
+  if (raw === undefined) return undefined;
+  const commands = strList(raw);
+  ctx.declaredAt.set(commands, [...at, 'commands']);
+  return commands;
 }
 
 function checkIdentifier(ctx: CompileContext, at: KeyPath, name: string, what: string): boolean {
@@ -531,6 +604,11 @@ export function compare(a: string, b: string): number {
 }
 
 const str = (v: unknown): string | undefined => (typeof v === 'string' ? v : undefined);
+/**
+ * A string value, or '' for anything else, which has its shape error already. Not String(v):
+ * TOML tables have no prototype, so String(table) throws.
+ */
+const text = (v: unknown): string => str(v) ?? '';
 const list = (v: unknown): unknown[] => (Array.isArray(v) ? v : []);
 const strList = (v: unknown): string[] => list(v).filter((x): x is string => typeof x === 'string');
 const strTable = (v: unknown): Record<string, string> =>

@@ -1,6 +1,6 @@
 // Parse stage: reads the root blueprint and its imports, parses TOML (smol-toml), and gathers
-// every named section (keyed or array form) with the file and key path it came from, so later
-// stages can point diagnostics at the exact source position.
+// every named section (keyed or array form, page `queries` folded into `query`) with the file
+// and key path it came from, so later stages can point diagnostics at the exact source position.
 
 import * as path from 'node:path';
 import { parse as parseToml, TomlError } from 'smol-toml';
@@ -67,13 +67,15 @@ export function parseBlueprint(rootPath: string, host: SourceHost): ParseResult 
   const rootDir = host.realPath(path.dirname(rootAbs)) ?? path.dirname(rootAbs);
   const files: SourceFile[] = [];
   const sections: Section[] = [];
+  /** Canonical paths written under another spelling, beyond what the sections themselves map. */
+  const aliases: Array<{ canonical: KeyPath; origin: Origin }> = [];
 
   const where = (file: SourceFile, keys: KeyPath): SourceLocation | undefined => {
     const pos = file.locator.locate(keys);
     return pos && { file: file.display, ...pos };
   };
 
-  const loadFile = (absPath: string, stack: string[], importedFrom?: { file: SourceFile; keys: KeyPath }): void => {
+  const loadFile = (absPath: string, stack: string[], importedFrom?: { file: SourceFile; keys: KeyPath; written: string }): void => {
     const real = host.realPath(absPath);
     const at = importedFrom && where(importedFrom.file, importedFrom.keys);
     const importPath = importedFrom ? formatPath(importedFrom.keys) : '';
@@ -82,8 +84,10 @@ export function parseBlueprint(rootPath: string, host: SourceHost): ParseResult 
         code: importedFrom ? 'IMPORT_NOT_FOUND' : 'FILE_NOT_FOUND',
         severity: 'error',
         path: importPath,
-        message: `cannot read ${host.display(absPath)}`,
-        hint: importedFrom ? 'import paths are relative to the importing file' : undefined,
+        message: importedFrom
+          ? `imported file "${importedFrom.written}" does not exist`
+          : `cannot read ${host.display(absPath)}: it does not exist or is not a file`,
+        hint: importedFrom ? `looked for ${host.display(absPath)}; import paths are relative to the importing file` : undefined,
         location: at,
       });
       return;
@@ -93,8 +97,8 @@ export function parseBlueprint(rootPath: string, host: SourceHost): ParseResult 
         code: 'IMPORT_OUTSIDE_ROOT',
         severity: 'error',
         path: importPath,
-        message: `import ${host.display(absPath)} leaves the blueprint's root folder ${host.display(rootDir)}`,
-        hint: 'keep every fragment under the folder of the root blueprint',
+        message: `import "${importedFrom.written}" leaves the blueprint's root folder ${host.display(rootDir)}`,
+        hint: 'keep every fragment in the folder of the root blueprint or below it',
         location: at,
       });
       return;
@@ -106,6 +110,7 @@ export function parseBlueprint(rootPath: string, host: SourceHost): ParseResult 
         severity: 'error',
         path: importPath,
         message: `import cycle: ${cycle}`,
+        hint: 'a fragment may not import, directly or indirectly, a file that imports it',
         location: at,
       });
       return;
@@ -132,21 +137,37 @@ export function parseBlueprint(rootPath: string, host: SourceHost): ParseResult 
     const file: SourceFile = { absPath: real, display, text, data, locator: buildLocator(text) };
     files.push(file);
     collectSections(file);
+    importsOf(file).forEach(({ written, keys }) => {
+      loadFile(path.resolve(path.dirname(real), written), [...stack, real], { file, keys, written });
+    });
+  };
 
-    const imports = data.imports;
-    if (imports === undefined) return;
-    if (!Array.isArray(imports) || imports.some((i) => typeof i !== 'string')) {
+  /** The file's import paths; malformed entries are reported and skipped so the rest still load. */
+  const importsOf = (file: SourceFile): Array<{ written: string; keys: KeyPath }> => {
+    const imports = file.data.imports;
+    if (imports === undefined) return [];
+    if (!Array.isArray(imports)) {
       diagnostics.push({
         code: 'INVALID_IMPORTS',
         severity: 'error',
         path: 'imports',
-        message: 'imports must be a list of relative file paths',
+        message: 'imports must be a list of file paths',
+        hint: 'write imports = ["./entities.toml"]',
         location: where(file, ['imports']),
       });
-      return;
+      return [];
     }
-    imports.forEach((rel: string, i) => {
-      loadFile(path.resolve(path.dirname(real), rel), [...stack, real], { file, keys: ['imports', i] });
+    return imports.flatMap((written: unknown, i) => {
+      if (typeof written === 'string' && written !== '') return [{ written, keys: ['imports', i] }];
+      diagnostics.push({
+        code: 'INVALID_IMPORTS',
+        severity: 'error',
+        path: formatPath(['imports', i]),
+        message: `each import must be a file path, got ${describe(written)}`,
+        hint: 'write imports = ["./entities.toml"]',
+        location: where(file, ['imports', i]),
+      });
+      return [];
     });
   };
 
@@ -202,14 +223,42 @@ export function parseBlueprint(rootPath: string, host: SourceHost): ParseResult 
       diagnostics.push({
         code: 'DUPLICATE_DEFINITION',
         severity: 'error',
-        path: canonicalOf(section).join('.'),
+        path: formatPath(canonicalOf(section)),
         message: `${label} is defined ${files}`,
         hint: `first defined at ${clash.origin.file.display}:${clash.origin.file.locator.locate(clash.origin.keys)?.line ?? 1}`,
         location: where(section.origin.file, section.origin.keys),
       });
       return;
     }
-    sections.push(section);
+    sections.push(section.kind === 'page' ? withQueryAliases(section) : section);
+  };
+
+  /**
+   * `queries.<name>` is another spelling of `query.<name>`: merged here so later stages see
+   * one form, with each query's canonical path still located where it was written.
+   */
+  const withQueryAliases = (section: Section): Section => {
+    const { value, origin } = section;
+    if (!isTable(value) || !isTable(value.queries) || !(value.query === undefined || isTable(value.query))) return section;
+    const { queries, query = {}, ...rest } = value as { queries: Record<string, unknown>; query?: Record<string, unknown> };
+    const merged: Record<string, unknown> = {};
+    for (const [name, q] of Object.entries(queries)) {
+      const written: KeyPath = [...origin.keys, 'queries', name];
+      if (Object.hasOwn(query, name)) {
+        diagnostics.push({
+          code: 'DUPLICATE_DEFINITION',
+          severity: 'error',
+          path: formatPath([...canonicalOf(section), 'queries', name]),
+          message: `page "${section.name}" defines query "${name}" twice, as query.${name} and queries.${name}`,
+          hint: 'queries.<name> is another spelling of query.<name>; keep one',
+          location: where(origin.file, written),
+        });
+        continue;
+      }
+      merged[name] = q;
+      aliases.push({ canonical: [...canonicalOf(section), 'query', name], origin: { file: origin.file, keys: written } });
+    }
+    return { ...section, value: { ...rest, query: { ...merged, ...query } } };
   };
 
   const shapeError = (file: SourceFile, keys: KeyPath, message: string): Diagnostic => ({
@@ -224,18 +273,14 @@ export function parseBlueprint(rootPath: string, host: SourceHost): ParseResult 
   const rootFile = files[0];
   if (!rootFile) return { diagnostics };
 
+  const mappings = [...sections.map((s) => ({ canonical: canonicalOf(s), origin: s.origin })), ...aliases];
   const locate = (canonical: KeyPath): SourceLocation | undefined => {
-    let best: Section | undefined;
-    let bestLen = -1;
-    for (const s of sections) {
-      const prefix = canonicalOf(s);
-      if (prefix.length > bestLen && prefix.every((k, i) => canonical[i] === k)) {
-        best = s;
-        bestLen = prefix.length;
-      }
+    let best: (typeof mappings)[number] | undefined;
+    for (const m of mappings) {
+      if (m.canonical.length > (best?.canonical.length ?? -1) && m.canonical.every((k, i) => canonical[i] === k)) best = m;
     }
     if (!best) return where(rootFile, canonical);
-    return where(best.origin.file, [...best.origin.keys, ...canonical.slice(bestLen)]);
+    return where(best.origin.file, [...best.origin.keys, ...canonical.slice(best.canonical.length)]);
   };
 
   return { blueprint: { rootFile, rootDir, files, sections, locate }, diagnostics };
@@ -247,4 +292,12 @@ export function canonicalOf(section: Section): KeyPath {
 
 export function isTable(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value) && !(value instanceof Date);
+}
+
+function describe(value: unknown): string {
+  if (value === '') return 'an empty string';
+  if (Array.isArray(value)) return 'a list';
+  if (value instanceof Date) return 'a date';
+  if (isTable(value)) return 'a table';
+  return typeof value === 'number' ? 'a number' : `a ${typeof value}`;
 }

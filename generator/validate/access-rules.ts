@@ -27,12 +27,13 @@ export function checkAccessRules(ctx: CompileContext, bp: Blueprint): void {
   }
   for (const [role, rules] of Object.entries(bp.auth.permissions ?? {})) {
     for (const kind of ['allow', 'deny'] as const) {
-      rules[kind].forEach((rule, i) => {
+      rules[kind].forEach((rule) => {
         if (!rule.condition) return;
+        const at = ctx.declaredAt.get(rule) ?? ['auth', 'permissions', role, kind];
         const targets = rule.entity === '*' ? bp.entities : bp.entities.filter((e) => e.name === rule.entity);
         for (const entity of targets) {
           const columns = new Map<string, ColumnType>(entity.fields.map((f) => [f.name, f.type]));
-          requireSql(ctx, entity, ['auth', 'permissions', role, kind, i, 'condition'], rule.condition, columns);
+          requireSql(ctx, entity, [...at, 'condition'], rule.condition, columns);
         }
       });
     }

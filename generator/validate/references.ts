@@ -3,8 +3,9 @@
 // reports; they all run, so a user sees every problem at once.
 
 import * as path from 'node:path';
-import type { Condition } from '../../runtime-lib/conditions.ts';
 import type { CompileContext } from '../context.ts';
+import { expectedLiteral, showLiteral } from '../model/build.ts';
+import { isTable } from '../parse/load.ts';
 import type { KeyPath } from '../parse/locate.ts';
 import { isInside } from '../source.ts';
 import { didYouMean } from '../suggest.ts';
@@ -88,12 +89,12 @@ function relations(ctx: CompileContext, bp: Blueprint): void {
         continue;
       }
       if (rel.type === 'manyToMany') {
-        if (!rel.through) ctx.report('MISSING_KEY', rel.path, 'a manyToMany relation needs through = "JoinEntity"');
+        if (!rel.through) ctx.report('MISSING_KEY', [...rel.path, 'through'], `manyToMany relation "${rel.name}" needs through = "JoinEntity"`);
         else if (!entityNamed(bp, rel.through)) unknownEntity(ctx, bp, [...rel.path, 'through'], rel.through);
         continue;
       }
       if (!rel.foreignKey) {
-        ctx.report('MISSING_KEY', rel.path, `a ${rel.type} relation needs foreign_key`);
+        ctx.report('MISSING_KEY', [...rel.path, 'foreign_key'], `${rel.type} relation "${rel.name}" needs foreign_key`);
         continue;
       }
       // belongsTo holds the key itself; hasOne/hasMany point at the key on the other side.
@@ -121,12 +122,13 @@ function protection(ctx: CompileContext, bp: Blueprint): void {
       if (field.commandOnly && field.primaryKey) {
         ctx.report('INVALID_PROTECTION', field.path, 'a primary key cannot be command-only: it is generated');
       }
-      const own = ctx.parsed.locate([...field.path, 'commands']) && field.commands;
-      if (!own) continue;
+      // Only the field's own list: one inherited from [protection] was checked above.
+      const at = field.commands && ctx.declaredAt.get(field.commands);
+      if (!field.commands || !at) continue;
       if (!field.commandOnly) {
-        ctx.report('OPTION_NOT_APPLICABLE', [...field.path, 'commands'], `"commands" applies only to write = "command-only" fields`, { severity: 'warning' });
+        ctx.report('OPTION_NOT_APPLICABLE', at, `"commands" of field "${field.name}" applies only to write = "command-only" fields`, { severity: 'warning' });
       }
-      field.commands?.forEach((name, i) => checkCommandOf(ctx, bp, entity, [...field.path, 'commands', i], name));
+      field.commands.forEach((name, i) => checkCommandOf(ctx, bp, entity, [...at, i], name));
     }
   }
 }
@@ -165,15 +167,20 @@ function commandMutations(ctx: CompileContext, bp: Blueprint): void {
           hint: didYouMean(value.key, names(command.input)),
         });
       }
-      if (value.kind === 'ref' && value.root === 'record' && !fieldNamed(entity, value.key)) unknownField(ctx, entity, at, value.key);
+      if (value.kind === 'ref' && value.root === 'record' && !fieldNamed(entity, value.key)) {
+        ctx.report('UNKNOWN_FIELD', at, `mutation reads record.${value.key}, but entity "${entity.name}" has no field "${value.key}"`, {
+          hint: didYouMean(value.key, names(entity.fields)),
+        });
+      }
       if (value.kind === 'ref' && value.root === 'actor' && !ACTOR_KEYS.includes(value.key)) {
         ctx.report('UNKNOWN_ACTOR_KEY', at, `actor.${value.key} is not part of the actor`, { hint: `actor keys: ${ACTOR_KEYS.join(', ')}` });
       }
       if (value.kind === 'now' && field.type !== 'DateTime' && field.type !== 'Date') {
         ctx.report('INVALID_MUTATION', at, `"now" is a time but ${name} is ${field.type}`);
       }
-      if (value.kind === 'literal' && field.type === 'Enum' && !field.values?.includes(String(value.value))) {
-        ctx.report('INVALID_MUTATION', at, `${JSON.stringify(value.value)} is not a value of ${name} (${field.values?.join(', ')})`);
+      const expected = value.kind === 'literal' ? expectedLiteral(field.type, value.value, field.values) : undefined;
+      if (value.kind === 'literal' && expected) {
+        ctx.report('INVALID_MUTATION', at, `${showLiteral(value.value)} does not fit ${field.type} field "${name}": expected ${expected}`);
       }
     }
   }
@@ -186,7 +193,9 @@ function commandHandlers(ctx: CompileContext, bp: Blueprint): void {
     const { file, exportName } = command.handler;
     const real = ctx.host.realPath(file);
     if (!isInside(ctx.parsed.rootDir, real ?? path.resolve(file))) {
-      ctx.report('HANDLER_OUTSIDE_ROOT', at, `handler ${command.handler.source} leaves the blueprint's root folder`);
+      ctx.report('HANDLER_OUTSIDE_ROOT', at, `handler "${command.handler.source}" leaves the blueprint's root folder ${ctx.host.display(ctx.parsed.rootDir)}`, {
+        hint: 'keep handler modules in the folder of the root blueprint or below it',
+      });
       continue;
     }
     const source = real === undefined ? undefined : ctx.host.readFile(real);
@@ -211,7 +220,11 @@ function operationIds(ctx: CompileContext, bp: Blueprint): void {
   const seen = new Map<string, Command>();
   for (const c of bp.commands) {
     const other = seen.get(c.operationId);
-    if (other) ctx.report('OPERATION_ID_COLLISION', c.path, `commands "${other.name}" and "${c.name}" share the operation id "${c.operationId}"`);
+    if (other) {
+      ctx.report('OPERATION_ID_COLLISION', c.path, `commands "${other.name}" and "${c.name}" share the operation id "${c.operationId}"`, {
+        hint: 'an operation id is the snake_case form of the command name; rename one of them',
+      });
+    }
     seen.set(c.operationId, c);
   }
 }
@@ -224,38 +237,68 @@ function skillActions(ctx: CompileContext, bp: Blueprint): void {
       const at = action.path;
       if (seenNames.has(action.name)) ctx.report('DUPLICATE_DEFINITION', [...at, 'name'], `skill "${skill.name}" has two actions named "${action.name}"`);
       seenNames.add(action.name);
-      const routeKey = `${action.method} ${action.route.replace(/\{[^}]*\}/g, '{}')}`;
-      const clash = routes.get(routeKey);
-      if (clash) ctx.report('DUPLICATE_ROUTE', [...at, 'path'], `${action.method} ${action.route} is also the route of ${clash}`);
-      routes.set(routeKey, `${skill.name}.${action.name}`);
+      if (action.route && action.method) {
+        const routeKey = `${action.method} ${action.route.replace(/\{[^}]*\}/g, '{}')}`;
+        const clash = routes.get(routeKey);
+        if (clash) ctx.report('DUPLICATE_ROUTE', [...at, 'path'], `${action.method} ${action.route} is also the route of ${clash}`);
+        routes.set(routeKey, `${skill.name}.${action.name}`);
+      }
 
-      if ((action.action === undefined) === (action.workflow === undefined)) {
-        ctx.report('INVALID_SKILL_ACTION', at, 'a skill action needs exactly one of action (a CRUD operation) and workflow', {
-          hint: 'action = "get" with entity = "Ticket", or workflow = "EscalateTicket"',
+      if (action.action === undefined && action.workflow === undefined) {
+        ctx.report('INVALID_SKILL_ACTION', [...at, 'action'], `skill action "${action.name}" needs either action (a CRUD operation) or workflow`, {
+          hint: 'add action = "create", "list", "get", "update" or "delete", or workflow = "<workflow name>"',
+        });
+      } else if (action.action !== undefined && action.workflow !== undefined) {
+        ctx.report('INVALID_SKILL_ACTION', at, `skill action "${action.name}" has both action and workflow`, {
+          hint: 'an action either runs a CRUD operation or starts a workflow; keep one of the two',
         });
       }
       const entity = action.entity === undefined ? undefined : entityNamed(bp, action.entity);
       if (action.entity !== undefined && !entity) unknownEntity(ctx, bp, [...at, 'entity'], action.entity);
-      if (action.action !== undefined && action.entity === undefined) ctx.report('MISSING_KEY', at, `a CRUD skill action needs entity`);
+      if (action.action !== undefined && action.entity === undefined) {
+        ctx.report('MISSING_KEY', [...at, 'entity'], `CRUD skill action "${action.name}" needs entity`);
+      }
       if (action.workflow !== undefined && !bp.workflows.some((w) => w.name === action.workflow)) {
         ctx.report('UNKNOWN_WORKFLOW', [...at, 'workflow'], `workflow "${action.workflow}" does not exist`, { hint: didYouMean(action.workflow, names(bp.workflows)) });
       }
-      const params = [...action.route.matchAll(/\{([^}]*)\}/g)].map((m) => m[1]);
-      params.forEach((p) => {
-        if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(p)) ctx.report('INVALID_PATH_PARAM', [...at, 'path'], `path parameter {${p}} must be an identifier`);
-      });
-      for (const [param, fieldName] of Object.entries(action.mapParams)) {
-        if (!params.includes(param)) {
-          ctx.report('UNKNOWN_PATH_PARAM', [...at, 'mapParams', param], `{${param}} is not a parameter of ${action.route}`, { hint: didYouMean(param, params) });
-        }
-        if (entity && !fieldNamed(entity, fieldName)) unknownField(ctx, entity, [...at, 'mapParams', param], fieldName);
-      }
+      skillActionParams(ctx, action, entity);
       for (const [key, type] of Object.entries(action.body)) {
         if (!(FIELD_TYPES as readonly string[]).includes(type)) {
-          ctx.report('UNKNOWN_FIELD_TYPE', [...at, 'body', key], `unknown field type "${type}"`, { hint: didYouMean(type, FIELD_TYPES) });
+          ctx.report('UNKNOWN_FIELD_TYPE', [...at, 'body', key], `unknown field type "${type}" for body key "${key}"`, {
+            hint: didYouMean(type, FIELD_TYPES) ?? `field types: ${FIELD_TYPES.join(', ')}`,
+          });
         }
       }
     }
+  }
+}
+
+/** Every `{param}` of the path names a field (through mapParams or by its own name), and only those. */
+function skillActionParams(ctx: CompileContext, action: Blueprint['skills'][number]['actions'][number], entity: Entity | undefined): void {
+  const at = action.path;
+  const params = [...action.route.matchAll(/\{([^}]*)\}/g)].map((m) => m[1]);
+  for (const p of params) {
+    if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(p)) {
+      ctx.report('INVALID_PATH_PARAM', [...at, 'path'], `path parameter {${p}} of ${action.route} must be an identifier`);
+    } else if (entity && action.mapParams[p] === undefined && !fieldNamed(entity, p)) {
+      ctx.report('UNKNOWN_PATH_PARAM', [...at, 'path'], `path parameter {${p}} is not a field of entity "${entity.name}" and has no mapParams entry`, {
+        hint: `map it to a field: mapParams = { ${p} = "${entity.primaryKey?.name ?? 'id'}" }`,
+      });
+    }
+  }
+  const identifiesRecord = action.action === 'get' || action.action === 'update' || action.action === 'delete';
+  if (identifiesRecord && action.route && params.length === 0) {
+    ctx.report('MISSING_PATH_PARAM', [...at, 'path'], `a "${action.action}" skill action needs a {param} in its path to find the record`, {
+      hint: `e.g. path = "${action.route.replace(/\/$/, '')}/{id}"`,
+    });
+  }
+  for (const [param, fieldName] of Object.entries(action.mapParams)) {
+    if (action.route && !params.includes(param)) {
+      ctx.report('UNKNOWN_PATH_PARAM', [...at, 'mapParams', param], `mapParams names {${param}}, which is not a parameter of ${action.route}`, {
+        hint: didYouMean(param, params) ?? (params.length ? `path parameters: ${params.map((p) => `{${p}}`).join(', ')}` : 'the path has no parameters'),
+      });
+    }
+    if (entity && !fieldNamed(entity, fieldName)) unknownField(ctx, entity, [...at, 'mapParams', param], fieldName);
   }
 }
 
@@ -268,15 +311,21 @@ function workflowReferences(ctx: CompileContext, bp: Blueprint): void {
   }
   for (const wf of bp.workflows) {
     if (wf.trigger.kind === 'entity' && !entityNamed(bp, wf.trigger.entity)) unknownEntity(ctx, bp, [...wf.path, 'trigger', 'entity'], wf.trigger.entity);
-    wf.steps.forEach((step, i) => {
-      const at: KeyPath = [...wf.path, 'steps', i];
+    for (const step of wf.steps) {
+      const at = ctx.declaredAt.get(step) ?? wf.path;
       const s = step.spec;
       if (step.type === 'query') {
-        if (typeof s.entity !== 'string') ctx.report('MISSING_KEY', at, 'a query step needs entity');
-        else if (!entityNamed(bp, s.entity)) unknownEntity(ctx, bp, [...at, 'entity'], s.entity);
-        if (s.action === undefined) ctx.report('MISSING_KEY', at, 'a query step needs action (create, update, delete or find)');
+        const entity = typeof s.entity === 'string' ? entityNamed(bp, s.entity) : undefined;
+        if (typeof s.entity !== 'string') ctx.report('MISSING_KEY', [...at, 'entity'], 'a query step needs entity');
+        else if (!entity) unknownEntity(ctx, bp, [...at, 'entity'], s.entity);
+        if (s.action === undefined) ctx.report('MISSING_KEY', [...at, 'action'], 'a query step needs action (create, update, delete or find)');
+        for (const key of ['where', 'data'] as const) {
+          const table = s[key];
+          if (!entity || !isTable(table)) continue;
+          for (const name of Object.keys(table)) if (!fieldNamed(entity, name)) unknownField(ctx, entity, [...at, key, name], name);
+        }
       } else if (step.type === 'command') {
-        if (typeof s.command !== 'string') ctx.report('MISSING_KEY', at, 'a command step needs command');
+        if (typeof s.command !== 'string') ctx.report('MISSING_KEY', [...at, 'command'], 'a command step needs command');
         else if (!bp.commands.some((c) => c.name === s.command)) {
           ctx.report('UNKNOWN_COMMAND', [...at, 'command'], `command "${s.command}" does not exist`, { hint: didYouMean(s.command, names(bp.commands)) });
         }
@@ -289,9 +338,9 @@ function workflowReferences(ctx: CompileContext, bp: Blueprint): void {
           });
         }
       } else if (step.type === 'webhook' && typeof s.url !== 'string') {
-        ctx.report('MISSING_KEY', at, 'a webhook step needs url');
+        ctx.report('MISSING_KEY', [...at, 'url'], 'a webhook step needs url');
       }
-    });
+    }
   }
 }
 
@@ -313,7 +362,13 @@ function pageReferences(ctx: CompileContext, bp: Blueprint): void {
         }
       });
     }
-    if (page.form && !entityNamed(bp, page.form.entity)) unknownEntity(ctx, bp, [...page.path, 'form', 'entity'], page.form.entity);
+    const formEntity = page.form && entityNamed(bp, page.form.entity);
+    if (page.form && !formEntity) unknownEntity(ctx, bp, [...page.path, 'form', 'entity'], page.form.entity);
+    page.form?.fields.forEach((f, i) => {
+      if (formEntity && typeof f.name === 'string' && !fieldNamed(formEntity, f.name)) {
+        unknownField(ctx, formEntity, [...page.path, 'form', 'fields', i, 'name'], f.name);
+      }
+    });
     const primary = page.queries[0] && entityNamed(bp, page.queries[0].entity);
     if (page.actionBar && primary && !fieldNamed(primary, page.actionBar.statusField)) {
       unknownField(ctx, primary, [...page.path, 'actionBar', 'statusField'], page.actionBar.statusField);
@@ -325,8 +380,8 @@ function permissionPatterns(ctx: CompileContext, bp: Blueprint): void {
   const actions = ['read', 'create', 'update', 'delete', '*'];
   for (const [role, rules] of Object.entries(bp.auth.permissions ?? {})) {
     for (const kind of ['allow', 'deny'] as const) {
-      rules[kind].forEach((rule, i) => {
-        const at: KeyPath = ['auth', 'permissions', role, kind, i];
+      rules[kind].forEach((rule) => {
+        const at = ctx.declaredAt.get(rule) ?? ['auth', 'permissions', role, kind];
         if (rule.entity !== '*' && !entityNamed(bp, rule.entity)) unknownEntity(ctx, bp, at, rule.entity);
         for (const a of rule.actions) {
           if (!actions.includes(a)) ctx.report('INVALID_PERMISSION', at, `"${a}" is not an entity action (read, create, update, delete or *)`, { hint: didYouMean(a, actions) });
@@ -337,12 +392,13 @@ function permissionPatterns(ctx: CompileContext, bp: Blueprint): void {
 }
 
 function apiKeyNames(ctx: CompileContext, bp: Blueprint): void {
-  const seen = new Set<string>();
-  bp.auth.apiKeys.forEach((key, i) => {
-    if (seen.has(key.credentialId)) ctx.report('DUPLICATE_DEFINITION', ['auth', 'apiKeys', i, 'credentialId'], `credential id "${key.credentialId}" is used by two API keys`);
-    seen.add(key.credentialId);
-  });
+  const keyNames = new Set<string>();
+  const credentials = new Set<string>();
+  for (const key of bp.auth.apiKeys) {
+    const at = ctx.declaredAt.get(key) ?? ['auth', 'apiKeys'];
+    if (keyNames.has(key.name)) ctx.report('DUPLICATE_DEFINITION', [...at, 'name'], `two API keys are named "${key.name}"`);
+    if (credentials.has(key.credentialId)) ctx.report('DUPLICATE_DEFINITION', [...at, 'credentialId'], `credential id "${key.credentialId}" is used by two API keys`);
+    keyNames.add(key.name);
+    credentials.add(key.credentialId);
+  }
 }
-
-/** Conditions are checked when built; kept here so the rules list documents every check. */
-export type { Condition };

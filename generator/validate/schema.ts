@@ -195,7 +195,6 @@ const page = obj({
     },
     ['entity'],
   ),
-  widget: {},
 });
 
 const apiKey = obj(
@@ -229,10 +228,7 @@ const auth = obj({
 
 const notifications = obj({
   default: nonEmptyStr,
-  adapters: {
-    type: 'array',
-    items: { type: 'object', properties: { name: nonEmptyStr, type: nonEmptyStr }, required: ['name', 'type'] },
-  },
+  adapters: { type: 'array', items: obj({ name: nonEmptyStr, type: nonEmptyStr }, ['name', 'type']) },
 });
 
 const project = obj({ name: nonEmptyStr, version: str, description: str });

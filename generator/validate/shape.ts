@@ -77,6 +77,7 @@ function mapErrors(bp: ParsedBlueprint, section: Section, errors: ErrorObject[])
       severity: 'error',
       path: formatPath(path),
       message: describe(e),
+      hint: e.keyword === 'enum' && typeof e.data === 'string' ? didYouMean(e.data, (e.params as { allowedValues: string[] }).allowedValues) : undefined,
       location: bp.locate(e.keyword === 'required' ? keys : path),
     });
   }
@@ -100,7 +101,8 @@ function describe(e: ErrorObject): string {
     case 'type': {
       const t = String(p.type);
       if (t === 'boolean,string,object') return 'must be a condition: true/false, a string or a table';
-      return `must be ${t.split(',').map(article).join(' or ')}`;
+      const names = t.split(',').map(article);
+      return `must be ${names.length > 1 ? `${names.slice(0, -1).join(', ')} or ${names.at(-1)}` : names[0]}`;
     }
     case 'enum':
       return `must be one of ${(p.allowedValues as unknown[]).map((v) => JSON.stringify(v)).join(', ')}`;

@@ -1,0 +1,118 @@
+import { spawnSync } from 'node:child_process';
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { expect } from 'chai';
+
+const REPO = path.resolve(import.meta.dirname, '..');
+const BIN = path.join(REPO, 'bin', 'bp');
+const pkg = JSON.parse(fs.readFileSync(path.join(REPO, 'package.json'), 'utf8')) as { version: string };
+
+/** Runs `bp` from the repository root, so diagnostics show paths relative to it. */
+function bp(...args: string[]): { status: number | null; stdout: string; stderr: string } {
+  const result = spawnSync(process.execPath, [BIN, ...args], { cwd: REPO, encoding: 'utf8', env: { ...process.env, NO_COLOR: '1' } });
+  return { status: result.status, stdout: result.stdout, stderr: result.stderr };
+}
+
+const STACK_FRAME = /\n\s+at /;
+
+function expectNoStackTrace(run: { stdout: string; stderr: string }): void {
+  expect(run.stdout).not.to.match(STACK_FRAME);
+  expect(run.stderr).not.to.match(STACK_FRAME);
+}
+
+describe('bp validate', () => {
+  it('exits 0 and says so for the reference blueprint', () => {
+    const run = bp('validate', 'fixtures/helpdesk/helpdesk.toml');
+    expect(run).to.deep.equal({ status: 0, stdout: 'fixtures/helpdesk/helpdesk.toml is valid\n', stderr: '' });
+  });
+
+  it('exits 0 for a blueprint with only warnings, and prints them', () => {
+    const file = 'test/fixtures/invalid/unknown-key/app.toml';
+    const run = bp('validate', file);
+    expect(run.status).to.equal(0);
+    expect(run.stdout).to.equal(`${file} is valid\n`);
+    expect(run.stderr).to.equal(
+      [
+        `${file}:3:1 project.verison: unknown key "verison" is ignored [warning UNKNOWN_KEY]`,
+        '  hint: did you mean "version"?',
+        `${file}:8:36 entity.Expense.fields.1.requird: unknown key "requird" is ignored [warning UNKNOWN_KEY]`,
+        '  hint: did you mean "required"?',
+        `${file}:11:17 entity.Expense.acess: unknown key "acess" is ignored [warning UNKNOWN_KEY]`,
+        '  hint: did you mean "access"?',
+        `${file}:14:2 entitys: unknown top-level key "entitys" is ignored [warning UNKNOWN_KEY]`,
+        '  hint: did you mean "entity"?',
+        '0 error(s), 4 warning(s)',
+        '',
+      ].join('\n'),
+    );
+  });
+
+  it('exits 1 and prints every error in source order as file:line:col path: message [error CODE]', () => {
+    const dir = 'test/fixtures/invalid/several-errors';
+    const run = bp('validate', `${dir}/app.toml`);
+    expect(run.status).to.equal(1);
+    expect(run.stdout).to.equal('');
+    expect(run.stderr).to.equal(
+      [
+        `${dir}/app.toml:7:38 entity.Expense.fields.1.default: default "zero" does not fit Float: expected a number [error INVALID_DEFAULT]`,
+        `${dir}/app.toml:9:3 entity.Expense.fields.3: Enum field "kind" has no values [error ENUM_WITHOUT_VALUES]`,
+        '  hint: add values = ["a", "b"]',
+        `${dir}/app.toml:15:20 entity.Employee.fields.1.type: unknown field type "Txt" [error UNKNOWN_FIELD_TYPE]`,
+        '  hint: did you mean "Text"?',
+        `${dir}/commands.toml:3:1 command.ApproveExpense.policy: expression does not parse: expected expression after "contains" at column 21 [error INVALID_CONDITION]`,
+        `${dir}/commands.toml:4:36 command.ApproveExpense.mutations.approvedAt: entity "Expense" has no field "approvedAt" [error UNKNOWN_FIELD]`,
+        '5 error(s), 0 warning(s)',
+        '',
+      ].join('\n'),
+    );
+  });
+
+  it('reports a TOML syntax error at its position, without a stack trace', () => {
+    const file = 'test/fixtures/invalid/toml-syntax/app.toml';
+    const run = bp('validate', file);
+    expect(run.status).to.equal(1);
+    expect(run.stderr).to.equal(`${file}:3:32 TOML syntax error: expected comma or end of structure [error TOML_SYNTAX]\n1 error(s), 0 warning(s)\n`);
+    expectNoStackTrace(run);
+  });
+
+  it('prints no stack trace for values of odd shapes, broken handlers or import cycles', () => {
+    for (const fixture of ['odd-shapes', 'handler-unreadable', 'handler-export-missing', 'import-cycle']) {
+      const run = bp('validate', `test/fixtures/invalid/${fixture}/app.toml`);
+      expect(run.status, fixture).to.equal(1);
+      expectNoStackTrace(run);
+    }
+  });
+
+  describe('usage errors exit 2 without a stack trace', () => {
+    const cases: Array<[string, string[], RegExp]> = [
+      ['a missing argument', ['validate'], /missing required argument 'blueprint'/],
+      ['an unknown option', ['validate', '--bogus', 'fixtures/helpdesk/helpdesk.toml'], /unknown option '--bogus'/],
+      ['a missing file', ['validate', 'no/such/blueprint.toml'], /^bp: blueprint no\/such\/blueprint.toml not found\n$/],
+      ['an unknown command', ['valdiate', 'fixtures/helpdesk/helpdesk.toml'], /unknown command 'valdiate'/],
+    ];
+    for (const [what, args, stderr] of cases) {
+      it(what, () => {
+        const run = bp(...args);
+        expect(run.status).to.equal(2);
+        expect(run.stdout).to.equal('');
+        expect(run.stderr).to.match(stderr);
+        expectNoStackTrace(run);
+      });
+    }
+  });
+});
+
+describe('bp --version and --help', () => {
+  it('prints the package version', () => {
+    expect(bp('--version')).to.deep.equal({ status: 0, stdout: `${pkg.version}\n`, stderr: '' });
+  });
+
+  it('prints usage for bp and for bp validate', () => {
+    const top = bp('--help');
+    expect(top.status).to.equal(0);
+    expect(top.stdout).to.match(/^Usage: bp /).and.to.include('validate <blueprint>');
+    const validate = bp('validate', '--help');
+    expect(validate.status).to.equal(0);
+    expect(validate.stdout).to.match(/^Usage: bp validate \[options\] <blueprint>/);
+  });
+});

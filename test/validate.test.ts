@@ -1,0 +1,1068 @@
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { expect } from 'chai';
+import fc from 'fast-check';
+import { parse as parseToml, stringify } from 'smol-toml';
+import { validateBlueprint } from '../generator/compile.ts';
+import type { Diagnostic } from '../generator/diagnostics.ts';
+import type { Blueprint } from '../generator/model/types.ts';
+import { nodeSourceHost, type SourceHost } from '../generator/source.ts';
+
+const REPO = path.resolve(import.meta.dirname, '..');
+const INVALID = path.join(import.meta.dirname, 'fixtures', 'invalid');
+const VALID = path.join(import.meta.dirname, 'fixtures', 'valid');
+
+/** A fixture path as diagnostics show it (relative to the working directory). */
+const shown = (rel: string): string => nodeSourceHost().display(path.join(INVALID, rel));
+
+interface Expected {
+  at: string;
+  code: string;
+  severity?: 'error' | 'warning';
+  path: string;
+  message: string;
+  hint?: string;
+}
+
+/** Every field a user sees, with the location reduced to `basename:line:column`. */
+function seen(d: Diagnostic): Expected {
+  const at = d.location ? `${path.basename(d.location.file)}:${d.location.line}:${d.location.column}` : '(no location)';
+  return { at, code: d.code, severity: d.severity, path: d.path, message: d.message, hint: d.hint };
+}
+
+function validate(file: string) {
+  return validateBlueprint(file, nodeSourceHost());
+}
+
+/** A fixture per rule, breaking only that rule (several-errors, odd-shapes and array-forms break several on purpose); `root` defaults to app.toml. */
+const CASES: Array<{ fixture: string; root?: string; expected: Expected[] }> = [
+  {
+    fixture: 'access-expression',
+    expected: [
+      {
+        at: 'app.toml:9:1',
+        code: 'INVALID_CONDITION',
+        path: 'entity.Expense.access.update',
+        message: 'expression does not parse: unknown root "input" (expected one of actor, record, now) at column 19',
+      },
+      {
+        at: 'app.toml:10:1',
+        code: 'INVALID_CONDITION',
+        path: 'entity.Expense.access.delete',
+        message: 'expression does not parse: expected expression after "contains" at column 21',
+      },
+    ],
+  },
+  {
+    fixture: 'api-key-duplicate',
+    expected: [
+      {
+        at: 'app.toml:11:1',
+        code: 'DUPLICATE_DEFINITION',
+        path: 'auth.apiKeys.1.name',
+        message: 'two API keys are named "bookkeeper"',
+      },
+      {
+        at: 'app.toml:14:1',
+        code: 'DUPLICATE_DEFINITION',
+        path: 'auth.apiKeys.1.credentialId',
+        message: 'credential id "cred-books" is used by two API keys',
+      },
+    ],
+  },
+  {
+    fixture: 'array-forms',
+    expected: [
+      {
+        at: 'app.toml:10:21',
+        code: 'UNKNOWN_FIELD_TYPE',
+        path: 'entity.Expense.fields.1.type',
+        message: 'unknown field type "Decimal"',
+        hint: 'field types: ULID, UUID, Text, LongText, Email, Integer, Float, Boolean, Date, DateTime, JSON, Enum, Ref, file',
+      },
+      {
+        at: 'app.toml:13:1',
+        code: 'COMMAND_WITHOUT_EFFECT',
+        path: 'command.ApproveExpense',
+        message: 'command "ApproveExpense" has neither mutations nor a handler',
+        hint: 'add mutations = { field = value } or handler = "./handlers/file.ts#name"',
+      },
+      {
+        at: 'app.toml:19:1',
+        code: 'UNKNOWN_ENTITY',
+        path: 'command.RejectExpense.entity',
+        message: 'entity "Expens" does not exist',
+        hint: 'did you mean "Expense"?',
+      },
+      {
+        at: 'app.toml:27:1',
+        code: 'UNKNOWN_ENTITY',
+        path: 'page."/expenses".query.expenses.entity',
+        message: 'entity "Expenses" does not exist',
+        hint: 'did you mean "Expense"?',
+      },
+      {
+        at: 'app.toml:32:29',
+        code: 'UNKNOWN_ADAPTER',
+        path: 'workflow.Notify.steps.0.adapter',
+        message: 'notification adapter "slack" is not declared',
+        hint: 'declare it under [[notifications.adapters]]',
+      },
+      {
+        at: 'app.toml:36:12',
+        code: 'INVALID_SKILL_ACTION',
+        path: 'skill.expenses.actions.0.action',
+        message: 'skill action "list" needs either action (a CRUD operation) or workflow',
+        hint: 'add action = "create", "list", "get", "update" or "delete", or workflow = "<workflow name>"',
+      },
+    ],
+  },
+  {
+    fixture: 'command-of-other-entity',
+    expected: [
+      {
+        at: 'app.toml:9:13',
+        code: 'COMMAND_OF_OTHER_ENTITY',
+        path: 'entity.Expense.protection.commands.0',
+        message: 'command "RenameEmployee" belongs to entity "Employee", not "Expense"',
+      },
+    ],
+  },
+  {
+    fixture: 'command-only-unknown-command',
+    expected: [
+      {
+        at: 'app.toml:4:124',
+        code: 'UNKNOWN_COMMAND',
+        path: 'entity.Expense.fields.1.commands.0',
+        message: 'command "AproveExpense" does not exist',
+        hint: 'did you mean "ApproveExpense"?',
+      },
+      {
+        at: 'app.toml:9:15',
+        code: 'PROTECTED_FIELD_MUTATION',
+        path: 'command.ApproveExpense.mutations.status',
+        message: 'field "status" may be written only by AproveExpense',
+        hint: "add \"ApproveExpense\" to the field's commands list",
+      },
+    ],
+  },
+  {
+    fixture: 'command-without-effect',
+    expected: [
+      {
+        at: 'app.toml:7:10',
+        code: 'COMMAND_WITHOUT_EFFECT',
+        path: 'command.ApproveExpense',
+        message: 'command "ApproveExpense" has neither mutations nor a handler',
+        hint: 'add mutations = { field = value } or handler = "./handlers/file.ts#name"',
+      },
+    ],
+  },
+  {
+    fixture: 'condition-shape',
+    expected: [
+      {
+        at: 'app.toml:8:10',
+        code: 'INVALID_CONDITION',
+        path: 'entity.Expense.access.read.or',
+        message: '"or" must be a non-empty array of conditions, got an empty array',
+      },
+      {
+        at: 'app.toml:9:12',
+        code: 'INVALID_CONDITION',
+        path: 'entity.Expense.access.create."$user.role"',
+        message: 'unknown reference "$user.role" (expected $currentUser.<key>)',
+      },
+      {
+        at: 'app.toml:13:1',
+        code: 'INVALID_VALUE',
+        path: 'command.ApproveExpense.policy',
+        message: 'must be a condition: true/false, a string or a table',
+      },
+    ],
+  },
+  {
+    fixture: 'duplicate-definition',
+    expected: [
+      {
+        at: 'entities.toml:4:9',
+        code: 'DUPLICATE_DEFINITION',
+        path: 'entity.Expense',
+        message: `entity "Expense" is defined in ${shown('duplicate-definition/app.toml')} and ${shown('duplicate-definition/entities.toml')}`,
+        hint: `first defined at ${shown('duplicate-definition/app.toml')}:3`,
+      },
+    ],
+  },
+  {
+    fixture: 'enum-without-values',
+    expected: [
+      {
+        at: 'app.toml:4:3',
+        code: 'ENUM_WITHOUT_VALUES',
+        path: 'entity.Expense.fields.1',
+        message: 'Enum field "status" has no values',
+        hint: 'add values = ["a", "b"]',
+      },
+    ],
+  },
+  {
+    fixture: 'expression-syntax',
+    expected: [
+      {
+        at: 'app.toml:9:1',
+        code: 'INVALID_CONDITION',
+        path: 'command.ApproveExpense.policy',
+        message: 'expression does not parse: expected expression after "&&" at column 34',
+      },
+    ],
+  },
+  {
+    fixture: 'expression-unknown-root',
+    expected: [
+      {
+        at: 'app.toml:9:1',
+        code: 'INVALID_CONDITION',
+        path: 'command.ApproveExpense.availableWhen',
+        message: 'expression does not parse: unknown root "recrod" (expected one of actor, record, input, workflow, now) at column 1',
+        hint: 'did you mean "record"?',
+      },
+    ],
+  },
+  {
+    fixture: 'file-option-on-non-file',
+    expected: [
+      {
+        at: 'app.toml:4:38',
+        code: 'FILE_OPTION_ON_NON_FILE',
+        path: 'entity.Expense.fields.1.max',
+        message: '"max" applies only to file fields, not Text',
+      },
+    ],
+  },
+  {
+    fixture: 'handler-export-missing',
+    expected: [
+      {
+        at: 'approve.toml:4:1',
+        code: 'HANDLER_EXPORT_MISSING',
+        path: 'command.ApproveExpense.handler',
+        message: `${shown('handler-export-missing/commands/handlers/approve.ts')} has no export "approveExpense"`,
+        hint: 'it exports approve, reject',
+      },
+      {
+        at: 'approve.toml:8:1',
+        code: 'HANDLER_EXPORT_MISSING',
+        path: 'command.RejectExpense.handler',
+        message: `${shown('handler-export-missing/commands/handlers/approve.ts')} has no default export`,
+        hint: 'it exports approve, reject',
+      },
+    ],
+  },
+  {
+    fixture: 'handler-malformed',
+    expected: [
+      {
+        at: 'app.toml:6:1',
+        code: 'INVALID_HANDLER',
+        path: 'command.ApproveExpense.handler',
+        message: 'handler "#approve" is not "path/to/module.ts" or "path/to/module.ts#exportName"',
+        hint: 'e.g. handler = "./handlers/tickets.ts#closeTicket"',
+      },
+    ],
+  },
+  {
+    fixture: 'handler-not-found',
+    expected: [
+      {
+        at: 'app.toml:6:1',
+        code: 'HANDLER_NOT_FOUND',
+        path: 'command.ApproveExpense.handler',
+        message: `handler file ${shown('handler-not-found/handlers/aprove.ts')} does not exist`,
+        hint: 'handler paths are relative to the TOML file that declares the command',
+      },
+    ],
+  },
+  {
+    fixture: 'handler-outside-root',
+    root: 'app/app.toml',
+    expected: [
+      {
+        at: 'app.toml:6:1',
+        code: 'HANDLER_OUTSIDE_ROOT',
+        path: 'command.ApproveExpense.handler',
+        message: `handler "../handlers/approve.ts#approve" leaves the blueprint's root folder ${shown('handler-outside-root/app')}`,
+        hint: 'keep handler modules in the folder of the root blueprint or below it',
+      },
+    ],
+  },
+  {
+    fixture: 'handler-unreadable',
+    expected: [
+      {
+        at: 'app.toml:6:1',
+        code: 'HANDLER_UNREADABLE',
+        path: 'command.ApproveExpense.handler',
+        message: `handler ${shown('handler-unreadable/handlers/approve.ts')} does not parse: Unexpected "export" (line 4)`,
+      },
+    ],
+  },
+  {
+    fixture: 'import-cycle',
+    expected: [
+      {
+        at: 'entities.toml:1:12',
+        code: 'IMPORT_CYCLE',
+        path: 'imports.0',
+        message: `import cycle: ${shown('import-cycle/app.toml')} -> ${shown('import-cycle/entities.toml')} -> ${shown('import-cycle/app.toml')}`,
+        hint: 'a fragment may not import, directly or indirectly, a file that imports it',
+      },
+    ],
+  },
+  {
+    fixture: 'import-missing',
+    expected: [
+      {
+        at: 'app.toml:1:31',
+        code: 'IMPORT_NOT_FOUND',
+        path: 'imports.1',
+        message: 'imported file "./missing.toml" does not exist',
+        hint: `looked for ${shown('import-missing/missing.toml')}; import paths are relative to the importing file`,
+      },
+    ],
+  },
+  {
+    fixture: 'import-not-a-path',
+    expected: [
+      {
+        at: 'app.toml:1:31',
+        code: 'INVALID_IMPORTS',
+        path: 'imports.1',
+        message: 'each import must be a file path, got a number',
+        hint: 'write imports = ["./entities.toml"]',
+      },
+    ],
+  },
+  {
+    fixture: 'import-outside-root',
+    root: 'app/app.toml',
+    expected: [
+      {
+        at: 'app.toml:1:12',
+        code: 'IMPORT_OUTSIDE_ROOT',
+        path: 'imports.0',
+        message: `import "../shared.toml" leaves the blueprint's root folder ${shown('import-outside-root/app')}`,
+        hint: 'keep every fragment in the folder of the root blueprint or below it',
+      },
+    ],
+  },
+  {
+    fixture: 'invalid-default',
+    expected: [
+      {
+        at: 'app.toml:4:40',
+        code: 'INVALID_DEFAULT',
+        path: 'entity.Expense.fields.1.default',
+        message: 'default "ten" does not fit Integer: expected an integer',
+      },
+    ],
+  },
+  {
+    fixture: 'invalid-mime-type',
+    expected: [
+      {
+        at: 'app.toml:4:61',
+        code: 'INVALID_MIME_TYPE',
+        path: 'entity.Expense.fields.1.accept.1',
+        message: 'accept entry ".pdf" is not a MIME type',
+        hint: 'accept lists MIME types such as "application/pdf", not file extensions',
+      },
+    ],
+  },
+  {
+    fixture: 'missing-primary-key',
+    expected: [
+      {
+        at: 'app.toml:2:1',
+        code: 'MISSING_PRIMARY_KEY',
+        path: 'entity.Expense.fields',
+        message: 'entity "Expense" has no primary key',
+        hint: 'add { name = "id", type = "ULID", primary_key = true }',
+      },
+    ],
+  },
+  {
+    fixture: 'mutation-unknown-field',
+    expected: [
+      {
+        at: 'app.toml:9:15',
+        code: 'UNKNOWN_FIELD',
+        path: 'command.ApproveExpense.mutations.state',
+        message: 'entity "Expense" has no field "state"',
+      },
+    ],
+  },
+  {
+    fixture: 'mutation-wrong-type',
+    expected: [
+      {
+        at: 'app.toml:10:15',
+        code: 'INVALID_MUTATION',
+        path: 'command.ApproveExpense.mutations.status',
+        message: '"aproved" does not fit Enum field "status": expected one of "draft", "approved"',
+      },
+      {
+        at: 'app.toml:10:35',
+        code: 'INVALID_MUTATION',
+        path: 'command.ApproveExpense.mutations.amount',
+        message: '"0" does not fit Integer field "amount": expected an integer',
+      },
+    ],
+  },
+  {
+    fixture: 'odd-shapes',
+    expected: [
+      {
+        at: 'app.toml:2:12',
+        code: 'INVALID_IMPORTS',
+        path: 'imports.0',
+        message: 'each import must be a file path, got a number',
+        hint: 'write imports = ["./entities.toml"]',
+      },
+      {
+        at: 'app.toml:4:1',
+        code: 'INVALID_VALUE',
+        path: 'entity.Broken',
+        message: 'must be a table',
+      },
+      {
+        at: 'app.toml:7:1',
+        code: 'INVALID_VALUE',
+        path: 'entity.Expense.fields',
+        message: 'must be a list',
+      },
+      {
+        at: 'app.toml:11:10',
+        code: 'INVALID_VALUE',
+        path: 'workflow.Notify.steps.0',
+        message: 'must be a table',
+      },
+      {
+        at: 'app.toml:11:13',
+        code: 'INVALID_VALUE',
+        path: 'workflow.Notify.steps.1',
+        message: 'must be a table',
+      },
+      {
+        at: 'app.toml:11:20',
+        code: 'MISSING_KEY',
+        path: 'workflow.Notify.steps.2.url',
+        message: 'a webhook step needs url',
+      },
+      {
+        at: 'app.toml:13:10',
+        code: 'MISSING_KEY',
+        path: 'command.Approve.entity',
+        message: '"entity" is required',
+      },
+      {
+        at: 'app.toml:14:1',
+        code: 'INVALID_VALUE',
+        path: 'command.Approve.mutations',
+        message: 'must be a table',
+      },
+    ],
+  },
+  {
+    fixture: 'operation-id-collision',
+    expected: [
+      {
+        at: 'app.toml:12:10',
+        code: 'OPERATION_ID_COLLISION',
+        path: 'command.Approve_Expense',
+        message: 'commands "ApproveExpense" and "Approve_Expense" share the operation id "approve_expense"',
+        hint: 'an operation id is the snake_case form of the command name; rename one of them',
+      },
+    ],
+  },
+  {
+    fixture: 'page-query-duplicate',
+    expected: [
+      {
+        at: 'app.toml:14:27',
+        code: 'DUPLICATE_DEFINITION',
+        path: 'page."/expenses".queries.expenses',
+        message: 'page "/expenses" defines query "expenses" twice, as query.expenses and queries.expenses',
+        hint: 'queries.<name> is another spelling of query.<name>; keep one',
+      },
+    ],
+  },
+  {
+    fixture: 'page-query-unknown-entity',
+    expected: [
+      {
+        at: 'app.toml:12:1',
+        code: 'UNKNOWN_ENTITY',
+        path: 'page."/expenses".query.expenses.entity',
+        message: 'entity "Expenses" does not exist',
+        hint: 'did you mean "Expense"?',
+      },
+      {
+        at: 'app.toml:19:1',
+        code: 'UNKNOWN_ENTITY',
+        path: 'page."/expenses/:id".query.expense.entity',
+        message: 'entity "Expence" does not exist',
+        hint: 'did you mean "Expense"?',
+      },
+    ],
+  },
+  {
+    // The malformed first entry must not shift the position of the ones after it.
+    fixture: 'permission-unknown-entity',
+    expected: [
+      {
+        at: 'app.toml:5:22',
+        code: 'INVALID_PERMISSION',
+        path: 'auth.permissions.manager.allow.0',
+        message: '"Expense" is not an Entity.action pattern',
+        hint: 'write e.g. "Ticket.read" or "*.*"',
+      },
+      {
+        at: 'app.toml:5:33',
+        code: 'UNKNOWN_ENTITY',
+        path: 'auth.permissions.manager.allow.1',
+        message: 'entity "Expnse" does not exist',
+        hint: 'did you mean "Expense"?',
+      },
+      {
+        at: 'app.toml:5:50',
+        code: 'INVALID_PERMISSION',
+        path: 'auth.permissions.manager.allow.2',
+        message: '"approve" is not an entity action (read, create, update, delete or *)',
+      },
+    ],
+  },
+  {
+    fixture: 'primary-key-not-ulid',
+    expected: [
+      {
+        at: 'app.toml:3:18',
+        code: 'INVALID_PRIMARY_KEY',
+        path: 'entity.Expense.fields.0.type',
+        message: 'primary key "id" must be ULID or UUID, not Integer',
+      },
+    ],
+  },
+  {
+    fixture: 'protection-unknown-field',
+    expected: [
+      {
+        at: 'app.toml:8:25',
+        code: 'UNKNOWN_FIELD',
+        path: 'entity.Expense.protection.fields.1',
+        message: 'entity "Expense" has no field "approvedAt"',
+        hint: 'did you mean "approvedBy"?',
+      },
+    ],
+  },
+  {
+    fixture: 'ref-malformed',
+    expected: [
+      {
+        at: 'app.toml:4:40',
+        code: 'INVALID_REF',
+        path: 'entity.Expense.fields.1.ref',
+        message: 'ref "Employee.id.name" of field "employeeId" is not "Entity" or "Entity.field"',
+        hint: 'e.g. ref = "Customer" or ref = "Customer.id"',
+      },
+    ],
+  },
+  {
+    fixture: 'ref-missing-entity',
+    expected: [
+      {
+        at: 'app.toml:4:40',
+        code: 'UNKNOWN_ENTITY',
+        path: 'entity.Expense.fields.1.ref',
+        message: 'Ref target entity "Employe" does not exist',
+        hint: 'did you mean "Employee"?',
+      },
+    ],
+  },
+  {
+    fixture: 'ref-missing-field',
+    expected: [
+      {
+        at: 'app.toml:4:40',
+        code: 'UNKNOWN_FIELD',
+        path: 'entity.Expense.fields.1.ref',
+        message: 'entity "Employee" has no field "uid"',
+        hint: 'did you mean "id"?',
+      },
+    ],
+  },
+  {
+    fixture: 'relation-missing-entity',
+    expected: [
+      {
+        at: 'app.toml:8:34',
+        code: 'UNKNOWN_ENTITY',
+        path: 'entity.Expense.relations.employee.entity',
+        message: 'entity "Employe" does not exist',
+        hint: 'did you mean "Employee"?',
+      },
+    ],
+  },
+  {
+    fixture: 'relation-missing-field',
+    expected: [
+      {
+        at: 'app.toml:11:52',
+        code: 'UNKNOWN_FIELD',
+        path: 'entity.Employee.relations.expenses.foreign_key',
+        message: 'entity "Expense" has no field "employeId"',
+        hint: 'did you mean "employeeId"?',
+      },
+    ],
+  },
+  {
+    fixture: 'several-errors',
+    expected: [
+      {
+        at: 'app.toml:7:38',
+        code: 'INVALID_DEFAULT',
+        path: 'entity.Expense.fields.1.default',
+        message: 'default "zero" does not fit Float: expected a number',
+      },
+      {
+        at: 'app.toml:9:3',
+        code: 'ENUM_WITHOUT_VALUES',
+        path: 'entity.Expense.fields.3',
+        message: 'Enum field "kind" has no values',
+        hint: 'add values = ["a", "b"]',
+      },
+      {
+        at: 'app.toml:15:20',
+        code: 'UNKNOWN_FIELD_TYPE',
+        path: 'entity.Employee.fields.1.type',
+        message: 'unknown field type "Txt"',
+        hint: 'did you mean "Text"?',
+      },
+      {
+        at: 'commands.toml:3:1',
+        code: 'INVALID_CONDITION',
+        path: 'command.ApproveExpense.policy',
+        message: 'expression does not parse: expected expression after "contains" at column 21',
+      },
+      {
+        at: 'commands.toml:4:36',
+        code: 'UNKNOWN_FIELD',
+        path: 'command.ApproveExpense.mutations.approvedAt',
+        message: 'entity "Expense" has no field "approvedAt"',
+      },
+    ],
+  },
+  {
+    fixture: 'skill-action-both',
+    expected: [
+      {
+        at: 'app.toml:13:1',
+        code: 'INVALID_SKILL_ACTION',
+        path: 'skill.expenses.actions.0',
+        message: 'skill action "escalate" has both action and workflow',
+        hint: 'an action either runs a CRUD operation or starts a workflow; keep one of the two',
+      },
+    ],
+  },
+  {
+    fixture: 'skill-action-neither',
+    expected: [
+      {
+        at: 'app.toml:11:1',
+        code: 'INVALID_SKILL_ACTION',
+        path: 'skill.expenses.actions.0.action',
+        message: 'skill action "get_expense" needs either action (a CRUD operation) or workflow',
+        hint: 'add action = "create", "list", "get", "update" or "delete", or workflow = "<workflow name>"',
+      },
+    ],
+  },
+  {
+    fixture: 'skill-map-params-unknown-field',
+    expected: [
+      {
+        at: 'app.toml:15:15',
+        code: 'UNKNOWN_FIELD',
+        path: 'skill.expenses.actions.0.mapParams.expenseId',
+        message: 'entity "Expense" has no field "uid"',
+        hint: 'did you mean "id"?',
+      },
+    ],
+  },
+  {
+    fixture: 'skill-missing-path-param',
+    expected: [
+      {
+        at: 'app.toml:12:1',
+        code: 'MISSING_PATH_PARAM',
+        path: 'skill.expenses.actions.0.path',
+        message: 'a "delete" skill action needs a {param} in its path to find the record',
+        hint: 'e.g. path = "/api/skills/expenses/{id}"',
+      },
+    ],
+  },
+  {
+    fixture: 'skill-path-param',
+    expected: [
+      {
+        at: 'app.toml:12:1',
+        code: 'UNKNOWN_PATH_PARAM',
+        path: 'skill.expenses.actions.0.path',
+        message: 'path parameter {expenseId} is not a field of entity "Expense" and has no mapParams entry',
+        hint: 'map it to a field: mapParams = { expenseId = "id" }',
+      },
+      {
+        at: 'app.toml:15:15',
+        code: 'UNKNOWN_PATH_PARAM',
+        path: 'skill.expenses.actions.0.mapParams.expenseID',
+        message: 'mapParams names {expenseID}, which is not a parameter of /api/skills/expenses/{expenseId}',
+        hint: 'did you mean "expenseId"?',
+      },
+    ],
+  },
+  {
+    fixture: 'skill-unknown-entity',
+    expected: [
+      {
+        at: 'app.toml:13:1',
+        code: 'UNKNOWN_ENTITY',
+        path: 'skill.expenses.actions.0.entity',
+        message: 'entity "Expenses" does not exist',
+        hint: 'did you mean "Expense"?',
+      },
+    ],
+  },
+  {
+    fixture: 'skill-unknown-workflow',
+    expected: [
+      {
+        at: 'app.toml:18:1',
+        code: 'UNKNOWN_WORKFLOW',
+        path: 'skill.expenses.actions.0.workflow',
+        message: 'workflow "Escalte" does not exist',
+        hint: 'did you mean "Escalate"?',
+      },
+    ],
+  },
+  {
+    fixture: 'toml-syntax',
+    expected: [
+      {
+        at: 'app.toml:3:32',
+        code: 'TOML_SYNTAX',
+        path: '',
+        message: 'TOML syntax error: expected comma or end of structure',
+      },
+    ],
+  },
+  {
+    fixture: 'toml-syntax-in-import',
+    expected: [
+      {
+        at: 'entities.toml:8:22',
+        code: 'TOML_SYNTAX',
+        path: '',
+        message: 'TOML syntax error: control characters are not allowed in strings',
+      },
+    ],
+  },
+  {
+    fixture: 'unknown-field-type',
+    expected: [
+      {
+        at: 'app.toml:5:22',
+        code: 'UNKNOWN_FIELD_TYPE',
+        path: 'entity.Expense.fields.2.type',
+        message: 'unknown field type "Integr"',
+        hint: 'did you mean "Integer"?',
+      },
+    ],
+  },
+  {
+    fixture: 'unknown-key',
+    expected: [
+      {
+        at: 'app.toml:3:1',
+        code: 'UNKNOWN_KEY',
+        severity: 'warning',
+        path: 'project.verison',
+        message: 'unknown key "verison" is ignored',
+        hint: 'did you mean "version"?',
+      },
+      {
+        at: 'app.toml:8:36',
+        code: 'UNKNOWN_KEY',
+        severity: 'warning',
+        path: 'entity.Expense.fields.1.requird',
+        message: 'unknown key "requird" is ignored',
+        hint: 'did you mean "required"?',
+      },
+      {
+        at: 'app.toml:11:17',
+        code: 'UNKNOWN_KEY',
+        severity: 'warning',
+        path: 'entity.Expense.acess',
+        message: 'unknown key "acess" is ignored',
+        hint: 'did you mean "access"?',
+      },
+      {
+        at: 'app.toml:14:2',
+        code: 'UNKNOWN_KEY',
+        severity: 'warning',
+        path: 'entitys',
+        message: 'unknown top-level key "entitys" is ignored',
+        hint: 'did you mean "entity"?',
+      },
+    ],
+  },
+  {
+    fixture: 'workflow-unknown-adapter',
+    expected: [
+      {
+        at: 'app.toml:19:22',
+        code: 'UNKNOWN_ADAPTER',
+        path: 'workflow.Announce.steps.1.adapter',
+        message: 'notification adapter "consle" is not declared',
+        hint: 'did you mean "console"?',
+      },
+    ],
+  },
+  {
+    fixture: 'workflow-unknown-command',
+    expected: [
+      {
+        at: 'app.toml:14:30',
+        code: 'UNKNOWN_COMMAND',
+        path: 'workflow.AutoApprove.steps.0.command',
+        message: 'command "ApproveExpence" does not exist',
+        hint: 'did you mean "ApproveExpense"?',
+      },
+    ],
+  },
+  {
+    fixture: 'workflow-unknown-entity',
+    expected: [
+      {
+        at: 'app.toml:9:13',
+        code: 'UNKNOWN_ENTITY',
+        path: 'workflow.Archive.trigger.entity',
+        message: 'entity "Expence" does not exist',
+        hint: 'did you mean "Expense"?',
+      },
+      {
+        at: 'app.toml:11:21',
+        code: 'UNKNOWN_ENTITY',
+        path: 'workflow.Archive.steps.0.entity',
+        message: 'entity "Expenses" does not exist',
+        hint: 'did you mean "Expense"?',
+      },
+    ],
+  },
+  {
+    fixture: 'workflow-unknown-field',
+    expected: [
+      {
+        at: 'app.toml:11:120',
+        code: 'UNKNOWN_FIELD',
+        path: 'workflow.Archive.steps.0.data.state',
+        message: 'entity "Expense" has no field "state"',
+      },
+    ],
+  },
+];
+
+describe('validateBlueprint', () => {
+  it('accepts the reference blueprint without a single diagnostic', () => {
+    const { diagnostics, model } = validate(path.join(REPO, 'fixtures/helpdesk/helpdesk.toml'));
+    expect(diagnostics.map(seen)).to.deep.equal([]);
+    expect(model?.entities.map((e) => e.name)).to.deep.equal(['Comment', 'Customer', 'Ticket']);
+  });
+
+  it('has a case for every fixture folder', () => {
+    expect(CASES.map((c) => c.fixture)).to.deep.equal(fs.readdirSync(INVALID).sort());
+  });
+
+  describe('reports, with exact code, path, message, hint and position', () => {
+    for (const { fixture, root = 'app.toml', expected } of CASES) {
+      it(fixture, () => {
+        const { diagnostics } = validate(path.join(INVALID, fixture, root));
+        const full = expected.map((e) => ({ severity: 'error', hint: undefined, ...e }));
+        expect(diagnostics.map(seen)).to.deep.equal(full);
+      });
+    }
+  });
+
+  describe('the array forms and the queries alias', () => {
+    /** Handler files are absolute paths, so the two fixtures differ there and nowhere else. */
+    function modelOf(dir: string): Blueprint {
+      const { model, diagnostics } = validate(path.join(VALID, dir, 'app.toml'));
+      expect(diagnostics.map(seen)).to.deep.equal([]);
+      for (const c of model!.commands) if (c.handler) c.handler.file = path.relative(path.join(VALID, dir), c.handler.file);
+      return model!;
+    }
+
+    it('build the same model as the keyed forms', () => {
+      const keyed = modelOf('keyed');
+      expect(modelOf('array-forms')).to.deep.equal(keyed);
+      expect(keyed.pages.map((p) => p.queries.map((q) => q.name))).to.deep.equal([['expenses'], ['expense'], []]);
+    });
+  });
+
+  it('accepts keys of other UI systems with a warning that they are ignored', () => {
+    const { diagnostics } = validate(path.join(VALID, 'foreign-keys', 'app.toml'));
+    const ignored = (at: string, key: string, keyPath = key): Expected => ({
+      at,
+      code: 'IGNORED_KEY',
+      severity: 'warning',
+      path: keyPath,
+      message: `"${key}" belongs to another UI system and is ignored`,
+      hint: undefined,
+    });
+    expect(diagnostics.map(seen)).to.deep.equal([
+      ignored('app.toml:5:2', 'ui'),
+      ignored('app.toml:8:2', 'ux'),
+      ignored('app.toml:11:2', 'design_system'),
+      ignored('app.toml:22:1', 'widget', 'page."/expenses".widget'),
+    ]);
+  });
+
+  describe('on arbitrary shapes', () => {
+    /** Known keys make the generated values reach the checks behind the shape check. */
+    const KEYS = [
+      'name', 'type', 'fields', 'primary_key', 'values', 'default', 'ref', 'max', 'accept', 'commands', 'write', 'access',
+      'relations', 'protection', 'entity', 'foreign_key', 'through', 'mutations', 'handler', 'policy', 'availableWhen', 'input',
+      'actions', 'method', 'path', 'action', 'workflow', 'mapParams', 'body', 'trigger', 'steps', 'manual', 'event', 'webhook',
+      'command', 'adapter', 'adapters', 'query', 'queries', 'where', 'data', 'orderBy', 'include', 'form', 'read', 'create',
+      'or', 'and', 'allow', 'deny', 'apiKeys', 'permissions', 'statusField', 'actionBar',
+    ];
+    const leaf = fc.oneof(
+      fc.constantFrom('ULID', 'Text', 'Enum', 'Ref', 'file', 'X', 'X.id', 'now', 'input.a', 'actor.id', 'record.a', 'a == 1', '/x/{id}', 'h.ts#f', 'command-only', 'belongsTo', 'query', 'notify'),
+      fc.string({ maxLength: 6 }),
+      fc.integer(),
+      fc.boolean(),
+    );
+    const { value } = fc.letrec<{ value: unknown }>((tie) => ({
+      value: fc.oneof(
+        { depthSize: 'small', withCrossShrink: true },
+        leaf,
+        fc.array(tie('value'), { maxLength: 3 }),
+        fc.dictionary(fc.oneof(fc.constantFrom(...KEYS), fc.string({ maxLength: 4 })), tie('value'), { maxKeys: 4 }),
+      ),
+    }));
+    const section = fc.oneof(fc.dictionary(fc.constantFrom(...KEYS), value, { maxKeys: 6 }), value);
+    const named = fc.dictionary(fc.constantFrom('X', 'Y', '/p'), section, { maxKeys: 2 });
+    const blueprint = fc.record(
+      {
+        imports: value,
+        project: section,
+        entity: named,
+        entities: fc.array(section, { maxLength: 2 }),
+        command: named,
+        skill: named,
+        workflow: named,
+        page: named,
+        pages: fc.array(section, { maxLength: 2 }),
+        auth: section,
+        notifications: section,
+      },
+      { requiredKeys: [] },
+    );
+
+    const HANDLER = fs.readFileSync(path.join(VALID, 'keyed', 'handlers', 'pay.ts'), 'utf8');
+    /** The blueprint and the keyed fixture's handler; nothing else exists. */
+    const memoryHost = (text: string): SourceHost => {
+      const files = new Map([['/bp/app.toml', text], ['/bp/handlers/pay.ts', HANDLER]]);
+      return {
+        readFile: (p) => files.get(p),
+        realPath: (p) => (files.has(p) || p === '/bp' || p === '/bp/handlers' ? p : undefined),
+        display: (p) => path.basename(p),
+      };
+    };
+
+    function expectLocatedDiagnostics(data: Record<string, unknown>): void {
+      let text: string;
+      try {
+        text = stringify(data);
+      } catch {
+        return;
+      }
+      const { diagnostics } = validateBlueprint('/bp/app.toml', memoryHost(text));
+      for (const d of diagnostics) {
+        expect(d.location, `${d.code} ${d.path}`).to.include({ file: 'app.toml' });
+        expect(d.message).to.be.a('string').and.not.equal('');
+      }
+    }
+
+    it('never throws, and locates every diagnostic', () => {
+      fc.assert(fc.property(blueprint, expectLocatedDiagnostics), { numRuns: 1000 });
+    });
+
+    it('never throws on a valid blueprint with a few values replaced or removed', () => {
+      const base = parseToml(fs.readFileSync(path.join(VALID, 'keyed', 'app.toml'), 'utf8'));
+      const paths: Array<Array<string | number>> = [];
+      const walk = (v: unknown, at: Array<string | number>): void => {
+        if (at.length) paths.push(at);
+        if (Array.isArray(v)) v.forEach((x, i) => walk(x, [...at, i]));
+        else if (typeof v === 'object' && v !== null && !(v instanceof Date)) for (const [k, x] of Object.entries(v)) walk(x, [...at, k]);
+      };
+      walk(base, []);
+      const edits = fc.array(fc.tuple(fc.nat({ max: paths.length - 1 }), fc.option(value, { nil: undefined })), { minLength: 1, maxLength: 3 });
+      fc.assert(
+        fc.property(edits, (changes) => {
+          const data = structuredClone(base) as Record<string, unknown>;
+          for (const [index, replacement] of changes) {
+            const at = paths[index];
+            let parent: unknown = data;
+            for (const key of at.slice(0, -1)) parent = typeof parent === 'object' && parent !== null ? (parent as Record<string, unknown>)[key] : undefined;
+            if (typeof parent !== 'object' || parent === null) continue;
+            const key = at[at.length - 1];
+            if (replacement !== undefined) (parent as Record<string | number, unknown>)[key] = replacement;
+            else if (Array.isArray(parent)) parent.splice(Number(key), 1);
+            else delete (parent as Record<string, unknown>)[key];
+          }
+          expectLocatedDiagnostics(data);
+        }),
+        { numRuns: 1000 },
+      );
+    });
+  });
+});
+
+describe('docs/diagnostics.md', () => {
+  const docs = fs.readFileSync(path.join(REPO, 'docs/diagnostics.md'), 'utf8');
+  const documented = new Set([...docs.matchAll(/^\| `([A-Z][A-Z0-9_]+)` \|/gm)].map((m) => m[1]));
+
+  /** Codes as the generator writes them: `report('CODE'` and `code: ... 'CODE' ...`. */
+  function emittedCodes(): Set<string> {
+    const codes = new Set<string>();
+    const dir = path.join(REPO, 'generator');
+    for (const rel of fs.readdirSync(dir, { recursive: true }) as string[]) {
+      if (!rel.endsWith('.ts')) continue;
+      const source = fs.readFileSync(path.join(dir, rel), 'utf8');
+      for (const m of source.matchAll(/report\(\s*'([A-Z][A-Z0-9_]+)'/g)) codes.add(m[1]);
+      for (const m of source.matchAll(/\bcode: ([^,\n]+)/g)) {
+        for (const literal of m[1].matchAll(/'([A-Z][A-Z0-9_]+)'/g)) codes.add(literal[1]);
+      }
+    }
+    return codes;
+  }
+
+  it('documents every diagnostic code the generator reports', () => {
+    const missing = [...emittedCodes()].filter((c) => !documented.has(c)).sort();
+    expect(missing, 'codes missing from docs/diagnostics.md').to.deep.equal([]);
+  });
+
+  it('documents no code the generator does not report', () => {
+    const emitted = emittedCodes();
+    expect([...documented].filter((c) => !emitted.has(c)).sort(), 'stale rows in docs/diagnostics.md').to.deep.equal([]);
+  });
+});
