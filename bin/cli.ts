@@ -26,7 +26,11 @@ function printDiagnostics(diagnostics: readonly Diagnostic[]): void {
 }
 
 function requireFile(file: string): void {
-  if (!fs.existsSync(file) || !fs.statSync(file).isFile()) {
+  if (!fs.existsSync(file)) {
+    console.error(`bp: blueprint ${file} not found`);
+    throw new ExitCode(2);
+  }
+  if (!fs.statSync(file).isFile()) {
     console.error(`bp: blueprint ${file} is not a file`);
     throw new ExitCode(2);
   }

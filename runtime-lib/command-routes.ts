@@ -29,7 +29,8 @@ export function requestContext(req: Request, options: { mutation: boolean }): Re
 }
 
 export function commandRoutes(rt: CommandRuntime, commands: ReadonlyArray<CommandSpec<never, never>>): Router {
-  const router = Router();
+  // Operation ids are exact identifiers: START_TICKET is not start_ticket.
+  const router = Router({ caseSensitive: true });
   for (const spec of commands) {
     router.post(`/api/commands/${spec.operationId}/:id`, matched(`command.${spec.operationId}`), jsonBody, async (req, res) => {
       const result = await executeCommand(rt, spec, { ...requestContext(req, { mutation: true }), recordId: String(req.params.id), input: req.body });

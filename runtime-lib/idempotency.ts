@@ -113,6 +113,12 @@ export function idempotencyKeyOf(header: string | undefined, actor: Actor): stri
   return header;
 }
 
+/**
+ * Failures not stored under the key: conflicts about the key itself, and invalid input, which
+ * the caller corrects and sends again with the same key (as commands, which validate first).
+ */
+const NOT_REMEMBERED = new Set(['IDEMPOTENCY_KEY_REUSE', 'IDEMPOTENCY_KEY_IN_PROGRESS', 'VALIDATION_FAILED']);
+
 export interface StoredResponse {
   status: number;
   body: unknown;
@@ -145,7 +151,7 @@ export function runIdempotent(
       return { ...result, replayed: false };
     });
   } catch (err) {
-    if (err instanceof AppError && !err.retryable && err.code !== 'IDEMPOTENCY_KEY_REUSE' && err.code !== 'IDEMPOTENCY_KEY_IN_PROGRESS') {
+    if (err instanceof AppError && !err.retryable && !NOT_REMEMBERED.has(err.code)) {
       store.atomically(() => {
         store.begin(ctx.trace, scope, operation, key, hash);
         store.finish(ctx.trace, scope, operation, key, err.status, envelope(err, ctx.trace?.traceId ?? ''), null);

@@ -214,6 +214,7 @@ function entityPaths(bp: Blueprint, entity: Entity): Record<string, Schema> {
         parameters: [IDEMPOTENCY_HEADER, RUN_ID_HEADER],
         responses: {
           '204': { description: 'Deleted', headers: { 'X-Trace-ID': { $ref: '#/components/headers/X-Trace-ID' } } },
+          '400': errorResponse('BadRequest'),
           '404': errorResponse('NotFound'),
           '409': errorResponse('Conflict'),
           '503': errorResponse('ServiceUnavailable'),
@@ -254,7 +255,7 @@ export function emitOpenApi(bp: Blueprint): string {
     Object.assign(paths, entityPaths(bp, entity));
     Object.assign(schemas, entitySchemas(bp, entity));
   }
-  schemas.Session = {
+  if (bp.auth.providers.includes('email')) schemas.Session = {
     type: 'object',
     properties: {
       actor: {
@@ -299,7 +300,10 @@ export function emitOpenApi(bp: Blueprint): string {
     additionalProperties: false,
   };
   const responses = Object.fromEntries(
-    Object.entries(ERROR_RESPONSES).map(([name, description]) => [
+    Object.entries(ERROR_RESPONSES)
+      // Sign-in throttling exists only with the email provider.
+      .filter(([name]) => name !== 'TooManyRequests' || bp.auth.providers.includes('email'))
+      .map(([name, description]) => [
       name,
       { description, headers: { 'X-Trace-ID': { $ref: '#/components/headers/X-Trace-ID' } }, content: { 'application/json': { schema: ref('Error') } } },
     ]),
@@ -488,7 +492,7 @@ function commandPath(bp: Blueprint, command: Command): Record<string, Schema> {
           IDEMPOTENCY_HEADER,
           RUN_ID_HEADER,
         ],
-        requestBody: { required: false, content: json(inputSchema) },
+        requestBody: { required: command.input.some((i) => i.required), content: json(inputSchema) },
         responses: {
           '200': { description: `The ${entity.name} after the command`, headers: { 'X-Trace-ID': { $ref: '#/components/headers/X-Trace-ID' } }, content: json(ref(entity.name)) },
           '400': errorResponse('BadRequest'),
@@ -496,6 +500,9 @@ function commandPath(bp: Blueprint, command: Command): Record<string, Schema> {
           '403': errorResponse('Forbidden'),
           '404': errorResponse('NotFound'),
           '409': errorResponse('Conflict'),
+          '413': errorResponse('PayloadTooLarge'),
+          '415': errorResponse('UnsupportedMediaType'),
+          '422': errorResponse('UnprocessableEntity'),
           '500': errorResponse('InternalError'),
           '503': errorResponse('ServiceUnavailable'),
         },

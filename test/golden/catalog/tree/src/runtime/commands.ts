@@ -139,7 +139,8 @@ async function run(rt: CommandRuntime, spec: CommandSpec, call: CommandCall, inp
       events: { publish: (name, payload) => (guard(), events.push({ name, payload, source: { command: spec.name, traceId: trace?.traceId } })) },
       correlation: { traceId: trace?.traceId, idempotencyKey: call.idempotencyKey, agentRunId: call.agentRunId },
     });
-    if (returned) Object.assign(changes, returned);
+    // Returned changes are checked like a request body (no prototype keys) before they merge.
+    if (returned) Object.assign(changes, store.checkBody(returned));
   }
   open = false;
 

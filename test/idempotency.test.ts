@@ -1,0 +1,380 @@
+// Idempotency-Key end to end (issue 4; spec 4.2, 7): the lab blueprint
+// (test/fixtures/commands/lab) generated with the real CLI and booted as its own process, like
+// `npm start`, so the restart test stops and starts the very same app folder and database.
+//
+// Covered: required from API keys on every mutation (commands and entity writes), optional for
+// sessions; key format; replay (stored status and body, `Idempotent-Replayed: true`, nothing runs
+// again); reuse with different input; a duplicate while the first is still running; scoping per
+// credential and per operation; which failures consume a key; expiry and abandoned entries; and
+// survival across a restart.
+
+import * as path from 'node:path';
+import Database from 'better-sqlite3';
+import { expect } from 'chai';
+import { freshDir, generate, request, ROOT, startApp, type HttpResponse, type RunningApp } from './support/apps.ts';
+import { Api, errorOf, type Rec, SessionClient, usersCli } from './support/commands/harness.ts';
+
+const KEYS = {
+  LAB_WORKER_KEY: 'worker-key-0123456789',
+  LAB_HELPER_KEY: 'helper-key-0123456789',
+  LAB_OUTSIDER_KEY: 'outsider-key-0123456789',
+  SESSION_SECRET: 'idempotency-session-secret-0123456789',
+};
+const WORKER = KEYS.LAB_WORKER_KEY;
+const HELPER = KEYS.LAB_HELPER_KEY;
+const PASSWORD = 'long-password-1';
+
+let seq = 0;
+const k = (label = 'k') => `${label}-${++seq}-${Date.now()}`;
+
+describe('Idempotency-Key (lab app as its own process)', function () {
+  this.timeout(60_000);
+  let appDir: string;
+  let app: RunningApp;
+  let api: Api;
+  let dbFile: string;
+
+  const newJob = (body: Rec = {}) => api.create('jobs', { title: 'Nightly build', ...body });
+  const job = (id: string) => api.get('jobs', id);
+  const auditCount = async (id: string) => (await api.trail('Job', id)).length;
+  const bump = (id: string, idem: string | undefined, input: Rec = {}, key = WORKER) => api.command('bump', id, input, { key, idem });
+  const replayed = (res: HttpResponse) => res.headers.get('idempotent-replayed');
+  const jobCount = async () => ((await api.call('GET', '/api/jobs', '/api/jobs?limit=1000')).body as { items: unknown[] }).items.length;
+
+  before(async () => {
+    appDir = path.join(freshDir('idempotency-lab'), 'app');
+    generate(path.join(ROOT, 'test/fixtures/commands/lab/app.toml'), appDir);
+    dbFile = path.join(appDir, 'data', 'app.db');
+    // The users CLI applies the migrations itself, so the person exists before the app starts.
+    const added = usersCli(appDir, dbFile, ['add', '--email', 'person@example.com', '--password', PASSWORD, '--role', 'agent']);
+    expect(added.status, added.stderr).to.equal(0);
+    app = await startApp(appDir, KEYS);
+    api = new Api(() => app.url, appDir, WORKER);
+  });
+  after(async () => app?.stop());
+
+  describe('when a key is needed', () => {
+    it('is required from API-key actors on commands: 400 IDEMPOTENCY_KEY_REQUIRED, nothing runs', async () => {
+      const j = await newJob();
+      const res = await bump(j.id as string, undefined);
+      expect(res.status).to.equal(400);
+      expect(errorOf(res)).to.include({ code: 'IDEMPOTENCY_KEY_REQUIRED', retryable: false });
+      expect((await job(j.id as string)).counter).to.equal(0);
+      expect(await auditCount(j.id as string)).to.equal(1);
+    });
+
+    it('is required from API-key actors on entity writes (create, update, delete)', async () => {
+      const j = await newJob();
+      const before = await jobCount();
+      const attempts: Array<[string, string, string, unknown]> = [
+        ['POST', '/api/jobs', '/api/jobs', { title: 'no key' }],
+        ['PUT', '/api/jobs/{id}', `/api/jobs/${j.id}`, { title: 'no key' }],
+        ['DELETE', '/api/jobs/{id}', `/api/jobs/${j.id}`, undefined],
+      ];
+      for (const [method, , url, body] of attempts) {
+        // Plain request: openapi.json of DELETE lacks 400 (checked on its own below).
+        const res = await request(app.url, method, url, { json: body, headers: { authorization: `Bearer ${WORKER}` } });
+        expect(res.status, method).to.equal(400);
+        expect(errorOf(res).code, method).to.equal('IDEMPOTENCY_KEY_REQUIRED');
+      }
+      expect(await jobCount()).to.equal(before);
+      expect(await job(j.id as string)).to.deep.equal(j);
+    });
+
+    it('is described in openapi.json: every mutation declares the 400 it answers without a key', () => {
+      // Each entity write and command can answer 400 (IDEMPOTENCY_KEY_REQUIRED, a malformed
+      // Idempotency-Key or X-Agent-Run-ID), so each must declare it.
+      const paths = api.openapi.doc.paths as Record<string, Record<string, { responses: Record<string, unknown> }>>;
+      const missing: string[] = [];
+      for (const [p, ops] of Object.entries(paths)) {
+        for (const method of ['post', 'put', 'delete']) {
+          if (!ops[method] || p.startsWith('/api/auth/')) continue;
+          if (!ops[method].responses['400']) missing.push(`${method.toUpperCase()} ${p}`);
+        }
+      }
+      expect(missing).to.deep.equal([]);
+    });
+
+    it('is optional for sessions, and honoured when a session sends one', async () => {
+      const person = await SessionClient.login(app.url, 'person@example.com', PASSWORD);
+      const j = await newJob();
+      const plain = await api.command('bump', j.id as string, {}, { session: person });
+      expect(plain.status, plain.text).to.equal(200);
+      const created = await api.call('POST', '/api/jobs', '/api/jobs', { title: 'by a person' }, { session: person });
+      expect(created.status).to.equal(201);
+
+      const key = k('session');
+      const first = await api.command('bump', j.id as string, {}, { session: person, idem: key });
+      const again = await api.command('bump', j.id as string, {}, { session: person, idem: key });
+      expect(first.body).to.deep.include({ counter: 2 });
+      expect(again.status).to.equal(200);
+      expect(replayed(again)).to.equal('true');
+      expect(again.body).to.deep.equal(first.body);
+      expect((await job(j.id as string)).counter).to.equal(2);
+    });
+
+    it('must be 1 to 255 visible ASCII characters (400 otherwise)', async () => {
+      const j = await newJob();
+      expect((await bump(j.id as string, 'x'.repeat(255))).status).to.equal(200);
+      // Latin-1 bytes travel in a header as they are; the server must still refuse them.
+      for (const bad of ['x'.repeat(256), 'clé-1', 'has space', '']) {
+        const res = await bump(j.id as string, bad);
+        expect(res.status, JSON.stringify(bad)).to.equal(400);
+        expect(errorOf(res).code).to.equal('VALIDATION_FAILED');
+        expect(errorOf(res).details?.[0]).to.include({ field: 'Idempotency-Key', code: 'INVALID_HEADER' });
+      }
+      const created = await api.call('POST', '/api/jobs', '/api/jobs', { title: 't' }, { idem: 'y'.repeat(256) });
+      expect(created.status).to.equal(400);
+      expect((await job(j.id as string)).counter).to.equal(1);
+    });
+  });
+
+  describe('replay and reuse', () => {
+    it('replays a command: same status and body, Idempotent-Replayed: true, nothing runs again', async () => {
+      const j = await newJob();
+      const key = k('replay');
+      const first = await bump(j.id as string, key);
+      expect(first.status).to.equal(200);
+      expect(replayed(first)).to.equal(null);
+      const audits = await auditCount(j.id as string);
+      for (let i = 0; i < 3; i++) {
+        const again = await bump(j.id as string, key);
+        expect(again.status).to.equal(200);
+        expect(replayed(again)).to.equal('true');
+        expect(again.body).to.deep.equal(first.body);
+        // A replay is a new request with its own trace, answered from the store.
+        expect(again.headers.get('x-trace-id')).not.to.equal(first.headers.get('x-trace-id'));
+      }
+      expect(await job(j.id as string)).to.deep.equal(first.body);
+      expect((first.body as Rec).counter).to.equal(1);
+      expect(await auditCount(j.id as string)).to.equal(audits);
+    });
+
+    it('replays a refusal a retry cannot fix (403 FORBIDDEN from the policy) the same way', async () => {
+      // GoldBoost's policy reads record.customer.plan: a job without a customer never passes.
+      const j = await newJob();
+      const key = k('refused');
+      const first = await api.command('gold_boost', j.id as string, undefined, { idem: key });
+      expect(first.status).to.equal(403);
+      expect(errorOf(first).code).to.equal('FORBIDDEN');
+      const again = await api.command('gold_boost', j.id as string, undefined, { idem: key });
+      expect(again.status).to.equal(403);
+      expect(replayed(again)).to.equal('true');
+      expect(again.body).to.deep.equal(first.body);
+    });
+
+    it('frees the key after an internal error, so the same key may run again', async () => {
+      const j = await newJob();
+      const key = k('boom');
+      const first = await api.command('boom', j.id as string, undefined, { idem: key });
+      const second = await api.command('boom', j.id as string, undefined, { idem: key });
+      expect([first.status, second.status]).to.deep.equal([500, 500]);
+      expect(replayed(second)).to.equal(null);
+      expect(errorOf(second).traceId).to.equal(second.headers.get('x-trace-id'));
+    });
+
+    it('does not consume a key on input that fails validation: corrected input runs with it', async () => {
+      const j = await newJob();
+      const key = k('fixme');
+      const bad = await bump(j.id as string, key, { waitMs: 'soon' });
+      expect(bad.status).to.equal(400);
+      const good = await bump(j.id as string, key, { waitMs: 0 });
+      expect(good.status).to.equal(200);
+      expect(replayed(good)).to.equal(null);
+      expect((good.body as Rec).counter).to.equal(1);
+    });
+
+    it('does not consume a key on an entity write that fails validation either (same rule as commands)', async () => {
+      // A request refused before anything ran leaves no record to protect; keeping its key would
+      // turn the corrected retry into IDEMPOTENCY_KEY_REUSE on entity writes but not on commands.
+      const key = k('fixme-create');
+      const bad = await api.call('POST', '/api/jobs', '/api/jobs', { title: 5 }, { idem: key });
+      expect(bad.status).to.equal(400);
+      const good = await api.call('POST', '/api/jobs', '/api/jobs', { title: 'fixed' }, { idem: key });
+      expect(good.status, good.text).to.equal(201);
+      expect(replayed(good)).to.equal(null);
+    });
+
+    it('refuses the same key with different input: 409 IDEMPOTENCY_KEY_REUSE, not retryable', async () => {
+      const j = await newJob();
+      const other = await newJob();
+      const key = k('reuse');
+      expect((await bump(j.id as string, key, { waitMs: 0 })).status).to.equal(200);
+      for (const [id, input] of [
+        [j.id, { waitMs: 1 }],
+        [j.id, {}],
+        [other.id, { waitMs: 0 }],
+      ] as const) {
+        const res = await bump(id as string, key, input);
+        expect(res.status, JSON.stringify(input)).to.equal(409);
+        expect(errorOf(res)).to.include({ code: 'IDEMPOTENCY_KEY_REUSE', retryable: false });
+        expect(replayed(res)).to.equal(null);
+      }
+      expect((await job(j.id as string)).counter).to.equal(1);
+      expect((await job(other.id as string)).counter).to.equal(0);
+    });
+
+    it('replays entity writes: create (with Location), update and delete', async () => {
+      const key = k('create');
+      const before = await jobCount();
+      const first = await api.call('POST', '/api/jobs', '/api/jobs', { title: 'once' }, { idem: key });
+      const again = await api.call('POST', '/api/jobs', '/api/jobs', { title: 'once' }, { idem: key });
+      expect(first.status).to.equal(201);
+      expect(again.status).to.equal(201);
+      expect(replayed(again)).to.equal('true');
+      expect(again.body).to.deep.equal(first.body);
+      expect(again.headers.get('location')).to.equal(first.headers.get('location'));
+      expect(await jobCount()).to.equal(before + 1);
+      const id = (first.body as Rec).id as string;
+
+      const reuse = await api.call('POST', '/api/jobs', '/api/jobs', { title: 'twice' }, { idem: key });
+      expect(reuse.status).to.equal(409);
+      expect(errorOf(reuse).code).to.equal('IDEMPOTENCY_KEY_REUSE');
+
+      const putKey = k('put');
+      const put = await api.call('PUT', '/api/jobs/{id}', `/api/jobs/${id}`, { title: 'renamed' }, { idem: putKey });
+      expect((await api.call('PUT', '/api/jobs/{id}', `/api/jobs/${id}`, { title: 'renamed' }, { idem: putKey })).body).to.deep.equal(put.body);
+
+      const delKey = k('delete');
+      expect((await api.call('DELETE', '/api/jobs/{id}', `/api/jobs/${id}`, undefined, { idem: delKey })).status).to.equal(204);
+      const delAgain = await api.call('DELETE', '/api/jobs/{id}', `/api/jobs/${id}`, undefined, { idem: delKey });
+      expect(delAgain.status).to.equal(204);
+      expect(replayed(delAgain)).to.equal('true');
+      // Exactly one create, one update and one delete reached the audit trail.
+      const db = new Database(dbFile, { readonly: true });
+      try {
+        const ops = (db.prepare('SELECT "operation" FROM "_bp_audit" WHERE "recordId" = ? ORDER BY "id"').all(id) as Rec[]).map((r) => r.operation);
+        expect(ops).to.deep.equal(['Job.create', 'Job.update', 'Job.delete']);
+      } finally {
+        db.close();
+      }
+    });
+  });
+
+  describe('in flight', () => {
+    it('answers a duplicate while the first still runs with 409 IDEMPOTENCY_KEY_IN_PROGRESS, retryable, Retry-After', async () => {
+      const j = await newJob();
+      const key = k('slow');
+      // Bump's handler waits 500 ms: the second request arrives while the first holds the key.
+      const results = await Promise.all([bump(j.id as string, key, { waitMs: 500 }), bump(j.id as string, key, { waitMs: 500 })]);
+      const ok = results.filter((r) => r.status === 200);
+      const busy = results.filter((r) => r.status === 409);
+      expect(ok).to.have.length(1);
+      expect(busy).to.have.length(1);
+      expect(errorOf(busy[0])).to.include({ code: 'IDEMPOTENCY_KEY_IN_PROGRESS', retryable: true });
+      expect(busy[0].headers.get('retry-after')).to.equal('1');
+      // Retrying as told gets the first request's answer; the handler ran once.
+      const retry = await bump(j.id as string, key, { waitMs: 500 });
+      expect(retry.status).to.equal(200);
+      expect(replayed(retry)).to.equal('true');
+      expect(retry.body).to.deep.equal(ok[0].body);
+      expect((await job(j.id as string)).counter).to.equal(1);
+    });
+
+    it('a different input for a key in flight is reuse, not "in progress"', async () => {
+      const j = await newJob();
+      const key = k('slow-reuse');
+      const slow = bump(j.id as string, key, { waitMs: 400 });
+      await new Promise((r) => setTimeout(r, 100));
+      const other = await bump(j.id as string, key, { waitMs: 1 });
+      expect((await slow).status).to.equal(200);
+      expect(other.status).to.equal(409);
+      expect(errorOf(other)).to.include({ code: 'IDEMPOTENCY_KEY_REUSE', retryable: false });
+    });
+  });
+
+  describe('scope', () => {
+    it('is per credential: the same key from two API keys runs twice', async () => {
+      const j = await newJob();
+      const key = k('shared');
+      const a = await bump(j.id as string, key, {}, WORKER);
+      const b = await bump(j.id as string, key, {}, HELPER);
+      expect([a.status, b.status]).to.deep.equal([200, 200]);
+      expect([replayed(a), replayed(b)]).to.deep.equal([null, null]);
+      expect([(a.body as Rec).counter, (b.body as Rec).counter]).to.deep.equal([1, 2]);
+      const trail = await api.trail('Job', j.id as string);
+      expect(trail.filter((e) => e.operation === 'command:Bump').map((e) => [e.credentialId, e.idempotencyKey])).to.deep.equal([
+        ['cred-helper', key],
+        ['cred-worker', key],
+      ]);
+    });
+
+    it('is per operation: one key on two commands and an entity write runs each', async () => {
+      const j = await newJob();
+      const key = k('everywhere');
+      expect((await bump(j.id as string, key)).status).to.equal(200);
+      const annotate = await api.command('annotate', j.id as string, { note: 'same key' }, { idem: key });
+      expect(annotate.status).to.equal(200);
+      expect(replayed(annotate)).to.equal(null);
+      const put = await api.call('PUT', '/api/jobs/{id}', `/api/jobs/${j.id}`, { title: 'same key' }, { idem: key });
+      expect(put.status).to.equal(200);
+      expect(replayed(put)).to.equal(null);
+      expect(await job(j.id as string)).to.include({ counter: 1, note: 'same key', title: 'same key' });
+    });
+  });
+
+  describe('lifetime', () => {
+    /** Writes a stored entry straight into the app's database (another connection, WAL). */
+    const plant = (entry: { scope: string; operation: string; key: string; state: 'running' | 'done'; createdAt: number; expiresAt: number }) => {
+      const db = new Database(dbFile);
+      try {
+        db.pragma('busy_timeout = 5000');
+        db.prepare(
+          'INSERT INTO "_bp_idempotency" ("scope", "operation", "key", "requestHash", "state", "status", "body", "location", "createdAt", "expiresAt") VALUES (@scope, @operation, @key, \'other-input\', @state, 200, \'{"stale":true}\', NULL, @createdAt, @expiresAt)',
+        ).run(entry);
+      } finally {
+        db.close();
+      }
+    };
+
+    it('forgets a key after 24 hours: an expired entry neither replays nor counts as reuse', async () => {
+      const j = await newJob();
+      const key = k('expired');
+      const day = 24 * 60 * 60 * 1000;
+      plant({ scope: 'cred-worker', operation: 'command:bump', key, state: 'done', createdAt: Date.now() - day - 1000, expiresAt: Date.now() - 1000 });
+      const res = await bump(j.id as string, key);
+      expect(res.status).to.equal(200);
+      expect(replayed(res)).to.equal(null);
+      expect((res.body as Rec).counter).to.equal(1);
+    });
+
+    it('lets a retry take over an entry left "running" by a crashed process', async () => {
+      const j = await newJob();
+      const key = k('abandoned');
+      plant({ scope: 'cred-worker', operation: 'command:bump', key, state: 'running', createdAt: Date.now() - 10 * 60 * 1000, expiresAt: Date.now() + 60_000 });
+      const res = await bump(j.id as string, key);
+      expect(res.status).to.equal(200);
+      expect((res.body as Rec).counter).to.equal(1);
+    });
+
+    it('survives a restart: the same app folder and database still replay and still refuse reuse', async () => {
+      const j = await newJob();
+      const key = k('durable');
+      const createKey = k('durable-create');
+      const first = await bump(j.id as string, key);
+      const created = await api.call('POST', '/api/jobs', '/api/jobs', { title: 'durable' }, { idem: createKey });
+      const audits = await auditCount(j.id as string);
+      const jobs = await jobCount();
+
+      await app.stop();
+      app = await startApp(appDir, KEYS);
+      expect(app.output()).not.to.contain('applied migrations');
+
+      const again = await bump(j.id as string, key);
+      expect(again.status).to.equal(200);
+      expect(replayed(again)).to.equal('true');
+      expect(again.body).to.deep.equal(first.body);
+      const createdAgain = await api.call('POST', '/api/jobs', '/api/jobs', { title: 'durable' }, { idem: createKey });
+      expect(replayed(createdAgain)).to.equal('true');
+      expect(createdAgain.body).to.deep.equal(created.body);
+      const reuse = await bump(j.id as string, key, { waitMs: 5 });
+      expect(errorOf(reuse).code).to.equal('IDEMPOTENCY_KEY_REUSE');
+      expect(await job(j.id as string)).to.deep.equal(first.body);
+      expect(await auditCount(j.id as string)).to.equal(audits);
+      expect(await jobCount()).to.equal(jobs);
+      // Plain HTTP too, outside the helpers: the header is what a client sees.
+      const raw = await request(app.url, 'POST', `/api/commands/bump/${j.id}`, { json: {}, headers: { authorization: `Bearer ${WORKER}`, 'idempotency-key': key } });
+      expect(raw.headers.get('idempotent-replayed')).to.equal('true');
+    });
+  });
+});
