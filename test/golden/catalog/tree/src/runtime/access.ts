@@ -6,7 +6,7 @@
 
 import { isAuthenticated, type Actor } from './actor.ts';
 import { andFilters, type ColumnType, conditionToSql, notFilter, orFilters, type RowFilter } from './condition-sql.ts';
-import { checkCondition, type Condition } from './conditions.ts';
+import { checkCondition, type Condition, conditionReadsRecord } from './conditions.ts';
 import { AppError } from './errors.ts';
 
 export type EntityAction = 'read' | 'create' | 'update' | 'delete';
@@ -32,10 +32,16 @@ const AUTHENTICATED: Condition = { kind: 'authenticated' };
 const conditionActor = (actor: Actor) => (isAuthenticated(actor) ? actor : null);
 
 export class Access {
+  /** Actions whose rule does not read the record: decided per actor without building SQL. */
+  private readonly actorOnly: ReadonlySet<EntityAction>;
+
   constructor(
     readonly policy: AccessPolicy,
     private readonly columns: ReadonlyMap<string, ColumnType>,
-  ) {}
+  ) {
+    const actions: EntityAction[] = ['read', 'create', 'update', 'delete'];
+    this.actorOnly = new Set(actions.filter((a) => !conditionReadsRecord(this.rule(a))));
+  }
 
   /**
    * Checks everything that does not depend on a record (scopes, whether any rule can pass) and
@@ -44,7 +50,9 @@ export class Access {
   filter(actor: Actor, action: EntityAction): RowFilter {
     this.requireScopes(actor, action);
     const who = conditionActor(actor);
-    const rule = conditionToSql(this.rule(action), who, this.columns);
+    const rule = this.actorOnly.has(action)
+      ? checkCondition(this.rule(action), { actor: who, record: null, now: new Date().toISOString() })
+      : conditionToSql(this.rule(action), who, this.columns);
     const granted = this.permissionFilter(actor, action);
     if (rule === undefined || granted === undefined) {
       // The generator only accepts conditions it can translate; refuse rather than guess.

@@ -126,6 +126,9 @@ export function createEmailAuth(options: EmailAuthOptions): EmailAuth {
   });
 
   const sessionMiddleware: RequestHandler = (req, res, next) => {
+    // A request that presents an API key is sessionless: it neither reads nor creates a session
+    // (and skips express-session's per-request work, the hot path of agents).
+    if (req.headers.authorization !== undefined) return next();
     expressSession(req, res, (err?: unknown) => {
       if (err || !req.session || req.session.createdAt === undefined) return next(err);
       const remaining = req.session.createdAt + durationMs - Date.now();

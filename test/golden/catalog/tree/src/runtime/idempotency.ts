@@ -25,6 +25,7 @@ export class IdempotencyStore {
   private readonly upsert: Statement;
   private readonly complete: Statement;
   private readonly remove: Statement;
+  private readonly insertDone: Statement;
   private readonly purge: Statement;
   private lastPurge = 0;
 
@@ -34,6 +35,9 @@ export class IdempotencyStore {
       'INSERT OR REPLACE INTO "_bp_idempotency" ("scope", "operation", "key", "requestHash", "state", "status", "body", "location", "createdAt", "expiresAt") VALUES (?, ?, ?, ?, \'running\', NULL, NULL, NULL, ?, ?)',
     );
     this.complete = db.prepare('UPDATE "_bp_idempotency" SET "state" = \'done\', "status" = ?, "body" = ?, "location" = ? WHERE "scope" = ? AND "operation" = ? AND "key" = ?');
+    this.insertDone = db.prepare(
+      'INSERT OR REPLACE INTO "_bp_idempotency" ("scope", "operation", "key", "requestHash", "state", "status", "body", "location", "createdAt", "expiresAt") VALUES (?, ?, ?, ?, \'done\', ?, ?, ?, ?, ?)',
+    );
     this.remove = db.prepare('DELETE FROM "_bp_idempotency" WHERE "scope" = ? AND "operation" = ? AND "key" = ?');
     this.purge = db.prepare('DELETE FROM "_bp_idempotency" WHERE "expiresAt" < ?');
   }
@@ -43,25 +47,38 @@ export class IdempotencyStore {
     return this.db.transaction(fn).immediate();
   }
 
-  /** Claims the key for this request, or says how to answer instead. */
+  /** Claims the key for a request that runs outside one transaction (commands), or says how to answer instead. */
   begin(trace: ActiveTrace | undefined, scope: string, operation: string, key: string, requestHash: string): IdempotencyOutcome {
+    return this.atomically((): IdempotencyOutcome => {
+      const outcome = this.lookup(trace, scope, operation, key, requestHash);
+      if (outcome.kind === 'new') {
+        const now = Date.now();
+        query(trace, this.upsert, 'run', [scope, operation, key, requestHash, now, now + IDEMPOTENCY_TTL_MS]);
+      }
+      return outcome;
+    });
+  }
+
+  /**
+   * Inside a transaction that also makes the change: how to answer if the key is known, or
+   * undefined when the request should run. Nothing is written, so nobody can see a half-used key.
+   */
+  lookup(trace: ActiveTrace | undefined, scope: string, operation: string, key: string, requestHash: string): IdempotencyOutcome {
     const now = Date.now();
     this.purgeExpired(trace, now);
-    return this.atomically((): IdempotencyOutcome => {
-      const row = query(trace, this.select, 'get', [scope, operation, key]);
-      const reusable = row && (row.expiresAt as number) >= now && !(row.state === 'running' && now - (row.createdAt as number) > ABANDONED_AFTER_MS);
-      if (row && reusable) {
-        if (row.requestHash !== requestHash) {
-          throw new AppError('IDEMPOTENCY_KEY_REUSE', 'this Idempotency-Key was already used with different input; derive keys from the intended operation');
-        }
-        if (row.state === 'running') {
-          throw new AppError('IDEMPOTENCY_KEY_IN_PROGRESS', 'a request with this Idempotency-Key is still running', { retryAfter: 1 });
-        }
-        return { kind: 'replay', status: row.status as number, body: row.body === null ? undefined : JSON.parse(row.body as string), location: row.location as string | null };
-      }
-      query(trace, this.upsert, 'run', [scope, operation, key, requestHash, now, now + IDEMPOTENCY_TTL_MS]);
-      return { kind: 'new' };
-    });
+    const row = query(trace, this.select, 'get', [scope, operation, key]);
+    if (!row || (row.expiresAt as number) < now || (row.state === 'running' && now - (row.createdAt as number) > ABANDONED_AFTER_MS)) return { kind: 'new' };
+    if (row.requestHash !== requestHash) {
+      throw new AppError('IDEMPOTENCY_KEY_REUSE', 'this Idempotency-Key was already used with different input; derive keys from the intended operation');
+    }
+    if (row.state === 'running') throw new AppError('IDEMPOTENCY_KEY_IN_PROGRESS', 'a request with this Idempotency-Key is still running', { retryAfter: 1 });
+    return { kind: 'replay', status: row.status as number, body: row.body === null ? undefined : JSON.parse(row.body as string), location: row.location as string | null };
+  }
+
+  /** Records a finished response in one statement (the synchronous path of runIdempotent). */
+  remember(trace: ActiveTrace | undefined, scope: string, operation: string, key: string, requestHash: string, response: { status: number; body: unknown; location: string | null }): void {
+    const now = Date.now();
+    query(trace, this.insertDone, 'run', [scope, operation, key, requestHash, response.status, response.body === undefined ? null : JSON.stringify(response.body), response.location, now, now + IDEMPOTENCY_TTL_MS]);
   }
 
   /** Stores the response to replay. Call in the transaction of the change when there is one. */
@@ -145,18 +162,15 @@ export function runIdempotent(
   const hash = requestHash(input);
   try {
     return store.atomically(() => {
-      const outcome = store.begin(ctx.trace, scope, operation, key, hash);
+      const outcome = store.lookup(ctx.trace, scope, operation, key, hash);
       if (outcome.kind === 'replay') return { status: outcome.status, body: outcome.body, location: outcome.location, replayed: true };
       const result = write();
-      store.finish(ctx.trace, scope, operation, key, result.status, result.body, result.location ?? null);
+      store.remember(ctx.trace, scope, operation, key, hash, { status: result.status, body: result.body, location: result.location ?? null });
       return { ...result, replayed: false };
     });
   } catch (err) {
     if (err instanceof AppError && !err.retryable && !NOT_REMEMBERED.has(err.code)) {
-      store.atomically(() => {
-        store.begin(ctx.trace, scope, operation, key, hash);
-        store.finish(ctx.trace, scope, operation, key, err.status, envelope(err, ctx.trace?.traceId ?? ''), null);
-      });
+      store.remember(ctx.trace, scope, operation, key, hash, { status: err.status, body: envelope(err, ctx.trace?.traceId ?? ''), location: null });
     }
     throw err;
   }
