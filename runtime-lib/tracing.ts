@@ -71,42 +71,56 @@ export interface SpanHandle {
   end(attributes?: Record<string, unknown>): void;
 }
 
+/** A recorded span and its handle in one object: no closures per span on the request path. */
+class OpenSpan implements Span, SpanHandle {
+  endTime = 0;
+  duration = 0;
+
+  constructor(
+    private readonly clock: ActiveTrace,
+    readonly id: number,
+    readonly parentId: number | undefined,
+    readonly name: string,
+    readonly type: string,
+    readonly startTime: number,
+    public attributes: Record<string, unknown> | undefined,
+  ) {}
+
+  end(extra?: Record<string, unknown>): void {
+    if (this.endTime !== 0) return;
+    this.endTime = this.clock.now();
+    this.duration = this.endTime - this.startTime;
+    if (extra) this.attributes = { ...this.attributes, ...extra };
+  }
+
+  toJSON(): Span {
+    const { id, parentId, name, type, startTime, endTime, duration, attributes } = this;
+    return { id, parentId, name, type, startTime, endTime, duration, attributes };
+  }
+}
+
 /** A trace being recorded. Times come from the monotonic clock, anchored to the epoch once. */
 export class ActiveTrace {
   // randomUUID draws from a cached entropy pool: much cheaper per request than randomBytes.
   readonly traceId = randomUUID().replace(/-/g, '');
-  readonly spans: Span[] = [];
+  readonly spans: OpenSpan[] = [];
   private readonly epochStart = Date.now();
   private readonly monoStart = performance.now();
-  private nextId = 1;
 
   /** Spans without an explicit parent hang under the first (the http.request) span. */
   startSpan(name: string, type: string, attributes?: Record<string, unknown>, parentId?: number): SpanHandle {
-    const span: Span = { id: this.nextId++, parentId: parentId ?? (this.spans.length ? 1 : undefined), name, type, startTime: this.now(), endTime: 0, duration: 0, attributes };
+    const span = new OpenSpan(this, this.spans.length + 1, parentId ?? (this.spans.length ? 1 : undefined), name, type, this.now(), attributes);
     this.spans.push(span);
-    return {
-      id: span.id,
-      end: (extra) => {
-        if (span.endTime !== 0) return;
-        span.endTime = this.now();
-        span.duration = span.endTime - span.startTime;
-        if (extra) span.attributes = { ...span.attributes, ...extra };
-      },
-    };
+    return span;
   }
 
   finish(metadata: Trace['metadata']): Trace {
+    for (const span of this.spans) span.end();
     const end = this.now();
-    for (const span of this.spans) {
-      if (span.endTime === 0) {
-        span.endTime = end;
-        span.duration = end - span.startTime;
-      }
-    }
     return { traceId: this.traceId, startTime: this.epochStart, duration: end - this.epochStart, metadata, spans: this.spans };
   }
 
-  private now(): number {
+  now(): number {
     return this.epochStart + (performance.now() - this.monoStart);
   }
 }

@@ -12,7 +12,7 @@ import { EventBus } from './runtime/events.ts';
 import { IdempotencyStore } from './runtime/idempotency.ts';
 import { COMMANDS } from './commands.ts';
 import type { Db } from './runtime/db.ts';
-import { authenticate, type AuthenticateOptions, errorHandler, matched, routeNotFound, routing, tracing } from './runtime/http.ts';
+import { authenticate, type AuthenticateOptions, compose, errorHandler, matched, routeNotFound, routing, tracing } from './runtime/http.ts';
 import { TraceStore } from './runtime/tracing.ts';
 import { categoryRoutes, categorySpec } from './entities/category.ts';
 import { productRoutes, productSpec } from './entities/product.ts';
@@ -59,15 +59,14 @@ export function createApp(options: AppOptions): { app: Express; traces: TraceSto
   // Hashing every response body for ETags costs more than it saves on an API.
   app.set('etag', false);
 
-  app.use(tracing(traces));
-  app.use(authenticate({ apiKeys, delegate: options.delegate }));
-  app.use(routing);
+  // Every request: trace, credentials; then routing.
+  app.use(compose(tracing(traces), authenticate({ apiKeys, delegate: options.delegate }), routing));
   app.get('/api/openapi.json', matched('openapi'), (_req, res) => {
     res.type('application/json').send(openapi);
   });
-  app.use(categoryRoutes(categoryStore, idempotency));
-  app.use(productRoutes(productStore, idempotency));
-  app.use(stockMovementRoutes(stockMovementStore, idempotency));
+  app.use('/api/categorys', categoryRoutes(categoryStore, idempotency));
+  app.use('/api/products', productRoutes(productStore, idempotency));
+  app.use('/api/stockmovements', stockMovementRoutes(stockMovementStore, idempotency));
   app.use(
     commandRoutes(
       {

@@ -13,7 +13,7 @@ import { IdempotencyStore } from './runtime/idempotency.ts';
 import { COMMANDS } from './commands.ts';
 import { createEmailAuth } from './runtime/auth-email.ts';
 import type { Db } from './runtime/db.ts';
-import { authenticate, type AuthenticateOptions, errorHandler, matched, routeNotFound, routing, tracing } from './runtime/http.ts';
+import { authenticate, type AuthenticateOptions, compose, errorHandler, matched, onlyFor, routeNotFound, routing, tracing } from './runtime/http.ts';
 import { TraceStore } from './runtime/tracing.ts';
 import { commentRoutes, commentSpec } from './entities/comment.ts';
 import { customerRoutes, customerSpec } from './entities/customer.ts';
@@ -73,18 +73,15 @@ export function createApp(options: AppOptions): { app: Express; traces: TraceSto
   // Behind a TLS-terminating proxy, secure cookies need the forwarded protocol.
   if (env.NODE_ENV === 'production') app.set('trust proxy', 1);
 
-  app.use(tracing(traces));
-  app.use(auth.session);
-  app.use(authenticate({ apiKeys, sessionActor: auth.sessionActor, delegate: options.delegate }));
-  app.use(auth.csrf);
-  app.use(routing);
-  app.use(auth.router);
+  // Every request: trace, credentials (session, then API key or person), CSRF; then routing.
+  app.use(compose(tracing(traces), auth.session, authenticate({ apiKeys, sessionActor: auth.sessionActor, delegate: options.delegate }), auth.csrf, routing));
+  app.use(onlyFor(["/login"], ['/api/auth/'], auth.router));
   app.get('/api/openapi.json', matched('openapi'), (_req, res) => {
     res.type('application/json').send(openapi);
   });
-  app.use(commentRoutes(commentStore, idempotency));
-  app.use(customerRoutes(customerStore, idempotency));
-  app.use(ticketRoutes(ticketStore, idempotency));
+  app.use('/api/comments', commentRoutes(commentStore, idempotency));
+  app.use('/api/customers', customerRoutes(customerStore, idempotency));
+  app.use('/api/tickets', ticketRoutes(ticketStore, idempotency));
   app.use(
     commandRoutes(
       {

@@ -54,15 +54,16 @@ export const categorySpec: EntitySpec = {
   },
 };
 
+/** Mounted at /api/categorys: requests for other paths never enter this router. */
 export function categoryRoutes(store: EntityStore, idempotency: IdempotencyStore): Router {
   const router = Router();
-  router.get('/api/categorys', matched('Category.list'), (req, res) => {
+  router.get('/', matched('Category.list'), (req, res) => {
     res.json(store.list(requestContext(req, { mutation: false }), parseListQuery(req.query as Record<string, unknown>)));
   });
-  router.get('/api/categorys/:id', matched('Category.get'), (req, res) => {
+  router.get('/:id', matched('Category.get'), (req, res) => {
     res.json(store.get(requestContext(req, { mutation: false }), String(req.params.id)));
   });
-  router.post('/api/categorys', matched('Category.create'), jsonBody, (req, res) => {
+  router.post('/', matched('Category.create'), jsonBody, (req, res) => {
     const ctx = requestContext(req, { mutation: true });
     const result = runIdempotent(idempotency, ctx, 'Category.create', req.body ?? null, () => {
       const record = store.create(ctx, req.body);
@@ -70,13 +71,13 @@ export function categoryRoutes(store: EntityStore, idempotency: IdempotencyStore
     });
     sendStored(res, result);
   });
-  router.put('/api/categorys/:id', matched('Category.update'), jsonBody, (req, res) => {
+  router.put('/:id', matched('Category.update'), jsonBody, (req, res) => {
     const ctx = requestContext(req, { mutation: true });
     const id = String(req.params.id);
     const result = runIdempotent(idempotency, ctx, 'Category.update', { id, body: req.body ?? null }, () => ({ status: 200, body: store.update(ctx, id, req.body) }));
     sendStored(res, result);
   });
-  router.delete('/api/categorys/:id', matched('Category.delete'), (req, res) => {
+  router.delete('/:id', matched('Category.delete'), (req, res) => {
     const ctx = requestContext(req, { mutation: true });
     const id = String(req.params.id);
     const result = runIdempotent(idempotency, ctx, 'Category.delete', { id }, () => {

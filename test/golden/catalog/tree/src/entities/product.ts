@@ -87,15 +87,16 @@ export const productSpec: EntitySpec = {
   },
 };
 
+/** Mounted at /api/products: requests for other paths never enter this router. */
 export function productRoutes(store: EntityStore, idempotency: IdempotencyStore): Router {
   const router = Router();
-  router.get('/api/products', matched('Product.list'), (req, res) => {
+  router.get('/', matched('Product.list'), (req, res) => {
     res.json(store.list(requestContext(req, { mutation: false }), parseListQuery(req.query as Record<string, unknown>)));
   });
-  router.get('/api/products/:id', matched('Product.get'), (req, res) => {
+  router.get('/:id', matched('Product.get'), (req, res) => {
     res.json(store.get(requestContext(req, { mutation: false }), String(req.params.id)));
   });
-  router.post('/api/products', matched('Product.create'), jsonBody, (req, res) => {
+  router.post('/', matched('Product.create'), jsonBody, (req, res) => {
     const ctx = requestContext(req, { mutation: true });
     const result = runIdempotent(idempotency, ctx, 'Product.create', req.body ?? null, () => {
       const record = store.create(ctx, req.body);
@@ -103,13 +104,13 @@ export function productRoutes(store: EntityStore, idempotency: IdempotencyStore)
     });
     sendStored(res, result);
   });
-  router.put('/api/products/:id', matched('Product.update'), jsonBody, (req, res) => {
+  router.put('/:id', matched('Product.update'), jsonBody, (req, res) => {
     const ctx = requestContext(req, { mutation: true });
     const id = String(req.params.id);
     const result = runIdempotent(idempotency, ctx, 'Product.update', { id, body: req.body ?? null }, () => ({ status: 200, body: store.update(ctx, id, req.body) }));
     sendStored(res, result);
   });
-  router.delete('/api/products/:id', matched('Product.delete'), (req, res) => {
+  router.delete('/:id', matched('Product.delete'), (req, res) => {
     const ctx = requestContext(req, { mutation: true });
     const id = String(req.params.id);
     const result = runIdempotent(idempotency, ctx, 'Product.delete', { id }, () => {

@@ -57,15 +57,16 @@ export const stockMovementSpec: EntitySpec = {
   },
 };
 
+/** Mounted at /api/stockmovements: requests for other paths never enter this router. */
 export function stockMovementRoutes(store: EntityStore, idempotency: IdempotencyStore): Router {
   const router = Router();
-  router.get('/api/stockmovements', matched('StockMovement.list'), (req, res) => {
+  router.get('/', matched('StockMovement.list'), (req, res) => {
     res.json(store.list(requestContext(req, { mutation: false }), parseListQuery(req.query as Record<string, unknown>)));
   });
-  router.get('/api/stockmovements/:id', matched('StockMovement.get'), (req, res) => {
+  router.get('/:id', matched('StockMovement.get'), (req, res) => {
     res.json(store.get(requestContext(req, { mutation: false }), String(req.params.id)));
   });
-  router.post('/api/stockmovements', matched('StockMovement.create'), jsonBody, (req, res) => {
+  router.post('/', matched('StockMovement.create'), jsonBody, (req, res) => {
     const ctx = requestContext(req, { mutation: true });
     const result = runIdempotent(idempotency, ctx, 'StockMovement.create', req.body ?? null, () => {
       const record = store.create(ctx, req.body);
@@ -73,13 +74,13 @@ export function stockMovementRoutes(store: EntityStore, idempotency: Idempotency
     });
     sendStored(res, result);
   });
-  router.put('/api/stockmovements/:id', matched('StockMovement.update'), jsonBody, (req, res) => {
+  router.put('/:id', matched('StockMovement.update'), jsonBody, (req, res) => {
     const ctx = requestContext(req, { mutation: true });
     const id = String(req.params.id);
     const result = runIdempotent(idempotency, ctx, 'StockMovement.update', { id, body: req.body ?? null }, () => ({ status: 200, body: store.update(ctx, id, req.body) }));
     sendStored(res, result);
   });
-  router.delete('/api/stockmovements/:id', matched('StockMovement.delete'), (req, res) => {
+  router.delete('/:id', matched('StockMovement.delete'), (req, res) => {
     const ctx = requestContext(req, { mutation: true });
     const id = String(req.params.id);
     const result = runIdempotent(idempotency, ctx, 'StockMovement.delete', { id }, () => {

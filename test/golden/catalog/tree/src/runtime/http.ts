@@ -23,20 +23,58 @@ declare global {
 
 export const BODY_LIMIT = '1mb';
 
+/**
+ * Runs middlewares in order as one Express layer. Every request passes through the pipeline
+ * (tracing, credentials, CSRF), and each Express layer costs a match and a dispatch.
+ */
+export function compose(...handlers: RequestHandler[]): RequestHandler {
+  return (req, res, done) => {
+    let index = 0;
+    const next = (err?: unknown): void => {
+      if (err !== undefined && err !== null && err !== 'route') return done(err);
+      const handler = handlers[index++];
+      if (!handler) return done();
+      try {
+        const result = handler(req, res, next) as unknown;
+        if (result instanceof Promise) result.catch(done);
+      } catch (e) {
+        done(e);
+      }
+    };
+    next();
+  };
+}
+
+/** Only requests whose path is one of `paths` or under one of `prefixes` reach `handler`. */
+export function onlyFor(paths: readonly string[], prefixes: readonly string[], handler: RequestHandler): RequestHandler {
+  return (req, res, next) => {
+    const path = req.path;
+    if (paths.includes(path) || prefixes.some((p) => path.startsWith(p))) return handler(req, res, next);
+    next();
+  };
+}
+
 /** Starts the trace and its http.request span; files the trace when the response ends. */
 export function tracing(store: TraceStore): RequestHandler {
   return (req, res, next) => {
     const trace = new ActiveTrace();
     req.trace = trace;
     res.setHeader('X-Trace-ID', trace.traceId);
-    const root = trace.startSpan('http.request', 'http', { method: req.method, path: req.path });
-    req.rootSpanId = root.id;
-    res.on('finish', () => {
-      root.end({ statusCode: res.statusCode });
-      store.add(trace.finish({ method: req.method, path: req.path, statusCode: res.statusCode, route: res.locals.route as string | undefined }));
-    });
+    req.rootSpanId = trace.startSpan('http.request', 'http', { method: req.method, path: req.url.split('?', 1)[0] }).id;
+    res.locals.traceStore = store;
+    // A shared listener (it reads the response as `this`) rather than a closure per request.
+    res.once('finish', fileTrace);
     next();
   };
+}
+
+function fileTrace(this: Response): void {
+  const req = this.req;
+  const trace = req.trace;
+  trace.spans[0]?.end({ statusCode: this.statusCode });
+  // originalUrl: routers mounted on a prefix leave req.path relative to that prefix.
+  const path = req.originalUrl.split('?', 1)[0];
+  (this.locals.traceStore as TraceStore).add(trace.finish({ method: req.method, path, statusCode: this.statusCode, route: this.locals.route as string | undefined }));
 }
 
 /** Mounted just before the routes: the route.match span runs from here to the matched route. */

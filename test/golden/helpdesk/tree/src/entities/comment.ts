@@ -57,15 +57,16 @@ export const commentSpec: EntitySpec = {
   },
 };
 
+/** Mounted at /api/comments: requests for other paths never enter this router. */
 export function commentRoutes(store: EntityStore, idempotency: IdempotencyStore): Router {
   const router = Router();
-  router.get('/api/comments', matched('Comment.list'), (req, res) => {
+  router.get('/', matched('Comment.list'), (req, res) => {
     res.json(store.list(requestContext(req, { mutation: false }), parseListQuery(req.query as Record<string, unknown>)));
   });
-  router.get('/api/comments/:id', matched('Comment.get'), (req, res) => {
+  router.get('/:id', matched('Comment.get'), (req, res) => {
     res.json(store.get(requestContext(req, { mutation: false }), String(req.params.id)));
   });
-  router.post('/api/comments', matched('Comment.create'), jsonBody, (req, res) => {
+  router.post('/', matched('Comment.create'), jsonBody, (req, res) => {
     const ctx = requestContext(req, { mutation: true });
     const result = runIdempotent(idempotency, ctx, 'Comment.create', req.body ?? null, () => {
       const record = store.create(ctx, req.body);
@@ -73,13 +74,13 @@ export function commentRoutes(store: EntityStore, idempotency: IdempotencyStore)
     });
     sendStored(res, result);
   });
-  router.put('/api/comments/:id', matched('Comment.update'), jsonBody, (req, res) => {
+  router.put('/:id', matched('Comment.update'), jsonBody, (req, res) => {
     const ctx = requestContext(req, { mutation: true });
     const id = String(req.params.id);
     const result = runIdempotent(idempotency, ctx, 'Comment.update', { id, body: req.body ?? null }, () => ({ status: 200, body: store.update(ctx, id, req.body) }));
     sendStored(res, result);
   });
-  router.delete('/api/comments/:id', matched('Comment.delete'), (req, res) => {
+  router.delete('/:id', matched('Comment.delete'), (req, res) => {
     const ctx = requestContext(req, { mutation: true });
     const id = String(req.params.id);
     const result = runIdempotent(idempotency, ctx, 'Comment.delete', { id }, () => {

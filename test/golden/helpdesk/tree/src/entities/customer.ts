@@ -54,15 +54,16 @@ export const customerSpec: EntitySpec = {
   },
 };
 
+/** Mounted at /api/customers: requests for other paths never enter this router. */
 export function customerRoutes(store: EntityStore, idempotency: IdempotencyStore): Router {
   const router = Router();
-  router.get('/api/customers', matched('Customer.list'), (req, res) => {
+  router.get('/', matched('Customer.list'), (req, res) => {
     res.json(store.list(requestContext(req, { mutation: false }), parseListQuery(req.query as Record<string, unknown>)));
   });
-  router.get('/api/customers/:id', matched('Customer.get'), (req, res) => {
+  router.get('/:id', matched('Customer.get'), (req, res) => {
     res.json(store.get(requestContext(req, { mutation: false }), String(req.params.id)));
   });
-  router.post('/api/customers', matched('Customer.create'), jsonBody, (req, res) => {
+  router.post('/', matched('Customer.create'), jsonBody, (req, res) => {
     const ctx = requestContext(req, { mutation: true });
     const result = runIdempotent(idempotency, ctx, 'Customer.create', req.body ?? null, () => {
       const record = store.create(ctx, req.body);
@@ -70,13 +71,13 @@ export function customerRoutes(store: EntityStore, idempotency: IdempotencyStore
     });
     sendStored(res, result);
   });
-  router.put('/api/customers/:id', matched('Customer.update'), jsonBody, (req, res) => {
+  router.put('/:id', matched('Customer.update'), jsonBody, (req, res) => {
     const ctx = requestContext(req, { mutation: true });
     const id = String(req.params.id);
     const result = runIdempotent(idempotency, ctx, 'Customer.update', { id, body: req.body ?? null }, () => ({ status: 200, body: store.update(ctx, id, req.body) }));
     sendStored(res, result);
   });
-  router.delete('/api/customers/:id', matched('Customer.delete'), (req, res) => {
+  router.delete('/:id', matched('Customer.delete'), (req, res) => {
     const ctx = requestContext(req, { mutation: true });
     const id = String(req.params.id);
     const result = runIdempotent(idempotency, ctx, 'Customer.delete', { id }, () => {

@@ -75,15 +75,16 @@ export const ticketSpec: EntitySpec = {
   },
 };
 
+/** Mounted at /api/tickets: requests for other paths never enter this router. */
 export function ticketRoutes(store: EntityStore, idempotency: IdempotencyStore): Router {
   const router = Router();
-  router.get('/api/tickets', matched('Ticket.list'), (req, res) => {
+  router.get('/', matched('Ticket.list'), (req, res) => {
     res.json(store.list(requestContext(req, { mutation: false }), parseListQuery(req.query as Record<string, unknown>)));
   });
-  router.get('/api/tickets/:id', matched('Ticket.get'), (req, res) => {
+  router.get('/:id', matched('Ticket.get'), (req, res) => {
     res.json(store.get(requestContext(req, { mutation: false }), String(req.params.id)));
   });
-  router.post('/api/tickets', matched('Ticket.create'), jsonBody, (req, res) => {
+  router.post('/', matched('Ticket.create'), jsonBody, (req, res) => {
     const ctx = requestContext(req, { mutation: true });
     const result = runIdempotent(idempotency, ctx, 'Ticket.create', req.body ?? null, () => {
       const record = store.create(ctx, req.body);
@@ -91,13 +92,13 @@ export function ticketRoutes(store: EntityStore, idempotency: IdempotencyStore):
     });
     sendStored(res, result);
   });
-  router.put('/api/tickets/:id', matched('Ticket.update'), jsonBody, (req, res) => {
+  router.put('/:id', matched('Ticket.update'), jsonBody, (req, res) => {
     const ctx = requestContext(req, { mutation: true });
     const id = String(req.params.id);
     const result = runIdempotent(idempotency, ctx, 'Ticket.update', { id, body: req.body ?? null }, () => ({ status: 200, body: store.update(ctx, id, req.body) }));
     sendStored(res, result);
   });
-  router.delete('/api/tickets/:id', matched('Ticket.delete'), (req, res) => {
+  router.delete('/:id', matched('Ticket.delete'), (req, res) => {
     const ctx = requestContext(req, { mutation: true });
     const id = String(req.params.id);
     const result = runIdempotent(idempotency, ctx, 'Ticket.delete', { id }, () => {

@@ -3,7 +3,7 @@
 // entry names. Only a SHA-256 digest is kept in memory; presented tokens are hashed and compared
 // with timingSafeEqual against every configured digest, so timing reveals nothing about keys.
 
-import { createHash, timingSafeEqual } from 'node:crypto';
+import { hash, timingSafeEqual } from 'node:crypto';
 import type { Actor } from './actor.ts';
 
 export interface ApiKeyConfig {
@@ -24,7 +24,8 @@ export interface ApiKeyRegistry {
   readonly enabled: readonly string[];
 }
 
-const digest = (value: string): Buffer => createHash('sha256').update(value, 'utf8').digest();
+/** One-shot hashing: no Hash object per request. */
+const digest = (value: string): Buffer => hash('sha256', value, 'buffer') as unknown as Buffer;
 
 /** Throws (refusing to start) when a key's variable is set but too short; warns when unset. */
 export function loadApiKeys(configs: readonly ApiKeyConfig[], env: NodeJS.ProcessEnv, warn: (message: string) => void): ApiKeyRegistry {
