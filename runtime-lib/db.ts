@@ -22,7 +22,40 @@ export function openDatabase(url: string, baseDir: string): Db {
   db.pragma('synchronous = NORMAL');
   db.pragma('foreign_keys = ON');
   db.pragma('busy_timeout = 5000');
+  // Automatic checkpoints run inside whichever write crosses the threshold, stalling that request
+  // (and the event loop) on an fsync. A timer checkpoints instead, off the request path.
+  db.pragma('wal_autocheckpoint = 0');
+  const timer = setInterval(() => {
+    if (!db.open) return clearInterval(timer);
+    if (!db.inTransaction) db.pragma('wal_checkpoint(PASSIVE)');
+  }, 1000);
+  timer.unref();
   return db;
+}
+
+const transactionStatements = new WeakMap<Db, { begin: Statement; commit: Statement; rollback: Statement }>();
+
+/**
+ * Runs `fn` in one IMMEDIATE transaction, or simply runs it when the connection is already in
+ * one: the outer transaction commits or rolls back everything, and nested savepoints would only
+ * add work (nothing here catches an inner failure and carries on).
+ */
+export function atomically<T>(db: Db, fn: () => T): T {
+  if (db.inTransaction) return fn();
+  let stmts = transactionStatements.get(db);
+  if (!stmts) {
+    stmts = { begin: db.prepare('BEGIN IMMEDIATE'), commit: db.prepare('COMMIT'), rollback: db.prepare('ROLLBACK') };
+    transactionStatements.set(db, stmts);
+  }
+  stmts.begin.run();
+  try {
+    const result = fn();
+    stmts.commit.run();
+    return result;
+  } catch (err) {
+    if (db.inTransaction) stmts.rollback.run();
+    throw err;
+  }
 }
 
 type Mode = 'get' | 'all' | 'run';

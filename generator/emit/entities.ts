@@ -18,19 +18,18 @@ export function routesName(entity: Entity): string {
 
 /**
  * The entity's SQL as TypeScript expressions over a COLUMNS constant, laid out to be read:
- * the statements are fixed at generate time, so the app only prepares them.
+ * the statements are fixed at generate time, so the app only prepares them. Updates name only
+ * the changed columns; the runtime builds them from `table` and `columns` and prepares each
+ * distinct set once.
  */
 export function entitySql(entity: Entity): { columns: string; statements: Array<{ key: string; value: string }> } {
   const table = q(entity.name);
   const pk = q(entity.primaryKey.name);
-  const settable = entity.fields.filter((f) => !f.primaryKey);
-  const update = [
-    `UPDATE ${table} SET`,
-    ...settable.map((f, i) => `  ${q(f.name)} = CASE WHEN @${f.name}__set THEN @${f.name} ELSE ${q(f.name)} END${i < settable.length - 1 ? ',' : ''}`),
-  ];
   return {
     columns: tsLiteral(entity.fields.map((f) => q(f.name)).join(', ')),
     statements: [
+      { key: 'table', value: tsLiteral(table) },
+      { key: 'columns', value: 'COLUMNS' },
       { key: 'select', value: `\`SELECT \${COLUMNS} FROM ${table}\`` },
       { key: 'orderBy', value: tsLiteral(pk) },
       { key: 'get', value: `\`SELECT \${COLUMNS} FROM ${table} WHERE ${pk} = ?\`` },
@@ -39,11 +38,6 @@ export function entitySql(entity: Entity): { columns: string; statements: Array<
       {
         key: 'insert',
         value: `\`INSERT INTO ${table} (\${COLUMNS}) VALUES (${entity.fields.map((f) => `@${f.name}`).join(', ')}) RETURNING \${COLUMNS}\``,
-      },
-      // One statement for any subset of fields: a flag per field says whether it changes.
-      {
-        key: 'update',
-        value: `[\n${[...update.map((l) => tsLiteral(l)), `\`WHERE ${pk} = @__id RETURNING \${COLUMNS}\``].map((l) => `      ${l},`).join('\n')}\n    ].join('\\n')`,
       },
       { key: 'delete', value: tsLiteral(`DELETE FROM ${table} WHERE ${pk} = ?`) },
     ],

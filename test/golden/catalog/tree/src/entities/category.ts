@@ -31,18 +31,13 @@ export const categorySpec: EntitySpec = {
     { name: 'parentId', type: 'Ref', required: false, nullable: true, ref: { entity: 'Category', idType: 'UUID', exists: 'SELECT 1 FROM "Category" WHERE "id" = ?' } },
   ],
   sql: {
+    table: '"Category"',
+    columns: COLUMNS,
     select: `SELECT ${COLUMNS} FROM "Category"`,
     orderBy: '"id"',
     get: `SELECT ${COLUMNS} FROM "Category" WHERE "id" = ?`,
     list: `SELECT ${COLUMNS} FROM "Category" ORDER BY "id" LIMIT ? OFFSET ?`,
     insert: `INSERT INTO "Category" (${COLUMNS}) VALUES (@id, @slug, @title, @parentId) RETURNING ${COLUMNS}`,
-    update: [
-      'UPDATE "Category" SET',
-      '  "slug" = CASE WHEN @slug__set THEN @slug ELSE "slug" END,',
-      '  "title" = CASE WHEN @title__set THEN @title ELSE "title" END,',
-      '  "parentId" = CASE WHEN @parentId__set THEN @parentId ELSE "parentId" END',
-      `WHERE "id" = @__id RETURNING ${COLUMNS}`,
-    ].join('\n'),
     delete: 'DELETE FROM "Category" WHERE "id" = ?',
   },
   access: {

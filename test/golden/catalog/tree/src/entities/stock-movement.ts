@@ -33,19 +33,13 @@ export const stockMovementSpec: EntitySpec = {
     { name: 'at', type: 'DateTime', required: false, nullable: false, default: { now: true } },
   ],
   sql: {
+    table: '"StockMovement"',
+    columns: COLUMNS,
     select: `SELECT ${COLUMNS} FROM "StockMovement"`,
     orderBy: '"id"',
     get: `SELECT ${COLUMNS} FROM "StockMovement" WHERE "id" = ?`,
     list: `SELECT ${COLUMNS} FROM "StockMovement" ORDER BY "id" LIMIT ? OFFSET ?`,
     insert: `INSERT INTO "StockMovement" (${COLUMNS}) VALUES (@id, @productId, @quantity, @note, @at) RETURNING ${COLUMNS}`,
-    update: [
-      'UPDATE "StockMovement" SET',
-      '  "productId" = CASE WHEN @productId__set THEN @productId ELSE "productId" END,',
-      '  "quantity" = CASE WHEN @quantity__set THEN @quantity ELSE "quantity" END,',
-      '  "note" = CASE WHEN @note__set THEN @note ELSE "note" END,',
-      '  "at" = CASE WHEN @at__set THEN @at ELSE "at" END',
-      `WHERE "id" = @__id RETURNING ${COLUMNS}`,
-    ].join('\n'),
     delete: 'DELETE FROM "StockMovement" WHERE "id" = ?',
   },
   access: {

@@ -13,7 +13,7 @@ import { type Actor, isAuthenticated } from './actor.ts';
 import type { CommandHandler, ScopedDb } from './handler.ts';
 import type { AuditLog } from './audit.ts';
 import { checkCondition, type Condition } from './conditions.ts';
-import type { Db } from './db.ts';
+import { atomically, type Db } from './db.ts';
 import { normalizeValue, type EntityStore, type FieldType, type RequestContext, type Row, sameValue, validationError } from './entity-store.ts';
 import { AppError, envelope, type ErrorDetail } from './errors.ts';
 import type { AppEvent, EventBus } from './events.ts';
@@ -145,8 +145,7 @@ async function run(rt: CommandRuntime, spec: CommandSpec, call: CommandCall, inp
   open = false;
 
   const command = { name: spec.name, entity: spec.entity };
-  const body = rt.db
-    .transaction(() => {
+  const body = atomically(rt.db, () => {
       const current = store.fetch(trace, call.recordId);
       if (!current || !sameRecord(current, loaded)) {
         throw new AppError('STATE_CONFLICT', `the ${spec.entity} changed while ${spec.name} ran; refresh it and decide again`);
@@ -175,8 +174,7 @@ async function run(rt: CommandRuntime, spec: CommandSpec, call: CommandCall, inp
         rt.idempotency.finish(trace, idempotencyScope(actor), `command:${spec.operationId}`, call.idempotencyKey, 200, presented, null);
       }
       return presented;
-    })
-    .immediate();
+    });
   rt.events.deliver(events, rt.reportEventFailure);
   return { status: 200, body };
 }

@@ -33,19 +33,13 @@ export const commentSpec: EntitySpec = {
     { name: 'createdAt', type: 'DateTime', required: false, nullable: false, default: { now: true } },
   ],
   sql: {
+    table: '"Comment"',
+    columns: COLUMNS,
     select: `SELECT ${COLUMNS} FROM "Comment"`,
     orderBy: '"id"',
     get: `SELECT ${COLUMNS} FROM "Comment" WHERE "id" = ?`,
     list: `SELECT ${COLUMNS} FROM "Comment" ORDER BY "id" LIMIT ? OFFSET ?`,
     insert: `INSERT INTO "Comment" (${COLUMNS}) VALUES (@id, @ticketId, @authorId, @body, @createdAt) RETURNING ${COLUMNS}`,
-    update: [
-      'UPDATE "Comment" SET',
-      '  "ticketId" = CASE WHEN @ticketId__set THEN @ticketId ELSE "ticketId" END,',
-      '  "authorId" = CASE WHEN @authorId__set THEN @authorId ELSE "authorId" END,',
-      '  "body" = CASE WHEN @body__set THEN @body ELSE "body" END,',
-      '  "createdAt" = CASE WHEN @createdAt__set THEN @createdAt ELSE "createdAt" END',
-      `WHERE "id" = @__id RETURNING ${COLUMNS}`,
-    ].join('\n'),
     delete: 'DELETE FROM "Comment" WHERE "id" = ?',
   },
   access: {

@@ -31,18 +31,13 @@ export const customerSpec: EntitySpec = {
     { name: 'createdAt', type: 'DateTime', required: false, nullable: false, default: { now: true } },
   ],
   sql: {
+    table: '"Customer"',
+    columns: COLUMNS,
     select: `SELECT ${COLUMNS} FROM "Customer"`,
     orderBy: '"id"',
     get: `SELECT ${COLUMNS} FROM "Customer" WHERE "id" = ?`,
     list: `SELECT ${COLUMNS} FROM "Customer" ORDER BY "id" LIMIT ? OFFSET ?`,
     insert: `INSERT INTO "Customer" (${COLUMNS}) VALUES (@id, @name, @email, @createdAt) RETURNING ${COLUMNS}`,
-    update: [
-      'UPDATE "Customer" SET',
-      '  "name" = CASE WHEN @name__set THEN @name ELSE "name" END,',
-      '  "email" = CASE WHEN @email__set THEN @email ELSE "email" END,',
-      '  "createdAt" = CASE WHEN @createdAt__set THEN @createdAt ELSE "createdAt" END',
-      `WHERE "id" = @__id RETURNING ${COLUMNS}`,
-    ].join('\n'),
     delete: 'DELETE FROM "Customer" WHERE "id" = ?',
   },
   access: {

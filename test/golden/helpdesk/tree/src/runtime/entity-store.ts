@@ -7,7 +7,7 @@ import { type AuditLog, diffRecords } from './audit.ts';
 import type { Actor } from './actor.ts';
 import type { RowFilter } from './condition-sql.ts';
 import { AppError, type ErrorDetail } from './errors.ts';
-import { type Db, query, type Statement } from './db.ts';
+import { atomically, type Db, query, type Statement } from './db.ts';
 import { ulid, uuid, ULID_PATTERN, UUID_PATTERN } from './ids.ts';
 import type { ActiveTrace } from './tracing.ts';
 
@@ -35,8 +35,8 @@ export interface EntitySpec {
   primaryKey: string;
   idType: 'ULID' | 'UUID';
   fields: readonly FieldSpec[];
-  /** `select` and `orderBy` compose the row-filtered variants of get and list. */
-  sql: { select: string; orderBy: string; get: string; list: string; insert: string; update: string; delete: string };
+  /** `select` and `orderBy` compose the row-filtered variants of get and list; `table` and `columns` the updates of the changed fields. */
+  sql: { table: string; columns: string; select: string; orderBy: string; get: string; list: string; insert: string; delete: string };
   access: AccessPolicy;
 }
 
@@ -51,7 +51,8 @@ export interface RequestContext {
 export interface UpdatePlan {
   id: string;
   before: Row;
-  params: Row;
+  /** Stored forms of the changed fields, in `changed` order. */
+  values: unknown[];
   changed: string[];
 }
 
@@ -82,7 +83,7 @@ const DATE = /^(\d{4})-(\d{2})-(\d{2})$/;
 const DATE_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:\d{2})$/;
 
 export class EntityStore {
-  private readonly stmt: Record<'get' | 'list' | 'insert' | 'update' | 'delete', Statement>;
+  private readonly stmt: Record<'get' | 'list' | 'insert' | 'delete', Statement>;
   /** Statements for row filters, by SQL text: one per distinct rule shape, bounded. */
   private readonly filtered = new Map<string, Statement>();
   readonly access: Access;
@@ -100,7 +101,6 @@ export class EntityStore {
       get: db.prepare(spec.sql.get),
       list: db.prepare(spec.sql.list),
       insert: db.prepare(spec.sql.insert),
-      update: db.prepare(spec.sql.update),
       delete: db.prepare(spec.sql.delete),
     };
     for (const f of spec.fields) {
@@ -159,34 +159,34 @@ export class EntityStore {
     const candidate = this.decode({ ...params });
     this.access.check(actor, 'create', candidate);
     this.access.checkFieldWrites(actor, Object.keys(input), candidate);
-    return this.db.transaction(() => {
+    return atomically(this.db, () => {
       this.checkRefs(trace, params, Object.keys(params));
       const created = this.decode(query(trace, this.stmt.insert, 'get', params) as Row);
       const recordId = created[this.spec.primaryKey] as string;
       this.audit?.record(trace, { ...correlation(ctx), operation: `${this.spec.name}.create`, entity: this.spec.name, recordId, changes: diffRecords(null, created) });
       return this.present(ctx, { ...created });
-    })();
+    });
   }
 
   update(ctx: RequestContext, id: string, body: unknown): Row {
-    return this.db.transaction(() => {
+    return atomically(this.db, () => {
       this.access.requireScopes(ctx.actor, 'update');
       const current = this.load(ctx, id, this.access.filter(ctx.actor, 'read'));
       this.access.check(ctx.actor, 'update', current);
       const plan = this.planUpdate(ctx, current, body, { checkFieldRules: true });
       return this.present(ctx, this.applyUpdate(ctx, plan, `${this.spec.name}.update`));
-    })();
+    });
   }
 
   delete(ctx: RequestContext, id: string): void {
-    this.db.transaction(() => {
+    atomically(this.db, () => {
       this.access.requireScopes(ctx.actor, 'delete');
       const current = this.load(ctx, id, this.access.filter(ctx.actor, 'read'));
       this.access.check(ctx.actor, 'delete', current);
       const result = query(ctx.trace, this.stmt.delete, 'run', [id]);
       if (result.changes === 0) throw this.notFound(id);
       this.audit?.record(ctx.trace, { ...correlation(ctx), operation: `${this.spec.name}.delete`, entity: this.spec.name, recordId: id, changes: diffRecords(current, null) });
-    })();
+    });
   }
 
   /**
@@ -203,11 +203,9 @@ export class EntityStore {
     });
     if (protectedKeys.length) throw protectedError(protectedKeys);
     const issues: ErrorDetail[] = [];
-    const params: Row = { __id: id };
+    const values: unknown[] = [];
     const changed: string[] = [];
     for (const f of this.spec.fields) {
-      params[`${f.name}__set`] = 0;
-      params[f.name] = null;
       if (!Object.prototype.hasOwnProperty.call(input, f.name)) continue;
       const value = input[f.name];
       if (f.primaryKey) {
@@ -218,19 +216,18 @@ export class EntityStore {
       if (value === null || value === undefined) {
         if (!f.nullable) issues.push({ field: f.name, code: 'REQUIRED', message: `${f.name} cannot be null` });
         else {
-          params[`${f.name}__set`] = 1;
+          values.push(null);
           changed.push(f.name);
         }
         continue;
       }
-      params[f.name] = this.encodeField(f, value, issues);
-      params[`${f.name}__set`] = 1;
+      values.push(this.encodeField(f, value, issues));
       changed.push(f.name);
     }
     this.rejectUnknown(input, issues);
     if (issues.length) throw validationError(issues);
     if (options.checkFieldRules) this.access.checkFieldWrites(ctx.actor, changed, current);
-    return { id, before: current, params, changed };
+    return { id, before: current, values, changed };
   }
 
   /** Writes a planned change (inside the caller's transaction) and audits it; returns the new row. */
@@ -238,8 +235,10 @@ export class EntityStore {
     if (plan.changed.length === 0 && !detail) return plan.before;
     let after = plan.before;
     if (plan.changed.length) {
-      this.checkRefs(ctx.trace, plan.params, plan.changed);
-      const row = query(ctx.trace, this.stmt.update, 'get', plan.params);
+      this.checkRefs(ctx.trace, Object.fromEntries(plan.changed.map((name, i) => [name, plan.values[i]])), plan.changed);
+      // Only the changed columns: one statement per distinct set of fields, prepared once.
+      const sql = `UPDATE ${this.spec.sql.table} SET ${plan.changed.map((name) => `"${name}" = ?`).join(', ')} WHERE "${this.spec.primaryKey}" = ? RETURNING ${this.spec.sql.columns}`;
+      const row = query(ctx.trace, this.statementFor(sql), 'get', [...plan.values, plan.id]);
       if (!row) throw this.notFound(plan.id);
       after = this.decode(row);
     }
@@ -338,6 +337,8 @@ export class EntityStore {
       if (v === null || v === undefined) continue;
       if (f.type === 'Boolean') row[f.name] = v === 1;
       else if (f.type === 'JSON') row[f.name] = JSON.parse(v as string);
+      // Prisma's stored form, 2026-01-02T03:04:05.678+00:00, is toISOString() with another suffix.
+      else if (typeof v === 'string' && v.length === 29 && v.endsWith('+00:00')) row[f.name] = `${v.slice(0, 23)}Z`;
       else row[f.name] = new Date(v as string | number).toISOString();
     }
     return row;

@@ -7,7 +7,7 @@
 
 import { createHash } from 'node:crypto';
 import type { Actor } from './actor.ts';
-import { type Db, query, type Statement } from './db.ts';
+import { atomically, type Db, query, type Statement } from './db.ts';
 import { AppError, envelope } from './errors.ts';
 import type { ActiveTrace } from './tracing.ts';
 
@@ -42,9 +42,9 @@ export class IdempotencyStore {
     this.purge = db.prepare('DELETE FROM "_bp_idempotency" WHERE "expiresAt" < ?');
   }
 
-  /** Runs `fn` in one IMMEDIATE transaction (a savepoint when already inside one). */
+  /** Runs `fn` in one IMMEDIATE transaction (or inside the current one). */
   atomically<T>(fn: () => T): T {
-    return this.db.transaction(fn).immediate();
+    return atomically(this.db, fn);
   }
 
   /** Claims the key for a request that runs outside one transaction (commands), or says how to answer instead. */
