@@ -1,0 +1,45 @@
+// What bench/run.ts asks of bench/load.ts, and what comes back: shared by the two processes.
+
+export const OPERATIONS = ['get', 'list', 'create', 'update'] as const;
+export type Operation = (typeof OPERATIONS)[number];
+
+export interface LoadPlan {
+  url: string;
+  /** The server's process, whose CPU use each round reports. */
+  serverPid: number;
+  /** Sent as `Authorization: Bearer <apiKey>`. */
+  apiKey: string;
+  /** JSON file holding the ids of the seeded tickets. */
+  idsFile: string;
+  /** Rows in the table when the run starts; list pages are drawn from them. */
+  rows: number;
+  connections: number;
+  warmupSeconds: number;
+  roundSeconds: number;
+  rounds: number;
+  operations: Operation[];
+}
+
+export interface RoundResult {
+  operation: Operation;
+  round: number;
+  requests: number;
+  seconds: number;
+  requestsPerSecond: number;
+  /** Milliseconds, from every response's own timing (autocannon's histogram rounds to whole ms). */
+  p50: number;
+  p99: number;
+  non2xx: number;
+  errors: number;
+  timeouts: number;
+  /**
+   * CPU used during the round, in cores (1 = one core busy all the time). A server well below 1
+   * was held back by something else: the load generator, or other work on the machine.
+   */
+  serverCpu: number;
+  /** Microseconds of server CPU per request: unlike requests/s, hardly moved by other work on the machine. */
+  serverCpuPerRequest: number;
+  loadCpu: number;
+  /** Everything else on the machine: above a few tenths, the round competed with other work. */
+  otherCpu: number;
+}

@@ -1,0 +1,202 @@
+// Turns the measured rounds into the console tables, results.json and results.md: requests/s and
+// p99 per server, the generated app's ratio to each baseline, and the targets from the issue.
+
+import * as os from 'node:os';
+import type { Operation, RoundResult } from './plan.ts';
+
+export interface ServerInfo {
+  key: string;
+  label: string;
+}
+
+export interface Settings {
+  tickets: number;
+  connections: number;
+  warmupSeconds: number;
+  roundSeconds: number;
+  rounds: number;
+}
+
+export interface Target {
+  operation: Operation;
+  baseline: string;
+  /** The generated app's requests/s must be at least this many times the baseline's. */
+  atLeast: number;
+}
+
+export const OPERATION_LABELS: Record<Operation, string> = {
+  get: 'get by id',
+  list: 'list of 100',
+  create: 'create',
+  update: 'update',
+};
+
+/** Cores of CPU used by other processes above which a round counts as disturbed. */
+export const DISTURBED_OTHER_CPU = 0.25;
+
+/** The round with the most requests/s: interference from the rest of the machine only ever slows a round down. */
+export function bestRound(rounds: RoundResult[]): RoundResult {
+  return rounds.reduce((best, r) => (r.requestsPerSecond > best.requestsPerSecond ? r : best));
+}
+
+interface TargetOutcome extends Target {
+  ratio: number;
+  pass: boolean;
+}
+
+export interface Report {
+  measuredAt: string;
+  machine: { cpu: string; cores: number; node: string; platform: string };
+  settings: Settings & { pick: string };
+  servers: ServerInfo[];
+  /** server key → operation → the best measured round. */
+  results: Record<string, Partial<Record<Operation, RoundResult>>>;
+  /** Every round, warm-ups (round 0) included. */
+  rounds: Record<string, RoundResult[]>;
+  /** baseline key → operation → generated app's requests/s ÷ the baseline's. */
+  ratios: Record<string, Partial<Record<Operation, number>>>;
+  /**
+   * baseline key → operation → the baseline's server CPU per request ÷ the generated app's: what
+   * the requests/s ratio would be with both servers CPU-bound, and far less moved by other work
+   * on the machine than requests/s.
+   */
+  cpuRatios: Record<string, Partial<Record<Operation, number>>>;
+  targets: TargetOutcome[];
+  /** Chosen rounds that ran while other processes used more than DISTURBED_OTHER_CPU cores. */
+  disturbed: string[];
+}
+
+export function buildReport(
+  servers: ServerInfo[],
+  app: string,
+  operations: Operation[],
+  rounds: Record<string, RoundResult[]>,
+  settings: Settings,
+  targets: Target[],
+): Report {
+  const results: Report['results'] = {};
+  for (const server of servers) {
+    results[server.key] = {};
+    for (const operation of operations) {
+      const measured = rounds[server.key].filter((r) => r.operation === operation && r.round > 0);
+      if (measured.length) results[server.key][operation] = bestRound(measured);
+    }
+  }
+  const ratio = (baseline: string, operation: Operation) => {
+    const ours = results[app][operation]?.requestsPerSecond;
+    const theirs = results[baseline][operation]?.requestsPerSecond;
+    return ours !== undefined && theirs ? ours / theirs : NaN;
+  };
+  const cpuRatio = (baseline: string, operation: Operation) => {
+    const ours = results[app][operation]?.serverCpuPerRequest;
+    const theirs = results[baseline][operation]?.serverCpuPerRequest;
+    return ours && theirs !== undefined ? theirs / ours : NaN;
+  };
+  const ratios: Report['ratios'] = {};
+  const cpuRatios: Report['cpuRatios'] = {};
+  for (const server of servers) {
+    if (server.key === app) continue;
+    ratios[server.key] = Object.fromEntries(operations.map((op) => [op, ratio(server.key, op)]));
+    cpuRatios[server.key] = Object.fromEntries(operations.map((op) => [op, cpuRatio(server.key, op)]));
+  }
+  const cpus = os.cpus();
+  return {
+    measuredAt: new Date().toISOString(),
+    machine: { cpu: cpus[0]?.model ?? 'unknown', cores: cpus.length, node: process.version, platform: `${os.platform()} ${os.release()}` },
+    settings: { ...settings, pick: 'best measured round by requests/s (p99 from that round)' },
+    servers,
+    results,
+    rounds,
+    ratios,
+    cpuRatios,
+    targets: targets.map((t) => {
+      const r = ratio(t.baseline, t.operation);
+      return { ...t, ratio: r, pass: r >= t.atLeast };
+    }),
+    disturbed: servers.flatMap((server) =>
+      operations.flatMap((op) => {
+        const r = results[server.key][op];
+        return r && r.otherCpu > DISTURBED_OTHER_CPU ? [`${server.label}, ${OPERATION_LABELS[op]} (${r.otherCpu.toFixed(2)} cores)`] : [];
+      }),
+    ),
+  };
+}
+
+const int = (n: number) => (Number.isFinite(n) ? Math.round(n).toLocaleString('en-US') : '—');
+const ms = (n: number) => (Number.isFinite(n) ? n.toFixed(n < 10 ? 2 : 1) : '—');
+const times = (n: number) => (Number.isFinite(n) ? `${n.toFixed(2)}×` : '—');
+
+function labelOf(report: Report, key: string): string {
+  return report.servers.find((s) => s.key === key)?.label ?? key;
+}
+
+function targetLine(report: Report, t: TargetOutcome): string {
+  return `${OPERATION_LABELS[t.operation]}: generated app ≥ ${t.atLeast}× ${labelOf(report, t.baseline)} (measured ${times(t.ratio)})`;
+}
+
+export function consoleReport(report: Report, app: string): string {
+  const width = Math.max(...report.servers.map((s) => s.label.length));
+  const lines: string[] = [];
+  for (const operation of Object.keys(OPERATION_LABELS) as Operation[]) {
+    if (!report.servers.some((s) => report.results[s.key][operation])) continue;
+    lines.push(
+      '',
+      `${OPERATION_LABELS[operation]}`,
+      `  ${'server'.padEnd(width)}  ${'req/s'.padStart(8)}  ${'p99 ms'.padStart(7)}  ${'CPU µs/req'.padStart(10)}  ${'app ÷ this'.padStart(10)}  ${'by CPU'.padStart(6)}`,
+    );
+    for (const server of report.servers) {
+      const r = report.results[server.key][operation];
+      const isApp = server.key === app;
+      const ratio = isApp ? '' : times(report.ratios[server.key][operation] ?? NaN);
+      const cpu = isApp ? '' : times(report.cpuRatios[server.key][operation] ?? NaN);
+      lines.push(
+        `  ${server.label.padEnd(width)}  ${int(r?.requestsPerSecond ?? NaN).padStart(8)}  ${ms(r?.p99 ?? NaN).padStart(7)}  ` +
+        `${int(r?.serverCpuPerRequest ?? NaN).padStart(10)}  ${ratio.padStart(10)}  ${cpu.padStart(6)}`,
+      );
+    }
+  }
+  lines.push('', 'Targets');
+  for (const t of report.targets) lines.push(`  ${t.pass ? 'PASS' : 'FAIL'}  ${targetLine(report, t)}`);
+  if (report.disturbed.length) {
+    lines.push('', `Warning: other processes competed for the CPU during ${report.disturbed.length} of the chosen rounds:`);
+    for (const d of report.disturbed) lines.push(`  ${d}`);
+    lines.push('Requests/s and their ratios are unreliable; rerun on an idle machine before recording them.');
+  }
+  return lines.join('\n');
+}
+
+export function markdownReport(report: Report, app: string): string {
+  const { settings: s, machine: m } = report;
+  const operations = (Object.keys(OPERATION_LABELS) as Operation[]).filter((op) => report.servers.some((sv) => report.results[sv.key][op]));
+  const baselines = report.servers.filter((sv) => sv.key !== app);
+  const lines = [
+    `Measured ${report.measuredAt.slice(0, 10)} on ${m.cores} × ${m.cpu}, Node ${m.node}: ${s.tickets.toLocaleString('en-US')} tickets, ` +
+    `autocannon with ${s.connections} connections from a separate process, ${s.warmupSeconds} s warm-up, best of ${s.rounds} rounds of ${s.roundSeconds} s. ` +
+    'Cells: requests/s, p99 latency, server CPU per request.',
+    '',
+    `| Operation | ${report.servers.map((sv) => sv.label).join(' | ')} |`,
+    `|---|${report.servers.map(() => '---:').join('|')}|`,
+    ...operations.map((op) => `| ${OPERATION_LABELS[op]} | ${report.servers.map((sv) => {
+      const r = report.results[sv.key][op];
+      return r ? `${int(r.requestsPerSecond)} req/s, ${ms(r.p99)} ms, ${int(r.serverCpuPerRequest)} µs` : '—';
+    }).join(' | ')} |`),
+    '',
+    `| ${labelOf(report, app)} ÷ | ${baselines.map((b) => b.label).join(' | ')} |`,
+    `|---|${baselines.map(() => '---:').join('|')}|`,
+    ...operations.map((op) => `| ${OPERATION_LABELS[op]} | ${baselines.map((b) => times(report.ratios[b.key][op] ?? NaN)).join(' | ')} |`),
+    '',
+    'The same by server CPU per request (the baseline\'s ÷ the generated app\'s):',
+    '',
+    `| ${labelOf(report, app)} ÷ | ${baselines.map((b) => b.label).join(' | ')} |`,
+    `|---|${baselines.map(() => '---:').join('|')}|`,
+    ...operations.map((op) => `| ${OPERATION_LABELS[op]} | ${baselines.map((b) => times(report.cpuRatios[b.key][op] ?? NaN)).join(' | ')} |`),
+    '',
+    'Targets:',
+    '',
+    ...report.targets.map((t) => `- ${t.pass ? 'PASS' : 'FAIL'}: ${targetLine(report, t)}`),
+    ...(report.disturbed.length
+      ? ['', `Other processes used more than ${DISTURBED_OTHER_CPU} cores during ${report.disturbed.length} of these rounds (see results.json): rerun on an idle machine before recording these numbers.`]
+      : []),
+  ];
+  return `${lines.join('\n')}\n`;
+}
