@@ -5,6 +5,7 @@
 // Usage: node --import tsx bench/load.ts '<LoadPlan as JSON>'
 
 import { readFileSync } from 'node:fs';
+import Database from 'better-sqlite3';
 import { performance } from 'node:perf_hooks';
 import autocannon from 'autocannon';
 import type { LoadPlan, Operation, RoundResult } from './plan.ts';
@@ -42,7 +43,21 @@ function requestFor(operation: Operation, plan: LoadPlan, ids: string[]): () => 
         const body = { title: `Updated ticket ${i}`, priority: i % 2 ? 'low' : 'high' };
         return { method: 'PUT', path: `/api/tickets/${someId()}`, headers: writeHeaders(i), body: JSON.stringify(body) };
       };
+    case 'command':
+      // Each ticket once per round (the reset reopens them): StartTicket is available on every one.
+      return () => {
+        const i = ++n;
+        return { method: 'POST', path: `/api/commands/start_ticket/${ids[i % ids.length]}`, headers: writeHeaders(i), body: '{}' };
+      };
   }
+}
+
+/** Reopens every ticket between command rounds, while the server is idle. */
+function reopenTickets(file: string): void {
+  const db = new Database(file);
+  db.pragma('busy_timeout = 5000');
+  db.prepare('UPDATE "Ticket" SET "status" = \'open\', "assigneeId" = NULL').run();
+  db.close();
 }
 
 /** Linux reports process CPU time in clock ticks of 1/100 s (USER_HZ) on every common platform. */
@@ -114,9 +129,14 @@ async function main(plan: LoadPlan): Promise<void> {
   const ids = JSON.parse(readFileSync(plan.idsFile, 'utf8')) as string[];
   for (const operation of plan.operations) {
     const next = requestFor(operation, plan, ids);
+    const reset = () => {
+      if (operation === 'command' && plan.resetDb) reopenTickets(plan.resetDb);
+    };
+    reset();
     const warmup = await round(plan, operation, plan.warmupSeconds, next);
     console.log(JSON.stringify({ ...warmup, round: 0 }));
     for (let r = 1; r <= plan.rounds; r++) {
+      reset();
       console.log(JSON.stringify({ ...(await round(plan, operation, plan.roundSeconds, next)), round: r }));
     }
   }

@@ -1,7 +1,9 @@
 // What bench/run.ts asks of bench/load.ts, and what comes back: shared by the two processes.
 
 export const OPERATIONS = ['get', 'list', 'create', 'update'] as const;
-export type Operation = (typeof OPERATIONS)[number];
+/** The generated app only: a command (StartTicket) against the plain update of the same record. */
+export const COMMAND_OPERATIONS = ['update', 'command'] as const;
+export type Operation = (typeof OPERATIONS)[number] | (typeof COMMAND_OPERATIONS)[number];
 
 export interface LoadPlan {
   url: string;
@@ -18,6 +20,11 @@ export interface LoadPlan {
   roundSeconds: number;
   rounds: number;
   operations: Operation[];
+  /**
+   * For 'command': the server's SQLite file. Before every round the tickets are set back to
+   * 'open' through a second connection, so each round runs StartTicket on records it may start.
+   */
+  resetDb?: string;
 }
 
 export interface RoundResult {

@@ -29,6 +29,7 @@ export const OPERATION_LABELS: Record<Operation, string> = {
   list: 'list of 100',
   create: 'create',
   update: 'update',
+  command: 'command',
 };
 
 /** Cores of CPU used by other processes above which a round counts as disturbed. */

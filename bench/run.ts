@@ -12,7 +12,7 @@ import * as net from 'node:net';
 import * as path from 'node:path';
 import { createInterface } from 'node:readline';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { OPERATIONS, type LoadPlan, type RoundResult } from './plan.ts';
+import { COMMAND_OPERATIONS, OPERATIONS, type LoadPlan, type RoundResult } from './plan.ts';
 import { APP_DIR, ROOT, TICKETS, WORK, cleanWork, generateApp, generatePrismaClient, seedDatabase, writerKeyEnv } from './prepare.ts';
 import { OPERATION_LABELS, buildReport, consoleReport, markdownReport, type ServerInfo, type Settings, type Target } from './report.ts';
 
@@ -178,10 +178,17 @@ interface Credentials {
   env: NodeJS.ProcessEnv;
 }
 
-async function measure(server: Server, seedFile: string, ids: string[], fields: string[], credentials: Credentials): Promise<RoundResult[]> {
-  const dbFile = path.join(WORK, 'db', `${server.key}.db`);
+async function measure(
+  server: Server,
+  seedFile: string,
+  ids: string[],
+  fields: string[],
+  credentials: Credentials,
+  phase: { name: string; operations: LoadPlan['operations']; resetDb?: true } = { name: server.key, operations: [...OPERATIONS] },
+): Promise<RoundResult[]> {
+  const dbFile = path.join(WORK, 'db', `${phase.name}.db`);
   fs.copyFileSync(seedFile, dbFile);
-  const log = path.join(WORK, 'logs', `${server.key}.log`);
+  const log = path.join(WORK, 'logs', `${phase.name}.log`);
   const logFd = fs.openSync(log, 'w');
   const port = await freePort();
   const url = `http://127.0.0.1:${port}`;
@@ -189,7 +196,16 @@ async function measure(server: Server, seedFile: string, ids: string[], fields: 
   try {
     await waitUntilAnswering(url, child, log);
     await checkResponses(url, credentials.apiKey, ids[0], fields);
-    return await load({ url, serverPid: child.pid!, apiKey: credentials.apiKey, idsFile: path.join(WORK, 'ids.json'), rows: TICKETS, ...settings, operations: [...OPERATIONS] });
+    return await load({
+      url,
+      serverPid: child.pid!,
+      apiKey: credentials.apiKey,
+      idsFile: path.join(WORK, 'ids.json'),
+      rows: TICKETS,
+      ...settings,
+      operations: phase.operations,
+      resetDb: phase.resetDb ? dbFile : undefined,
+    });
   } finally {
     await stop(child);
     fs.closeSync(logFd);
@@ -216,14 +232,26 @@ async function main(): Promise<void> {
     rounds[server.key] = await measure(server, seedFile, ids, fields, credentials);
   }
 
+  // Issue 4: what a command (policy, availableWhen, audit, idempotency, one transaction) costs
+  // against the plain update of the same record, on the same server and data.
+  const app = SERVERS.find((s) => s.key === APP) as Server;
+  console.log(`\n${app.label}: command execution against the plain update`);
+  const commandRounds = await measure(app, seedFile, ids, fields, credentials, { name: 'bp-app-commands', operations: [...COMMAND_OPERATIONS], resetDb: true });
+  const best = (op: string) => Math.max(...commandRounds.filter((r) => r.operation === op && r.round > 0).map((r) => r.requestsPerSecond));
+  const commandSummary =
+    `Command execution (StartTicket: policy, availableWhen, audit, idempotency, one transaction) on the generated app: ` +
+    `${Math.round(best('command')).toLocaleString('en-US')} req/s against ${Math.round(best('update')).toLocaleString('en-US')} req/s for the plain update of the same record: ` +
+    `${(best('command') / best('update')).toFixed(2)}×.`;
+
   const report = buildReport(SERVERS, APP, [...OPERATIONS], rounds, settings, TARGETS);
-  fs.writeFileSync(path.join(WORK, 'results.json'), `${JSON.stringify(report, null, 2)}\n`);
-  fs.writeFileSync(path.join(WORK, 'results.md'), markdownReport(report, APP));
+  fs.writeFileSync(path.join(WORK, 'results.json'), `${JSON.stringify({ ...report, commands: commandRounds }, null, 2)}\n`);
+  fs.writeFileSync(path.join(WORK, 'results.md'), `${markdownReport(report, APP)}\n${commandSummary}\n`);
   console.log(consoleReport(report, APP));
+  console.log(`\n${commandSummary}`);
   console.log(`\n${settings.connections} connections, best of ${settings.rounds} rounds of ${settings.roundSeconds} s after ${settings.warmupSeconds} s of warm-up, per operation.`);
   console.log(`Written: bench/.work/results.json, bench/.work/results.md (${Math.round((Date.now() - began) / 1000)} s in all)`);
 
-  const failed = Object.entries(rounds).flatMap(([key, rs]) => rs.filter((r) => r.non2xx + r.errors + r.timeouts > 0).map((r) => `${key} ${r.operation} round ${r.round}`));
+  const failed = Object.entries({ ...rounds, 'bp-app-commands': commandRounds }).flatMap(([key, rs]) => rs.filter((r) => r.non2xx + r.errors + r.timeouts > 0).map((r) => `${key} ${r.operation} round ${r.round}`));
   if (failed.length) {
     console.error(`\nINVALID: some requests failed, so these numbers do not compare like with like: ${failed.join(', ')}`);
     process.exitCode = 1;
