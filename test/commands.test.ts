@@ -552,6 +552,17 @@ describe('command handlers, faults and field protection (lab fixture)', function
     expect(jobRow(job.id as string)?.seal).to.equal('sealed by agent-worker');
   });
 
+  it("applies the entity's update rule to a handler's write of the command's own record", async () => {
+    // Seal has no policy, so the outsider (role viewer) may run it on a job it can read; its
+    // handler's ctx.db.update is an actor-scoped write, and Job's update rule wants an agent.
+    const job = await newJob({ ownerId: 'agent-outsider' });
+    const before = snapshot(job.id as string);
+    const res = await api.command('seal', job.id as string, undefined, { key: KEYS.LAB_OUTSIDER_KEY, idem: k() });
+    expect(res.status, res.text).to.equal(403);
+    expect(errorOf(res).code).to.equal('FORBIDDEN');
+    expect(snapshot(job.id as string)).to.deep.equal(before);
+  });
+
   it('loads the relation a policy reads through record.customer.*', async () => {
     const free = await api.create('customers', { name: 'Free Co' });
     const gold = await api.create('customers', { name: 'Gold Co', plan: 'gold' });

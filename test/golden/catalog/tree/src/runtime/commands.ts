@@ -252,10 +252,13 @@ function scopedDb(rt: CommandRuntime, spec: CommandSpec, call: CommandCall, ownC
       guard();
       const store = storeOf(entity);
       if (entity === spec.entity && id === call.recordId) {
-        // The command's own record: merged with its mutations, checked and written at commit.
-        store.checkBody(changes);
+        // The command's own record: the entity's update rule and field rules apply as to any
+        // actor-scoped write; the change merges with the mutations and is written at commit.
+        const current = store.fetch(call.trace, id) ?? {};
+        store.access.check(call.actor, 'update', current);
+        store.access.checkFieldWrites(call.actor, Object.keys(store.checkBody(changes)), current);
         Object.assign(ownChanges, changes);
-        return { ...store.fetch(call.trace, id), ...ownChanges };
+        return { ...current, ...ownChanges };
       }
       const current = store.load(call, id, store.access.filter(call.actor, 'read'));
       store.access.check(call.actor, 'update', current);

@@ -8,6 +8,7 @@ import { isAuthenticated, type Actor } from './actor.ts';
 import { andFilters, type ColumnType, conditionToSql, notFilter, orFilters, type RowFilter } from './condition-sql.ts';
 import { checkCondition, type Condition, conditionReadsRecord } from './conditions.ts';
 import { AppError } from './errors.ts';
+import { pathsOf } from './expressions.ts';
 
 export type EntityAction = 'read' | 'create' | 'update' | 'delete';
 
@@ -34,6 +35,8 @@ const conditionActor = (actor: Actor) => (isAuthenticated(actor) ? actor : null)
 export class Access {
   /** Actions whose rule does not read the record: decided per actor without building SQL. */
   private readonly actorOnly: ReadonlySet<EntityAction>;
+  /** Actions whose rule reads `now`; the others skip formatting the time on every request. */
+  private readonly readsNow: ReadonlySet<EntityAction>;
 
   constructor(
     readonly policy: AccessPolicy,
@@ -41,6 +44,7 @@ export class Access {
   ) {
     const actions: EntityAction[] = ['read', 'create', 'update', 'delete'];
     this.actorOnly = new Set(actions.filter((a) => !conditionReadsRecord(this.rule(a))));
+    this.readsNow = new Set(actions.filter((a) => mentionsNow(this.rule(a))));
   }
 
   /**
@@ -51,7 +55,7 @@ export class Access {
     this.requireScopes(actor, action);
     const who = conditionActor(actor);
     const rule = this.actorOnly.has(action)
-      ? checkCondition(this.rule(action), { actor: who, record: null, now: new Date().toISOString() })
+      ? checkCondition(this.rule(action), { actor: who, record: null, now: this.readsNow.has(action) ? new Date().toISOString() : undefined })
       : conditionToSql(this.rule(action), who, this.columns);
     const granted = this.permissionFilter(actor, action);
     if (rule === undefined || granted === undefined) {
@@ -148,4 +152,10 @@ export class Access {
     if (!isAuthenticated(actor)) return new AppError('UNAUTHENTICATED', 'sign in or present an API key');
     return new AppError('FORBIDDEN', `you may not ${action} ${this.policy.entity} records`);
   }
+}
+
+function mentionsNow(condition: Condition): boolean {
+  if (condition.kind === 'expr') return pathsOf(condition.expr).some((p) => p.root === 'now');
+  if (condition.kind === 'and' || condition.kind === 'or') return condition.items.some(mentionsNow);
+  return false;
 }

@@ -70,8 +70,8 @@ export function query<M extends Mode>(
 ): M extends 'run' ? Database.RunResult : M extends 'get' ? Record<string, unknown> | undefined : Record<string, unknown>[] {
   const span = trace?.startSpan('database.query', 'database', { sql: stmt.source });
   try {
-    const args = Array.isArray(params) ? params : [params];
-    return (stmt[mode] as (...a: unknown[]) => never)(...args);
+    const run = stmt[mode] as (this: Statement, ...a: unknown[]) => never;
+    return Array.isArray(params) ? run.apply(stmt, params) : run.call(stmt, params);
   } catch (err) {
     throw mapSqliteError(err);
   } finally {

@@ -3,7 +3,7 @@
 // spans for the HTTP request, route matching and each database query. Bounded by count and age
 // (spec 8: 1,000 traces, 5 minutes) so a busy app cannot grow it without limit.
 
-import { randomUUID } from 'node:crypto';
+import { randomFillSync } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 
 export interface Span {
@@ -67,6 +67,21 @@ export class TraceStore {
   }
 }
 
+/**
+ * Trace ids (32 hex characters, W3C trace-id sized) cut from a pool of random bytes filled 256
+ * ids at a time: one system call per 256 requests instead of one each.
+ */
+const idPool = Buffer.alloc(16 * 256);
+let idOffset = idPool.length;
+function nextTraceId(): string {
+  if (idOffset === idPool.length) {
+    randomFillSync(idPool);
+    idOffset = 0;
+  }
+  idOffset += 16;
+  return idPool.toString('hex', idOffset - 16, idOffset);
+}
+
 export interface SpanHandle {
   readonly id: number;
   end(attributes?: Record<string, unknown>): void;
@@ -102,8 +117,7 @@ class OpenSpan implements Span, SpanHandle {
 
 /** A trace being recorded. Times come from the monotonic clock, anchored to the epoch once. */
 export class ActiveTrace {
-  // randomUUID draws from a cached entropy pool: much cheaper per request than randomBytes.
-  readonly traceId = randomUUID().replace(/-/g, '');
+  readonly traceId = nextTraceId();
   readonly spans: OpenSpan[] = [];
   private readonly epochStart = Date.now();
   private readonly monoStart = performance.now();
