@@ -44,7 +44,7 @@ export class AuditLog {
   private readonly insert: Statement;
   private readonly page: Statement;
 
-  constructor(private readonly db: Db) {
+  constructor(db: Db) {
     this.insert = db.prepare(
       `INSERT INTO "_bp_audit" (${COLUMNS}) VALUES (@id, @at, @operation, @entity, @recordId, @actorId, @credentialId, @delegatedBy, @agentRunId, @idempotencyKey, @traceId, @changes, @detail)`,
     );
