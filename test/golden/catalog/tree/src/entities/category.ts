@@ -4,7 +4,7 @@
 import { Router } from 'express';
 import { requestContext } from '../runtime/command-routes.ts';
 import { type EntitySpec, type EntityStore, parseListQuery } from '../runtime/entity-store.ts';
-import { jsonBody, matched, sendStored } from '../runtime/http.ts';
+import { jsonBody, matched, sendJson, sendStored } from '../runtime/http.ts';
 import { type IdempotencyStore, runIdempotent } from '../runtime/idempotency.ts';
 import { permissions } from '../permissions.ts';
 
@@ -53,10 +53,10 @@ export const categorySpec: EntitySpec = {
 export function categoryRoutes(store: EntityStore, idempotency: IdempotencyStore): Router {
   const router = Router();
   router.get('/', matched('Category.list'), (req, res) => {
-    res.json(store.list(requestContext(req, { mutation: false }), parseListQuery(req.query as Record<string, unknown>)));
+    sendJson(res, 200, store.list(requestContext(req, { mutation: false }), parseListQuery(req.query as Record<string, unknown>)));
   });
   router.get('/:id', matched('Category.get'), (req, res) => {
-    res.json(store.get(requestContext(req, { mutation: false }), String(req.params.id)));
+    sendJson(res, 200, store.get(requestContext(req, { mutation: false }), String(req.params.id)));
   });
   router.post('/', matched('Category.create'), jsonBody, (req, res) => {
     const ctx = requestContext(req, { mutation: true });

@@ -8,7 +8,7 @@ import { executeCommand, type CommandRuntime, type CommandSpec } from './command
 import type { AuditLog } from './audit.ts';
 import { type EntityStore, parseListQuery, type RequestContext } from './entity-store.ts';
 import { AppError } from './errors.ts';
-import { jsonBody, matched, sendStored } from './http.ts';
+import { jsonBody, matched, sendJson, sendStored } from './http.ts';
 import { idempotencyKeyOf } from './idempotency.ts';
 
 const RUN_ID = /^[\x21-\x7e]{1,255}$/;
@@ -57,7 +57,7 @@ export function auditRoutes(audit: AuditLog, stores: ReadonlyMap<string, EntityS
     store.load(ctx, recordId, store.access.filter(ctx.actor, 'read'));
     const { limit, offset } = parseListQuery(paging);
     const page = audit.list(req.trace, entity, recordId, limit, offset);
-    res.json({ items: page.items, limit, offset, hasMore: page.hasMore });
+    sendJson(res, 200, { items: page.items, limit, offset, hasMore: page.hasMore });
   });
   return router;
 }
