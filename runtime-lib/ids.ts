@@ -1,11 +1,14 @@
 // Record ids. ULIDs sort by creation time, so the stable list order (by id) is also creation
 // order; within one millisecond they stay monotonic by incrementing the random part.
 
-import { randomBytes, randomUUID } from 'node:crypto';
+import { randomFillSync, randomUUID } from 'node:crypto';
 
 const ALPHABET = '0123456789ABCDEFGHJKMNPQRSTVWXYZ';
 let lastTime = -1;
 const lastRandom = new Uint8Array(16);
+/** Random bytes for 64 ids at a time: one system call per 64 new milliseconds, not one per id. */
+const pool = Buffer.alloc(16 * 64);
+let poolOffset = pool.length;
 
 export function ulid(now: number = Date.now()): string {
   if (now <= lastTime) {
@@ -16,8 +19,12 @@ export function ulid(now: number = Date.now()): string {
     }
     now = lastTime;
   } else {
-    const bytes = randomBytes(16);
-    for (let i = 0; i < 16; i++) lastRandom[i] = bytes[i] & 31;
+    if (poolOffset === pool.length) {
+      randomFillSync(pool);
+      poolOffset = 0;
+    }
+    for (let i = 0; i < 16; i++) lastRandom[i] = pool[poolOffset + i] & 31;
+    poolOffset += 16;
     lastTime = now;
   }
   let time = '';
