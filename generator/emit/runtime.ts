@@ -10,7 +10,7 @@ const RUNTIME_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '
 
 export function emitRuntime(): Map<string, string> {
   const files = new Map<string, string>();
-  for (const name of fs.readdirSync(RUNTIME_DIR).filter((f) => f.endsWith('.ts') || f.endsWith('.mjs')).sort()) {
+  for (const name of fs.readdirSync(RUNTIME_DIR).filter((f) => f.endsWith('.ts')).sort()) {
     const source = fs.readFileSync(path.join(RUNTIME_DIR, name), 'utf8');
     files.set(`src/runtime/${name}`, `// ${GENERATED_HEADER} (copied from bp's runtime-lib)\n${source}`);
   }

@@ -4,7 +4,6 @@
 
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { Worker } from 'node:worker_threads';
 import Database from 'better-sqlite3';
 import { AppError } from './errors.ts';
 import type { ActiveTrace } from './tracing.ts';
@@ -24,21 +23,6 @@ export function openDatabase(url: string, baseDir: string): Db {
   db.pragma('synchronous = NORMAL');
   db.pragma('foreign_keys = ON');
   db.pragma('busy_timeout = 5000');
-  // Automatic checkpoints run inside whichever write crosses the threshold, stalling that request
-  // (and the event loop) on an fsync. A worker thread checkpoints instead, off the request path.
-  db.pragma('wal_autocheckpoint = 0');
-  const worker = new Worker(new URL('./checkpoint-worker.mjs', import.meta.url), { workerData: { file, intervalMs: 1000, maxWalBytes: 64 * 1024 * 1024 } });
-  worker.unref();
-  worker.on('error', (err) => {
-    // Without the worker, fall back to SQLite's own automatic checkpoints rather than let the WAL grow.
-    console.warn(`warning: WAL checkpoint worker failed (${err.message}); using automatic checkpoints`);
-    if (db.open) db.pragma('wal_autocheckpoint = 1000');
-  });
-  const close = db.close.bind(db);
-  db.close = () => {
-    worker.postMessage('stop');
-    return close();
-  };
   return db;
 }
 
