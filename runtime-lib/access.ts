@@ -44,6 +44,7 @@ export class Access {
     const actions: EntityAction[] = ['read', 'create', 'update', 'delete'];
     this.actorOnly = new Set(actions.filter((a) => !conditionReadsRecord(this.rule(a))));
     this.readsNow = new Set(actions.filter((a) => mentionsNow(this.rule(a))));
+    this.hasFieldReadRules = Object.values(policy.fields).some((f) => f.read !== undefined);
   }
 
   /**
@@ -97,9 +98,8 @@ export class Access {
     });
   }
 
-  get hasFieldReadRules(): boolean {
-    return Object.values(this.policy.fields).some((f) => f.read !== undefined);
-  }
+  /** Whether any field has a read rule: decided once, asked for every record presented. */
+  readonly hasFieldReadRules: boolean;
 
   private rule(action: EntityAction): Condition {
     return this.policy.rules[action] ?? AUTHENTICATED;

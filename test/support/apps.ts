@@ -112,7 +112,11 @@ export async function request(
     headers['content-type'] ??= 'application/json';
     body = JSON.stringify(options.json);
   }
-  const res = await fetch(base + urlPath, { method, headers, body });
+  return readResponse(await fetch(base + urlPath, { method, headers, body }));
+}
+
+/** Status, headers, text and (when it is JSON) the parsed body of a fetch response. */
+export async function readResponse(res: Response): Promise<HttpResponse> {
   const text = await res.text();
   let parsed: unknown;
   try {

@@ -3,6 +3,7 @@
 
 import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
+import { readResponse } from '../apps.ts';
 
 export interface UserSpec {
   email: string;
@@ -83,14 +84,7 @@ export class CookieClient {
       if (/expires=Thu, 01 Jan 1970/i.test(line) || value === '') this.cookies.delete(name);
       else this.cookies.set(name, value);
     }
-    const text = await res.text();
-    let parsed: unknown;
-    try {
-      parsed = text ? JSON.parse(text) : undefined;
-    } catch {
-      parsed = undefined;
-    }
-    return { status: res.status, headers: res.headers, text, body: parsed };
+    return readResponse(res);
   }
 }
 

@@ -10,6 +10,10 @@ import * as path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import Database from 'better-sqlite3';
 import { expect } from 'chai';
+import type { AuditRecord } from '../../../runtime-lib/audit.ts';
+import type { AppEvent } from '../../../runtime-lib/events.ts';
+
+export type { AppEvent, AuditRecord };
 import { request, type HttpResponse } from '../apps.ts';
 import { OpenApiChecker } from '../openapi-check.ts';
 
@@ -17,29 +21,6 @@ export type Rec = Record<string, unknown>;
 
 export interface ErrorBody {
   error: { code: string; message: string; retryable: boolean; details?: Array<{ field?: string; code: string; message: string }>; traceId: string };
-}
-
-/** The event shape of the generated runtime (runtime/events.ts). */
-export interface AppEvent {
-  name: string;
-  payload: Rec;
-  source: { command: string; traceId?: string };
-}
-
-export interface AuditRecord {
-  id: string;
-  at: string;
-  operation: string;
-  entity: string;
-  recordId: string;
-  actorId: string;
-  credentialId: string | null;
-  delegatedBy: string | null;
-  agentRunId: string | null;
-  idempotencyKey: string | null;
-  traceId: string | null;
-  changes: Record<string, { before: unknown; after: unknown }>;
-  detail: Rec | null;
 }
 
 type Db = Database.Database;
