@@ -12,7 +12,6 @@ import { type Actor, isAuthenticated } from './actor.ts';
 import type { CommandHandler, ScopedDb } from './handler.ts';
 import type { AuditLog } from './audit.ts';
 import { checkCondition, type Condition } from './conditions.ts';
-import { atomically, type Db } from './db.ts';
 import { normalizeValue, type EntityStore, type FieldType, type RequestContext, type Row, sameValue, validationError } from './entity-store.ts';
 import { AppError, envelope, type ErrorDetail } from './errors.ts';
 import type { AppEvent, EventBus } from './events.ts';
@@ -52,7 +51,6 @@ export interface CommandSpec<I = Record<string, unknown>, R = Row> {
 }
 
 export interface CommandRuntime {
-  db: Db;
   stores: ReadonlyMap<string, EntityStore>;
   audit: AuditLog;
   idempotency: IdempotencyStore;
@@ -87,7 +85,7 @@ export async function executeCommand<I, R>(rt: CommandRuntime, typedSpec: Comman
   const scope = idempotencyScope(actor);
   const operation = `command:${spec.operationId}`;
   if (key !== undefined) {
-    const outcome = rt.idempotency.begin(trace, scope, operation, key, requestHash({ recordId: call.recordId, input }));
+    const outcome = await rt.idempotency.begin(trace, scope, operation, key, requestHash({ recordId: call.recordId, input }));
     if (outcome.kind === 'replay') return { status: outcome.status, body: outcome.body, replayed: true };
   }
   try {
@@ -96,9 +94,11 @@ export async function executeCommand<I, R>(rt: CommandRuntime, typedSpec: Comman
   } catch (err) {
     if (key !== undefined) {
       // A failure a retry cannot fix is remembered like a success; others free the key.
-      if (err instanceof AppError && !err.retryable) {
-        rt.idempotency.finish(trace, scope, operation, key, err.status, envelope(err, trace?.traceId ?? ''), null);
-      } else rt.idempotency.release(trace, scope, operation, key);
+      await rt.idempotency.commits.run(() => {
+        if (err instanceof AppError && !err.retryable) {
+          rt.idempotency.finish(trace, scope, operation, key, err.status, envelope(err, trace?.traceId ?? ''), null);
+        } else rt.idempotency.release(trace, scope, operation, key);
+      }, trace);
     }
     throw err;
   }
@@ -144,7 +144,7 @@ async function run(rt: CommandRuntime, spec: CommandSpec, call: CommandCall, inp
   open = false;
 
   const command = { name: spec.name, entity: spec.entity };
-  const body = atomically(rt.db, () => {
+  const body = await rt.idempotency.commits.run(() => {
       const current = store.fetch(trace, call.recordId);
       if (!current || !sameRecord(current, loaded)) {
         throw new AppError('STATE_CONFLICT', `the ${spec.entity} changed while ${spec.name} ran; refresh it and decide again`);
@@ -173,7 +173,7 @@ async function run(rt: CommandRuntime, spec: CommandSpec, call: CommandCall, inp
         rt.idempotency.finish(trace, idempotencyScope(actor), `command:${spec.operationId}`, call.idempotencyKey, 200, presented, null);
       }
       return presented;
-    });
+    }, trace);
   rt.events.deliver(events, rt.reportEventFailure);
   return { status: 200, body };
 }

@@ -70,7 +70,6 @@ export function createApp(options: AppOptions): { app: Express; traces: TraceSto
   app.use(
     commandRoutes(
       {
-        db: options.db,
         stores,
         audit,
         idempotency,

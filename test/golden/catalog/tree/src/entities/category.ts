@@ -58,24 +58,24 @@ export function categoryRoutes(store: EntityStore, idempotency: IdempotencyStore
   router.get('/:id', matched('Category.get'), (req, res) => {
     sendJson(res, 200, store.get(requestContext(req, { mutation: false }), String(req.params.id)));
   });
-  router.post('/', matched('Category.create'), jsonBody, (req, res) => {
+  router.post('/', matched('Category.create'), jsonBody, async (req, res) => {
     const ctx = requestContext(req, { mutation: true });
-    const result = runIdempotent(idempotency, ctx, 'Category.create', req.body ?? null, () => {
+    const result = await runIdempotent(idempotency, ctx, 'Category.create', req.body ?? null, () => {
       const record = store.create(ctx, req.body);
       return { status: 201, body: record, location: `/api/categorys/${String(record.id)}` };
     });
     sendStored(res, result);
   });
-  router.put('/:id', matched('Category.update'), jsonBody, (req, res) => {
+  router.put('/:id', matched('Category.update'), jsonBody, async (req, res) => {
     const ctx = requestContext(req, { mutation: true });
     const id = String(req.params.id);
-    const result = runIdempotent(idempotency, ctx, 'Category.update', { id, body: req.body ?? null }, () => ({ status: 200, body: store.update(ctx, id, req.body) }));
+    const result = await runIdempotent(idempotency, ctx, 'Category.update', { id, body: req.body ?? null }, () => ({ status: 200, body: store.update(ctx, id, req.body) }));
     sendStored(res, result);
   });
-  router.delete('/:id', matched('Category.delete'), (req, res) => {
+  router.delete('/:id', matched('Category.delete'), async (req, res) => {
     const ctx = requestContext(req, { mutation: true });
     const id = String(req.params.id);
-    const result = runIdempotent(idempotency, ctx, 'Category.delete', { id }, () => {
+    const result = await runIdempotent(idempotency, ctx, 'Category.delete', { id }, () => {
       store.delete(ctx, id);
       return { status: 204, body: undefined };
     });

@@ -80,24 +80,24 @@ export function productRoutes(store: EntityStore, idempotency: IdempotencyStore)
   router.get('/:id', matched('Product.get'), (req, res) => {
     sendJson(res, 200, store.get(requestContext(req, { mutation: false }), String(req.params.id)));
   });
-  router.post('/', matched('Product.create'), jsonBody, (req, res) => {
+  router.post('/', matched('Product.create'), jsonBody, async (req, res) => {
     const ctx = requestContext(req, { mutation: true });
-    const result = runIdempotent(idempotency, ctx, 'Product.create', req.body ?? null, () => {
+    const result = await runIdempotent(idempotency, ctx, 'Product.create', req.body ?? null, () => {
       const record = store.create(ctx, req.body);
       return { status: 201, body: record, location: `/api/products/${String(record.id)}` };
     });
     sendStored(res, result);
   });
-  router.put('/:id', matched('Product.update'), jsonBody, (req, res) => {
+  router.put('/:id', matched('Product.update'), jsonBody, async (req, res) => {
     const ctx = requestContext(req, { mutation: true });
     const id = String(req.params.id);
-    const result = runIdempotent(idempotency, ctx, 'Product.update', { id, body: req.body ?? null }, () => ({ status: 200, body: store.update(ctx, id, req.body) }));
+    const result = await runIdempotent(idempotency, ctx, 'Product.update', { id, body: req.body ?? null }, () => ({ status: 200, body: store.update(ctx, id, req.body) }));
     sendStored(res, result);
   });
-  router.delete('/:id', matched('Product.delete'), (req, res) => {
+  router.delete('/:id', matched('Product.delete'), async (req, res) => {
     const ctx = requestContext(req, { mutation: true });
     const id = String(req.params.id);
-    const result = runIdempotent(idempotency, ctx, 'Product.delete', { id }, () => {
+    const result = await runIdempotent(idempotency, ctx, 'Product.delete', { id }, () => {
       store.delete(ctx, id);
       return { status: 204, body: undefined };
     });

@@ -60,24 +60,24 @@ export function commentRoutes(store: EntityStore, idempotency: IdempotencyStore)
   router.get('/:id', matched('Comment.get'), (req, res) => {
     sendJson(res, 200, store.get(requestContext(req, { mutation: false }), String(req.params.id)));
   });
-  router.post('/', matched('Comment.create'), jsonBody, (req, res) => {
+  router.post('/', matched('Comment.create'), jsonBody, async (req, res) => {
     const ctx = requestContext(req, { mutation: true });
-    const result = runIdempotent(idempotency, ctx, 'Comment.create', req.body ?? null, () => {
+    const result = await runIdempotent(idempotency, ctx, 'Comment.create', req.body ?? null, () => {
       const record = store.create(ctx, req.body);
       return { status: 201, body: record, location: `/api/comments/${String(record.id)}` };
     });
     sendStored(res, result);
   });
-  router.put('/:id', matched('Comment.update'), jsonBody, (req, res) => {
+  router.put('/:id', matched('Comment.update'), jsonBody, async (req, res) => {
     const ctx = requestContext(req, { mutation: true });
     const id = String(req.params.id);
-    const result = runIdempotent(idempotency, ctx, 'Comment.update', { id, body: req.body ?? null }, () => ({ status: 200, body: store.update(ctx, id, req.body) }));
+    const result = await runIdempotent(idempotency, ctx, 'Comment.update', { id, body: req.body ?? null }, () => ({ status: 200, body: store.update(ctx, id, req.body) }));
     sendStored(res, result);
   });
-  router.delete('/:id', matched('Comment.delete'), (req, res) => {
+  router.delete('/:id', matched('Comment.delete'), async (req, res) => {
     const ctx = requestContext(req, { mutation: true });
     const id = String(req.params.id);
-    const result = runIdempotent(idempotency, ctx, 'Comment.delete', { id }, () => {
+    const result = await runIdempotent(idempotency, ctx, 'Comment.delete', { id }, () => {
       store.delete(ctx, id);
       return { status: 204, body: undefined };
     });

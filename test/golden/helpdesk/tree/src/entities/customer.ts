@@ -58,24 +58,24 @@ export function customerRoutes(store: EntityStore, idempotency: IdempotencyStore
   router.get('/:id', matched('Customer.get'), (req, res) => {
     sendJson(res, 200, store.get(requestContext(req, { mutation: false }), String(req.params.id)));
   });
-  router.post('/', matched('Customer.create'), jsonBody, (req, res) => {
+  router.post('/', matched('Customer.create'), jsonBody, async (req, res) => {
     const ctx = requestContext(req, { mutation: true });
-    const result = runIdempotent(idempotency, ctx, 'Customer.create', req.body ?? null, () => {
+    const result = await runIdempotent(idempotency, ctx, 'Customer.create', req.body ?? null, () => {
       const record = store.create(ctx, req.body);
       return { status: 201, body: record, location: `/api/customers/${String(record.id)}` };
     });
     sendStored(res, result);
   });
-  router.put('/:id', matched('Customer.update'), jsonBody, (req, res) => {
+  router.put('/:id', matched('Customer.update'), jsonBody, async (req, res) => {
     const ctx = requestContext(req, { mutation: true });
     const id = String(req.params.id);
-    const result = runIdempotent(idempotency, ctx, 'Customer.update', { id, body: req.body ?? null }, () => ({ status: 200, body: store.update(ctx, id, req.body) }));
+    const result = await runIdempotent(idempotency, ctx, 'Customer.update', { id, body: req.body ?? null }, () => ({ status: 200, body: store.update(ctx, id, req.body) }));
     sendStored(res, result);
   });
-  router.delete('/:id', matched('Customer.delete'), (req, res) => {
+  router.delete('/:id', matched('Customer.delete'), async (req, res) => {
     const ctx = requestContext(req, { mutation: true });
     const id = String(req.params.id);
-    const result = runIdempotent(idempotency, ctx, 'Customer.delete', { id }, () => {
+    const result = await runIdempotent(idempotency, ctx, 'Customer.delete', { id }, () => {
       store.delete(ctx, id);
       return { status: 204, body: undefined };
     });

@@ -72,24 +72,24 @@ export function ticketRoutes(store: EntityStore, idempotency: IdempotencyStore):
   router.get('/:id', matched('Ticket.get'), (req, res) => {
     sendJson(res, 200, store.get(requestContext(req, { mutation: false }), String(req.params.id)));
   });
-  router.post('/', matched('Ticket.create'), jsonBody, (req, res) => {
+  router.post('/', matched('Ticket.create'), jsonBody, async (req, res) => {
     const ctx = requestContext(req, { mutation: true });
-    const result = runIdempotent(idempotency, ctx, 'Ticket.create', req.body ?? null, () => {
+    const result = await runIdempotent(idempotency, ctx, 'Ticket.create', req.body ?? null, () => {
       const record = store.create(ctx, req.body);
       return { status: 201, body: record, location: `/api/tickets/${String(record.id)}` };
     });
     sendStored(res, result);
   });
-  router.put('/:id', matched('Ticket.update'), jsonBody, (req, res) => {
+  router.put('/:id', matched('Ticket.update'), jsonBody, async (req, res) => {
     const ctx = requestContext(req, { mutation: true });
     const id = String(req.params.id);
-    const result = runIdempotent(idempotency, ctx, 'Ticket.update', { id, body: req.body ?? null }, () => ({ status: 200, body: store.update(ctx, id, req.body) }));
+    const result = await runIdempotent(idempotency, ctx, 'Ticket.update', { id, body: req.body ?? null }, () => ({ status: 200, body: store.update(ctx, id, req.body) }));
     sendStored(res, result);
   });
-  router.delete('/:id', matched('Ticket.delete'), (req, res) => {
+  router.delete('/:id', matched('Ticket.delete'), async (req, res) => {
     const ctx = requestContext(req, { mutation: true });
     const id = String(req.params.id);
-    const result = runIdempotent(idempotency, ctx, 'Ticket.delete', { id }, () => {
+    const result = await runIdempotent(idempotency, ctx, 'Ticket.delete', { id }, () => {
       store.delete(ctx, id);
       return { status: 204, body: undefined };
     });

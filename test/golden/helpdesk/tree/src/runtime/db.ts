@@ -51,6 +51,32 @@ export function atomically<T>(db: Db, fn: () => T): T {
   }
 }
 
+const savepointStatements = new WeakMap<Db, { open: Statement; release: Statement; rollbackTo: Statement }>();
+
+/**
+ * Runs `fn` inside the current transaction so that, when it throws, only its own changes are
+ * undone and the transaction carries on (for recording the failure alongside).
+ */
+export function withSavepoint<T>(db: Db, fn: () => T): T {
+  let stmts = savepointStatements.get(db);
+  if (!stmts) {
+    stmts = { open: db.prepare('SAVEPOINT bp_step'), release: db.prepare('RELEASE bp_step'), rollbackTo: db.prepare('ROLLBACK TO bp_step') };
+    savepointStatements.set(db, stmts);
+  }
+  stmts.open.run();
+  try {
+    const result = fn();
+    stmts.release.run();
+    return result;
+  } catch (err) {
+    if (db.inTransaction) {
+      stmts.rollbackTo.run();
+      stmts.release.run();
+    }
+    throw err;
+  }
+}
+
 type Mode = 'get' | 'all' | 'run';
 
 /** Runs a prepared statement inside a database.query span and maps SQLite failures to app errors. */

@@ -7,8 +7,9 @@
 
 import { createHash } from 'node:crypto';
 import type { Actor } from './actor.ts';
-import { atomically, type Db, query, type Statement } from './db.ts';
+import { type Db, query, type Statement, withSavepoint } from './db.ts';
 import { AppError, envelope } from './errors.ts';
+import { type GroupCommit, groupCommit } from './group-commit.ts';
 import type { ActiveTrace } from './tracing.ts';
 
 export const IDEMPOTENCY_TTL_MS = 24 * 60 * 60 * 1000;
@@ -28,8 +29,11 @@ export class IdempotencyStore {
   private readonly insertDone: Statement;
   private readonly purge: Statement;
   private lastPurge = 0;
+  /** Where every write of the app commits (runtime/group-commit.ts). */
+  readonly commits: GroupCommit;
 
   constructor(private readonly db: Db) {
+    this.commits = groupCommit(db);
     this.select = db.prepare('SELECT "requestHash", "state", "status", "body", "location", "createdAt", "expiresAt" FROM "_bp_idempotency" WHERE "scope" = ? AND "operation" = ? AND "key" = ?');
     this.upsert = db.prepare(
       'INSERT OR REPLACE INTO "_bp_idempotency" ("scope", "operation", "key", "requestHash", "state", "status", "body", "location", "createdAt", "expiresAt") VALUES (?, ?, ?, ?, \'running\', NULL, NULL, NULL, ?, ?)',
@@ -42,21 +46,19 @@ export class IdempotencyStore {
     this.purge = db.prepare('DELETE FROM "_bp_idempotency" WHERE "expiresAt" < ?');
   }
 
-  /** Runs `fn` in one IMMEDIATE transaction (or inside the current one). */
-  atomically<T>(fn: () => T): T {
-    return atomically(this.db, fn);
-  }
-
-  /** Claims the key for a request that runs outside one transaction (commands), or says how to answer instead. */
-  begin(trace: ActiveTrace | undefined, scope: string, operation: string, key: string, requestHash: string): IdempotencyOutcome {
-    return this.atomically((): IdempotencyOutcome => {
+  /**
+   * Claims the key (committed) for a request that runs outside one transaction (commands), or
+   * says how to answer instead.
+   */
+  begin(trace: ActiveTrace | undefined, scope: string, operation: string, key: string, requestHash: string): Promise<IdempotencyOutcome> {
+    return this.commits.run((): IdempotencyOutcome => {
       const outcome = this.lookup(trace, scope, operation, key, requestHash);
       if (outcome.kind === 'new') {
         const now = Date.now();
         query(trace, this.upsert, 'run', [scope, operation, key, requestHash, now, now + IDEMPOTENCY_TTL_MS]);
       }
       return outcome;
-    });
+    }, trace);
   }
 
   /**
@@ -75,15 +77,20 @@ export class IdempotencyStore {
     return { kind: 'replay', status: row.status as number, body: row.body === null ? undefined : JSON.parse(row.body as string), location: row.location as string | null };
   }
 
-  /** Records a finished response in one statement (the synchronous path of runIdempotent). */
+  /** Records a finished response in one statement, in the transaction of the change. */
   remember(trace: ActiveTrace | undefined, scope: string, operation: string, key: string, requestHash: string, response: { status: number; body: unknown; location: string | null }): void {
     const now = Date.now();
     query(trace, this.insertDone, 'run', [scope, operation, key, requestHash, response.status, response.body === undefined ? null : JSON.stringify(response.body), response.location, now, now + IDEMPOTENCY_TTL_MS]);
   }
 
-  /** Stores the response to replay. Call in the transaction of the change when there is one. */
+  /** Stores the response to replay of a key claimed with begin(). Call in the transaction of the change. */
   finish(trace: ActiveTrace | undefined, scope: string, operation: string, key: string, status: number, body: unknown, location: string | null): void {
     query(trace, this.complete, 'run', [status, body === undefined ? null : JSON.stringify(body), location, scope, operation, key]);
+  }
+
+  /** Runs `fn` so that a throw undoes its changes only, not the rest of the transaction. */
+  undoable<T>(fn: () => T): T {
+    return withSavepoint(this.db, fn);
   }
 
   /** Releases the key after a failure that a retry with the same key may fix. */
@@ -144,34 +151,37 @@ export interface StoredResponse {
 }
 
 /**
- * Runs a synchronous write (an entity create, update or delete) under an Idempotency-Key: the
- * claim, the write and the stored response commit together in one transaction, so no other
- * request can ever see the key half-used and a crash cannot separate the write from its record.
- * A failure a retry cannot fix is remembered too, so the same request gets the same answer.
+ * Runs a synchronous write (an entity create, update or delete) in the next group commit, under
+ * its Idempotency-Key when it has one: the claim, the write and the stored response commit
+ * together, so no other request can ever see the key half-used and a crash cannot separate the
+ * write from its record. A failure a retry cannot fix is remembered too (the write itself is
+ * undone), so the same request gets the same answer.
  */
-export function runIdempotent(
+export async function runIdempotent(
   store: IdempotencyStore,
   ctx: { actor: Actor; trace?: ActiveTrace; idempotencyKey?: string },
   operation: string,
   input: unknown,
   write: () => StoredResponse,
-): StoredResponse & { replayed: boolean } {
+): Promise<StoredResponse & { replayed: boolean }> {
   const key = ctx.idempotencyKey;
-  if (key === undefined) return { ...write(), replayed: false };
+  if (key === undefined) return store.commits.run(() => ({ ...write(), replayed: false }), ctx.trace);
   const scope = idempotencyScope(ctx.actor);
   const hash = requestHash(input);
-  try {
-    return store.atomically(() => {
-      const outcome = store.lookup(ctx.trace, scope, operation, key, hash);
-      if (outcome.kind === 'replay') return { status: outcome.status, body: outcome.body, location: outcome.location, replayed: true };
-      const result = write();
+  const done = await store.commits.run((): { response: StoredResponse & { replayed: boolean } } | { failure: AppError } => {
+    const outcome = store.lookup(ctx.trace, scope, operation, key, hash);
+    if (outcome.kind === 'replay') return { response: { status: outcome.status, body: outcome.body, location: outcome.location, replayed: true } };
+    try {
+      const result = store.undoable(write);
       store.remember(ctx.trace, scope, operation, key, hash, { status: result.status, body: result.body, location: result.location ?? null });
-      return { ...result, replayed: false };
-    });
-  } catch (err) {
-    if (err instanceof AppError && !err.retryable && !NOT_REMEMBERED.has(err.code)) {
+      return { response: { ...result, replayed: false } };
+    } catch (err) {
+      if (!(err instanceof AppError && !err.retryable && !NOT_REMEMBERED.has(err.code))) throw err;
       store.remember(ctx.trace, scope, operation, key, hash, { status: err.status, body: envelope(err, ctx.trace?.traceId ?? ''), location: null });
+      // Committed with the group; the caller gets the error once it is.
+      return { failure: err };
     }
-    throw err;
-  }
+  }, ctx.trace);
+  if ('failure' in done) throw done.failure;
+  return done.response;
 }
