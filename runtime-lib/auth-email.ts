@@ -18,13 +18,15 @@
 //    from the sign-in page, whose session holds the token.
 
 import { randomBytes, timingSafeEqual } from 'node:crypto';
+import type { ServerResponse } from 'node:http';
+import { parse as parseQuery } from 'node:querystring';
 import express, { Router, type NextFunction, type Request, type RequestHandler, type Response } from 'express';
 import session from 'express-session';
 import { csrfSync } from 'csrf-sync';
 import { ANONYMOUS, type Actor } from './actor.ts';
 import { query, type Db } from './db.ts';
 import { AppError, type ErrorDetail } from './errors.ts';
-import { BODY_LIMIT, matched } from './http.ts';
+import { type ApiRequest, BODY_LIMIT, hasBody, isJsonType, matched, mediaType, type Middleware, type Next, pathOf } from './http.ts';
 import { ulid } from './ids.ts';
 import { LOGIN_PAGE_CSP, renderLoginPage, type LoginPageOptions } from './login-page.ts';
 import { hashPassword, hashPasswordSync, PASSWORD_MAX_LENGTH, passwordProblem, verifyPassword } from './password.ts';
@@ -40,6 +42,9 @@ declare module 'express-session' {
 }
 
 export const USERS_TABLE = '_bp_users';
+
+/** A request after express-session has run (it works on node's request as on Express's). */
+type SessionRequest = ApiRequest & { session?: session.Session & Partial<session.SessionData> };
 
 export const AUTH_ROUTES = {
   signup: '/api/auth/signup',
@@ -67,16 +72,16 @@ export interface EmailAuthOptions {
 }
 
 export interface EmailAuth {
-  /** express-session + absolute-lifetime check; mount before actor resolution. */
-  session: RequestHandler;
+  /** express-session + absolute-lifetime check; runs before actor resolution. */
+  session: Middleware;
   /** The person behind the session, or undefined. Reads the user row on every request. */
-  sessionActor(req: Request): Actor | undefined;
-  /** CSRF + trusted-origin checks for mutations; mount after actor resolution, before routes. */
-  csrf: RequestHandler;
+  sessionActor(req: SessionRequest): Actor | undefined;
+  /** CSRF + trusted-origin checks for mutations; runs after actor resolution, before routes. */
+  csrf: Middleware;
   /** /api/auth/* routes and the sign-in page. */
   router: Router;
   /** The session's CSRF token (created on first use), for HTML forms the app renders. */
-  csrfToken(req: Request): string;
+  csrfToken(req: SessionRequest): string;
 }
 
 interface UserRow {
@@ -122,13 +127,16 @@ export function createEmailAuth(options: EmailAuthOptions): EmailAuth {
     // Every response pushes the idle deadline forward (cookie and row), so only inactivity ends it.
     rolling: true,
     cookie: { ...cookieOptions, maxAge: idleMs },
+    // In production the app sits behind a TLS-terminating proxy (Express's "trust proxy" there).
+    proxy: production ? true : undefined,
   });
 
-  const sessionMiddleware: RequestHandler = (req, res, next) => {
+  const sessionMiddleware: Middleware = (req: SessionRequest, res, next) => {
     // A request that presents an API key is sessionless: it neither reads nor creates a session
     // (and skips express-session's per-request work, the hot path of agents).
     if (req.headers.authorization !== undefined) return next();
-    expressSession(req, res, (err?: unknown) => {
+    // express-session is connect middleware: node's request and response are all it uses.
+    expressSession(req as unknown as Request, res as Response, (err?: unknown) => {
       if (err || !req.session || req.session.createdAt === undefined) return next(err);
       const remaining = req.session.createdAt + durationMs - Date.now();
       if (remaining > 0) {
@@ -139,27 +147,27 @@ export function createEmailAuth(options: EmailAuthOptions): EmailAuth {
       // Past its absolute lifetime (possible when the duration was lowered since the session
       // began): drop the row and carry on as a caller without a session.
       req.session.regenerate((regenerateErr) => {
-        if (!regenerateErr) res.clearCookie(cookieName, cookieOptions);
+        if (!regenerateErr) clearCookie(res, cookieName, cookieOptions);
         next(regenerateErr);
       });
     });
   };
 
-  function hasSession(req: Request): boolean {
+  function hasSession(req: SessionRequest): boolean {
     return req.session?.createdAt !== undefined;
   }
 
-  function csrfToken(req: Request): string {
+  function csrfToken(req: SessionRequest): string {
     const s = req.session;
     if (!s) throw new Error('createEmailAuth: the session middleware must run before csrfToken()');
     if (s.createdAt === undefined) {
       s.createdAt = Date.now();
       s.cookie.maxAge = Math.min(idleMs, durationMs);
     }
-    return tokens.generateToken(req);
+    return tokens.generateToken(req as unknown as Request);
   }
 
-  function sessionActor(req: Request): Actor | undefined {
+  function sessionActor(req: SessionRequest): Actor | undefined {
     const userId = req.session?.userId;
     if (userId === undefined) return undefined;
     const row = query(req.trace, stmts.userById, 'get', [userId]) as UserRow | undefined;
@@ -167,32 +175,33 @@ export function createEmailAuth(options: EmailAuthOptions): EmailAuth {
     return row ? userActor(row) : undefined;
   }
 
-  function tokenMatches(req: Request): boolean {
+  function tokenMatches(req: SessionRequest): boolean {
     const header = req.headers['x-csrf-token'];
     const sent = typeof header === 'string' ? header : field(req.body, '_csrf');
-    const expected = tokens.getTokenFromState(req);
+    const expected = tokens.getTokenFromState(req as unknown as Request);
     if (typeof sent !== 'string' || typeof expected !== 'string') return false;
     const a = Buffer.from(sent);
     const b = Buffer.from(expected);
     return a.length === b.length && timingSafeEqual(a, b);
   }
 
-  const csrf: RequestHandler = (req, res, next) => {
-    if (SAFE_METHODS.has(req.method) || req.actor?.kind === 'agent') return next();
+  const csrf: Middleware = (req: SessionRequest, res, next) => {
+    if (SAFE_METHODS.has(req.method ?? 'GET') || req.actor?.kind === 'agent') return next();
     const origin = req.headers.origin;
-    if (origin !== undefined ? !originAllowed(req, origin, trustedOrigins) : req.headers['sec-fetch-site'] === 'cross-site') {
+    const path = pathOf(req.url);
+    if (origin !== undefined ? !originAllowed(req, origin, trustedOrigins, production) : req.headers['sec-fetch-site'] === 'cross-site') {
       return next(new AppError('CSRF_FAILED', `requests from ${origin ?? 'another site'} are not accepted; add the origin to auth.trustedOrigins if it is yours`));
     }
     const refuse = (message: string): void => {
       // A sign-in page left open past its session's life posts a stale token: show the page again.
-      if (isForm(req) && (req.path === AUTH_ROUTES.login || req.path === AUTH_ROUTES.signup)) {
-        sendPage(req, res, 403, 'The form expired. Please try again.', field(req.body, 'email'), req.path === AUTH_ROUTES.signup);
+      if (isForm(req) && (path === AUTH_ROUTES.login || path === AUTH_ROUTES.signup)) {
+        sendPage(req, res, 403, 'The form expired. Please try again.', field(req.body, 'email'), path === AUTH_ROUTES.signup);
       } else {
         next(new AppError('CSRF_FAILED', message));
       }
     };
     if (!hasSession(req)) {
-      const signingIn = req.path === AUTH_ROUTES.login || req.path === AUTH_ROUTES.signup;
+      const signingIn = path === AUTH_ROUTES.login || path === AUTH_ROUTES.signup;
       if (signingIn && !isJson(req)) return refuse(`without a session, sign in with a JSON body; forms must come from ${loginPath}`);
       return next();
     }
@@ -209,7 +218,7 @@ export function createEmailAuth(options: EmailAuthOptions): EmailAuth {
   };
 
   /** Sign-in page (or the sign-up variant), always with a token of the current session. */
-  function sendPage(req: Request, res: Response, status: number, error?: string, email?: string, signup = false): void {
+  function sendPage(req: SessionRequest, res: ServerResponse, status: number, error?: string, email?: string, signup = false): void {
     const title = options.appTitle ?? options.appSlug;
     const page: LoginPageOptions = {
       title: signup ? `Create an account for ${title}` : `Sign in to ${title}`,
@@ -217,20 +226,17 @@ export function createEmailAuth(options: EmailAuthOptions): EmailAuth {
       csrfToken: csrfToken(req),
       error,
       email,
-      next: safeNext(req.method === 'GET' ? req.query.next : field(req.body, 'next')),
+      next: safeNext(req.method === 'GET' ? queryParam(req, 'next') : field(req.body, 'next')),
       ...(signup ? { submitLabel: 'Create account', passwordAutocomplete: 'new-password' as const } : {}),
     };
-    res
-      .status(status)
-      .set({
-        'Content-Security-Policy': LOGIN_PAGE_CSP,
-        'Cache-Control': 'no-store',
-        'X-Content-Type-Options': 'nosniff',
-        'X-Frame-Options': 'DENY',
-        'Referrer-Policy': 'same-origin',
-      })
-      .type('html')
-      .send(renderLoginPage(page));
+    res.statusCode = status;
+    res.setHeader('Content-Security-Policy', LOGIN_PAGE_CSP);
+    res.setHeader('Cache-Control', 'no-store');
+    res.setHeader('X-Content-Type-Options', 'nosniff');
+    res.setHeader('X-Frame-Options', 'DENY');
+    res.setHeader('Referrer-Policy', 'same-origin');
+    res.setHeader('Content-Type', 'text/html; charset=utf-8');
+    res.end(renderLoginPage(page));
   }
 
   /** A new session id for the person (session fixation), with a fresh CSRF token. */
@@ -333,7 +339,7 @@ export function createEmailAuth(options: EmailAuthOptions): EmailAuth {
 
   router.post(AUTH_ROUTES.logout, matched('auth.logout'), (req, res, next) => {
     const done = (): void => {
-      res.clearCookie(cookieName, cookieOptions);
+      clearCookie(res, cookieName, cookieOptions);
       if (isForm(req)) res.redirect(303, loginPath);
       else res.status(204).end();
     };
@@ -402,13 +408,18 @@ function parseOrigin(value: string): string {
   return url.origin;
 }
 
-/** The app's own origin (as the request reached it) is always trusted. */
-function originAllowed(req: Request, origin: string, trusted: Set<string>): boolean {
+/**
+ * The app's own origin (as the request reached it) is always trusted. Behind the production
+ * proxy, the scheme is the one X-Forwarded-Proto reports (Express's "trust proxy" of 1 hop).
+ */
+function originAllowed(req: ApiRequest, origin: string, trusted: Set<string>, behindProxy: boolean): boolean {
   if (trusted.has(origin)) return true;
   const host = req.headers.host;
   if (!host) return false;
+  const forwarded = behindProxy ? req.headers['x-forwarded-proto'] : undefined;
+  const protocol = 'encrypted' in req.socket && req.socket.encrypted ? 'https' : typeof forwarded === 'string' ? forwarded.split(',', 1)[0].trim() : 'http';
   try {
-    return new URL(`${req.protocol}://${host}`).origin === origin;
+    return new URL(`${protocol}://${host}`).origin === origin;
   } catch {
     return false;
   }
@@ -425,12 +436,25 @@ function safeNext(value: unknown): string | undefined {
   return url.pathname + url.search + url.hash;
 }
 
-function isForm(req: Request): boolean {
-  return req.is('application/x-www-form-urlencoded') === 'application/x-www-form-urlencoded';
+function isForm(req: ApiRequest): boolean {
+  return hasBody(req) && mediaType(req) === 'application/x-www-form-urlencoded';
 }
 
-function isJson(req: Request): boolean {
-  return Boolean(req.is(['application/json', 'application/*+json']));
+function isJson(req: ApiRequest): boolean {
+  return hasBody(req) && isJsonType(mediaType(req));
+}
+
+function queryParam(req: ApiRequest, name: string): unknown {
+  const url = req.url ?? '';
+  const q = url.indexOf('?');
+  return q === -1 ? undefined : parseQuery(url.slice(q + 1))[name];
+}
+
+/** Express's res.clearCookie, for node's response: the cookie expired at the epoch. */
+function clearCookie(res: ServerResponse, name: string, options: { path: string; httpOnly: boolean; sameSite: 'lax'; secure: boolean }): void {
+  const cookie = `${name}=; Path=${options.path}; Expires=Thu, 01 Jan 1970 00:00:00 GMT${options.httpOnly ? '; HttpOnly' : ''}${options.secure ? '; Secure' : ''}; SameSite=Lax`;
+  const existing = res.getHeader('Set-Cookie');
+  res.setHeader('Set-Cookie', existing === undefined ? [cookie] : [...(Array.isArray(existing) ? existing : [String(existing)]), cookie]);
 }
 
 function isPlainObject(value: unknown): value is Record<string, unknown> {
@@ -461,9 +485,10 @@ const parseFormBody = express.urlencoded({ extended: false, limit: BODY_LIMIT })
 const parseJsonBody = express.json({ limit: BODY_LIMIT, strict: false, type: () => true });
 
 /** Parses a form or JSON body so a `_csrf` field can be read; other bodies are left alone. */
-function readTokenBody(req: Request, res: Response, next: (err?: unknown) => void): void {
-  if (isForm(req)) return parseFormBody(req, res, next);
-  if (isJson(req)) return parseJsonBody(req, res, next);
+function readTokenBody(req: ApiRequest, res: ServerResponse, next: Next): void {
+  // body-parser, like express-session, needs nothing of Express's request or response.
+  if (isForm(req)) return parseFormBody(req as Request, res as Response, next);
+  if (isJson(req)) return parseJsonBody(req as Request, res as Response, next);
   next();
 }
 

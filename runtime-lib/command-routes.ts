@@ -2,19 +2,19 @@
 // through the one executor; GET /api/audit lists a record's audit trail for actors who may read
 // the record.
 
-import { type Request, Router } from 'express';
+import { Router } from 'express';
 import { executeCommand, type CommandRuntime, type CommandSpec } from './commands.ts';
 import type { AuditLog } from './audit.ts';
 import { type EntityStore, parseListQuery, type RequestContext } from './entity-store.ts';
 import { AppError } from './errors.ts';
-import { jsonBody, matched, sendJson, sendStored } from './http.ts';
+import { type ApiRequest, jsonBody, matched, sendJson, sendStored } from './http.ts';
 import { idempotencyKeyOf } from './idempotency.ts';
 
 const RUN_ID = /^[\x21-\x7e]{1,255}$/;
 
 /** The request's actor, trace and correlation ids (X-Agent-Run-ID, Idempotency-Key). */
-export function requestContext(req: Request, options: { mutation: boolean }): RequestContext {
-  const runId = req.get('X-Agent-Run-ID');
+export function requestContext(req: ApiRequest, options: { mutation: boolean }): RequestContext {
+  const runId = header(req, 'x-agent-run-id');
   if (runId !== undefined && !RUN_ID.test(runId)) {
     throw new AppError('VALIDATION_FAILED', 'X-Agent-Run-ID must be 1 to 255 visible ASCII characters', {
       details: [{ field: 'X-Agent-Run-ID', code: 'INVALID_HEADER', message: 'must be 1 to 255 visible ASCII characters' }],
@@ -24,8 +24,14 @@ export function requestContext(req: Request, options: { mutation: boolean }): Re
     actor: req.actor,
     trace: req.trace,
     agentRunId: runId,
-    idempotencyKey: options.mutation ? idempotencyKeyOf(req.get('Idempotency-Key'), req.actor) : undefined,
+    idempotencyKey: options.mutation ? idempotencyKeyOf(header(req, 'idempotency-key'), req.actor) : undefined,
   };
+}
+
+/** A custom header's value (node joins repeated ones with ", "). */
+function header(req: ApiRequest, name: string): string | undefined {
+  const value = req.headers[name];
+  return typeof value === 'string' ? value : undefined;
 }
 
 export function commandRoutes(rt: CommandRuntime, commands: ReadonlyArray<CommandSpec<never, never>>): Router {

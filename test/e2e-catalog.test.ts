@@ -219,7 +219,7 @@ describe('generated catalog app (end to end, every field type)', function () {
       applyMigrations(db, path.join(appDir, 'prisma', 'migrations'));
       const built = createApp({ db, appDir, traces: new TraceStore(3, 60_000), env: KEYS, warn: () => undefined });
       traces = built.traces;
-      server = built.app.listen(0);
+      server = built.listen(0);
       await new Promise((r) => server.once('listening', r));
       base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
     });
@@ -244,6 +244,22 @@ describe('generated catalog app (end to end, every field type)', function () {
       for (const s of trace.spans) expect(s.duration).to.be.at.least(0);
     });
 
+    it('traces the front door and the Express forms of a route alike', async () => {
+      const headers = { authorization: `Bearer ${KEYS.CATALOG_OPS_KEY}` };
+      const shapes: unknown[] = [];
+      for (const form of ['/api/products?limit=2', '/api/products/?limit=2']) {
+        const res = await request(base, 'GET', form, { headers });
+        expect(res.status).to.equal(200);
+        const trace = traces.list(1)[0];
+        expect(trace.traceId).to.equal(res.headers.get('x-trace-id'));
+        expect(trace.metadata, form).to.include({ method: 'GET', path: form.split('?')[0], statusCode: 200, route: 'Product.list' });
+        const routing = trace.spans.find((s) => s.name === 'route.match');
+        expect(routing?.attributes, form).to.deep.equal({ route: 'Product.list' });
+        shapes.push(trace.spans.map((s) => [s.name, s.parentId]));
+      }
+      expect(shapes[1]).to.deep.equal(shapes[0]);
+    });
+
     it('sets delegatedBy only through the trusted delegate hook of createApp', async () => {
       const load = (p: string) => import(pathToFileURL(path.join(appDir, p)).href);
       const { createApp } = await load('src/app.ts');
@@ -251,7 +267,7 @@ describe('generated catalog app (end to end, every field type)', function () {
       const db = openDatabase(`file:${path.join(appDir, 'data', 'traced.db')}`, appDir);
       // A host that verified a human's approval out of band, here: a fixed id for the ops key.
       const delegate = (_req: unknown, actor: { id: string }) => (actor.id === 'agent-ops' ? 'human-42' : undefined);
-      const delegated = createApp({ db, appDir, env: KEYS, warn: () => undefined, delegate }).app.listen(0);
+      const delegated = createApp({ db, appDir, env: KEYS, warn: () => undefined, delegate }).listen(0);
       await new Promise((r) => delegated.once('listening', r));
       try {
         const url = `http://127.0.0.1:${(delegated.address() as AddressInfo).port}`;

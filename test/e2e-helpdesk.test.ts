@@ -203,6 +203,56 @@ describe('generated helpdesk app (end to end)', function () {
     });
   });
 
+  // The front door serves /api/<collection> and /api/<collection>/<id> from its table; the other
+  // forms Express accepts for the same routes reach the same route functions through Express.
+  describe('URL forms', () => {
+    const agent = { authorization: `Bearer ${ENV.TRIAGE_API_KEY}` };
+    const get = (urlPath: string, method = 'GET') => request(app.url, method, urlPath, { headers: agent });
+
+    it('answers a trailing slash and other letter case like the canonical path', async () => {
+      const created = (await call('POST', '/api/tickets', '/api/tickets', { json: { title: 'forms' } })).body as Rec;
+      const list = await get('/api/tickets?limit=3&offset=1');
+      expect(list.status).to.equal(200);
+      for (const form of ['/api/tickets/?limit=3&offset=1', '/API/Tickets?limit=3&offset=1']) {
+        const res = await get(form);
+        expect(res.status, form).to.equal(200);
+        expect(res.body, form).to.deep.equal(list.body);
+      }
+      for (const form of [`/api/tickets/${created.id}/`, `/api/TICKETS/${created.id}`, `/api/tickets/${encodeURIComponent(created.id as string)}?ignored=1`]) {
+        const res = await get(form);
+        expect(res.status, form).to.equal(200);
+        expect(res.body, form).to.deep.equal(created);
+      }
+      const viaSlash = await request(app.url, 'POST', '/api/tickets/', { json: { title: 'slash' }, headers: { ...agent, 'idempotency-key': freshKey() } });
+      expect(viaSlash.status).to.equal(201);
+      expect(viaSlash.headers.get('location')).to.equal(`/api/tickets/${(viaSlash.body as Rec).id}`);
+      const head = await get(`/api/tickets/${created.id}`, 'HEAD');
+      expect(head.status).to.equal(200);
+      expect(head.text).to.equal('');
+    });
+
+    it('runs the pipeline on every form: no credential is no access, and errors are the envelope', async () => {
+      for (const form of ['/api/tickets', '/api/tickets/', '/API/TICKETS']) {
+        const res = await request(app.url, 'POST', form, { json: { title: 'anonymous' } });
+        expect(res.status, form).to.equal(401);
+        expect(errorOf(res).code, form).to.equal('UNAUTHENTICATED');
+        expect(res.headers.get('x-trace-id'), form).to.match(/^[0-9a-f]{32}$/);
+      }
+      const patch = await get('/api/tickets/01J00000000000000000000000', 'PATCH');
+      expect(patch.status).to.equal(404);
+      expect(errorOf(patch).code).to.equal('ROUTE_NOT_FOUND');
+    });
+
+    it('answers 400 for an id that is not valid percent-encoding', async () => {
+      for (const [method, json] of [['GET', undefined], ['PUT', { title: 'x' }], ['DELETE', undefined]] as const) {
+        const res = await request(app.url, method, '/api/tickets/%E0%A4%A', { json, headers: { ...agent, 'idempotency-key': freshKey() } });
+        expect(res.status, method).to.equal(400);
+        expect(errorOf(res), method).to.include({ code: 'VALIDATION_FAILED', retryable: false });
+        expect(errorOf(res).details?.[0]?.code, method).to.equal('INVALID_PATH');
+      }
+    });
+  });
+
   describe('read and list', () => {
     it('gets a record, and 404s one that does not exist', async () => {
       const created = (await call('POST', '/api/tickets', '/api/tickets', { json: { title: 'get me' } })).body as Rec;

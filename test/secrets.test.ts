@@ -145,7 +145,7 @@ describe('secrets stay out of the database, the logs and the traces', function (
       const env = { TRIAGE_API_KEY: SECRETS.triageKey, REPORTER_API_KEY: SECRETS.reporterKey, SESSION_SECRET: SECRETS.sessionSecret };
       const built = createApp({ db, appDir, traces: new TraceStore(10_000, 60 * 60 * 1000), env, warn: (m: string) => warnings.push(m) });
       traces = built.traces;
-      server = built.app.listen(0, '127.0.0.1');
+      server = built.listen(0, '127.0.0.1');
       await new Promise((resolve) => server.once('listening', resolve));
       await exercise(`http://127.0.0.1:${(server.address() as AddressInfo).port}`);
     });

@@ -47,7 +47,7 @@ export interface InProcessApp {
 export async function bootInProcess(appDir: string, env: Record<string, string>, options: { dbName?: string; services?: Rec } = {}): Promise<InProcessApp> {
   const dbName = options.dbName ?? 'app.db';
   const load = async <T>(file: string): Promise<T> => (await import(pathToFileURL(path.join(appDir, file)).href)) as T;
-  const { createApp } = await load<{ createApp: (o: Rec) => { app: { listen(port: number, host: string): Server }; events: InProcessApp['events'] } }>('src/app.ts');
+  const { createApp } = await load<{ createApp: (o: Rec) => { listen(port: number, host: string): Server; events: InProcessApp['events'] } }>('src/app.ts');
   const { openDatabase } = await load<{ openDatabase: (url: string, base: string) => Db }>('src/runtime/db.ts');
   const { applyMigrations } = await load<{ applyMigrations: (db: Db, dir: string) => unknown }>('src/runtime/migrate.ts');
   const dbFile = path.join(appDir, 'data', dbName);
@@ -57,7 +57,7 @@ export async function bootInProcess(appDir: string, env: Record<string, string>,
   const built = createApp({ db, appDir, env, services: options.services, warn: (m: string) => warnings.push(m) });
   const delivered: AppEvent[] = [];
   built.events.subscribe((e) => void delivered.push(e));
-  const server = built.app.listen(0, '127.0.0.1');
+  const server = built.listen(0, '127.0.0.1');
   await new Promise((resolve) => server.once('listening', resolve));
   return {
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,

@@ -33,12 +33,17 @@ try {
 const database = db;
 let app;
 try {
-  ({ app } = createApp({ db: database, appDir }));
+  app = createApp({ db: database, appDir });
 } catch (err) {
   console.error(`cannot start: ${err instanceof Error ? err.message : String(err)}`);
   process.exit(1);
 }
-const server = app.listen(port, () => {
+const server = app.listen(port);
+server.once('error', (err) => {
+  console.error(`cannot start: ${err.message}`);
+  process.exit(1);
+});
+server.once('listening', () => {
   const address = server.address();
   const actual = typeof address === 'object' && address ? address.port : port;
   console.log(`Helpdesk listening on http://localhost:${actual}`);
