@@ -15,6 +15,8 @@ export interface Settings {
   warmupSeconds: number;
   roundSeconds: number;
   rounds: number;
+  /** The load generator pinned to CPU 1 (bench/run.ts). */
+  pinned: boolean;
 }
 
 export interface Target {
@@ -172,7 +174,7 @@ export function markdownReport(report: Report, app: string): string {
   const baselines = report.servers.filter((sv) => sv.key !== app);
   const lines = [
     `Measured ${report.measuredAt.slice(0, 10)} on ${m.cores} × ${m.cpu}, Node ${m.node}: ${s.tickets.toLocaleString('en-US')} tickets, ` +
-    `autocannon with ${s.connections} connections from a separate process, ${s.warmupSeconds} s warm-up, best of ${s.rounds} rounds of ${s.roundSeconds} s. ` +
+    `autocannon with ${s.connections} connections from a separate process${s.pinned ? ' pinned to CPU 1' : ''}, ${s.warmupSeconds} s warm-up, best of ${s.rounds} rounds of ${s.roundSeconds} s. ` +
     'Cells: requests/s, p99 latency, server CPU per request.',
     '',
     `| Operation | ${report.servers.map((sv) => sv.label).join(' | ')} |`,

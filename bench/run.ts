@@ -4,11 +4,12 @@
 //
 // Settings from the environment: BENCH_WARMUP_SECONDS (2), BENCH_ROUND_SECONDS (3), BENCH_ROUNDS (2).
 
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
 import * as fs from 'node:fs';
 import * as net from 'node:net';
+import * as os from 'node:os';
 import * as path from 'node:path';
 import { createInterface } from 'node:readline';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -41,19 +42,32 @@ function seconds(name: string, fallback: number): number {
   return value;
 }
 
+/** Children still running, so that an interrupted or failed run leaves no server behind. */
+const children = new Set<ChildProcess>();
+
+/**
+ * The load generator runs on CPU 1 when the machine has two CPUs and taskset (util-linux) is
+ * installed. Left to the scheduler, it sometimes shared a core with the server's main thread, and
+ * on this 2-core machine that swung a server's numbers by about 30 % between runs. The server is
+ * not pinned: pinned to one core, its JIT and GC threads compete with its main thread, which hurt
+ * the Prisma baseline (a large WebAssembly query compiler to warm up) far more than the others.
+ */
+const TASKSET = os.availableParallelism() >= 2 && spawnSync('taskset', ['-c', '1', 'true']).status === 0;
+
 const settings: Settings = {
   tickets: TICKETS,
   connections: 32,
   warmupSeconds: seconds('BENCH_WARMUP_SECONDS', 2),
   roundSeconds: seconds('BENCH_ROUND_SECONDS', 3),
   rounds: Math.max(2, Math.floor(seconds('BENCH_ROUNDS', 2))),
+  pinned: TASKSET,
 };
 
-/** Children still running, so that an interrupted or failed run leaves no server behind. */
-const children = new Set<ChildProcess>();
-
-function startChild(cwd: string, args: string[], env: NodeJS.ProcessEnv, stdio: 'pipe' | number): ChildProcess {
-  const child = spawn(process.execPath, ['--import', 'tsx', ...args], {
+function startChild(cwd: string, args: string[], env: NodeJS.ProcessEnv, stdio: 'pipe' | number, pin = false): ChildProcess {
+  const node = [process.execPath, '--import', 'tsx', ...args];
+  // taskset execs node, so the child's pid is node's.
+  const [command, ...rest] = pin && TASKSET ? ['taskset', '-c', '1', ...node] : node;
+  const child = spawn(command, rest, {
     cwd,
     env: { ...process.env, ...env },
     stdio: ['ignore', stdio, stdio],
@@ -155,7 +169,7 @@ function describe(r: RoundResult): string {
 }
 
 async function load(plan: LoadPlan): Promise<RoundResult[]> {
-  const child = startChild(ROOT, ['bench/load.ts', JSON.stringify(plan)], {}, 'pipe');
+  const child = startChild(ROOT, ['bench/load.ts', JSON.stringify(plan)], {}, 'pipe', true);
   const rounds: RoundResult[] = [];
   let stderr = '';
   child.stderr?.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
@@ -248,7 +262,7 @@ async function main(): Promise<void> {
   fs.writeFileSync(path.join(WORK, 'results.md'), `${markdownReport(report, APP)}\n${commandSummary}\n`);
   console.log(consoleReport(report, APP));
   console.log(`\n${commandSummary}`);
-  console.log(`\n${settings.connections} connections, best of ${settings.rounds} rounds of ${settings.roundSeconds} s after ${settings.warmupSeconds} s of warm-up, per operation.`);
+  console.log(`\n${settings.connections} connections${settings.pinned ? ' (load generator on CPU 1)' : ''}, best of ${settings.rounds} rounds of ${settings.roundSeconds} s after ${settings.warmupSeconds} s of warm-up, per operation.`);
   console.log(`Written: bench/.work/results.json, bench/.work/results.md (${Math.round((Date.now() - began) / 1000)} s in all)`);
 
   const failed = Object.entries({ ...rounds, 'bp-app-commands': commandRounds }).flatMap(([key, rs]) => rs.filter((r) => r.non2xx + r.errors + r.timeouts > 0).map((r) => `${key} ${r.operation} round ${r.round}`));

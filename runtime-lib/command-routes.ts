@@ -2,6 +2,7 @@
 // through the one executor; GET /api/audit lists a record's audit trail for actors who may read
 // the record.
 
+import type { ServerResponse } from 'node:http';
 import { Router } from 'express';
 import { executeCommand, type CommandRuntime, type CommandSpec } from './commands.ts';
 import type { AuditLog } from './audit.ts';
@@ -34,14 +35,31 @@ function header(req: ApiRequest, name: string): string | undefined {
   return typeof value === 'string' ? value : undefined;
 }
 
-export function commandRoutes(rt: CommandRuntime, commands: ReadonlyArray<CommandSpec<never, never>>): Router {
+/** A command's HTTP route, POST /api/commands/<operationId>/<id>, as the front door calls it. */
+export interface CommandRoute {
+  operationId: string;
+  /** The route's name in traces. */
+  name: string;
+  /** Runs with the body parsed (jsonBody). */
+  run(req: ApiRequest, res: ServerResponse, recordId: string): Promise<void>;
+}
+
+export function commandRoutes(rt: CommandRuntime, commands: ReadonlyArray<CommandSpec<never, never>>): CommandRoute[] {
+  return commands.map((spec) => ({
+    operationId: spec.operationId,
+    name: `command.${spec.operationId}`,
+    async run(req, res, recordId) {
+      sendStored(res, await executeCommand(rt, spec, { ...requestContext(req, { mutation: true }), recordId, input: req.body }));
+    },
+  }));
+}
+
+/** The Express form of the command routes, for the URL forms the front door leaves to it. */
+export function commandRouter(routes: readonly CommandRoute[]): Router {
   // Operation ids are exact identifiers: START_TICKET is not start_ticket.
   const router = Router({ caseSensitive: true });
-  for (const spec of commands) {
-    router.post(`/api/commands/${spec.operationId}/:id`, matched(`command.${spec.operationId}`), jsonBody, async (req, res) => {
-      const result = await executeCommand(rt, spec, { ...requestContext(req, { mutation: true }), recordId: String(req.params.id), input: req.body });
-      sendStored(res, result);
-    });
+  for (const route of routes) {
+    router.post(`/api/commands/${route.operationId}/:id`, matched(route.name), jsonBody, (req, res) => route.run(req, res, String(req.params.id)));
   }
   return router;
 }

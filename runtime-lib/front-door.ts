@@ -1,18 +1,20 @@
 // The app's front door: every request passes the pipeline (trace, credentials, CSRF) here, then
-// the entity CRUD routes are dispatched straight from a table the generator wrote; everything else
-// (sign-in, commands, audit, the OpenAPI document, 404s) goes on to Express.
+// the entity CRUD routes and the command routes are dispatched straight from tables the generator
+// wrote; everything else (sign-in, audit, the OpenAPI document, 404s) goes on to Express.
 //
 // Why not Express for all of it: on this project's reference machine Express's own request
 // handling (its router, the prototype swaps on every request and response) cost about 300 µs per
 // request, more than reading a record from SQLite and sending it. The CRUD routes are known when
 // the app is generated; matching them is two string comparisons.
 //
-// The same route functions are also mounted on Express (crudRouter) for the URL forms the table
-// leaves to it (a trailing slash, other letter case, HEAD), so every form answers the same way.
+// The same route functions are also mounted on Express (crudRouter, commandRouter) for the URL
+// forms the tables leave to it (a trailing slash, other letter case, HEAD), so every form answers
+// the same way.
 
 import type { RequestListener, ServerResponse } from 'node:http';
 import { parse as parseQuery } from 'node:querystring';
 import { Router } from 'express';
+import type { CommandRoute } from './command-routes.ts';
 import { type ApiRequest, type ErrorSender, jsonBody, matched, type Middleware, routeMatched } from './http.ts';
 
 /** An entity's CRUD routes, as its generated module defines them. */
@@ -91,17 +93,44 @@ function dispatcher(entity: CrudEntity): Dispatch {
   };
 }
 
+/** POST /api/commands/<operationId>/<id>, exactly (operation ids are case-sensitive). */
+function commandDispatcher(commands: readonly CommandRoute[]): Dispatch {
+  const byId = new Map(commands.map((c) => [c.operationId, c]));
+  return (req, res, rest, done) => {
+    if (req.method !== 'POST') return false;
+    // rest: "/<operationId>/<id>"
+    const slash = rest.indexOf('/', 1);
+    const route = slash === -1 ? undefined : byId.get(rest.slice(1, slash));
+    if (!route) return false;
+    const q = rest.indexOf('?');
+    const segment = q === -1 ? rest.slice(slash + 1) : rest.slice(slash + 1, q);
+    if (segment === '' || segment.includes('/')) return false;
+    let id: string;
+    try {
+      id = decodeURIComponent(segment);
+    } catch {
+      return false;
+    }
+    routeMatched(req, route.name);
+    jsonBody(req, res, (err) => (err ? done(err) : route.run(req, res, id).catch(done)));
+    return true;
+  };
+}
+
 export interface FrontDoorOptions {
   /** Runs first for every request: tracing, credentials, CSRF, routing (runtime/http.ts). */
   pipeline: Middleware;
   entities: readonly CrudEntity[];
-  /** Everything the table does not serve. */
+  commands: readonly CommandRoute[];
+  /** Everything the tables do not serve. */
   fallback: RequestListener;
   sendError: ErrorSender;
 }
 
-export function frontDoor({ pipeline, entities, fallback, sendError }: FrontDoorOptions): RequestListener {
+export function frontDoor({ pipeline, entities, commands, fallback, sendError }: FrontDoorOptions): RequestListener {
   const table = new Map(entities.map((e) => [e.collection, dispatcher(e)]));
+  // Express mounts the entity routers first: an entity whose collection is "commands" wins.
+  if (!table.has('commands')) table.set('commands', commandDispatcher(commands));
   return (incoming, res) => {
     const req = incoming as ApiRequest;
     const fail = (err: unknown): void => sendError(err, req, res);

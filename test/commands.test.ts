@@ -122,6 +122,21 @@ describe('domain commands on the reference helpdesk (in-process, over HTTP)', fu
       expect(errorOf(get).code).to.equal('ROUTE_NOT_FOUND');
       expect(ticketRow(t.id as string)?.status).to.equal('open');
     });
+
+    it('runs a command the same through the front door and through the forms Express serves', async () => {
+      const auth = { authorization: `Bearer ${TRIAGE}` };
+      const [a, b] = [await newTicket(), await newTicket()];
+      const direct = await request(hd.url, 'POST', `/api/commands/start_ticket/${a.id}`, { json: {}, headers: { ...auth, 'idempotency-key': k() } });
+      const slash = await request(hd.url, 'POST', `/api/commands/start_ticket/${b.id}/`, { json: {}, headers: { ...auth, 'idempotency-key': k() } });
+      for (const [res, t] of [[direct, a], [slash, b]] as const) {
+        expect(res.status).to.equal(200);
+        expect(res.body).to.include({ id: t.id, status: 'in_progress', assigneeId: 'agent-triage' });
+        expect(ticketRow(t.id as string)?.status).to.equal('in_progress');
+      }
+      const malformed = await request(hd.url, 'POST', '/api/commands/start_ticket/%E0%A4%A', { json: {}, headers: { ...auth, 'idempotency-key': k() } });
+      expect(malformed.status).to.equal(400);
+      expect(errorOf(malformed).code).to.equal('VALIDATION_FAILED');
+    });
   });
 
   describe('order of checks', () => {
