@@ -2,7 +2,7 @@
 // table and data. Each server runs alone (the machine has few cores), on its own copy of the
 // seeded database, and is driven by bench/load.ts in a separate process. See bench/README.md.
 //
-// Settings from the environment: BENCH_WARMUP_SECONDS (2), BENCH_ROUND_SECONDS (3), BENCH_ROUNDS (2).
+// Settings from the environment: BENCH_WARMUP_SECONDS (5), BENCH_ROUND_SECONDS (3), BENCH_ROUNDS (3).
 
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -57,9 +57,9 @@ const TASKSET = os.availableParallelism() >= 2 && spawnSync('taskset', ['-c', '1
 const settings: Settings = {
   tickets: TICKETS,
   connections: 32,
-  warmupSeconds: seconds('BENCH_WARMUP_SECONDS', 2),
+  warmupSeconds: seconds('BENCH_WARMUP_SECONDS', 5),
   roundSeconds: seconds('BENCH_ROUND_SECONDS', 3),
-  rounds: Math.max(2, Math.floor(seconds('BENCH_ROUNDS', 2))),
+  rounds: Math.max(2, Math.floor(seconds('BENCH_ROUNDS', 3))),
   pinned: TASKSET,
 };
 
