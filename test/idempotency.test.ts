@@ -271,6 +271,25 @@ describe('Idempotency-Key (lab app as its own process)', function () {
       expect((await job(j.id as string)).counter).to.equal(1);
     });
 
+    it('runs an entity write once when copies with one key arrive together (one group commit)', async () => {
+      const before = await jobCount();
+      const key = k('burst');
+      // Sent at once, the copies reach the server in the same few event-loop turns: whichever
+      // runs first creates, the others (in its group or a later one) replay what it stored.
+      const copies = await Promise.all(Array.from({ length: 12 }, () => api.call('POST', '/api/jobs', '/api/jobs', { title: 'burst' }, { idem: key })));
+      for (const res of copies) {
+        expect(res.status).to.equal(201);
+        expect(res.body).to.deep.equal(copies[0].body);
+      }
+      expect(copies.filter((r) => replayed(r) === 'true')).to.have.length(11);
+      expect(await jobCount()).to.equal(before + 1);
+      // And distinct keys sent together each create their own record.
+      const distinct = await Promise.all(Array.from({ length: 12 }, (_, i) => api.call('POST', '/api/jobs', '/api/jobs', { title: `burst ${i}` }, { idem: k('burst-each') })));
+      expect(distinct.map((r) => r.status)).to.deep.equal(Array(12).fill(201));
+      expect(new Set(distinct.map((r) => (r.body as Rec).id)).size).to.equal(12);
+      expect(await jobCount()).to.equal(before + 13);
+    });
+
     it('a different input for a key in flight is reuse, not "in progress"', async () => {
       const j = await newJob();
       const key = k('slow-reuse');

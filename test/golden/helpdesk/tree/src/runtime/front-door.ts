@@ -46,6 +46,22 @@ export function crudRouter({ name, routes }: CrudEntity): Router {
   return router;
 }
 
+/**
+ * The decoded id in `rest` from `start` on: one non-empty path segment, before any query string
+ * (ignored on item routes, as by Express). Undefined when there is none, or when it is not valid
+ * percent-encoding, which Express then answers (400).
+ */
+function lastSegment(rest: string, start: number): string | undefined {
+  const q = rest.indexOf('?', start);
+  const segment = q === -1 ? rest.slice(start) : rest.slice(start, q);
+  if (segment === '' || segment.includes('/')) return undefined;
+  try {
+    return decodeURIComponent(segment);
+  } catch {
+    return undefined;
+  }
+}
+
 type Dispatch = (req: ApiRequest, res: ServerResponse, rest: string, done: (err: unknown) => void) => boolean;
 
 /**
@@ -70,16 +86,8 @@ function dispatcher(entity: CrudEntity): Dispatch {
       }
       return false;
     }
-    // "/<id>", one non-empty segment; a query string on an item route is ignored, as by Express.
-    const q = rest.indexOf('?');
-    const segment = q === -1 ? rest.slice(1) : rest.slice(1, q);
-    if (segment === '' || segment.includes('/')) return false;
-    let id: string;
-    try {
-      id = decodeURIComponent(segment);
-    } catch {
-      return false;
-    }
+    const id = lastSegment(rest, 1);
+    if (id === undefined) return false;
     if (method === 'GET') {
       routeMatched(req, names.get);
       routes.get(req, res, id);
@@ -103,15 +111,8 @@ function commandDispatcher(commands: readonly CommandRoute[]): Dispatch {
     const slash = rest.indexOf('/', 1);
     const route = slash === -1 ? undefined : byId.get(rest.slice(1, slash));
     if (!route) return false;
-    const q = rest.indexOf('?');
-    const segment = q === -1 ? rest.slice(slash + 1) : rest.slice(slash + 1, q);
-    if (segment === '' || segment.includes('/')) return false;
-    let id: string;
-    try {
-      id = decodeURIComponent(segment);
-    } catch {
-      return false;
-    }
+    const id = lastSegment(rest, slash + 1);
+    if (id === undefined) return false;
     routeMatched(req, route.name);
     jsonBody(req, res, (err) => (err ? done(err) : route.run(req, res, id).catch(done)));
     return true;
