@@ -18,6 +18,7 @@ import { LOGIN_PAGE_CSP, renderLoginPage } from '../runtime-lib/login-page.ts';
 import { hashPassword, verifyPassword } from '../runtime-lib/password.ts';
 import { SqliteSessionStore } from '../runtime-lib/session-store.ts';
 import { TraceStore } from '../runtime-lib/tracing.ts';
+import { CookieClient } from './support/access/client.ts';
 
 /** The tables the app's migrations create; the session DDL is the one the generator emits. */
 const AUTH_DDL = `
@@ -97,60 +98,19 @@ async function stop(app: Running): Promise<void> {
   app.db.close();
 }
 
-interface Send {
-  json?: unknown;
-  form?: Record<string, string>;
-  headers?: Record<string, string>;
-}
-
-/** A browser-like client: keeps the cookies the server sets and sends them back. */
-class Client {
-  readonly cookies = new Map<string, string>();
-  lastSetCookie: string[] = [];
-
-  constructor(readonly base: string) {}
-
-  async request(method: string, url: string, send: Send = {}): Promise<Response> {
-    const headers: Record<string, string> = { ...send.headers };
-    if (this.cookies.size) headers.cookie = [...this.cookies].map(([k, v]) => `${k}=${v}`).join('; ');
-    let body: string | undefined;
-    if (send.json !== undefined) {
-      headers['content-type'] = 'application/json';
-      body = JSON.stringify(send.json);
-    } else if (send.form) {
-      headers['content-type'] = 'application/x-www-form-urlencoded';
-      body = new URLSearchParams(send.form).toString();
-    }
-    const res = await fetch(this.base + url, { method, headers, body, redirect: 'manual' });
-    this.lastSetCookie = res.headers.getSetCookie();
-    for (const line of this.lastSetCookie) {
-      const [pair] = line.split(';');
-      const name = pair.slice(0, pair.indexOf('='));
-      const value = pair.slice(pair.indexOf('=') + 1);
-      const expired = /expires=Thu, 01 Jan 1970/i.test(line);
-      if (expired || value === '') this.cookies.delete(name);
-      else this.cookies.set(name, value);
-    }
-    return res;
-  }
-
-  async json(method: string, url: string, send: Send = {}): Promise<{ status: number; body: any; res: Response }> {
-    const res = await this.request(method, url, send);
-    const text = await res.text();
-    return { status: res.status, body: text ? JSON.parse(text) : undefined, res };
-  }
-
+/** The shared cookie-jar client, with this provider's endpoints as shortcuts. */
+class Client extends CookieClient {
   /** The session endpoint's token (creating the anonymous session that holds it, if needed). */
   async token(): Promise<string> {
-    return (await this.json('GET', '/api/auth/session')).body.csrfToken as string;
+    return (await this.send('GET', '/api/auth/session')).body.csrfToken as string;
   }
 
   signup(email: string, password = PASSWORD) {
-    return this.json('POST', '/api/auth/signup', { json: { email, password } });
+    return this.send('POST', '/api/auth/signup', { json: { email, password } });
   }
 
   login(email: string, password = PASSWORD, headers: Record<string, string> = {}) {
-    return this.json('POST', '/api/auth/login', { json: { email, password }, headers });
+    return this.send('POST', '/api/auth/login', { json: { email, password }, headers });
   }
 }
 
@@ -185,7 +145,7 @@ describe('email auth', function () {
       expect(row.createdAt).to.match(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}\+00:00$/);
       expect(row.passwordHash).to.match(/^scrypt\$16384\$8\$1\$[A-Za-z0-9+/=]+\$[A-Za-z0-9+/=]{86}==$/);
 
-      const session = await client.json('GET', '/api/auth/session');
+      const session = await client.send('GET', '/api/auth/session');
       expect(session.body.actor.email).to.equal('alice@example.com');
       expect(session.body.csrfToken).to.equal(body.csrfToken);
     });
@@ -227,7 +187,7 @@ describe('email auth', function () {
 
       const stale = new Client(app.base);
       stale.cookies.set('hd.sid', before as string);
-      expect((await stale.json('GET', '/api/auth/session')).body.actor.kind).to.equal('anonymous');
+      expect((await stale.send('GET', '/api/auth/session')).body.actor.kind).to.equal('anonymous');
     });
 
     it('answers a wrong password and an unknown e-mail alike', async () => {
@@ -239,11 +199,11 @@ describe('email auth', function () {
         expect(r.body.error).to.include({ code: 'INVALID_CREDENTIALS', message: 'the e-mail or password is incorrect', retryable: false });
       }
       expect(Object.keys(wrong.body.error)).to.deep.equal(Object.keys(unknown.body.error));
-      expect(wrong.res.headers.get('set-cookie')).to.equal(null);
+      expect(wrong.headers.get('set-cookie')).to.equal(null);
     });
 
     it('reports missing fields', async () => {
-      const { status, body } = await new Client(app.base).json('POST', '/api/auth/login', { json: { email: 'a@example.com' } });
+      const { status, body } = await new Client(app.base).send('POST', '/api/auth/login', { json: { email: 'a@example.com' } });
       expect(status).to.equal(400);
       expect(body.error.details).to.deep.equal([{ field: 'password', code: 'REQUIRED', message: 'a password is required' }]);
     });
@@ -258,7 +218,7 @@ describe('email auth', function () {
         const blocked = await client.login('alice@example.com', password);
         expect(blocked.status).to.equal(429);
         expect(blocked.body.error).to.include({ code: 'TOO_MANY_ATTEMPTS', retryable: true });
-        expect(Number(blocked.res.headers.get('retry-after'))).to.be.within(1, 900);
+        expect(Number(blocked.headers.get('retry-after'))).to.be.within(1, 900);
       }
       // Another e-mail from the same address is not affected.
       expect((await client.login('bob@example.com', 'wrong password x')).status).to.equal(401);
@@ -280,7 +240,7 @@ describe('email auth', function () {
       for (let i = 0; i < 20; i++) expect((await client.login(`user${i}@example.com`, 'wrong password here')).status).to.equal(401);
       const blocked = await client.login('fresh@example.com', 'wrong password here');
       expect(blocked.status).to.equal(429);
-      expect(blocked.res.headers.get('retry-after')).to.equal('1');
+      expect(blocked.headers.get('retry-after')).to.equal('1');
     });
 
     it('counts parallel guesses before hashing, so a burst cannot pass the limit', async () => {
@@ -302,7 +262,7 @@ describe('email auth', function () {
     it('refuses a session mutation without the token, and changes nothing', async () => {
       const { client } = await signedIn();
       for (const headers of [{}, { 'x-csrf-token': 'forged' }] as Record<string, string>[]) {
-        const { status, body } = await client.json('POST', '/api/things', { json: { name: 'x' }, headers });
+        const { status, body } = await client.send('POST', '/api/things', { json: { name: 'x' }, headers });
         expect(status).to.equal(403);
         expect(body.error.code).to.equal('CSRF_FAILED');
       }
@@ -311,9 +271,9 @@ describe('email auth', function () {
 
     it('accepts the token in the X-CSRF-Token header or a _csrf field, which handlers never see', async () => {
       const { client, token } = await signedIn();
-      const viaHeader = await client.json('POST', '/api/things', { json: { name: 'a' }, headers: { 'x-csrf-token': token } });
+      const viaHeader = await client.send('POST', '/api/things', { json: { name: 'a' }, headers: { 'x-csrf-token': token } });
       expect(viaHeader.status).to.equal(201);
-      const viaField = await client.json('POST', '/api/things', { json: { name: 'b', _csrf: token } });
+      const viaField = await client.send('POST', '/api/things', { json: { name: 'b', _csrf: token } });
       expect(viaField.status).to.equal(201);
       expect(viaField.body).to.deep.equal({ by: viaHeader.body.by, body: { name: 'b' } });
       expect(app.things).to.deep.equal([{ name: 'a' }, { name: 'b' }]);
@@ -322,24 +282,24 @@ describe('email auth', function () {
     it('refuses an untrusted Origin and accepts its own and trusted ones', async () => {
       const { client, token } = await signedIn();
       const headers = (origin: string) => ({ 'x-csrf-token': token, origin });
-      const evil = await client.json('POST', '/api/things', { json: { name: 'x' }, headers: headers('https://evil.example') });
+      const evil = await client.send('POST', '/api/things', { json: { name: 'x' }, headers: headers('https://evil.example') });
       expect(evil.status).to.equal(403);
       expect(evil.body.error.code).to.equal('CSRF_FAILED');
-      const nul = await client.json('POST', '/api/things', { json: { name: 'x' }, headers: headers('null') });
+      const nul = await client.send('POST', '/api/things', { json: { name: 'x' }, headers: headers('null') });
       expect(nul.status).to.equal(403);
-      const crossSite = await client.json('POST', '/api/things', { json: { name: 'x' }, headers: { 'x-csrf-token': token, 'sec-fetch-site': 'cross-site' } });
+      const crossSite = await client.send('POST', '/api/things', { json: { name: 'x' }, headers: { 'x-csrf-token': token, 'sec-fetch-site': 'cross-site' } });
       expect(crossSite.status).to.equal(403);
       expect(app.things).to.deep.equal([]);
-      expect((await client.json('POST', '/api/things', { json: { name: 'own' }, headers: headers(app.base) })).status).to.equal(201);
-      expect((await client.json('POST', '/api/things', { json: { name: 'trusted' }, headers: headers(TRUSTED) })).status).to.equal(201);
+      expect((await client.send('POST', '/api/things', { json: { name: 'own' }, headers: headers(app.base) })).status).to.equal(201);
+      expect((await client.send('POST', '/api/things', { json: { name: 'trusted' }, headers: headers(TRUSTED) })).status).to.equal(201);
     });
 
     it('lets API-key requests skip CSRF, even with a session cookie', async () => {
       const { client } = await signedIn();
-      const { status, body } = await client.json('POST', '/api/things', { json: { name: 'k' }, headers: { authorization: 'Bearer test-key' } });
+      const { status, body } = await client.send('POST', '/api/things', { json: { name: 'k' }, headers: { authorization: 'Bearer test-key' } });
       expect(status).to.equal(201);
       expect(body.by).to.equal('agent-1');
-      const session = await client.json('GET', '/api/auth/session', { headers: { authorization: 'Bearer test-key' } });
+      const session = await client.send('GET', '/api/auth/session', { headers: { authorization: 'Bearer test-key' } });
       expect(session.body).to.deep.equal({ actor: AGENT, csrfToken: null });
     });
 
@@ -347,10 +307,10 @@ describe('email auth', function () {
       await new Client(app.base).signup('mallory@example.com');
       // A foreign page's form: the victim's browser has no session with a token for it.
       const victim = new Client(app.base);
-      const forged = await victim.request('POST', '/api/auth/login', { form: { email: 'mallory@example.com', password: PASSWORD } });
+      const forged = await victim.send('POST', '/api/auth/login', { form: { email: 'mallory@example.com', password: PASSWORD } });
       expect(forged.status).to.equal(403);
       expect(forged.headers.get('content-type')).to.match(/^text\/html/);
-      expect((await victim.json('GET', '/api/auth/session')).body.actor.kind).to.equal('anonymous');
+      expect((await victim.send('GET', '/api/auth/session')).body.actor.kind).to.equal('anonymous');
       // A foreign page's fetch (modern browsers send Origin) is refused before any check of the password.
       const viaFetch = await new Client(app.base).login('mallory@example.com', PASSWORD, { origin: 'https://evil.example' });
       expect(viaFetch.status).to.equal(403);
@@ -365,11 +325,11 @@ describe('email auth', function () {
   describe('the sign-in page', () => {
     it('is served without authentication, with a strict CSP and the session token embedded', async () => {
       const client = new Client(app.base);
-      const res = await client.request('GET', '/login?next=%2Ftickets%3Fstatus%3Dopen');
+      const res = await client.send('GET', '/login?next=%2Ftickets%3Fstatus%3Dopen');
       expect(res.status).to.equal(200);
       expect(res.headers.get('content-security-policy')).to.equal(LOGIN_PAGE_CSP);
       expect(res.headers.get('cache-control')).to.equal('no-store');
-      const html = await res.text();
+      const html = res.text;
       expect(html).to.contain('action="/api/auth/login"');
       expect(html).to.contain('<input type="hidden" name="next" value="/tickets?status=open">');
       expect(html).to.not.match(/<script/i);
@@ -379,7 +339,7 @@ describe('email auth', function () {
 
     it('drops a next that would leave the site', async () => {
       for (const next of ['//evil.example/x', '/\\evil.example', 'https://evil.example', '/.//evil.example']) {
-        const html = await (await new Client(app.base).request('GET', `/login?next=${encodeURIComponent(next)}`)).text();
+        const html = (await new Client(app.base).send('GET', `/login?next=${encodeURIComponent(next)}`)).text;
         expect(html).to.not.contain('name="next"');
       }
     });
@@ -387,28 +347,28 @@ describe('email auth', function () {
     it('signs in with the form: 303 to next; a failure shows the page again with the error', async () => {
       await new Client(app.base).signup('alice@example.com');
       const client = new Client(app.base);
-      const page = await (await client.request('GET', '/login')).text();
+      const page = (await client.send('GET', '/login')).text;
       const token = /name="_csrf" value="([^"]+)"/.exec(page)?.[1] as string;
 
-      const failed = await client.request('POST', '/api/auth/login', { form: { _csrf: token, email: 'Alice@example.com', password: 'wrong password!!', next: '/tickets' } });
+      const failed = await client.send('POST', '/api/auth/login', { form: { _csrf: token, email: 'Alice@example.com', password: 'wrong password!!', next: '/tickets' } });
       expect(failed.status).to.equal(401);
-      const failedHtml = await failed.text();
+      const failedHtml = failed.text;
       expect(failedHtml).to.contain('role="alert"');
       expect(failedHtml).to.contain('the e-mail or password is incorrect');
       expect(failedHtml).to.contain('value="Alice@example.com"');
       expect(failedHtml).to.contain('name="next" value="/tickets"');
 
-      const ok = await client.request('POST', '/api/auth/login', { form: { _csrf: token, email: 'alice@example.com', password: PASSWORD, next: '/tickets' } });
+      const ok = await client.send('POST', '/api/auth/login', { form: { _csrf: token, email: 'alice@example.com', password: PASSWORD, next: '/tickets' } });
       expect(ok.status).to.equal(303);
       expect(ok.headers.get('location')).to.equal('/tickets');
-      expect((await client.json('GET', '/api/auth/session')).body.actor.email).to.equal('alice@example.com');
+      expect((await client.send('GET', '/api/auth/session')).body.actor.email).to.equal('alice@example.com');
 
       // Sign-out by form, with the new session's token in the _csrf field.
       const token2 = await client.token();
-      const out = await client.request('POST', '/api/auth/logout', { form: { _csrf: token2 } });
+      const out = await client.send('POST', '/api/auth/logout', { form: { _csrf: token2 } });
       expect(out.status).to.equal(303);
       expect(out.headers.get('location')).to.equal('/login');
-      expect((await client.json('GET', '/api/auth/session')).body.actor.kind).to.equal('anonymous');
+      expect((await client.send('GET', '/api/auth/session')).body.actor.kind).to.equal('anonymous');
     });
 
     it('escapes every value it shows', () => {
@@ -427,7 +387,7 @@ describe('email auth', function () {
       const client = new Client(app.base);
       const { body } = await client.signup('alice@example.com');
       const cookie = client.cookies.get('hd.sid') as string;
-      const res = await client.request('POST', '/api/auth/logout', { headers: { 'x-csrf-token': body.csrfToken } });
+      const res = await client.send('POST', '/api/auth/logout', { headers: { 'x-csrf-token': body.csrfToken } });
       expect(res.status).to.equal(204);
       expect(client.lastSetCookie.some((c) => c.startsWith('hd.sid=;') && /Expires=Thu, 01 Jan 1970/.test(c))).to.equal(true);
       expect(client.cookies.has('hd.sid')).to.equal(false);
@@ -436,18 +396,18 @@ describe('email auth', function () {
       // Replayed with its old token, the cookie names no session: the caller is anonymous.
       const replay = new Client(app.base);
       replay.cookies.set('hd.sid', cookie);
-      expect((await replay.json('POST', '/api/things', { json: { n: 1 }, headers: { 'x-csrf-token': body.csrfToken } })).status).to.equal(401);
-      expect((await replay.json('GET', '/api/auth/session')).body.actor.kind).to.equal('anonymous');
+      expect((await replay.send('POST', '/api/things', { json: { n: 1 }, headers: { 'x-csrf-token': body.csrfToken } })).status).to.equal(401);
+      expect((await replay.send('GET', '/api/auth/session')).body.actor.kind).to.equal('anonymous');
     });
 
     it('reads roles on every request; a removed user is signed out', async () => {
       const client = new Client(app.base);
       const { body } = await client.signup('alice@example.com');
       app.db.prepare(`UPDATE _bp_users SET roles = '["admin","agent"]'`).run();
-      expect((await client.json('GET', '/api/auth/session')).body.actor.roles).to.deep.equal(['admin', 'agent']);
+      expect((await client.send('GET', '/api/auth/session')).body.actor.roles).to.deep.equal(['admin', 'agent']);
       app.db.prepare('DELETE FROM _bp_users').run();
-      expect((await client.json('GET', '/api/auth/session')).body.actor.kind).to.equal('anonymous');
-      expect((await client.json('POST', '/api/things', { json: {}, headers: { 'x-csrf-token': body.csrfToken } })).status).to.equal(401);
+      expect((await client.send('GET', '/api/auth/session')).body.actor.kind).to.equal('anonymous');
+      expect((await client.send('POST', '/api/things', { json: {}, headers: { 'x-csrf-token': body.csrfToken } })).status).to.equal(401);
     });
 
     it('sets HttpOnly, SameSite=Lax, no Secure in development, named <slug>.sid', async () => {
@@ -492,10 +452,10 @@ describe('email auth', function () {
       // 3 s of activity in all, more than the timeout, yet never 2 s without a request.
       for (let i = 0; i < 3; i++) {
         await sleep(1000);
-        expect((await client.json('GET', '/api/auth/session')).body.actor.kind).to.equal('user');
+        expect((await client.send('GET', '/api/auth/session')).body.actor.kind).to.equal('user');
       }
       await sleep(2100);
-      expect((await client.json('GET', '/api/auth/session')).body.actor.kind).to.equal('anonymous');
+      expect((await client.send('GET', '/api/auth/session')).body.actor.kind).to.equal('anonymous');
     });
 
     it('ends a session after its absolute duration, however active', async () => {
@@ -509,12 +469,12 @@ describe('email auth', function () {
       expect(expiresAt - Date.now()).to.be.at.most(3000);
       for (let i = 0; i < 2; i++) {
         await sleep(1000);
-        expect((await client.json('GET', '/api/auth/session')).body.actor.kind).to.equal('user');
+        expect((await client.send('GET', '/api/auth/session')).body.actor.kind).to.equal('user');
       }
       await sleep(1100);
       const after = new Client(app.base);
       after.cookies.set('hd.sid', sid as string);
-      expect((await after.json('GET', '/api/auth/session')).body.actor.kind).to.equal('anonymous');
+      expect((await after.send('GET', '/api/auth/session')).body.actor.kind).to.equal('anonymous');
     });
 
     it('applies a lowered duration to sessions started under the old one', async () => {
@@ -525,7 +485,7 @@ describe('email auth', function () {
       await sleep(1100);
       const restarted = new Client(app.base);
       restarted.cookies.set('hd.sid', client.cookies.get('hd.sid') as string);
-      expect((await restarted.json('GET', '/api/auth/session')).body.actor.kind).to.equal('anonymous');
+      expect((await restarted.send('GET', '/api/auth/session')).body.actor.kind).to.equal('anonymous');
       expect(restarted.lastSetCookie.some((c) => c.startsWith('hd.sid=;'))).to.equal(true);
       expect((app.db.prepare('SELECT COUNT(*) AS n FROM _bp_sessions WHERE data LIKE ?').get('%userId%') as { n: number }).n).to.equal(0);
     });
@@ -537,7 +497,7 @@ describe('email auth', function () {
       app = await start(dir);
       const restarted = new Client(app.base);
       restarted.cookies.set('hd.sid', client.cookies.get('hd.sid') as string);
-      expect((await restarted.json('GET', '/api/auth/session')).body.actor.email).to.equal('alice@example.com');
+      expect((await restarted.send('GET', '/api/auth/session')).body.actor.email).to.equal('alice@example.com');
     });
 
     it('never stores or traces the password in plain text', async () => {
