@@ -109,6 +109,21 @@ describe('group commit', () => {
     db.exec('ROLLBACK');
   });
 
+  it('refuses an asynchronous write, undoing what it did before its first await', async () => {
+    const result = await settle(
+      commits.run(async () => {
+        insert('before-await')();
+        await Promise.resolve();
+        insert('after-await')();
+      }),
+    );
+    expect(result.ok).to.equal(false);
+    expect(String((result as { error: Error }).error.message)).to.match(/must be synchronous/);
+    // Let the stray continuation run (outside any transaction, as such code would in production).
+    await new Promise((r) => setImmediate(r));
+    expect(committed()).to.not.include('before-await');
+  });
+
   it('is one per connection', () => {
     expect(groupCommit(db)).to.equal(commits);
   });

@@ -82,7 +82,10 @@ export class GroupCommit {
     for (const write of group) {
       stmts.savepoint.run();
       try {
-        write.outcome = { ok: true, value: write.run() };
+        const value = write.run();
+        // Work after an await would run outside the transaction, after its savepoint was released.
+        if (value instanceof Promise) throw new Error('group commit: a write must be synchronous (it returned a Promise)');
+        write.outcome = { ok: true, value };
         stmts.release.run();
       } catch (err) {
         write.outcome = { ok: false, error: mapSqliteError(err) };
