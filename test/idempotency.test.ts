@@ -12,6 +12,7 @@ import * as path from 'node:path';
 import Database from 'better-sqlite3';
 import { expect } from 'chai';
 import { freshDir, generate, request, ROOT, startApp, type HttpResponse, type RunningApp } from './support/apps.ts';
+import { CookieClient } from './support/access/client.ts';
 import { Api, errorOf, type Rec, SessionClient, usersCli } from './support/commands/harness.ts';
 
 const KEYS = {
@@ -395,5 +396,70 @@ describe('Idempotency-Key (lab app as its own process)', function () {
       const raw = await request(app.url, 'POST', `/api/commands/bump/${j.id}`, { json: {}, headers: { authorization: `Bearer ${WORKER}`, 'idempotency-key': key } });
       expect(raw.headers.get('idempotent-replayed')).to.equal('true');
     });
+  });
+});
+
+// Callers without a credential are all the same anonymous actor, so their keys cannot share one
+// scope: a key is scoped to the caller's established session, and refused without one.
+describe('Idempotency-Key from callers without a credential (public form app)', function () {
+  this.timeout(60_000);
+  let app: RunningApp;
+  let dbFile: string;
+
+  const feedbackCount = () => {
+    const db = new Database(dbFile, { readonly: true });
+    try {
+      return (db.prepare('SELECT count(*) AS n FROM "Feedback"').get() as { n: number }).n;
+    } finally {
+      db.close();
+    }
+  };
+  /** An anonymous browser: the session the sign-in page would create, with its CSRF token. */
+  const anonymousSession = async () => {
+    const client = new CookieClient(app.url);
+    const session = await client.send('GET', '/api/auth/session');
+    expect(session.body.actor.kind).to.equal('anonymous');
+    const post = (json: Rec, key: string) => client.send('POST', '/api/feedbacks', { json, headers: { 'x-csrf-token': session.body.csrfToken as string, 'idempotency-key': key } });
+    return { post };
+  };
+
+  before(async () => {
+    const appDir = path.join(freshDir('idempotency-public'), 'app');
+    generate(path.join(ROOT, 'test/fixtures/valid/public-form/app.toml'), appDir);
+    dbFile = path.join(appDir, 'data', 'app.db');
+    app = await startApp(appDir, { SESSION_SECRET: KEYS.SESSION_SECRET });
+  });
+  after(async () => app?.stop());
+
+  it('refuses a key without a session (400), after the access rules had their say (401)', async () => {
+    const before = feedbackCount();
+    const plain = await request(app.url, 'POST', '/api/feedbacks', { json: { message: 'no key' } });
+    expect(plain.status).to.equal(201);
+    const keyed = await request(app.url, 'POST', '/api/feedbacks', { json: { message: 'with a key' }, headers: { 'idempotency-key': k('anon') } });
+    expect(keyed.status).to.equal(400);
+    expect(errorOf(keyed).details?.[0]).to.include({ field: 'Idempotency-Key', code: 'NO_CALLER_SCOPE' });
+    expect(feedbackCount()).to.equal(before + 1);
+    // Where anonymous callers may not write at all, that is what they hear.
+    const note = await request(app.url, 'POST', '/api/notes', { json: { text: 'x' }, headers: { 'idempotency-key': k('anon-note') } });
+    expect(note.status).to.equal(401);
+    expect(errorOf(note).code).to.equal('UNAUTHENTICATED');
+  });
+
+  it('scopes a key to the anonymous session: replayed there, never to another session', async () => {
+    const before = feedbackCount();
+    const key = k('anon-session');
+    const [alice, bob] = [await anonymousSession(), await anonymousSession()];
+    const first = await alice.post({ message: 'same words' }, key);
+    expect(first.status).to.equal(201);
+    const again = await alice.post({ message: 'same words' }, key);
+    expect(again.status).to.equal(201);
+    expect(again.headers.get('idempotent-replayed')).to.equal('true');
+    expect(again.body).to.deep.equal(first.body);
+    // Another caller with the same key and input gets a record of its own, not the first's.
+    const other = await bob.post({ message: 'same words' }, key);
+    expect(other.status).to.equal(201);
+    expect(other.headers.get('idempotent-replayed')).to.equal(null);
+    expect(other.body.id).to.not.equal(first.body.id);
+    expect(feedbackCount()).to.equal(before + 2);
   });
 });

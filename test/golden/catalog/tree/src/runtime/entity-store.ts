@@ -46,6 +46,8 @@ export interface RequestContext {
   trace?: ActiveTrace;
   agentRunId?: string;
   idempotencyKey?: string;
+  /** What scopes an anonymous caller's Idempotency-Key (runtime/http.ts RequestState.sessionScope). */
+  sessionScope?: string;
 }
 
 export interface UpdatePlan {

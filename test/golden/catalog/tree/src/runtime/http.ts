@@ -21,6 +21,11 @@ export interface RequestState {
   routeSpan?: SpanHandle;
   /** The matched route's name, for the trace (Express keeps its own `req.route`). */
   routeName?: string;
+  /**
+   * For a caller without a credential who holds an established session (the sign-in page's):
+   * what scopes its Idempotency-Keys. A hash of the session id, never the id itself.
+   */
+  sessionScope?: string;
   body?: unknown;
 }
 

@@ -105,7 +105,11 @@ export class IdempotencyStore {
   }
 }
 
-/** Whose keys these are: the credential for API keys and sessions alike. */
+/**
+ * Whose keys these are: the credential for API keys and signed-in people alike. Callers without a
+ * credential have no scope of their own (every one of them is the same anonymous actor), unless
+ * they hold an established session: see runIdempotent.
+ */
 export function idempotencyScope(actor: Actor): string {
   return actor.credentialId ?? `${actor.kind}:${actor.id}`;
 }
@@ -159,14 +163,25 @@ export interface StoredResponse {
  */
 export async function runIdempotent(
   store: IdempotencyStore,
-  ctx: { actor: Actor; trace?: ActiveTrace; idempotencyKey?: string },
+  ctx: { actor: Actor; trace?: ActiveTrace; idempotencyKey?: string; sessionScope?: string },
   operation: string,
   input: unknown,
   write: () => StoredResponse,
 ): Promise<StoredResponse & { replayed: boolean }> {
   const key = ctx.idempotencyKey;
   if (key === undefined) return store.commits.run(() => ({ ...write(), replayed: false }), ctx.trace);
-  const scope = idempotencyScope(ctx.actor);
+  const scope = ctx.actor.kind === 'anonymous' ? ctx.sessionScope : idempotencyScope(ctx.actor);
+  if (scope === undefined) {
+    // Keys shared by every anonymous caller would let one replay (or block) another's request.
+    // The write runs first, so a caller the access rules refuse still gets that answer (401);
+    // one they allow is told about the key, and the write is rolled back with its group job.
+    return store.commits.run(() => {
+      write();
+      throw new AppError('VALIDATION_FAILED', 'an Idempotency-Key needs a caller to belong to: send it with an API key or a session, or leave it out', {
+        details: [{ field: 'Idempotency-Key', code: 'NO_CALLER_SCOPE', message: 'anonymous requests without a session cannot use an Idempotency-Key' }],
+      });
+    }, ctx.trace);
+  }
   const hash = requestHash(input);
   const done = await store.commits.run((): { response: StoredResponse & { replayed: boolean } } | { failure: AppError } => {
     const outcome = store.lookup(ctx.trace, scope, operation, key, hash);
