@@ -439,10 +439,17 @@ describe('Idempotency-Key from callers without a credential (public form app)', 
     expect(keyed.status).to.equal(400);
     expect(errorOf(keyed).details?.[0]).to.include({ field: 'Idempotency-Key', code: 'NO_CALLER_SCOPE' });
     expect(feedbackCount()).to.equal(before + 1);
-    // Where anonymous callers may not write at all, that is what they hear.
-    const note = await request(app.url, 'POST', '/api/notes', { json: { text: 'x' }, headers: { 'idempotency-key': k('anon-note') } });
-    expect(note.status).to.equal(401);
-    expect(errorOf(note).code).to.equal('UNAUTHENTICATED');
+    // A malformed key is refused the same way, after the access rules.
+    const malformed = await request(app.url, 'POST', '/api/feedbacks', { json: { message: 'bad key' }, headers: { 'idempotency-key': 'has space' } });
+    expect(malformed.status).to.equal(400);
+    expect(errorOf(malformed).details?.[0]).to.include({ field: 'Idempotency-Key', code: 'INVALID_HEADER' });
+    expect(feedbackCount()).to.equal(before + 1);
+    // Where anonymous callers may not write at all, that is what they hear, whatever the key.
+    for (const key of [k('anon-note'), 'has space']) {
+      const note = await request(app.url, 'POST', '/api/notes', { json: { text: 'x' }, headers: { 'idempotency-key': key } });
+      expect(note.status, key).to.equal(401);
+      expect(errorOf(note).code, key).to.equal('UNAUTHENTICATED');
+    }
   });
 
   it('scopes a key to the anonymous session: replayed there, never to another session', async () => {

@@ -128,18 +128,27 @@ function canonicalJson(value: unknown): string {
   return JSON.stringify(value) ?? 'null';
 }
 
-/** Reads and checks the Idempotency-Key header; API-key actors must send one on mutations. */
+/**
+ * Reads and checks the Idempotency-Key header; API-key actors must send one on mutations. A
+ * caller without a credential gets the header back unchecked: whether it may write at all is
+ * the first thing it needs to hear (401), so runIdempotent checks its key after the access rules.
+ */
 export function idempotencyKeyOf(header: string | undefined, actor: Actor): string | undefined {
   if (header === undefined) {
     if (actor.kind === 'agent') throw new AppError('IDEMPOTENCY_KEY_REQUIRED', 'API-key requests that change data need an Idempotency-Key header');
     return undefined;
   }
-  if (!KEY_PATTERN.test(header)) {
-    throw new AppError('VALIDATION_FAILED', 'Idempotency-Key must be 1 to 255 visible ASCII characters', {
-      details: [{ field: 'Idempotency-Key', code: 'INVALID_HEADER', message: 'must be 1 to 255 visible ASCII characters' }],
-    });
-  }
+  if (actor.kind === 'anonymous') return header;
+  const problem = keyProblem(header);
+  if (problem) throw problem;
   return header;
+}
+
+function keyProblem(key: string): AppError | undefined {
+  if (KEY_PATTERN.test(key)) return undefined;
+  return new AppError('VALIDATION_FAILED', 'Idempotency-Key must be 1 to 255 visible ASCII characters', {
+    details: [{ field: 'Idempotency-Key', code: 'INVALID_HEADER', message: 'must be 1 to 255 visible ASCII characters' }],
+  });
 }
 
 /**
@@ -170,17 +179,19 @@ export async function runIdempotent(
 ): Promise<StoredResponse & { replayed: boolean }> {
   const key = ctx.idempotencyKey;
   if (key === undefined) return store.commits.run(() => ({ ...write(), replayed: false }), ctx.trace);
-  const scope = ctx.actor.kind === 'anonymous' ? ctx.sessionScope : idempotencyScope(ctx.actor);
-  if (scope === undefined) {
-    // Keys shared by every anonymous caller would let one replay (or block) another's request.
-    // The write runs first, so a caller the access rules refuse still gets that answer (401);
-    // one they allow is told about the key, and the write is rolled back with its group job.
-    return store.commits.run(() => {
-      write();
-      throw new AppError('VALIDATION_FAILED', 'an Idempotency-Key needs a caller to belong to: send it with an API key or a session, or leave it out', {
+  let scope: string;
+  if (ctx.actor.kind !== 'anonymous') scope = idempotencyScope(ctx.actor);
+  else {
+    // Every caller without a credential is the same anonymous actor: their keys are scoped to
+    // their established session, and refused without one, lest one replay or block another's.
+    const problem = keyProblem(key);
+    if (problem) return refuseAfterAccess(store, ctx, write, problem);
+    if (ctx.sessionScope === undefined) {
+      return refuseAfterAccess(store, ctx, write, new AppError('VALIDATION_FAILED', 'an Idempotency-Key needs a caller to belong to: send it with an API key or a session, or leave it out', {
         details: [{ field: 'Idempotency-Key', code: 'NO_CALLER_SCOPE', message: 'anonymous requests without a session cannot use an Idempotency-Key' }],
-      });
-    }, ctx.trace);
+      }));
+    }
+    scope = ctx.sessionScope;
   }
   const hash = requestHash(input);
   const done = await store.commits.run((): { response: StoredResponse & { replayed: boolean } } | { failure: AppError } => {
@@ -199,4 +210,15 @@ export async function runIdempotent(
   }, ctx.trace);
   if ('failure' in done) throw done.failure;
   return done.response;
+}
+
+/**
+ * Runs the write only to let the access rules answer first (a refused caller hears 401, not a
+ * complaint about its header), then refuses with `problem`: the write is rolled back with its job.
+ */
+function refuseAfterAccess(store: IdempotencyStore, ctx: { trace?: ActiveTrace }, write: () => StoredResponse, problem: AppError): Promise<never> {
+  return store.commits.run(() => {
+    write();
+    throw problem;
+  }, ctx.trace);
 }
