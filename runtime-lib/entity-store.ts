@@ -45,8 +45,8 @@ export interface RequestContext {
   trace?: ActiveTrace;
   agentRunId?: string;
   idempotencyKey?: string;
-  /** What scopes an anonymous caller's Idempotency-Key (runtime/http.ts RequestState.sessionScope). */
-  sessionScope?: string;
+  /** The established session's id (runtime/http.ts RequestState.sessionId). */
+  sessionId?: string;
 }
 
 export interface UpdatePlan {

@@ -171,7 +171,7 @@ export interface StoredResponse {
  */
 export async function runIdempotent(
   store: IdempotencyStore,
-  ctx: { actor: Actor; trace?: ActiveTrace; idempotencyKey?: string; sessionScope?: string },
+  ctx: { actor: Actor; trace?: ActiveTrace; idempotencyKey?: string; sessionId?: string },
   operation: string,
   input: unknown,
   write: () => StoredResponse,
@@ -185,12 +185,13 @@ export async function runIdempotent(
     // their established session, and refused without one, lest one replay or block another's.
     const problem = keyProblem(key);
     if (problem) return refuseAfterAccess(store, ctx, write, problem);
-    if (ctx.sessionScope === undefined) {
+    if (ctx.sessionId === undefined) {
       return refuseAfterAccess(store, ctx, write, new AppError('VALIDATION_FAILED', 'an Idempotency-Key needs a caller to belong to: send it with an API key or a session, or leave it out', {
         details: [{ field: 'Idempotency-Key', code: 'NO_CALLER_SCOPE', message: 'anonymous requests without a session cannot use an Idempotency-Key' }],
       }));
     }
-    scope = ctx.sessionScope;
+    // A digest: the session id is a credential, and this scope is stored.
+    scope = `anonymous-session:${createHash('sha256').update(ctx.sessionId).digest('hex').slice(0, 32)}`;
   }
   const hash = requestHash(input);
   const done = await store.commits.run((): { response: StoredResponse & { replayed: boolean } } | { failure: AppError } => {

@@ -3,11 +3,10 @@
 // core, read from the app's trace store in-process.
 
 import * as path from 'node:path';
-import { pathToFileURL } from 'node:url';
-import type { AddressInfo } from 'node:net';
 import { expect } from 'chai';
 import { freshDir, freshKey, generate, request, ROOT, startApp, typecheck, type HttpResponse, type RunningApp } from './support/apps.ts';
 import { OpenApiChecker } from './support/openapi-check.ts';
+import { bootInProcess, type InProcessApp } from './support/commands/harness.ts';
 
 type Rec = Record<string, unknown>;
 type ErrorBody = { error: { code: string; details?: Array<{ field?: string; code: string }> } };
@@ -204,26 +203,16 @@ describe('generated catalog app (end to end, every field type)', function () {
   });
 
   describe('tracing core (in-process)', () => {
-    type TraceStoreLike = { list(limit?: number): Array<{ traceId: string; metadata: Rec; spans: Array<{ id: number; parentId?: number; name: string; type: string; duration: number; attributes?: Rec }> }> };
-    let server: import('node:http').Server;
-    let traces: TraceStoreLike;
+    let inProcess: InProcessApp;
+    let traces: InProcessApp['traces'];
     let base: string;
 
     before(async () => {
-      const load = (p: string) => import(pathToFileURL(path.join(appDir, p)).href);
-      const { createApp } = await load('src/app.ts');
-      const { openDatabase } = await load('src/runtime/db.ts');
-      const { applyMigrations } = await load('src/runtime/migrate.ts');
-      const { TraceStore } = await load('src/runtime/tracing.ts');
-      const db = openDatabase(`file:${path.join(appDir, 'data', 'traced.db')}`, appDir);
-      applyMigrations(db, path.join(appDir, 'prisma', 'migrations'));
-      const built = createApp({ db, appDir, traces: new TraceStore(3, 60_000), env: KEYS, warn: () => undefined });
-      traces = built.traces;
-      server = built.listen(0);
-      await new Promise((r) => server.once('listening', r));
-      base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+      inProcess = await bootInProcess(appDir, KEYS, { dbName: 'traced.db', traces: { max: 3, maxAgeMs: 60_000 } });
+      traces = inProcess.traces;
+      base = inProcess.url;
     });
-    after(() => server?.close());
+    after(() => inProcess?.close());
 
     it('records the http request, route matching and each database query as spans', async () => {
       const created = await request(base, 'POST', '/api/stockmovements', {
@@ -261,16 +250,11 @@ describe('generated catalog app (end to end, every field type)', function () {
     });
 
     it('sets delegatedBy only through the trusted delegate hook of createApp', async () => {
-      const load = (p: string) => import(pathToFileURL(path.join(appDir, p)).href);
-      const { createApp } = await load('src/app.ts');
-      const { openDatabase } = await load('src/runtime/db.ts');
-      const db = openDatabase(`file:${path.join(appDir, 'data', 'traced.db')}`, appDir);
       // A host that verified a human's approval out of band, here: a fixed id for the ops key.
       const delegate = (_req: unknown, actor: { id: string }) => (actor.id === 'agent-ops' ? 'human-42' : undefined);
-      const delegated = createApp({ db, appDir, env: KEYS, warn: () => undefined, delegate }).listen(0);
-      await new Promise((r) => delegated.once('listening', r));
+      const delegated = await bootInProcess(appDir, KEYS, { dbName: 'traced.db', delegate });
       try {
-        const url = `http://127.0.0.1:${(delegated.address() as AddressInfo).port}`;
+        const url = delegated.url;
         const headers = { authorization: `Bearer ${KEYS.CATALOG_OPS_KEY}` };
         const category = await request(url, 'POST', '/api/categorys', { json: { slug: `d-${Date.now()}`, title: 'D' }, headers: { ...headers, 'idempotency-key': freshKey(), 'x-delegated-by': 'forged' } });
         expect(category.status).to.equal(201);
@@ -280,7 +264,7 @@ describe('generated catalog app (end to end, every field type)', function () {
         const plain = (await request(base, 'GET', `/api/audit?entity=Category&recordId=${id}`, { headers })).body as { items: Array<{ delegatedBy: string | null }> };
         expect(plain.items[0].delegatedBy).to.equal('human-42');
       } finally {
-        delegated.close();
+        await delegated.close();
       }
     });
 

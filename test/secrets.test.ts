@@ -6,14 +6,12 @@
 // route), so a scan of the wrong file or the wrong encoding cannot pass by finding nothing.
 
 import * as fs from 'node:fs';
-import type { Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import * as path from 'node:path';
-import { pathToFileURL } from 'node:url';
 import { randomBytes } from 'node:crypto';
 import { expect } from 'chai';
 import { freshDir, generate, request, ROOT, startApp, type RunningApp } from './support/apps.ts';
 import { addUser, CookieClient, idempotencyKey } from './support/access/client.ts';
+import { bootInProcess, type InProcessApp } from './support/commands/harness.ts';
 
 const unique = (label: string) => `${label}-${randomBytes(10).toString('hex')}`;
 
@@ -123,47 +121,31 @@ describe('secrets stay out of the database, the logs and the traces', function (
   });
 
   describe('the app in-process, with its trace store', () => {
-    let server: Server;
-    let traces: { list(limit?: number): unknown[] };
-    let warnings: string[];
-    let dbFile: string;
-    let db: { close(): void };
+    let inProcess: InProcessApp;
+    /** What the users command printed. */
+    let cliOutput: string[];
 
     before(async () => {
-      const load = (p: string) => import(pathToFileURL(path.join(appDir, p)).href);
-      const { createApp } = await load('src/app.ts');
-      const { openDatabase } = await load('src/runtime/db.ts');
-      const { applyMigrations } = await load('src/runtime/migrate.ts');
-      const { TraceStore } = await load('src/runtime/tracing.ts');
-      const { runUsersCli } = await load('src/runtime/users-cli.ts');
-      dbFile = path.join(appDir, 'data', 'traced.db');
-      db = openDatabase(`file:${dbFile}`, appDir);
-      applyMigrations(db, path.join(appDir, 'prisma', 'migrations'));
-      const cli: string[] = [];
-      expect(runUsersCli(db, ['add', '--email', CLI_EMAIL, '--password', SECRETS.cliPassword, '--role', 'agent'], (l: string) => cli.push(l))).to.equal(0);
-      warnings = [...cli];
       const env = { TRIAGE_API_KEY: SECRETS.triageKey, REPORTER_API_KEY: SECRETS.reporterKey, SESSION_SECRET: SECRETS.sessionSecret };
-      const built = createApp({ db, appDir, traces: new TraceStore(10_000, 60 * 60 * 1000), env, warn: (m: string) => warnings.push(m) });
-      traces = built.traces;
-      server = built.listen(0, '127.0.0.1');
-      await new Promise((resolve) => server.once('listening', resolve));
-      await exercise(`http://127.0.0.1:${(server.address() as AddressInfo).port}`);
+      inProcess = await bootInProcess(appDir, env, { dbName: 'traced.db', traces: { max: 10_000, maxAgeMs: 60 * 60 * 1000 } });
+      const { runUsersCli } = await inProcess.load<{ runUsersCli: (db: unknown, args: string[], print: (line: string) => void) => number }>('src/runtime/users-cli.ts');
+      cliOutput = [];
+      expect(runUsersCli(inProcess.db, ['add', '--email', CLI_EMAIL, '--password', SECRETS.cliPassword, '--role', 'agent'], (l) => cliOutput.push(l))).to.equal(0);
+      await exercise(inProcess.url);
     });
-    after(() => {
-      server?.close();
-      db?.close();
-    });
+    after(() => inProcess?.close());
 
     it('keeps them out of every trace', () => {
-      const serialized = JSON.stringify(traces.list());
+      const serialized = JSON.stringify(inProcess.traces.list());
       expect(serialized, 'control: sign-in was traced').to.include('/api/auth/login');
       expect(serialized, 'control: an API-key request was traced').to.include('/api/tickets');
       expect(leaked(serialized)).to.deep.equal([]);
     });
 
     it('keeps them out of the warnings and the database', () => {
-      expect(leaked(warnings.join('\n'))).to.deep.equal([]);
-      expect(leaked(databaseBytes(dbFile))).to.deep.equal([]);
+      expect(cliOutput.join('\n'), 'control: the users command reported').to.include(`added ${CLI_EMAIL}`);
+      expect(leaked([...cliOutput, ...inProcess.warnings].join('\n'))).to.deep.equal([]);
+      expect(leaked(databaseBytes(inProcess.dbFile))).to.deep.equal([]);
     });
   });
 });

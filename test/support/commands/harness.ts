@@ -35,26 +35,46 @@ export interface InProcessApp {
   delivered: AppEvent[];
   events: { subscribe(listener: (event: AppEvent) => void | Promise<void>): () => void };
   warnings: string[];
+  /** The app's trace store. */
+  traces: { list(limit?: number): TraceLike[] };
   /** Loads a module of the generated app (e.g. 'src/runtime/commands.ts'). */
   load<T = Record<string, unknown>>(file: string): Promise<T>;
   close(): Promise<void>;
 }
 
+export interface TraceLike {
+  traceId: string;
+  metadata: Rec;
+  spans: Array<{ id: number; parentId?: number; name: string; type: string; duration: number; attributes?: Rec }>;
+}
+
+export interface BootOptions {
+  /** The SQLite file under data/ (default app.db). */
+  dbName?: string;
+  services?: Rec;
+  /** The trace store's limits (default: the app's own, 1,000 traces and 5 minutes). */
+  traces?: { max: number; maxAgeMs: number };
+  /** createApp's trusted delegation hook. */
+  delegate?: (req: unknown, actor: { id: string }) => string | undefined;
+}
+
 /**
- * Builds the generated app in this process with `createApp({ db, appDir, env, services, warn })`,
- * after applying its migrations to `data/<dbName>`, and serves it on a free port.
+ * Builds the generated app in this process with `createApp({ db, appDir, env, ... })`, after
+ * applying its migrations to `data/<dbName>`, and serves it on a free port.
  */
-export async function bootInProcess(appDir: string, env: Record<string, string>, options: { dbName?: string; services?: Rec } = {}): Promise<InProcessApp> {
+export async function bootInProcess(appDir: string, env: Record<string, string>, options: BootOptions = {}): Promise<InProcessApp> {
   const dbName = options.dbName ?? 'app.db';
   const load = async <T>(file: string): Promise<T> => (await import(pathToFileURL(path.join(appDir, file)).href)) as T;
-  const { createApp } = await load<{ createApp: (o: Rec) => { listen(port: number, host: string): Server; events: InProcessApp['events'] } }>('src/app.ts');
+  const { createApp } = await load<{ createApp: (o: Rec) => { listen(port: number, host: string): Server; events: InProcessApp['events']; traces: InProcessApp['traces'] } }>('src/app.ts');
+  const { TraceStore } = await load<{ TraceStore: new (max: number, maxAgeMs: number) => unknown }>('src/runtime/tracing.ts');
   const { openDatabase } = await load<{ openDatabase: (url: string, base: string) => Db }>('src/runtime/db.ts');
   const { applyMigrations } = await load<{ applyMigrations: (db: Db, dir: string) => unknown }>('src/runtime/migrate.ts');
   const dbFile = path.join(appDir, 'data', dbName);
   const db = openDatabase(`file:${dbFile}`, appDir);
   applyMigrations(db, path.join(appDir, 'prisma', 'migrations'));
   const warnings: string[] = [];
-  const built = createApp({ db, appDir, env, services: options.services, warn: (m: string) => warnings.push(m) });
+  const traces = options.traces && new TraceStore(options.traces.max, options.traces.maxAgeMs);
+  const built = createApp({ db, appDir, env, services: options.services, traces, delegate: options.delegate, warn: (m: string) => warnings.push(m) });
   const delivered: AppEvent[] = [];
   built.events.subscribe((e) => void delivered.push(e));
   const server = built.listen(0, '127.0.0.1');
@@ -67,6 +87,7 @@ export async function bootInProcess(appDir: string, env: Record<string, string>,
     delivered,
     events: built.events,
     warnings,
+    traces: built.traces,
     load,
     close: async () => {
       server.closeAllConnections();

@@ -22,10 +22,10 @@ export interface RequestState {
   /** The matched route's name, for the trace (Express keeps its own `req.route`). */
   routeName?: string;
   /**
-   * For a caller without a credential who holds an established session (the sign-in page's):
-   * what scopes its Idempotency-Keys. A hash of the session id, never the id itself.
+   * The id of the established session the request carries (the sign-in page's, or a person's):
+   * what scopes the Idempotency-Keys of a caller without a credential (runIdempotent).
    */
-  sessionScope?: string;
+  sessionId?: string;
   body?: unknown;
 }
 

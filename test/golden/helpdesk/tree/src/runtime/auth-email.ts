@@ -18,7 +18,7 @@
 //    so a foreign page cannot sign the victim in as the attacker (login CSRF). Form posts must come
 //    from the sign-in page, whose session holds the token.
 
-import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { randomBytes, timingSafeEqual } from 'node:crypto';
 import type { ServerResponse } from 'node:http';
 import { parse as parseQuery } from 'node:querystring';
 import express, { Router, type NextFunction, type Request, type RequestHandler, type Response } from 'express';
@@ -143,7 +143,7 @@ export function createEmailAuth(options: EmailAuthOptions): EmailAuth {
       if (remaining > 0) {
         // Neither the cookie nor the row may outlive the absolute deadline.
         req.session.cookie.maxAge = Math.min(idleMs, remaining);
-        req.sessionScope = `anonymous-session:${createHash('sha256').update(req.sessionID as string).digest('hex').slice(0, 32)}`;
+        req.sessionId = req.sessionID;
         return next();
       }
       // Past its absolute lifetime (possible when the duration was lowered since the session

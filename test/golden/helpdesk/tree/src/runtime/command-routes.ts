@@ -27,7 +27,7 @@ export function requestContext(req: ApiRequest, options: { mutation: boolean }):
     trace: req.trace,
     agentRunId: runId,
     idempotencyKey: options.mutation ? idempotencyKeyOf(header(req, 'idempotency-key'), req.actor) : undefined,
-    sessionScope: req.sessionScope,
+    sessionId: req.sessionId,
   };
 }
 
