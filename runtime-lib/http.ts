@@ -243,9 +243,8 @@ export function errorSender(log: (line: string) => void = (l) => console.error(l
   };
 }
 
-/** errorSender as Express's error middleware. */
-export function errorHandler(log?: (line: string) => void): ErrorRequestHandler {
-  const send = errorSender(log);
+/** An error sender as Express's error middleware. */
+export function errorHandler(send: ErrorSender = errorSender()): ErrorRequestHandler {
   return (err: unknown, req: Request, res: Response, _next: NextFunction) => send(err, req, res);
 }
 

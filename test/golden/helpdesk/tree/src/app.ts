@@ -108,11 +108,12 @@ export function createApp(options: AppOptions): App {
   for (const entity of entities) app.use(`/api/${entity.collection}`, crudRouter(entity));
   app.use(commandRouter(commands));
   app.use(auditRoutes(audit, stores));
+  const sendError = errorSender();
   app.use(routeNotFound);
-  app.use(errorHandler());
+  app.use(errorHandler(sendError));
 
   // Every request: trace, credentials (session, then API key or person), CSRF; then the routes.
   const pipeline = compose(tracing(traces), auth.session, authenticate({ apiKeys, sessionActor: auth.sessionActor, delegate: options.delegate }), auth.csrf, routing);
-  const handle = frontDoor({ pipeline, entities, commands, fallback: app, sendError: errorSender() });
+  const handle = frontDoor({ pipeline, entities, commands, fallback: app, sendError });
   return { handle, listen: (port, host) => http.createServer(handle).listen(port, host), traces, events };
 }

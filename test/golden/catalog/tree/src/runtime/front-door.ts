@@ -35,14 +35,20 @@ export interface CrudEntity {
   routes: CrudRoutes;
 }
 
+/** The routes' names in traces: `<Entity>.list`, `<Entity>.get`... */
+function routeNames(name: string): Record<keyof CrudRoutes, string> {
+  return { list: `${name}.list`, get: `${name}.get`, create: `${name}.create`, update: `${name}.update`, delete: `${name}.delete` };
+}
+
 /** The Express form of an entity's routes, mounted at /api/<collection>. */
 export function crudRouter({ name, routes }: CrudEntity): Router {
+  const names = routeNames(name);
   const router = Router();
-  router.get('/', matched(`${name}.list`), (req, res) => routes.list(req, res, req.query as Record<string, unknown>));
-  router.get('/:id', matched(`${name}.get`), (req, res) => routes.get(req, res, String(req.params.id)));
-  router.post('/', matched(`${name}.create`), jsonBody, (req, res) => routes.create(req, res));
-  router.put('/:id', matched(`${name}.update`), jsonBody, (req, res) => routes.update(req, res, String(req.params.id)));
-  router.delete('/:id', matched(`${name}.delete`), (req, res) => routes.delete(req, res, String(req.params.id)));
+  router.get('/', matched(names.list), (req, res) => routes.list(req, res, req.query as Record<string, unknown>));
+  router.get('/:id', matched(names.get), (req, res) => routes.get(req, res, String(req.params.id)));
+  router.post('/', matched(names.create), jsonBody, (req, res) => routes.create(req, res));
+  router.put('/:id', matched(names.update), jsonBody, (req, res) => routes.update(req, res, String(req.params.id)));
+  router.delete('/:id', matched(names.delete), (req, res) => routes.delete(req, res, String(req.params.id)));
   return router;
 }
 
@@ -69,8 +75,8 @@ type Dispatch = (req: ApiRequest, res: ServerResponse, rest: string, done: (err:
  * DELETE. Returns false for anything else, which Express then serves.
  */
 function dispatcher(entity: CrudEntity): Dispatch {
-  const { name, routes } = entity;
-  const names = { list: `${name}.list`, get: `${name}.get`, create: `${name}.create`, update: `${name}.update`, delete: `${name}.delete` };
+  const { routes } = entity;
+  const names = routeNames(entity.name);
   return (req, res, rest, done) => {
     const method = req.method;
     if (rest === '' || rest[0] === '?') {
