@@ -7,8 +7,8 @@ import * as path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import Database from 'better-sqlite3';
 import { parse } from 'smol-toml';
-import { ulid, uuid } from '../runtime-lib/ids.ts';
-import { applyMigrations } from '../runtime-lib/migrate.ts';
+import { ulid, uuid } from '../runtime-lib/core/ids.ts';
+import { applyMigrations } from '../runtime-lib/data/migrate.ts';
 
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 export const WORK = path.join(ROOT, 'bench', '.work');

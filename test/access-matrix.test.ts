@@ -18,7 +18,7 @@ import { expect } from 'chai';
 import { validateBlueprint } from '../generator/compile.ts';
 import type { Blueprint, Entity, Field } from '../generator/model/types.ts';
 import { nodeSourceHost } from '../generator/source.ts';
-import { ulid, uuid } from '../runtime-lib/ids.ts';
+import { ulid, uuid } from '../runtime-lib/core/ids.ts';
 import { BP, freshDir, request, ROOT, startApp, type HttpResponse, type RunningApp } from './support/apps.ts';
 import { addUser, generateApp, idempotencyKey, signIn } from './support/access/client.ts';
 import { type Expected, Oracle, OPERATIONS, type Operation, type OracleActor, recordPaths, rolesUsed } from './support/access/oracle.ts';

@@ -9,15 +9,17 @@ import type { AddressInfo } from 'node:net';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import express, { type Express } from 'express';
-import { ANONYMOUS, type Actor } from '../runtime-lib/actor.ts';
-import { createEmailAuth, type EmailAuth, type EmailAuthOptions } from '../runtime-lib/auth-email.ts';
-import { openDatabase, type Db } from '../runtime-lib/db.ts';
-import { AppError } from '../runtime-lib/errors.ts';
-import { errorHandler, jsonBody, matched, tracing } from '../runtime-lib/http.ts';
-import { LOGIN_PAGE_CSP, renderLoginPage } from '../runtime-lib/login-page.ts';
-import { hashPassword, verifyPassword } from '../runtime-lib/password.ts';
-import { SqliteSessionStore } from '../runtime-lib/session-store.ts';
-import { TraceStore } from '../runtime-lib/tracing.ts';
+import { ANONYMOUS, type Actor } from '../runtime-lib/core/actor.ts';
+import { createEmailAuth, type EmailAuth, type EmailAuthOptions } from '../runtime-lib/auth/email/provider.ts';
+import { openDatabase, type Db } from '../runtime-lib/data/db.ts';
+import { AppError } from '../runtime-lib/core/errors.ts';
+import { jsonBody } from '../runtime-lib/http/body.ts';
+import { matched, tracing } from '../runtime-lib/http/pipeline.ts';
+import { errorHandler } from '../runtime-lib/http/respond.ts';
+import { LOGIN_PAGE_CSP, renderLoginPage } from '../runtime-lib/auth/email/login-page.ts';
+import { hashPassword, verifyPassword } from '../runtime-lib/auth/email/password.ts';
+import { SqliteSessionStore } from '../runtime-lib/auth/email/session-store.ts';
+import { TraceStore } from '../runtime-lib/observe/tracing.ts';
 import { CookieClient } from './support/access/client.ts';
 
 /** The tables the app's migrations create; the session DDL is the one the generator emits. */

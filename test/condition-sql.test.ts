@@ -4,8 +4,8 @@
 import { expect } from 'chai';
 import Database from 'better-sqlite3';
 import fc from 'fast-check';
-import { checkCondition, parseCondition, type Condition } from '../runtime-lib/conditions.ts';
-import { conditionToSql, type ColumnType } from '../runtime-lib/condition-sql.ts';
+import { checkCondition, parseCondition, type Condition } from '../runtime-lib/rules/conditions.ts';
+import { conditionToSql, type ColumnType } from '../runtime-lib/rules/condition-sql.ts';
 
 const COLUMNS = new Map<string, ColumnType>([
   ['id', 'ULID'],

@@ -5,9 +5,9 @@ import {
   conditionReadsRecord,
   currentUserRoleMatches,
   parseCondition,
-} from '../runtime-lib/conditions.ts';
-import type { Condition, ConditionContext, ConditionIssue } from '../runtime-lib/conditions.ts';
-import { parseExpression } from '../runtime-lib/expressions.ts';
+} from '../runtime-lib/rules/conditions.ts';
+import type { Condition, ConditionContext, ConditionIssue } from '../runtime-lib/rules/conditions.ts';
+import { parseExpression } from '../runtime-lib/rules/expression-parse.ts';
 
 function condition(value: unknown, options?: { allowedRoots?: readonly string[] }): Condition {
   const result = parseCondition(value, options);

@@ -1,16 +1,9 @@
 import { expect } from 'chai';
 import fc from 'fast-check';
-import {
-  EXPRESSION_ROOTS,
-  MAX_EXPRESSION_DEPTH,
-  MAX_EXPRESSION_LENGTH,
-  evaluate,
-  formatExpression,
-  isTrue,
-  parseExpression,
-  pathsOf,
-} from '../runtime-lib/expressions.ts';
-import type { Expr } from '../runtime-lib/expressions.ts';
+import { evaluate, isTrue } from '../runtime-lib/rules/expression-eval.ts';
+import { formatExpression } from '../runtime-lib/rules/expression-format.ts';
+import { EXPRESSION_ROOTS, MAX_EXPRESSION_DEPTH, MAX_EXPRESSION_LENGTH, parseExpression, pathsOf } from '../runtime-lib/rules/expression-parse.ts';
+import type { Expr } from '../runtime-lib/rules/expression-parse.ts';
 
 function parse(source: string, allowedRoots?: readonly string[]): Expr {
   const result = parseExpression(source, allowedRoots);

@@ -4,10 +4,10 @@
 import * as path from 'node:path';
 import { expect } from 'chai';
 import Database from 'better-sqlite3';
-import { openDatabase, type Db } from '../runtime-lib/db.ts';
-import { AppError } from '../runtime-lib/errors.ts';
-import { GroupCommit, groupCommit } from '../runtime-lib/group-commit.ts';
-import { ActiveTrace } from '../runtime-lib/tracing.ts';
+import { openDatabase, type Db } from '../runtime-lib/data/db.ts';
+import { AppError } from '../runtime-lib/core/errors.ts';
+import { GroupCommit, groupCommit } from '../runtime-lib/data/group-commit.ts';
+import { ActiveTrace } from '../runtime-lib/observe/tracing.ts';
 import { freshDir } from './support/apps.ts';
 
 describe('group commit', () => {

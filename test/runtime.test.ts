@@ -2,10 +2,10 @@
 
 import { expect } from 'chai';
 import Database from 'better-sqlite3';
-import { mapSqliteError } from '../runtime-lib/db.ts';
-import { AppError, ERROR_CODES, envelope } from '../runtime-lib/errors.ts';
-import { ulid, ULID_PATTERN } from '../runtime-lib/ids.ts';
-import { ActiveTrace, TraceStore, type Trace } from '../runtime-lib/tracing.ts';
+import { mapSqliteError } from '../runtime-lib/data/db.ts';
+import { AppError, ERROR_CODES, envelope } from '../runtime-lib/core/errors.ts';
+import { ulid, ULID_PATTERN } from '../runtime-lib/core/ids.ts';
+import { ActiveTrace, TraceStore, type Trace } from '../runtime-lib/observe/tracing.ts';
 
 describe('runtime-lib', () => {
   describe('ulid', () => {

@@ -128,7 +128,7 @@ describe('secrets stay out of the database, the logs and the traces', function (
     before(async () => {
       const env = { TRIAGE_API_KEY: SECRETS.triageKey, REPORTER_API_KEY: SECRETS.reporterKey, SESSION_SECRET: SECRETS.sessionSecret };
       inProcess = await bootInProcess(appDir, env, { dbName: 'traced.db', traces: { max: 10_000, maxAgeMs: 60 * 60 * 1000 } });
-      const { runUsersCli } = await inProcess.load<{ runUsersCli: (db: unknown, args: string[], print: (line: string) => void) => number }>('src/runtime/users-cli.ts');
+      const { runUsersCli } = await inProcess.load<{ runUsersCli: (db: unknown, args: string[], print: (line: string) => void) => number }>('src/runtime/auth/email/users-cli.ts');
       cliOutput = [];
       expect(runUsersCli(inProcess.db, ['add', '--email', CLI_EMAIL, '--password', SECRETS.cliPassword, '--role', 'agent'], (l) => cliOutput.push(l))).to.equal(0);
       await exercise(inProcess.url);

@@ -3,9 +3,9 @@
 
 import { expect } from 'chai';
 import Database from 'better-sqlite3';
-import type { Db } from '../runtime-lib/db.ts';
-import { verifyPassword } from '../runtime-lib/password.ts';
-import { USERS_USAGE, runUsersCli } from '../runtime-lib/users-cli.ts';
+import type { Db } from '../runtime-lib/data/db.ts';
+import { verifyPassword } from '../runtime-lib/auth/email/password.ts';
+import { USERS_USAGE, runUsersCli } from '../runtime-lib/auth/email/users-cli.ts';
 
 // The auth tables as the app's migrations create them (same DDL as test/auth-email.test.ts).
 const AUTH_DDL = `

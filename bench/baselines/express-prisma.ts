@@ -3,7 +3,7 @@
 
 import express from 'express';
 import { PrismaBetterSqlite3 } from '@prisma/adapter-better-sqlite3';
-import { ulid } from '../../runtime-lib/ids.ts';
+import { ulid } from '../../runtime-lib/core/ids.ts';
 import { listParams, serverConfig, ticketInput, type TicketInput } from './common.ts';
 
 /** The part of the generated client this server calls. */

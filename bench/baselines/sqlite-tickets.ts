@@ -2,7 +2,7 @@
 // Both better-sqlite3 baselines use it, so the two differ only in their HTTP layer.
 
 import Database from 'better-sqlite3';
-import { ulid } from '../../runtime-lib/ids.ts';
+import { ulid } from '../../runtime-lib/core/ids.ts';
 import { page, type ListParams, type TicketInput } from './common.ts';
 
 type Row = Record<string, unknown>;

@@ -1,10 +1,10 @@
 // src/commands.ts: every command of the blueprint as a typed spec for the one executor
-// (runtime/commands.ts), importing user handlers from where the blueprint names them. bp never
+// (runtime/commands/executor.ts), importing user handlers from where the blueprint names them. bp never
 // copies or edits a handler; the generated code only imports it.
 
 import * as path from 'node:path';
-import type { Condition } from '../../runtime-lib/conditions.ts';
-import { pathsOf } from '../../runtime-lib/expressions.ts';
+import type { Condition } from '../../runtime-lib/rules/conditions.ts';
+import { pathsOf } from '../../runtime-lib/rules/expression-parse.ts';
 import type { Blueprint, Command, CommandInput, Entity } from '../model/types.ts';
 import { entityFileName, tsType } from './entities.ts';
 import { lowerFirst, refRelations, upperFirst, type RefRelation } from './relations.ts';

@@ -1,8 +1,8 @@
 // openapi.json: OpenAPI 3.1 for every route the app serves, with request and response schemas
 // and the error envelope. Built as data and serialized once, keys in a fixed order.
 
-import { ERROR_CODES } from '../../runtime-lib/errors.ts';
-import type { Condition } from '../../runtime-lib/conditions.ts';
+import { ERROR_CODES } from '../../runtime-lib/core/errors.ts';
+import type { Condition } from '../../runtime-lib/rules/conditions.ts';
 import type { Blueprint, Command, Entity, Field } from '../model/types.ts';
 import { GENERATED_HEADER } from './header.ts';
 

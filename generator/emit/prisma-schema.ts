@@ -86,7 +86,7 @@ function defaultAttribute(field: Field): string | undefined {
   return undefined;
 }
 
-/** Tables of the email provider (runtime-lib/auth-email.ts); prefixed so they never clash with entities. */
+/** Tables of the email provider (runtime-lib/auth/email); prefixed so they never clash with entities. */
 const EMAIL_AUTH_MODELS = `/// People who sign in with e-mail and password. Managed by bp's runtime; roles is a JSON list.
 model BpUser {
   id           String   @id
@@ -109,7 +109,7 @@ model BpSession {
 }`;
 
 /** Tables of the runtime itself: the audit trail and remembered idempotency keys. */
-const RUNTIME_MODELS = `/// Audit trail of every command and entity write (runtime/audit.ts); changes and detail are JSON.
+const RUNTIME_MODELS = `/// Audit trail of every command and entity write (runtime/data/audit.ts); changes and detail are JSON.
 model BpAudit {
   id             String  @id
   at             String
@@ -129,7 +129,7 @@ model BpAudit {
   @@map("_bp_audit")
 }
 
-/// Idempotency keys, kept 24 hours (runtime/idempotency.ts); times are epoch milliseconds.
+/// Idempotency keys, kept 24 hours (runtime/data/idempotency.ts); times are epoch milliseconds.
 model BpIdempotency {
   scope       String
   operation   String

@@ -1,5 +1,5 @@
 // src/runtime/: the runtime library, copied into every app so it stands alone. The copies are
-// the files of bp's runtime-lib/ with the generated header on top.
+// the files of bp's runtime-lib/ (its folders kept) with the generated header on top.
 
 import * as fs from 'node:fs';
 import * as path from 'node:path';
@@ -10,7 +10,8 @@ const RUNTIME_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '
 
 export function emitRuntime(): Map<string, string> {
   const files = new Map<string, string>();
-  for (const name of fs.readdirSync(RUNTIME_DIR).filter((f) => f.endsWith('.ts')).sort()) {
+  const entries = fs.readdirSync(RUNTIME_DIR, { recursive: true, encoding: 'utf8' });
+  for (const name of entries.filter((f) => f.endsWith('.ts')).map((f) => f.split(path.sep).join('/')).sort()) {
     const source = fs.readFileSync(path.join(RUNTIME_DIR, name), 'utf8');
     files.set(`src/runtime/${name}`, `// ${GENERATED_HEADER} (copied from bp's runtime-lib)\n${source}`);
   }

@@ -3,8 +3,9 @@
 // path; checks across declarations live in validate/references.ts.
 
 import * as path from 'node:path';
-import { parseCondition, type Condition } from '../../runtime-lib/conditions.ts';
-import { EXPRESSION_ROOTS, parseExpression } from '../../runtime-lib/expressions.ts';
+import { isCalendarDate, isEmail, parseDateTime } from '../../runtime-lib/core/values.ts';
+import { parseCondition, type Condition } from '../../runtime-lib/rules/conditions.ts';
+import { EXPRESSION_ROOTS, parseExpression } from '../../runtime-lib/rules/expression-parse.ts';
 import type { CompileContext } from '../context.ts';
 import { isTable, type Section } from '../parse/load.ts';
 import type { KeyPath } from '../parse/locate.ts';
@@ -250,7 +251,7 @@ export function expectedLiteral(type: FieldType, value: unknown, values: readonl
     case 'file':
       return typeof value === 'string' ? undefined : 'a string';
     case 'Email':
-      return typeof value === 'string' && EMAIL.test(value) ? undefined : 'an e-mail address';
+      return typeof value === 'string' && isEmail(value) ? undefined : 'an e-mail address';
     case 'Integer':
       return Number.isSafeInteger(value) ? undefined : 'an integer';
     case 'Float':
@@ -258,9 +259,9 @@ export function expectedLiteral(type: FieldType, value: unknown, values: readonl
     case 'Boolean':
       return typeof value === 'boolean' ? undefined : 'true or false';
     case 'Date':
-      return value === 'now' || value instanceof Date || (typeof value === 'string' && DATE.test(value)) ? undefined : '"now" or a date (YYYY-MM-DD)';
+      return value === 'now' || value instanceof Date || (typeof value === 'string' && isCalendarDate(value)) ? undefined : '"now" or a date (YYYY-MM-DD)';
     case 'DateTime':
-      return value === 'now' || value instanceof Date || (typeof value === 'string' && !Number.isNaN(Date.parse(value)) && DATE_TIME.test(value))
+      return value === 'now' || value instanceof Date || (typeof value === 'string' && parseDateTime(value) !== undefined)
         ? undefined
         : '"now" or an ISO 8601 date-time';
     case 'JSON':
@@ -282,13 +283,9 @@ export function showLiteral(value: unknown): string {
 
 function normalizeDefault(type: FieldType, value: unknown): unknown {
   if (value instanceof Date) return type === 'Date' ? value.toISOString().slice(0, 10) : value.toISOString();
-  if (type === 'DateTime' && typeof value === 'string') return new Date(value).toISOString();
+  if (type === 'DateTime' && typeof value === 'string') return (parseDateTime(value) as Date).toISOString();
   return value;
 }
-
-export const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
-const DATE = /^\d{4}-\d{2}-\d{2}$/;
-const DATE_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:\d{2})$/;
 
 function buildCommand(ctx: CompileContext, section: Section): Command {
   const { name } = section;

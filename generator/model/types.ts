@@ -2,7 +2,7 @@
 // names resolved, defaults applied, lists in a deterministic order (declaration order for
 // fields, name order for sections).
 
-import type { Condition } from '../../runtime-lib/conditions.ts';
+import type { Condition } from '../../runtime-lib/rules/conditions.ts';
 import type { KeyPath } from '../parse/locate.ts';
 
 export const FIELD_TYPES = [

@@ -2,8 +2,8 @@
 // conditions filter list rows in SQL (runtime-lib/condition-sql.ts). A condition that the
 // translation cannot express is refused here, at generate time, rather than failing at run time.
 
-import { type ColumnType, conditionToSql } from '../../runtime-lib/condition-sql.ts';
-import type { Condition } from '../../runtime-lib/conditions.ts';
+import { type ColumnType, conditionToSql } from '../../runtime-lib/rules/condition-sql.ts';
+import type { Condition } from '../../runtime-lib/rules/conditions.ts';
 import type { CompileContext } from '../context.ts';
 import type { Blueprint, Entity } from '../model/types.ts';
 import type { KeyPath } from '../parse/locate.ts';

@@ -17,8 +17,8 @@
 // outright; a rule that depends on the record hides the records it does not match. Which one
 // applies is decided by evaluating the rule with the record unknown (three-valued logic).
 
-import { checkCondition, conditionReadsActor, conditionReadsRecord, type Condition } from '../../../runtime-lib/conditions.ts';
-import { type Expr, pathsOf } from '../../../runtime-lib/expressions.ts';
+import { checkCondition, conditionReadsActor, conditionReadsRecord, type Condition } from '../../../runtime-lib/rules/conditions.ts';
+import { type Expr, pathsOf } from '../../../runtime-lib/rules/expression-parse.ts';
 import type { Blueprint, Entity } from '../../../generator/model/types.ts';
 
 export type Operation = 'list' | 'get' | 'create' | 'update' | 'delete';

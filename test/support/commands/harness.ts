@@ -10,8 +10,8 @@ import * as path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import Database from 'better-sqlite3';
 import { expect } from 'chai';
-import type { AuditRecord } from '../../../runtime-lib/audit.ts';
-import type { AppEvent } from '../../../runtime-lib/events.ts';
+import type { AuditRecord } from '../../../runtime-lib/data/audit.ts';
+import type { AppEvent } from '../../../runtime-lib/commands/events.ts';
 
 export type { AppEvent, AuditRecord };
 import { request, type HttpResponse } from '../apps.ts';
@@ -37,7 +37,7 @@ export interface InProcessApp {
   warnings: string[];
   /** The app's trace store. */
   traces: { list(limit?: number): TraceLike[] };
-  /** Loads a module of the generated app (e.g. 'src/runtime/commands.ts'). */
+  /** Loads a module of the generated app (e.g. 'src/runtime/commands/executor.ts'). */
   load<T = Record<string, unknown>>(file: string): Promise<T>;
   close(): Promise<void>;
 }
@@ -66,9 +66,9 @@ export async function bootInProcess(appDir: string, env: Record<string, string>,
   const dbName = options.dbName ?? 'app.db';
   const load = async <T>(file: string): Promise<T> => (await import(pathToFileURL(path.join(appDir, file)).href)) as T;
   const { createApp } = await load<{ createApp: (o: Rec) => { listen(port: number, host: string): Server; events: InProcessApp['events']; traces: InProcessApp['traces'] } }>('src/app.ts');
-  const { TraceStore } = await load<{ TraceStore: new (max: number, maxAgeMs: number) => unknown }>('src/runtime/tracing.ts');
-  const { openDatabase } = await load<{ openDatabase: (url: string, base: string) => Db }>('src/runtime/db.ts');
-  const { applyMigrations } = await load<{ applyMigrations: (db: Db, dir: string) => unknown }>('src/runtime/migrate.ts');
+  const { TraceStore } = await load<{ TraceStore: new (max: number, maxAgeMs: number) => unknown }>('src/runtime/observe/tracing.ts');
+  const { openDatabase } = await load<{ openDatabase: (url: string, base: string) => Db }>('src/runtime/data/db.ts');
+  const { applyMigrations } = await load<{ applyMigrations: (db: Db, dir: string) => unknown }>('src/runtime/data/migrate.ts');
   const dbFile = path.join(appDir, 'data', dbName);
   const db = openDatabase(`file:${dbFile}`, appDir);
   applyMigrations(db, path.join(appDir, 'prisma', 'migrations'));

@@ -6,17 +6,20 @@ import * as fs from 'node:fs';
 import * as http from 'node:http';
 import * as path from 'node:path';
 import express from 'express';
-import { loadApiKeys, type ApiKeyConfig } from './runtime/api-keys.ts';
-import { AuditLog } from './runtime/audit.ts';
-import { auditRoutes, commandRouter, commandRoutes } from './runtime/command-routes.ts';
-import { EntityStore } from './runtime/entity-store.ts';
-import { EventBus } from './runtime/events.ts';
-import { IdempotencyStore } from './runtime/idempotency.ts';
+import { loadApiKeys, type ApiKeyConfig } from './runtime/auth/api-keys.ts';
+import { authenticate, type AuthenticateOptions } from './runtime/auth/authenticate.ts';
+import { AuditLog } from './runtime/data/audit.ts';
+import { auditRoutes } from './runtime/http/audit-routes.ts';
+import { commandRouter, commandRoutes } from './runtime/http/command-routes.ts';
+import { EntityStore } from './runtime/data/entity-store.ts';
+import { EventBus } from './runtime/commands/events.ts';
+import { IdempotencyStore } from './runtime/data/idempotency.ts';
 import { COMMANDS } from './commands.ts';
-import type { Db } from './runtime/db.ts';
-import { crudRouter, type CrudEntity, frontDoor } from './runtime/front-door.ts';
-import { authenticate, type AuthenticateOptions, compose, errorHandler, errorSender, matched, routeNotFound, routing, tracing } from './runtime/http.ts';
-import { TraceStore } from './runtime/tracing.ts';
+import type { Db } from './runtime/data/db.ts';
+import { crudRouter, type CrudEntity, frontDoor } from './runtime/http/front-door.ts';
+import { compose, matched, routing, tracing } from './runtime/http/pipeline.ts';
+import { errorHandler, errorSender, routeNotFound } from './runtime/http/respond.ts';
+import { TraceStore } from './runtime/observe/tracing.ts';
 import { categoryRoutes, categorySpec } from './entities/category.ts';
 import { productRoutes, productSpec } from './entities/product.ts';
 import { stockMovementRoutes, stockMovementSpec } from './entities/stock-movement.ts';
@@ -37,7 +40,7 @@ export interface AppOptions {
   events?: EventBus;
   /** Services handed to command handlers (mailers, clients...). */
   services?: Readonly<Record<string, unknown>>;
-  /** Trusted delegation hook (runtime/http.ts AuthenticateOptions.delegate): sets actor.delegatedBy. */
+  /** Trusted delegation hook (runtime/auth/authenticate.ts AuthenticateOptions.delegate): sets actor.delegatedBy. */
   delegate?: AuthenticateOptions['delegate'];
   env?: NodeJS.ProcessEnv;
   warn?: (message: string) => void;

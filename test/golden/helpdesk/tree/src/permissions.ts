@@ -2,6 +2,6 @@
 // [auth.permissions]: which roles may read, create, update and delete which entities. Checked in
 // addition to each entity's access rules; a deny from any of the actor's roles wins.
 
-import type { Permissions } from './runtime/access.ts';
+import type { Permissions } from './runtime/rules/access.ts';
 
 export const permissions: Permissions | undefined = undefined;

@@ -4,8 +4,8 @@
 import * as path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createApp } from './app.ts';
-import { openDatabase } from './runtime/db.ts';
-import { applyMigrations } from './runtime/migrate.ts';
+import { openDatabase } from './runtime/data/db.ts';
+import { applyMigrations } from './runtime/data/migrate.ts';
 
 const appDir = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 

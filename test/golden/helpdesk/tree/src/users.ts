@@ -3,9 +3,9 @@
 
 import * as path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { openDatabase } from './runtime/db.ts';
-import { applyMigrations } from './runtime/migrate.ts';
-import { runUsersCli } from './runtime/users-cli.ts';
+import { openDatabase } from './runtime/data/db.ts';
+import { applyMigrations } from './runtime/data/migrate.ts';
+import { runUsersCli } from './runtime/auth/email/users-cli.ts';
 
 const appDir = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const db = openDatabase(process.env.DATABASE_URL ?? 'file:./data/app.db', appDir);

@@ -1,0 +1,77 @@
+// Bodies of the sign-in routes: JSON or forms (the sign-in page posts a form), and the fields
+// they carry.
+
+import type { ServerResponse } from 'node:http';
+import { parse as parseQuery } from 'node:querystring';
+import express, { type Request, type RequestHandler, type Response } from 'express';
+import { AppError, type ErrorDetail } from '../../core/errors.ts';
+import { BODY_LIMIT, hasBody, isJsonType, mediaType } from '../../http/body.ts';
+import type { ApiRequest, Next } from '../../http/request.ts';
+import { normalizeEmail } from './users.ts';
+
+export function isForm(req: ApiRequest): boolean {
+  return hasBody(req) && mediaType(req) === 'application/x-www-form-urlencoded';
+}
+
+export function isJson(req: ApiRequest): boolean {
+  return hasBody(req) && isJsonType(mediaType(req));
+}
+
+export function queryParam(req: ApiRequest, name: string): unknown {
+  const url = req.url ?? '';
+  const q = url.indexOf('?');
+  return q === -1 ? undefined : parseQuery(url.slice(q + 1))[name];
+}
+
+/** Express's res.clearCookie, for node's response: the cookie expired at the epoch. */
+export function clearCookie(res: ServerResponse, name: string, options: { path: string; httpOnly: boolean; sameSite: 'lax'; secure: boolean }): void {
+  const cookie = `${name}=; Path=${options.path}; Expires=Thu, 01 Jan 1970 00:00:00 GMT${options.httpOnly ? '; HttpOnly' : ''}${options.secure ? '; Secure' : ''}; SameSite=Lax`;
+  const existing = res.getHeader('Set-Cookie');
+  res.setHeader('Set-Cookie', existing === undefined ? [cookie] : [...(Array.isArray(existing) ? existing : [String(existing)]), cookie]);
+}
+
+export function isPlainObject(value: unknown): value is Record<string, unknown> {
+  return value !== null && typeof value === 'object' && !Array.isArray(value);
+}
+
+export function field(body: unknown, name: string): string | undefined {
+  if (!isPlainObject(body) || !Object.hasOwn(body, name)) return undefined;
+  const value = body[name];
+  return typeof value === 'string' ? value : undefined;
+}
+
+export function credentials(body: unknown): { email: string; password: string } {
+  const rawEmail = field(body, 'email');
+  const password = field(body, 'password');
+  const details: ErrorDetail[] = [];
+  const email = rawEmail === undefined ? undefined : normalizeEmail(rawEmail);
+  if (rawEmail === undefined) details.push({ field: 'email', code: 'REQUIRED', message: 'an e-mail address is required' });
+  else if (email === undefined) details.push({ field: 'email', code: 'INVALID_EMAIL', message: 'not a valid e-mail address' });
+  if (password === undefined || password === '') details.push({ field: 'password', code: 'REQUIRED', message: 'a password is required' });
+  if (details.length || email === undefined || password === undefined) {
+    throw new AppError('VALIDATION_FAILED', details.map((d) => d.message).join('; '), { details });
+  }
+  return { email, password };
+}
+
+const parseFormBody = express.urlencoded({ extended: false, limit: BODY_LIMIT });
+const parseJsonBody = express.json({ limit: BODY_LIMIT, strict: false, type: () => true });
+
+/** Parses a form or JSON body so a `_csrf` field can be read; other bodies are left alone. */
+export function readTokenBody(req: ApiRequest, res: ServerResponse, next: Next): void {
+  // body-parser, like express-session, needs nothing of Express's request or response.
+  if (isForm(req)) return parseFormBody(req as Request, res as Response, next);
+  if (isJson(req)) return parseJsonBody(req as Request, res as Response, next);
+  next();
+}
+
+/** Auth routes take JSON or form bodies (the sign-in page posts a form). */
+export const authBody: RequestHandler = (req, res, next) => {
+  if (isForm(req)) return parseFormBody(req, res, next);
+  if (isJson(req)) return parseJsonBody(req, res, next);
+  if (req.headers['content-type'] === undefined && req.headers['content-length'] === undefined && req.headers['transfer-encoding'] === undefined) {
+    req.body = undefined;
+    return next();
+  }
+  next(new AppError('UNSUPPORTED_MEDIA_TYPE', `send the body as application/json or application/x-www-form-urlencoded (got ${req.headers['content-type'] ?? 'no Content-Type'})`));
+};

@@ -1,0 +1,34 @@
+// The people table of the email provider: one row per person, e-mail unique (lower-cased),
+// roles a JSON list. Shared by the provider and the users command.
+
+import type { Actor } from '../../core/actor.ts';
+import { isEmail, storedDateTime } from '../../core/values.ts';
+
+export const USERS_TABLE = '_bp_users';
+
+/** Lower-cased, trimmed and NFC-normalized; undefined when it is not a plausible address. */
+export function normalizeEmail(raw: string): string | undefined {
+  const email = raw.normalize('NFC').trim().toLowerCase();
+  return isEmail(email) ? email : undefined;
+}
+
+/** ISO 8601 with "+00:00", the form Prisma's SQLite adapter stores DateTime values in. */
+export function isoNow(): string {
+  return storedDateTime(new Date());
+}
+
+export function userActor(row: { id: string; email: string; roles: string }): Actor {
+  const roles = parseRoles(row.roles);
+  // `role` is the first role, as for API-key actors, so `actor.role` reads the same for both.
+  return { kind: 'user', id: row.id, email: row.email, roles, ...(roles.length ? { role: roles[0] } : {}), credentialId: `session:${row.id}` };
+}
+
+/** The roles column is a JSON array of strings; anything else grants nothing. */
+export function parseRoles(text: string): string[] {
+  try {
+    const value: unknown = JSON.parse(text);
+    return Array.isArray(value) ? value.filter((r): r is string => typeof r === 'string') : [];
+  } catch {
+    return [];
+  }
+}

@@ -1,0 +1,290 @@
+// Domain commands (spec 2.3, 3, 4.2, 7): the one executor every surface calls (HTTP now; MCP,
+// pages and workflow steps later). Nothing here depends on HTTP: it takes an actor and input.
+//
+// Order of checks: authenticated actor (401); API-key scopes (403); input (400); record loaded
+// with the relations its conditions read (404); policy (403); availableWhen (409). Then the
+// handler runs with writes staged, and one synchronous transaction re-reads the row, checks it
+// is unchanged and that availableWhen still holds (else STATE_CONFLICT), applies mutations and
+// staged writes, records the audit entries and the idempotent response, and commits. Events the
+// handler published are delivered after the commit; a throw anywhere leaves nothing behind.
+
+import { type Actor, isAuthenticated } from '../core/actor.ts';
+import type { CommandHandler, ScopedDb } from './handler.ts';
+import type { AuditLog } from '../data/audit.ts';
+import { checkCondition, type Condition } from '../rules/conditions.ts';
+import type { EntityStore, RequestContext } from '../data/entity-store.ts';
+import { checkBody, type FieldType, normalizeValue, type Row, sameValue, validationError } from '../data/fields.ts';
+import { AppError, envelope, type ErrorDetail } from '../core/errors.ts';
+import type { AppEvent, EventBus } from './events.ts';
+import { idempotencyScope, type IdempotencyStore, requestHash } from '../data/idempotency.ts';
+
+export interface CommandInputSpec {
+  name: string;
+  type: FieldType;
+  required: boolean;
+  values?: readonly string[];
+}
+
+/** A mutation value as the blueprint wrote it: a literal, a reference, or the time of execution. */
+export type MutationSpec = { literal: string | number | boolean } | { input: string } | { actor: string } | { record: string } | { now: true };
+
+/** A relation `policy`/`availableWhen` read through `record.<name>`, loaded before they run. */
+export interface IncludeSpec {
+  name: string;
+  entity: string;
+  /** one: record[localKey] = target[foreignKey]; many: target[foreignKey] = record[localKey]. */
+  kind: 'one' | 'many';
+  localKey: string;
+  foreignKey: string;
+}
+
+export interface CommandSpec<I = Record<string, unknown>, R = Row> {
+  name: string;
+  operationId: string;
+  entity: string;
+  scopes: readonly string[];
+  policy?: Condition;
+  availableWhen?: Condition;
+  input: readonly CommandInputSpec[];
+  mutations: Readonly<Record<string, MutationSpec>>;
+  includes: readonly IncludeSpec[];
+  handler?: CommandHandler<I, R>;
+}
+
+export interface CommandRuntime {
+  stores: ReadonlyMap<string, EntityStore>;
+  audit: AuditLog;
+  idempotency: IdempotencyStore;
+  events: EventBus;
+  services: Readonly<Record<string, unknown>>;
+  reportEventFailure(err: unknown, event: AppEvent): void;
+}
+
+export interface CommandCall extends RequestContext {
+  recordId: string;
+  input: unknown;
+}
+
+export interface CommandResult {
+  status: number;
+  body: unknown;
+  replayed: boolean;
+}
+
+/** Generic so generated code passes typed specs; inside, records are plain rows. */
+export async function executeCommand<I, R>(rt: CommandRuntime, typedSpec: CommandSpec<I, R>, call: CommandCall): Promise<CommandResult> {
+  const spec = typedSpec as unknown as CommandSpec;
+  const { actor, trace } = call;
+  if (!isAuthenticated(actor)) throw new AppError('UNAUTHENTICATED', 'sign in or present an API key to run commands');
+  if (actor.kind === 'agent') {
+    const missing = spec.scopes.filter((s) => !actor.scopes?.includes(s));
+    if (missing.length) throw new AppError('INSUFFICIENT_SCOPE', `${spec.operationId} needs the scope(s) ${missing.join(', ')}`);
+  }
+  const input = checkInput(spec, call.input);
+
+  const key = call.idempotencyKey;
+  const scope = idempotencyScope(actor);
+  const operation = `command:${spec.operationId}`;
+  if (key !== undefined) {
+    const outcome = await rt.idempotency.begin(trace, scope, operation, key, requestHash({ recordId: call.recordId, input }));
+    if (outcome.kind === 'replay') return { status: outcome.status, body: outcome.body, replayed: true };
+  }
+  try {
+    const result = await run(rt, spec, call, input);
+    return { ...result, replayed: false };
+  } catch (err) {
+    if (key !== undefined) {
+      // A failure a retry cannot fix is remembered like a success; others free the key.
+      await rt.idempotency.commits.run(() => {
+        if (err instanceof AppError && !err.retryable) {
+          rt.idempotency.finish(trace, scope, operation, key, err.status, envelope(err, trace?.traceId ?? ''), null);
+        } else rt.idempotency.release(trace, scope, operation, key);
+      }, trace);
+    }
+    throw err;
+  }
+}
+
+async function run(rt: CommandRuntime, spec: CommandSpec, call: CommandCall, input: Record<string, unknown>): Promise<{ status: number; body: unknown }> {
+  const { actor, trace } = call;
+  const store = rt.stores.get(spec.entity) as EntityStore;
+  const loaded = store.load(call, call.recordId, store.access.filter(actor, 'read'));
+  const record = withRelations(rt, spec, loaded, call);
+  const now = new Date().toISOString();
+  if (spec.policy && !checkCondition(spec.policy, { actor, record, input, now })) {
+    throw new AppError('FORBIDDEN', `you may not run ${spec.name} on this record`);
+  }
+  if (spec.availableWhen && !checkCondition(spec.availableWhen, { actor, record, input, now })) {
+    throw new AppError('COMMAND_UNAVAILABLE', `${spec.name} is not available for this record in its current state`);
+  }
+
+  const changes = resolveMutations(spec, input, actor, loaded, now);
+  const staged: Array<() => void> = [];
+  const auditEntries: Array<{ action: string; detail?: Record<string, unknown> }> = [];
+  const events: AppEvent[] = [];
+  let open = true;
+  const guard = () => {
+    if (!open) throw new Error(`${spec.name}: handler ports used after the handler returned`);
+  };
+
+  if (spec.handler) {
+    const db = scopedDb(rt, spec, call, changes, staged, guard);
+    const returned = await spec.handler({
+      actor,
+      input,
+      record,
+      db,
+      services: rt.services,
+      audit: { record: (entry) => (guard(), auditEntries.push({ action: String(entry.action), detail: entry.detail })) },
+      events: { publish: (name, payload) => (guard(), events.push({ name, payload, source: { command: spec.name, traceId: trace?.traceId } })) },
+      correlation: { traceId: trace?.traceId, idempotencyKey: call.idempotencyKey, agentRunId: call.agentRunId },
+    });
+    // Returned changes are checked like a request body (no prototype keys) before they merge.
+    if (returned) Object.assign(changes, checkBody(returned));
+  }
+  open = false;
+
+  const command = { name: spec.name, entity: spec.entity };
+  const body = await rt.idempotency.commits.run(() => {
+      const current = store.fetch(trace, call.recordId);
+      if (!current || !sameRecord(current, loaded)) {
+        throw new AppError('STATE_CONFLICT', `the ${spec.entity} changed while ${spec.name} ran; refresh it and decide again`);
+      }
+      if (spec.availableWhen && !checkCondition(spec.availableWhen, { actor, record: withRelations(rt, spec, current, call), input, now })) {
+        throw new AppError('STATE_CONFLICT', `${spec.name} is no longer available for this record`);
+      }
+      const plan = store.planUpdate(call, current, changes, { command, checkFieldRules: false });
+      const after = store.applyUpdate(call, plan, `command:${spec.name}`, { command: spec.name, input });
+      for (const apply of staged) apply();
+      for (const entry of auditEntries) {
+        rt.audit.record(trace, {
+          actor,
+          operation: `command:${spec.name}:${entry.action}`,
+          entity: spec.entity,
+          recordId: call.recordId,
+          changes: {},
+          detail: entry.detail,
+          traceId: trace?.traceId,
+          agentRunId: call.agentRunId,
+          idempotencyKey: call.idempotencyKey,
+        });
+      }
+      const presented = store.present(call, { ...after });
+      if (call.idempotencyKey !== undefined) {
+        rt.idempotency.finish(trace, idempotencyScope(actor), `command:${spec.operationId}`, call.idempotencyKey, 200, presented, null);
+      }
+      return presented;
+    }, trace);
+  rt.events.deliver(events, rt.reportEventFailure);
+  return { status: 200, body };
+}
+
+function checkInput(spec: CommandSpec, raw: unknown): Record<string, unknown> {
+  const body = raw === undefined ? {} : raw;
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) {
+    throw validationError([{ code: 'NOT_AN_OBJECT', message: 'the body must be a JSON object of the command input' }]);
+  }
+  const issues: ErrorDetail[] = [];
+  const out: Record<string, unknown> = {};
+  const declared = new Map(spec.input.map((i) => [i.name, i]));
+  for (const key of Object.keys(body)) {
+    if (!declared.has(key)) issues.push({ field: key, code: 'UNKNOWN_FIELD', message: `${spec.name} has no input "${key}"` });
+  }
+  for (const field of spec.input) {
+    const value = (body as Record<string, unknown>)[field.name];
+    if (!Object.prototype.hasOwnProperty.call(body, field.name) || value === null || value === undefined) {
+      if (field.required) issues.push({ field: field.name, code: 'REQUIRED', message: `${field.name} is required` });
+      continue;
+    }
+    out[field.name] = normalizeValue(field, value, issues);
+  }
+  if (issues.length) throw validationError(issues);
+  return out;
+}
+
+/** An unset optional input leaves its field unchanged: its mutation is skipped. */
+function resolveMutations(spec: CommandSpec, input: Record<string, unknown>, actor: Actor, record: Row, now: string): Record<string, unknown> {
+  const changes: Record<string, unknown> = {};
+  for (const [field, m] of Object.entries(spec.mutations)) {
+    if ('literal' in m) changes[field] = m.literal;
+    else if ('now' in m) changes[field] = now;
+    else if ('input' in m) {
+      if (Object.prototype.hasOwnProperty.call(input, m.input)) changes[field] = input[m.input];
+    } else if ('actor' in m) changes[field] = m.actor === 'role' ? (actor.role ?? actor.roles[0] ?? null) : ((actor as unknown as Record<string, unknown>)[m.actor] ?? null);
+    else changes[field] = record[m.record] ?? null;
+  }
+  return changes;
+}
+
+function withRelations(rt: CommandRuntime, spec: CommandSpec, record: Row, call: CommandCall): Row {
+  if (spec.includes.length === 0) return record;
+  const out: Row = { ...record };
+  for (const inc of spec.includes) {
+    const target = rt.stores.get(inc.entity);
+    if (!target) continue;
+    if (inc.kind === 'one') {
+      const key = record[inc.localKey];
+      out[inc.name] = key === null || key === undefined ? null : (target.fetchWhere(call.trace, inc.foreignKey, key, 1)[0] ?? null);
+    } else {
+      out[inc.name] = target.fetchWhere(call.trace, inc.foreignKey, record[inc.localKey], 1000);
+    }
+  }
+  return out;
+}
+
+function scopedDb(rt: CommandRuntime, spec: CommandSpec, call: CommandCall, ownChanges: Record<string, unknown>, staged: Array<() => void>, guard: () => void): ScopedDb {
+  const storeOf = (entity: string): EntityStore => {
+    const store = rt.stores.get(entity);
+    if (!store) throw new AppError('INTERNAL_ERROR', `no entity named ${entity}`);
+    return store;
+  };
+  const command = { name: spec.name, entity: spec.entity };
+  return {
+    async get(entity, id) {
+      guard();
+      return storeOf(entity).get(call, id);
+    },
+    async list(entity, page = {}) {
+      guard();
+      return storeOf(entity).list(call, { limit: Math.min(page.limit ?? 100, 1000), offset: page.offset ?? 0 }).items;
+    },
+    async update(entity, id, changes) {
+      guard();
+      const store = storeOf(entity);
+      if (entity === spec.entity && id === call.recordId) {
+        // The command's own record: the entity's update rule and field rules apply as to any
+        // actor-scoped write; the change merges with the mutations and is written at commit.
+        const current = store.fetch(call.trace, id) ?? {};
+        store.access.check(call.actor, 'update', current);
+        store.access.checkFieldWrites(call.actor, Object.keys(checkBody(changes)), current);
+        Object.assign(ownChanges, changes);
+        return { ...current, ...ownChanges };
+      }
+      const current = store.load(call, id, store.access.filter(call.actor, 'read'));
+      store.access.check(call.actor, 'update', current);
+      const plan = store.planUpdate(call, current, changes, { command, checkFieldRules: true });
+      staged.push(() => {
+        const now = store.fetch(call.trace, id);
+        if (!now || !sameRecord(now, current)) throw new AppError('STATE_CONFLICT', `the ${entity} ${id} changed while ${spec.name} ran`);
+        store.applyUpdate(call, plan, `command:${spec.name}`);
+      });
+      return { ...current, ...changes };
+    },
+    async create(entity, data) {
+      guard();
+      const store = storeOf(entity);
+      checkBody(data);
+      staged.push(() => void store.create(call, data));
+    },
+    async delete(entity, id) {
+      guard();
+      const store = storeOf(entity);
+      store.load(call, id, store.access.filter(call.actor, 'read'));
+      staged.push(() => store.delete(call, id));
+    },
+  };
+}
+
+function sameRecord(a: Row, b: Row): boolean {
+  return Object.keys(b).every((k) => sameValue(a[k], b[k]));
+}

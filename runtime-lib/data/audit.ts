@@ -1,0 +1,98 @@
+// Audit records: one per executed command and per entity write, in the app's database, with
+// who (actor, credential, delegator, agent run), what (operation, entity, record, fields before
+// and after) and the correlation ids (idempotency key, trace id).
+
+import type { Actor } from '../core/actor.ts';
+import { type Db, query, type Statement } from './db.ts';
+import { ulid } from '../core/ids.ts';
+import type { ActiveTrace } from '../observe/tracing.ts';
+
+export interface AuditEntry {
+  operation: string;
+  entity: string;
+  recordId: string;
+  actor: Actor;
+  agentRunId?: string;
+  idempotencyKey?: string;
+  traceId?: string;
+  /** Changed fields only: name -> { before, after }. */
+  changes: Record<string, { before: unknown; after: unknown }>;
+  /** Extra facts a command handler records (ctx.audit.record). */
+  detail?: Record<string, unknown>;
+}
+
+export interface AuditRecord {
+  id: string;
+  at: string;
+  operation: string;
+  entity: string;
+  recordId: string;
+  actorId: string;
+  credentialId: string | null;
+  delegatedBy: string | null;
+  agentRunId: string | null;
+  idempotencyKey: string | null;
+  traceId: string | null;
+  changes: Record<string, { before: unknown; after: unknown }>;
+  detail: Record<string, unknown> | null;
+}
+
+const COLUMNS = '"id", "at", "operation", "entity", "recordId", "actorId", "credentialId", "delegatedBy", "agentRunId", "idempotencyKey", "traceId", "changes", "detail"';
+
+export class AuditLog {
+  private readonly insert: Statement;
+  private readonly page: Statement;
+
+  constructor(db: Db) {
+    this.insert = db.prepare(
+      `INSERT INTO "_bp_audit" (${COLUMNS}) VALUES (@id, @at, @operation, @entity, @recordId, @actorId, @credentialId, @delegatedBy, @agentRunId, @idempotencyKey, @traceId, @changes, @detail)`,
+    );
+    // Newest first; ULIDs of one process sort by time, the id breaks ties.
+    this.page = db.prepare(`SELECT ${COLUMNS} FROM "_bp_audit" WHERE "entity" = ? AND "recordId" = ? ORDER BY "at" DESC, "id" DESC LIMIT ? OFFSET ?`);
+  }
+
+  /** Writes one entry; call inside the transaction of the change it describes. */
+  record(trace: ActiveTrace | undefined, entry: AuditEntry): void {
+    query(trace, this.insert, 'run', {
+      id: ulid(),
+      at: new Date().toISOString(),
+      operation: entry.operation,
+      entity: entry.entity,
+      recordId: entry.recordId,
+      actorId: entry.actor.id,
+      credentialId: entry.actor.credentialId ?? null,
+      delegatedBy: entry.actor.delegatedBy ?? null,
+      agentRunId: entry.agentRunId ?? null,
+      idempotencyKey: entry.idempotencyKey ?? null,
+      traceId: entry.traceId ?? null,
+      changes: JSON.stringify(entry.changes),
+      detail: entry.detail ? JSON.stringify(entry.detail) : null,
+    });
+  }
+
+  list(trace: ActiveTrace | undefined, entity: string, recordId: string, limit: number, offset: number): { items: AuditRecord[]; hasMore: boolean } {
+    const rows = query(trace, this.page, 'all', [entity, recordId, limit + 1, offset]);
+    const hasMore = rows.length > limit;
+    if (hasMore) rows.pop();
+    return {
+      hasMore,
+      items: rows.map((r) => ({
+        ...(r as unknown as AuditRecord),
+        changes: JSON.parse(r.changes as string) as AuditRecord['changes'],
+        detail: r.detail === null ? null : (JSON.parse(r.detail as string) as Record<string, unknown>),
+      })),
+    };
+  }
+}
+
+/** Fields whose values differ between two versions of a record (JSON equality). */
+export function diffRecords(before: Record<string, unknown> | null, after: Record<string, unknown> | null): AuditEntry['changes'] {
+  const changes: AuditEntry['changes'] = {};
+  const names = new Set([...Object.keys(before ?? {}), ...Object.keys(after ?? {})]);
+  for (const name of names) {
+    const a = before ? (before[name] ?? null) : null;
+    const b = after ? (after[name] ?? null) : null;
+    if (JSON.stringify(a) !== JSON.stringify(b)) changes[name] = { before: a, after: b };
+  }
+  return changes;
+}

@@ -1,0 +1,74 @@
+// Writing responses: JSON bodies, stored (replayable) responses, and every failure as the error
+// envelope. Unexpected errors are logged with the trace id, never sent; no stack trace reaches a
+// client.
+
+import type { ServerResponse } from 'node:http';
+import type { ErrorRequestHandler, NextFunction, Request, RequestHandler, Response } from 'express';
+import { AppError, envelope } from '../core/errors.ts';
+import { BODY_LIMIT } from './body.ts';
+import { type ApiRequest, pathOf } from './request.ts';
+
+/**
+ * Writes a JSON body straight to the response. The API never needs what res.json adds on top
+ * (ETags, JSONP, content negotiation), and this is on the path of every request.
+ */
+export function sendJson(res: ServerResponse, status: number, body: unknown): void {
+  res.statusCode = status;
+  res.setHeader('Content-Type', 'application/json; charset=utf-8');
+  res.end(JSON.stringify(body));
+}
+
+/** Sends a (possibly replayed) stored response; replays are marked for the client. */
+export function sendStored(res: ServerResponse, result: { status: number; body: unknown; location?: string | null; replayed: boolean }): void {
+  if (result.replayed) res.setHeader('Idempotent-Replayed', 'true');
+  if (result.location) res.setHeader('Location', result.location);
+  if (result.body !== undefined) return sendJson(res, result.status, result.body);
+  res.statusCode = result.status;
+  res.end();
+}
+
+export const routeNotFound: RequestHandler = (req, _res, next) => {
+  next(new AppError('ROUTE_NOT_FOUND', `no route for ${req.method} ${req.path}`));
+};
+
+export type ErrorSender = (err: unknown, req: ApiRequest, res: ServerResponse) => void;
+
+/** Maps any error to the envelope. Unexpected errors are logged with the trace id, never sent. */
+export function errorSender(log: (line: string) => void = (l) => console.error(l)): ErrorSender {
+  return (err, req, res) => {
+    const appError = toAppError(err);
+    const traceId = req.trace?.traceId ?? '';
+    if (appError.code === 'INTERNAL_ERROR') {
+      log(`[${traceId}] ${req.method} ${pathOf(req.url)}: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`);
+    }
+    if (res.headersSent) return;
+    if (appError.retryAfter !== undefined) res.setHeader('Retry-After', String(appError.retryAfter));
+    sendJson(res, appError.status, envelope(appError, traceId));
+  };
+}
+
+/** An error sender as Express's error middleware. */
+export function errorHandler(send: ErrorSender = errorSender()): ErrorRequestHandler {
+  return (err: unknown, req: Request, res: Response, _next: NextFunction) => send(err, req, res);
+}
+
+/**
+ * body-parser reports its failures with a `type`, Express's router a malformed percent-escape in
+ * a path parameter as a URIError; everything unknown is internal.
+ */
+function toAppError(err: unknown): AppError {
+  if (err instanceof AppError) return err;
+  if (err instanceof URIError) {
+    return new AppError('VALIDATION_FAILED', 'the path is not valid percent-encoding', {
+      details: [{ code: 'INVALID_PATH', message: 'every % must start an escape of two hex digits that decodes to UTF-8' }],
+    });
+  }
+  const type = (err as { type?: string }).type;
+  if (type === 'entity.parse.failed') return new AppError('INVALID_JSON', 'the request body is not valid JSON');
+  if (type === 'entity.too.large') return new AppError('PAYLOAD_TOO_LARGE', `the request body exceeds ${BODY_LIMIT}`);
+  if (type === 'encoding.unsupported' || type === 'charset.unsupported') {
+    return new AppError('UNSUPPORTED_MEDIA_TYPE', 'unsupported body encoding or charset');
+  }
+  if (type === 'request.aborted' || type === 'request.size.invalid') return new AppError('INVALID_JSON', 'the request body was incomplete');
+  return new AppError('INTERNAL_ERROR', 'internal error');
+}

@@ -1,0 +1,160 @@
+// Who may do what to which records: entity and field `access` conditions, role permissions
+// ([auth.permissions]) and API-key scopes, decided in one place for every entity route.
+// Fails closed: a missing rule allows authenticated actors only; anonymous refusals are 401,
+// authenticated ones 403, and records the actor may not read are simply not found (404).
+
+import { isAuthenticated, type Actor } from '../core/actor.ts';
+import { andFilters, type ColumnType, conditionToSql, notFilter, orFilters, type RowFilter } from './condition-sql.ts';
+import { checkCondition, type Condition, conditionReadsRecord } from './conditions.ts';
+import { AppError } from '../core/errors.ts';
+import { pathsOf } from './expression-parse.ts';
+
+export type EntityAction = 'read' | 'create' | 'update' | 'delete';
+
+export interface PermissionRule {
+  entity: string;
+  actions: readonly string[];
+  condition?: Condition;
+}
+
+export type Permissions = Readonly<Record<string, { allow: readonly PermissionRule[]; deny: readonly PermissionRule[] }>>;
+
+export interface AccessPolicy {
+  entity: string;
+  rules: Readonly<Partial<Record<EntityAction, Condition>>>;
+  fields: Readonly<Record<string, { read?: Condition; write?: Condition }>>;
+  scopes: { read: readonly string[]; write: readonly string[] };
+  /** Present when the blueprint declares [auth.permissions]. */
+  permissions?: Permissions;
+}
+
+const AUTHENTICATED: Condition = { kind: 'authenticated' };
+const conditionActor = (actor: Actor) => (isAuthenticated(actor) ? actor : null);
+
+export class Access {
+  /** Actions whose rule does not read the record: decided per actor without building SQL. */
+  private readonly actorOnly: ReadonlySet<EntityAction>;
+  /** Actions whose rule reads `now`; the others skip formatting the time on every request. */
+  private readonly readsNow: ReadonlySet<EntityAction>;
+
+  constructor(
+    readonly policy: AccessPolicy,
+    private readonly columns: ReadonlyMap<string, ColumnType>,
+  ) {
+    const actions: EntityAction[] = ['read', 'create', 'update', 'delete'];
+    this.actorOnly = new Set(actions.filter((a) => !conditionReadsRecord(this.rule(a))));
+    this.readsNow = new Set(actions.filter((a) => mentionsNow(this.rule(a))));
+    this.hasFieldReadRules = Object.values(policy.fields).some((f) => f.read !== undefined);
+  }
+
+  /**
+   * Checks everything that does not depend on a record (scopes, whether any rule can pass) and
+   * returns the SQL filter of the records the actor may act on.
+   */
+  filter(actor: Actor, action: EntityAction): RowFilter {
+    this.requireScopes(actor, action);
+    const who = conditionActor(actor);
+    const rule = this.actorOnly.has(action)
+      ? checkCondition(this.rule(action), { actor: who, record: null, now: this.readsNow.has(action) ? new Date().toISOString() : undefined })
+      : conditionToSql(this.rule(action), who, this.columns);
+    const granted = this.permissionFilter(actor, action);
+    if (rule === undefined || granted === undefined) {
+      // The generator only accepts conditions it can translate; refuse rather than guess.
+      throw new AppError('INTERNAL_ERROR', `the ${action} rule of ${this.policy.entity} cannot run in the database`);
+    }
+    const filter = andFilters([rule, granted]);
+    if (filter === false) throw this.refusal(actor, action);
+    return filter;
+  }
+
+  /** Checks a concrete record (the stored one for update/delete, the new one for create). */
+  check(actor: Actor, action: EntityAction, record: Record<string, unknown>): void {
+    this.requireScopes(actor, action);
+    const who = conditionActor(actor);
+    const ok = checkCondition(this.rule(action), { actor: who, record, now: new Date().toISOString() }) && this.permitted(actor, action, record);
+    if (!ok) throw this.refusal(actor, action);
+  }
+
+  /** Fields of `record` the actor may not read are removed (field `access.read`). */
+  hideFields(actor: Actor, record: Record<string, unknown>): Record<string, unknown> {
+    const who = conditionActor(actor);
+    for (const [name, rules] of Object.entries(this.policy.fields)) {
+      if (rules.read && !checkCondition(rules.read, { actor: who, record })) delete record[name];
+    }
+    return record;
+  }
+
+  /** Refuses a write to any field whose `access.write` the actor does not pass. */
+  checkFieldWrites(actor: Actor, fields: readonly string[], record: Record<string, unknown>): void {
+    const who = conditionActor(actor);
+    const refused = fields.filter((name) => {
+      const write = this.policy.fields[name]?.write;
+      return write !== undefined && !checkCondition(write, { actor: who, record });
+    });
+    if (refused.length === 0) return;
+    if (!isAuthenticated(actor)) throw new AppError('UNAUTHENTICATED', 'sign in or present an API key to write these fields');
+    throw new AppError('FORBIDDEN', `you may not write ${refused.join(', ')}`, {
+      details: refused.map((field) => ({ field, code: 'FIELD_WRITE_DENIED', message: `${field} is not writable for you` })),
+    });
+  }
+
+  /** Whether any field has a read rule: decided once, asked for every record presented. */
+  readonly hasFieldReadRules: boolean;
+
+  private rule(action: EntityAction): Condition {
+    return this.policy.rules[action] ?? AUTHENTICATED;
+  }
+
+  /** Scopes narrow the credential whatever the record: checked before any record is looked up. */
+  requireScopes(actor: Actor, action: EntityAction): void {
+    if (actor.kind !== 'agent') return;
+    const needed = action === 'read' ? this.policy.scopes.read : this.policy.scopes.write;
+    const missing = needed.filter((s) => !actor.scopes?.includes(s));
+    if (missing.length) throw new AppError('INSUFFICIENT_SCOPE', `this API key needs the scope(s) ${missing.join(', ')}`);
+  }
+
+  /** Rules of the actor's roles that match this entity and action. */
+  private rulesFor(actor: Actor, action: EntityAction): { allow: PermissionRule[]; deny: PermissionRule[] } | undefined {
+    const permissions = this.policy.permissions;
+    // Permissions grant to roles; an anonymous caller has none and is governed by `access` alone.
+    if (!permissions || !isAuthenticated(actor)) return undefined;
+    const matches = (r: PermissionRule) => (r.entity === '*' || r.entity === this.policy.entity) && (r.actions.includes('*') || r.actions.includes(action));
+    const allow: PermissionRule[] = [];
+    const deny: PermissionRule[] = [];
+    for (const role of actor.roles) {
+      const entry = Object.prototype.hasOwnProperty.call(permissions, role) ? permissions[role] : undefined;
+      if (!entry) continue;
+      allow.push(...entry.allow.filter(matches));
+      deny.push(...entry.deny.filter(matches));
+    }
+    return { allow, deny };
+  }
+
+  private permissionFilter(actor: Actor, action: EntityAction): RowFilter | undefined {
+    const rules = this.rulesFor(actor, action);
+    if (!rules) return true;
+    const toFilter = (r: PermissionRule) => (r.condition ? conditionToSql(r.condition, actor, this.columns) : true);
+    const allows = rules.allow.map(toFilter);
+    const denies = rules.deny.map(toFilter);
+    if ([...allows, ...denies].some((f) => f === undefined)) return undefined;
+    return andFilters([orFilters(allows as RowFilter[]), notFilter(orFilters(denies as RowFilter[]))]);
+  }
+
+  private permitted(actor: Actor, action: EntityAction, record: Record<string, unknown>): boolean {
+    const rules = this.rulesFor(actor, action);
+    if (!rules) return true;
+    const holds = (r: PermissionRule) => !r.condition || checkCondition(r.condition, { actor, record });
+    return rules.allow.some(holds) && !rules.deny.some(holds);
+  }
+
+  private refusal(actor: Actor, action: EntityAction): AppError {
+    if (!isAuthenticated(actor)) return new AppError('UNAUTHENTICATED', 'sign in or present an API key');
+    return new AppError('FORBIDDEN', `you may not ${action} ${this.policy.entity} records`);
+  }
+}
+
+function mentionsNow(condition: Condition): boolean {
+  if (condition.kind === 'expr') return pathsOf(condition.expr).some((p) => p.root === 'now');
+  if (condition.kind === 'and' || condition.kind === 'or') return condition.items.some(mentionsNow);
+  return false;
+}

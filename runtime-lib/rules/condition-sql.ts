@@ -1,0 +1,283 @@
+// Row-level read rules run in the database: a condition, with the actor's values known, becomes
+// a SQL predicate over the entity's columns, so a list is filtered before LIMIT and OFFSET apply.
+// The translation keeps checkCondition's strict semantics exactly: every leaf yields 0 or 1
+// (never NULL), only `true` is true, missing values never match. A condition the translation
+// cannot express returns undefined; the generator refuses such read rules at generate time.
+
+import { type Condition, type ConditionActor, checkCondition, conditionReadsActor, currentUserRoleMatches, type Operand } from './conditions.ts';
+import { evaluate } from './expression-eval.ts';
+import type { Expr } from './expression-parse.ts';
+
+export type ColumnType =
+  | 'ULID' | 'UUID' | 'Text' | 'LongText' | 'Email' | 'Integer' | 'Float' | 'Boolean' | 'Date' | 'DateTime' | 'JSON' | 'Enum' | 'Ref' | 'file';
+
+export interface SqlPredicate {
+  sql: string;
+  params: unknown[];
+}
+
+/** true / false when the answer does not depend on the row; a predicate otherwise. */
+export type RowFilter = boolean | SqlPredicate;
+
+type Compiled =
+  | { kind: 'const'; value: unknown }
+  | { kind: 'column'; name: string; type: ColumnType }
+  | { kind: 'pred'; sql: string; params: unknown[] };
+
+const STRING_TYPES = new Set<ColumnType>(['ULID', 'UUID', 'Text', 'LongText', 'Email', 'Enum', 'Ref', 'file', 'Date']);
+const NUMBER_TYPES = new Set<ColumnType>(['Integer', 'Float']);
+
+const q = (name: string): string => `"${name}"`;
+const pred = (sql: string, params: unknown[] = []): Compiled => ({ kind: 'pred', sql, params });
+const TRUE: Compiled = { kind: 'const', value: true };
+const FALSE: Compiled = { kind: 'const', value: false };
+
+class Unsupported extends Error {}
+
+export function conditionToSql(condition: Condition, actor: ConditionActor | null, columns: ReadonlyMap<string, ColumnType>): RowFilter | undefined {
+  try {
+    return finish(toPred(compileCondition(condition, actor, columns)));
+  } catch (err) {
+    if (err instanceof Unsupported) return undefined;
+    throw err;
+  }
+}
+
+/** Combines filters with AND, folding constants. */
+export function andFilters(filters: readonly RowFilter[]): RowFilter {
+  const parts: SqlPredicate[] = [];
+  for (const f of filters) {
+    if (f === false) return false;
+    if (f !== true) parts.push(f);
+  }
+  if (parts.length === 0) return true;
+  return { sql: parts.map((p) => `(${p.sql})`).join(' AND '), params: parts.flatMap((p) => p.params) };
+}
+
+function finish(c: Compiled): RowFilter {
+  if (c.kind === 'const') return c.value === true;
+  if (c.kind === 'pred') return { sql: c.sql, params: c.params };
+  throw new Unsupported();
+}
+
+function compileCondition(condition: Condition, actor: ConditionActor | null, columns: ReadonlyMap<string, ColumnType>): Compiled {
+  switch (condition.kind) {
+    case 'const':
+    case 'public':
+    case 'authenticated':
+      return { kind: 'const', value: checkCondition(condition, { actor, record: null }) };
+    case 'owner': {
+      if (actor === null || !columns.has('ownerId')) return FALSE;
+      return equals({ kind: 'column', name: 'ownerId', type: columns.get('ownerId') as ColumnType }, { kind: 'const', value: actor.id });
+    }
+    case 'and':
+    case 'or':
+      return combine(condition.kind, condition.items.map((item) => compileCondition(item, actor, columns)));
+    case 'match':
+      return combine('and', condition.pairs.map(({ left, right }) => matchPair(left, right, actor, columns)));
+    case 'expr':
+      if (actor === null && conditionReadsActor(condition)) return FALSE;
+      return toPred(compileExpr(condition.expr, { actor: actor ?? undefined, now: new Date().toISOString() }, columns));
+  }
+}
+
+function matchPair(left: Operand, right: Operand, actor: ConditionActor | null, columns: ReadonlyMap<string, ColumnType>): Compiled {
+  const recordSide = left.kind === 'record' ? left : right.kind === 'record' ? right : undefined;
+  if (!recordSide) return { kind: 'const', value: checkCondition({ kind: 'match', pairs: [{ left, right }] }, { actor, record: null }) };
+  const other = recordSide === left ? right : left;
+  if (other.kind === 'actor' && actor === null) return FALSE;
+  const column = recordColumn(recordSide.keys, columns);
+  if (column.kind === 'const') return FALSE;
+  if (other.kind === 'record') {
+    const second = recordColumn(other.keys, columns);
+    if (second.kind === 'const' || column.kind !== 'column' || second.kind !== 'column') return FALSE;
+    if (column.type === 'JSON' || second.type === 'JSON') throw new Unsupported();
+    return sameKind(column.type, second.type) ? pred(`(${q(column.name)} = ${q(second.name)}) IS 1`) : FALSE;
+  }
+  if (column.kind !== 'column') throw new Unsupported();
+  let values: unknown[];
+  if (other.kind === 'actor' && other.key === 'role') {
+    // `$currentUser.role` matches any role the actor holds (conditions.ts currentUserRoleMatches).
+    const a = actor as ConditionActor;
+    values = [...new Set([(a as { role?: unknown }).role ?? a.roles[0], ...a.roles])].filter((v) => currentUserRoleMatches(a as never, v));
+  } else {
+    const value = other.kind === 'literal' ? other.value : readActor(actor as ConditionActor, other.key);
+    if (value === undefined || value === null) return FALSE;
+    values = Array.isArray(value) ? value : [value];
+  }
+  if (column.type === 'JSON') throw new Unsupported();
+  const encoded = values.filter((v) => v !== null && v !== undefined).flatMap((v) => encodeFor(column.type, v));
+  if (encoded.length === 0) return FALSE;
+  return pred(`${q(column.name)} IN (${encoded.map(() => '?').join(', ')}) IS 1`, encoded);
+}
+
+function readActor(actor: ConditionActor, key: string): unknown {
+  return Object.prototype.hasOwnProperty.call(actor, key) ? (actor as unknown as Record<string, unknown>)[key] : undefined;
+}
+
+function recordColumn(keys: readonly string[], columns: ReadonlyMap<string, ColumnType>): Compiled {
+  if (keys.length !== 1) throw new Unsupported();
+  const type = columns.get(keys[0]);
+  return type ? { kind: 'column', name: keys[0], type } : { kind: 'const', value: undefined };
+}
+
+/** The stored forms a JSON value equals in a column of this type ([] when it can equal none). */
+function encodeFor(type: ColumnType, value: unknown): unknown[] {
+  if (type === 'Boolean') return typeof value === 'boolean' ? [value ? 1 : 0] : [];
+  if (NUMBER_TYPES.has(type)) return typeof value === 'number' && Number.isFinite(value) ? [value] : [];
+  if (type === 'DateTime') {
+    // Rows decode to toISOString(); only such strings can be equal to them.
+    if (typeof value !== 'string' || Number.isNaN(Date.parse(value)) || new Date(value).toISOString() !== value) return [];
+    return [value.replace('Z', '+00:00')];
+  }
+  if (STRING_TYPES.has(type)) return typeof value === 'string' ? [value] : [];
+  throw new Unsupported();
+}
+
+function sameKind(a: ColumnType, b: ColumnType): boolean {
+  const kind = (t: ColumnType) => (STRING_TYPES.has(t) ? 'string' : NUMBER_TYPES.has(t) ? 'number' : t);
+  return kind(a) === kind(b);
+}
+
+function combine(op: 'and' | 'or', parts: Compiled[]): Compiled {
+  const preds: Compiled[] = [];
+  for (const part of parts.map(toPred)) {
+    if (part.kind === 'const') {
+      if (op === 'and' && part.value !== true) return FALSE;
+      if (op === 'or' && part.value === true) return TRUE;
+      continue;
+    }
+    preds.push(part);
+  }
+  if (preds.length === 0) return op === 'and' ? TRUE : FALSE;
+  const sqls = preds as Array<{ kind: 'pred'; sql: string; params: unknown[] }>;
+  return pred(sqls.map((p) => `(${p.sql})`).join(op === 'and' ? ' AND ' : ' OR '), sqls.flatMap((p) => p.params));
+}
+
+/** Truthiness under strict semantics: only true is true. */
+function toPred(c: Compiled): Compiled {
+  if (c.kind === 'const') return { kind: 'const', value: c.value === true };
+  if (c.kind === 'column') return c.type === 'Boolean' ? pred(`${q(c.name)} IS 1`) : FALSE;
+  return c;
+}
+
+function negate(c: Compiled): Compiled {
+  const p = toPred(c);
+  return p.kind === 'const' ? { kind: 'const', value: p.value !== true } : pred(`NOT (${(p as { sql: string }).sql})`, (p as { params: unknown[] }).params);
+}
+
+function compileExpr(expr: Expr, ctx: Record<string, unknown>, columns: ReadonlyMap<string, ColumnType>): Compiled {
+  switch (expr.kind) {
+    case 'literal':
+      return { kind: 'const', value: expr.value };
+    case 'array': {
+      const items = expr.items.map((i) => compileExpr(i, ctx, columns));
+      if (items.some((i) => i.kind !== 'const')) throw new Unsupported();
+      return { kind: 'const', value: items.map((i) => (i as { value: unknown }).value) };
+    }
+    case 'path':
+      if (expr.root === 'record') return recordColumn(expr.keys, columns);
+      return { kind: 'const', value: evaluate(expr, ctx) };
+    case 'unary': {
+      if (expr.op === '!') return negate(compileExpr(expr.operand, ctx, columns));
+      const operand = compileExpr(expr.operand, ctx, columns);
+      if (operand.kind !== 'const') throw new Unsupported();
+      return { kind: 'const', value: evaluate({ kind: 'unary', op: '-', operand: literalOf(operand.value) }, {}) };
+    }
+    case 'binary': {
+      const left = compileExpr(expr.left, ctx, columns);
+      const right = compileExpr(expr.right, ctx, columns);
+      if (expr.op === '&&' || expr.op === '||') return combine(expr.op === '&&' ? 'and' : 'or', [left, right]);
+      if (left.kind === 'const' && right.kind === 'const') {
+        return { kind: 'const', value: evaluate({ kind: 'binary', op: expr.op, left: literalOf(left.value), right: literalOf(right.value) }, {}) };
+      }
+      switch (expr.op) {
+        case '==':
+          return equals(left, right);
+        case '!=':
+          return negate(equals(left, right));
+        case 'contains':
+          return contains(left, right);
+        case 'in':
+          return contains(right, left);
+        case '>':
+        case '>=':
+        case '<':
+        case '<=':
+          return compare(expr.op, left, right);
+        default:
+          throw new Unsupported();
+      }
+    }
+  }
+}
+
+/** A constant as an expression node, so constant folding reuses the evaluator's semantics. */
+function literalOf(value: unknown): Expr {
+  if (Array.isArray(value)) return { kind: 'array', items: value.map(literalOf) };
+  if (value === undefined) return { kind: 'path', root: 'missing', keys: [] };
+  if (value === null || typeof value === 'string' || typeof value === 'number' || typeof value === 'boolean') return { kind: 'literal', value };
+  throw new Unsupported();
+}
+
+function equals(a: Compiled, b: Compiled): Compiled {
+  if (a.kind === 'const' && b.kind !== 'const') return equals(b, a);
+  if (a.kind === 'pred') {
+    if (b.kind !== 'const') throw new Unsupported();
+    return b.value === true ? a : b.value === false ? negate(a) : FALSE;
+  }
+  if (a.kind !== 'column') throw new Unsupported();
+  if (a.type === 'JSON') throw new Unsupported();
+  if (b.kind === 'column') {
+    if (b.type === 'JSON') throw new Unsupported();
+    return sameKind(a.type, b.type) ? pred(`${q(a.name)} IS ${q(b.name)}`) : pred(`${q(a.name)} IS NULL AND ${q(b.name)} IS NULL`);
+  }
+  if (b.kind !== 'const') throw new Unsupported();
+  if (b.value === null) return pred(`${q(a.name)} IS NULL`);
+  const encoded = encodeFor(a.type, b.value);
+  return encoded.length ? pred(`${q(a.name)} IS ?`, encoded) : FALSE;
+}
+
+function contains(container: Compiled, item: Compiled): Compiled {
+  if (container.kind === 'const' && Array.isArray(container.value) && item.kind === 'column') {
+    if (item.type === 'JSON') throw new Unsupported();
+    const values = container.value as unknown[];
+    const encoded = values.filter((v) => v !== null).flatMap((v) => encodeFor(item.type, v));
+    const parts: string[] = [];
+    if (values.includes(null)) parts.push(`${q(item.name)} IS NULL`);
+    if (encoded.length) parts.push(`${q(item.name)} IN (${encoded.map(() => '?').join(', ')}) IS 1`);
+    return parts.length ? pred(parts.join(' OR '), encoded) : FALSE;
+  }
+  if (container.kind === 'column' && item.kind === 'const' && STRING_TYPES.has(container.type)) {
+    return typeof item.value === 'string' ? pred(`instr(${q(container.name)}, ?) > 0 IS 1`, [item.value]) : FALSE;
+  }
+  if (container.kind === 'const' && !Array.isArray(container.value) && typeof container.value !== 'string') return FALSE;
+  throw new Unsupported();
+}
+
+function compare(op: '>' | '>=' | '<' | '<=', a: Compiled, b: Compiled): Compiled {
+  if (a.kind === 'const' && b.kind === 'column') {
+    const flipped = { '>': '<', '>=': '<=', '<': '>', '<=': '>=' } as const;
+    return compare(flipped[op], b, a);
+  }
+  if (a.kind !== 'column' || b.kind !== 'const') throw new Unsupported();
+  if (NUMBER_TYPES.has(a.type)) return typeof b.value === 'number' ? pred(`(${q(a.name)} ${op} ?) IS 1`, [b.value]) : FALSE;
+  if (STRING_TYPES.has(a.type)) return typeof b.value === 'string' ? pred(`(${q(a.name)} ${op} ?) IS 1`, [b.value]) : FALSE;
+  throw new Unsupported();
+}
+
+/** Combines filters with OR, folding constants. */
+export function orFilters(filters: readonly RowFilter[]): RowFilter {
+  const parts: SqlPredicate[] = [];
+  for (const f of filters) {
+    if (f === true) return true;
+    if (f !== false) parts.push(f);
+  }
+  if (parts.length === 0) return false;
+  return { sql: parts.map((p) => `(${p.sql})`).join(' OR '), params: parts.flatMap((p) => p.params) };
+}
+
+/** Negation; safe because every predicate this module builds is 0 or 1, never NULL. */
+export function notFilter(filter: RowFilter): RowFilter {
+  return typeof filter === 'boolean' ? !filter : { sql: `NOT (${filter.sql})`, params: filter.params };
+}
