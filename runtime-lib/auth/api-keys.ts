@@ -27,7 +27,11 @@ export interface ApiKeyRegistry {
 const digest = (value: string): Buffer => hash('sha256', value, 'buffer') as unknown as Buffer;
 
 /** Throws (refusing to start) when a key's variable is set but too short; warns when unset. */
-export function loadApiKeys(configs: readonly ApiKeyConfig[], env: NodeJS.ProcessEnv, warn: (message: string) => void): ApiKeyRegistry {
+export function loadApiKeys(
+  configs: readonly ApiKeyConfig[],
+  env: NodeJS.ProcessEnv,
+  warn: (message: string) => void,
+): ApiKeyRegistry {
   const entries: Array<{ hash: Buffer; actor: Actor }> = [];
   const problems: string[] = [];
   for (const config of configs) {
@@ -37,7 +41,10 @@ export function loadApiKeys(configs: readonly ApiKeyConfig[], env: NodeJS.Proces
       continue;
     }
     if (value.trim().length < MIN_API_KEY_LENGTH) {
-      problems.push(`${config.keyEnv} (API key "${config.name}") must be at least ${MIN_API_KEY_LENGTH} characters${value === '' ? ', and is empty' : ''}`);
+      problems.push(
+        `${config.keyEnv} (API key "${config.name}") must be at least ${MIN_API_KEY_LENGTH} characters` +
+          (value === '' ? ', and is empty' : ''),
+      );
       continue;
     }
     entries.push({

@@ -37,18 +37,34 @@ export interface AuditRecord {
   detail: Record<string, unknown> | null;
 }
 
-const COLUMNS = '"id", "at", "operation", "entity", "recordId", "actorId", "credentialId", "delegatedBy", "agentRunId", "idempotencyKey", "traceId", "changes", "detail"';
+const NAMES = [
+  'id',
+  'at',
+  'operation',
+  'entity',
+  'recordId',
+  'actorId',
+  'credentialId',
+  'delegatedBy',
+  'agentRunId',
+  'idempotencyKey',
+  'traceId',
+  'changes',
+  'detail',
+];
+const COLUMNS = NAMES.map((n) => `"${n}"`).join(', ');
 
 export class AuditLog {
   private readonly insert: Statement;
   private readonly page: Statement;
 
   constructor(db: Db) {
-    this.insert = db.prepare(
-      `INSERT INTO "_bp_audit" (${COLUMNS}) VALUES (@id, @at, @operation, @entity, @recordId, @actorId, @credentialId, @delegatedBy, @agentRunId, @idempotencyKey, @traceId, @changes, @detail)`,
-    );
+    this.insert = db.prepare(`INSERT INTO "_bp_audit" (${COLUMNS}) VALUES (${NAMES.map((n) => `@${n}`).join(', ')})`);
     // Newest first; ULIDs of one process sort by time, the id breaks ties.
-    this.page = db.prepare(`SELECT ${COLUMNS} FROM "_bp_audit" WHERE "entity" = ? AND "recordId" = ? ORDER BY "at" DESC, "id" DESC LIMIT ? OFFSET ?`);
+    this.page = db.prepare(
+      `SELECT ${COLUMNS} FROM "_bp_audit" WHERE "entity" = ? AND "recordId" = ?
+       ORDER BY "at" DESC, "id" DESC LIMIT ? OFFSET ?`,
+    );
   }
 
   /** Writes one entry; call inside the transaction of the change it describes. */
@@ -70,7 +86,13 @@ export class AuditLog {
     });
   }
 
-  list(trace: ActiveTrace | undefined, entity: string, recordId: string, limit: number, offset: number): { items: AuditRecord[]; hasMore: boolean } {
+  list(
+    trace: ActiveTrace | undefined,
+    entity: string,
+    recordId: string,
+    limit: number,
+    offset: number,
+  ): { items: AuditRecord[]; hasMore: boolean } {
     const rows = query(trace, this.page, 'all', [entity, recordId, limit + 1, offset]);
     const hasMore = rows.length > limit;
     if (hasMore) rows.pop();
@@ -86,7 +108,10 @@ export class AuditLog {
 }
 
 /** Fields whose values differ between two versions of a record (JSON equality). */
-export function diffRecords(before: Record<string, unknown> | null, after: Record<string, unknown> | null): AuditEntry['changes'] {
+export function diffRecords(
+  before: Record<string, unknown> | null,
+  after: Record<string, unknown> | null,
+): AuditEntry['changes'] {
   const changes: AuditEntry['changes'] = {};
   const names = new Set([...Object.keys(before ?? {}), ...Object.keys(after ?? {})]);
   for (const name of names) {

@@ -13,7 +13,10 @@ export type Statement = Database.Statement;
 /** Opens the SQLite file named by a `file:` URL (relative paths are relative to `baseDir`). */
 export function openDatabase(url: string, baseDir: string): Db {
   if (!url.startsWith('file:')) {
-    throw new Error(`DATABASE_URL must be a SQLite file: URL (got "${url.split(':')[0]}:"); this app was generated for the embedded SQLite default`);
+    throw new Error(
+      `DATABASE_URL must be a SQLite file: URL (got "${url.split(':')[0]}:"); ` +
+        'this app was generated for the embedded SQLite default',
+    );
   }
   const file = path.resolve(baseDir, url.slice('file:'.length).replace(/^\/\/(?=\/)/, ''));
   fs.mkdirSync(path.dirname(file), { recursive: true });
@@ -59,7 +62,11 @@ const savepointStatements = new WeakMap<Db, { open: Statement; release: Statemen
 export function withSavepoint<T>(db: Db, fn: () => T): T {
   let stmts = savepointStatements.get(db);
   if (!stmts) {
-    stmts = { open: db.prepare('SAVEPOINT bp_step'), release: db.prepare('RELEASE bp_step'), rollbackTo: db.prepare('ROLLBACK TO bp_step') };
+    stmts = {
+      open: db.prepare('SAVEPOINT bp_step'),
+      release: db.prepare('RELEASE bp_step'),
+      rollbackTo: db.prepare('ROLLBACK TO bp_step'),
+    };
     savepointStatements.set(db, stmts);
   }
   stmts.open.run();
@@ -84,7 +91,11 @@ export function query<M extends Mode>(
   stmt: Statement,
   mode: M,
   params: unknown[] | Record<string, unknown>,
-): M extends 'run' ? Database.RunResult : M extends 'get' ? Record<string, unknown> | undefined : Record<string, unknown>[] {
+): M extends 'run'
+  ? Database.RunResult
+  : M extends 'get'
+    ? Record<string, unknown> | undefined
+    : Record<string, unknown>[] {
   const span = trace?.startSpan('database.query', 'database', { sql: stmt.source });
   try {
     const run = stmt[mode] as (this: Statement, ...a: unknown[]) => never;
@@ -102,12 +113,19 @@ export function mapSqliteError(err: unknown): unknown {
   if (typeof code !== 'string' || err instanceof AppError) return err;
   if (code === 'SQLITE_CONSTRAINT_UNIQUE' || code === 'SQLITE_CONSTRAINT_PRIMARYKEY') {
     const column = /UNIQUE constraint failed: \w+\.(\w+)/.exec((err as Error).message)?.[1];
-    return new AppError('UNIQUE_CONFLICT', column ? `another record already has this ${column}` : 'a unique value is already taken', {
-      details: column ? [{ field: column, code: 'UNIQUE', message: 'already taken' }] : undefined,
-    });
+    return new AppError(
+      'UNIQUE_CONFLICT',
+      column ? `another record already has this ${column}` : 'a unique value is already taken',
+      {
+        details: column ? [{ field: column, code: 'UNIQUE', message: 'already taken' }] : undefined,
+      },
+    );
   }
   // RESTRICT actions report as a trigger constraint; the message is what names the foreign key.
-  if (code === 'SQLITE_CONSTRAINT_FOREIGNKEY' || (code.startsWith('SQLITE_CONSTRAINT') && /FOREIGN KEY/.test((err as Error).message))) {
+  if (
+    code === 'SQLITE_CONSTRAINT_FOREIGNKEY' ||
+    (code.startsWith('SQLITE_CONSTRAINT') && /FOREIGN KEY/.test((err as Error).message))
+  ) {
     return new AppError('REFERENCE_CONFLICT', 'the change would break a reference between records');
   }
   if (code === 'SQLITE_BUSY' || code === 'SQLITE_LOCKED') {

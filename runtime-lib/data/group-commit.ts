@@ -72,7 +72,8 @@ export class GroupCommit {
 
   private commit(group: Write[]): void {
     const { db, stmts } = this;
-    if (db.inTransaction) return failAll(group, new Error('group commit: a transaction was left open on the connection'));
+    if (db.inTransaction)
+      return failAll(group, new Error('group commit: a transaction was left open on the connection'));
     try {
       stmts.begin.run();
     } catch (err) {
@@ -83,7 +84,8 @@ export class GroupCommit {
       try {
         const value = write.run();
         // Work after an await would run outside the transaction, after its savepoint was released.
-        if (value instanceof Promise) throw new Error('group commit: a write must be synchronous (it returned a Promise)');
+        if (value instanceof Promise)
+          throw new Error('group commit: a write must be synchronous (it returned a Promise)');
         write.outcome = { ok: true, value };
         stmts.release.run();
       } catch (err) {

@@ -8,12 +8,16 @@ import { readFileSync, readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import type Database from 'better-sqlite3';
 
-export interface MigrationResult { applied: string[]; alreadyApplied: number }
+export interface MigrationResult {
+  applied: string[];
+  alreadyApplied: number;
+}
 
 /**
  * Prisma's DDL for the table on SQLite, verbatim from prisma-engines,
  * schema-engine/connectors/sql-schema-connector/src/flavour/sqlite.rs (`create_migrations_table`):
- * https://github.com/prisma/prisma-engines/blob/main/schema-engine/connectors/sql-schema-connector/src/flavour/sqlite.rs
+ * https://github.com/prisma/prisma-engines/blob/main/
+ *   schema-engine/connectors/sql-schema-connector/src/flavour/sqlite.rs
  * test/migrations.test.ts checks that it matches, byte for byte, the table Prisma's engine creates.
  */
 const CREATE_MIGRATIONS_TABLE = `CREATE TABLE "_prisma_migrations" (
@@ -27,7 +31,11 @@ const CREATE_MIGRATIONS_TABLE = `CREATE TABLE "_prisma_migrations" (
     "applied_steps_count"   INTEGER UNSIGNED NOT NULL DEFAULT 0
 )`;
 
-interface Migration { name: string; script: string; checksum: string }
+interface Migration {
+  name: string;
+  script: string;
+  checksum: string;
+}
 
 /**
  * Applies, in folder-name order, the migrations `_prisma_migrations` does not record yet, each in
@@ -86,7 +94,9 @@ function readMigrations(migrationsDir: string): Migration[] {
       try {
         contents = readFileSync(file);
       } catch (error) {
-        throw new Error(`Migration "${name}" has no readable migration.sql (${file}): ${messageOf(error)}`, { cause: error });
+        throw new Error(`Migration "${name}" has no readable migration.sql (${file}): ${messageOf(error)}`, {
+          cause: error,
+        });
       }
       return { name, script: contents.toString('utf8'), checksum: sha256(contents) };
     });
@@ -105,7 +115,9 @@ function immediateTransaction<T>(db: Database.Database, body: () => T): T {
 }
 
 function migrationsTableExists(db: Database.Database): boolean {
-  return db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = '_prisma_migrations'").get() !== undefined;
+  return (
+    db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = '_prisma_migrations'").get() !== undefined
+  );
 }
 
 /**
@@ -115,13 +127,16 @@ function migrationsTableExists(db: Database.Database): boolean {
  */
 function refuseFailedMigrations(db: Database.Database): void {
   const failed = db
-    .prepare('SELECT migration_name FROM "_prisma_migrations" WHERE finished_at IS NULL AND rolled_back_at IS NULL ORDER BY started_at')
+    .prepare(
+      'SELECT migration_name FROM "_prisma_migrations" ' +
+        'WHERE finished_at IS NULL AND rolled_back_at IS NULL ORDER BY started_at',
+    )
     .pluck()
     .all() as string[];
   if (failed.length > 0) {
     throw new Error(
       `The database records failed migrations: ${failed.join(', ')}. Fix the database, then mark them with ` +
-      '`prisma migrate resolve --applied <name>` or `--rolled-back <name>` before starting the app again.',
+        '`prisma migrate resolve --applied <name>` or `--rolled-back <name>` before starting the app again.',
     );
   }
 }
@@ -136,8 +151,8 @@ function isApplied(db: Database.Database, migration: Migration): boolean {
   if (edited !== undefined) {
     throw new Error(
       `Migration "${migration.name}" was edited after it was applied to this database: its migration.sql ` +
-      `(sha256 ${migration.checksum}) differs from the applied one (sha256 ${edited}). Restore the ` +
-      'applied file and put the change in a new migration.',
+        `(sha256 ${migration.checksum}) differs from the applied one (sha256 ${edited}). Restore the ` +
+        'applied file and put the change in a new migration.',
     );
   }
   return checksums.length > 0;
@@ -148,8 +163,9 @@ function isApplied(db: Database.Database, migration: Migration): boolean {
  * back) does not count as an edit: prisma-engines, schema-engine/connectors/schema-connector/src/checksum.rs.
  */
 function scriptMatchesChecksum(script: string, checksum: string): boolean {
-  return [script, script.replaceAll('\r\n', '\n'), script.replaceAll('\n', '\r\n')]
-    .some((variant) => sha256(variant) === checksum);
+  return [script, script.replaceAll('\r\n', '\n'), script.replaceAll('\n', '\r\n')].some(
+    (variant) => sha256(variant) === checksum,
+  );
 }
 
 /**
@@ -165,18 +181,24 @@ function runMigration(db: Database.Database, migration: Migration, checkForeignK
     throw new Error(`Migration "${migration.name}" failed and was rolled back: ${messageOf(error)}`, { cause: error });
   }
   if (!db.inTransaction) {
-    throw new Error(`Migration "${migration.name}" ended the transaction it runs in (it must not contain COMMIT, END or ROLLBACK)`);
+    throw new Error(
+      `Migration "${migration.name}" ended the transaction it runs in (it must not contain COMMIT, END or ROLLBACK)`,
+    );
   }
   if (checkForeignKeys) {
     const violations = db.prepare('PRAGMA foreign_key_check').all() as { table: string; parent: string }[];
     if (violations.length > 0) {
       const pairs = [...new Set(violations.map((v) => `${v.table} -> ${v.parent}`))].join(', ');
-      throw new Error(`Migration "${migration.name}" failed and was rolled back: it leaves rows whose foreign keys point nowhere (${pairs})`);
+      throw new Error(
+        `Migration "${migration.name}" failed and was rolled back: ` +
+          `it leaves rows whose foreign keys point nowhere (${pairs})`,
+      );
     }
   }
   db.prepare(
-    'INSERT INTO "_prisma_migrations" (id, checksum, started_at, finished_at, migration_name, logs, rolled_back_at, applied_steps_count) ' +
-    'VALUES (?, ?, ?, ?, ?, NULL, NULL, 1)',
+    'INSERT INTO "_prisma_migrations" ' +
+      '(id, checksum, started_at, finished_at, migration_name, logs, rolled_back_at, applied_steps_count) ' +
+      'VALUES (?, ?, ?, ?, ?, NULL, NULL, 1)',
   ).run(randomUUID(), migration.checksum, startedAt, Date.now(), migration.name);
 }
 

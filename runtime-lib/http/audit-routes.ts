@@ -18,7 +18,10 @@ export function auditRoutes(audit: AuditLog, stores: ReadonlyMap<string, EntityS
       });
     }
     const store = stores.get(entity);
-    if (!store) throw new AppError('INVALID_QUERY', `unknown entity "${entity}"`, { details: [{ field: 'entity', code: 'UNKNOWN_ENTITY', message: `no entity ${entity}` }] });
+    if (!store)
+      throw new AppError('INVALID_QUERY', `unknown entity "${entity}"`, {
+        details: [{ field: 'entity', code: 'UNKNOWN_ENTITY', message: `no entity ${entity}` }],
+      });
     const ctx = requestContext(req, { mutation: false });
     // The trail is as private as the record: the actor must be able to read it.
     store.load(ctx, recordId, store.access.filter(ctx.actor, 'read'));

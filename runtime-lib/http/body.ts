@@ -20,7 +20,10 @@ export function mediaType(req: IncomingMessage): string {
 
 /** application/json and its +json relatives (application/merge-patch+json...). */
 export function isJsonType(type: string): boolean {
-  return type === 'application/json' || (type.startsWith('application/') && type.endsWith('+json') && !type.includes('/', 12));
+  return (
+    type === 'application/json' ||
+    (type.startsWith('application/') && type.endsWith('+json') && !type.includes('/', 12))
+  );
 }
 
 /** Whether the request carries a body (a length other than 0, or a chunked one). */
@@ -36,7 +39,12 @@ export const jsonBody: Middleware = (req, res, next) => {
     return next();
   }
   if (!isJsonType(mediaType(req))) {
-    return next(new AppError('UNSUPPORTED_MEDIA_TYPE', `send the body as application/json (got ${req.headers['content-type'] ?? 'no Content-Type'})`));
+    return next(
+      new AppError(
+        'UNSUPPORTED_MEDIA_TYPE',
+        `send the body as application/json (got ${req.headers['content-type'] ?? 'no Content-Type'})`,
+      ),
+    );
   }
   parseJson(req as Request, res as Response, next);
 };

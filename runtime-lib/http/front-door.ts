@@ -39,7 +39,13 @@ export interface CrudEntity {
 
 /** The routes' names in traces: `<Entity>.list`, `<Entity>.get`... */
 function routeNames(name: string): Record<keyof CrudRoutes, string> {
-  return { list: `${name}.list`, get: `${name}.get`, create: `${name}.create`, update: `${name}.update`, delete: `${name}.delete` };
+  return {
+    list: `${name}.list`,
+    get: `${name}.get`,
+    create: `${name}.create`,
+    update: `${name}.update`,
+    delete: `${name}.delete`,
+  };
 }
 
 /** The Express form of an entity's routes, mounted at /api/<collection>. */

@@ -19,7 +19,10 @@ export function sendJson(res: ServerResponse, status: number, body: unknown): vo
 }
 
 /** Sends a (possibly replayed) stored response; replays are marked for the client. */
-export function sendStored(res: ServerResponse, result: { status: number; body: unknown; location?: string | null; replayed: boolean }): void {
+export function sendStored(
+  res: ServerResponse,
+  result: { status: number; body: unknown; location?: string | null; replayed: boolean },
+): void {
   if (result.replayed) res.setHeader('Idempotent-Replayed', 'true');
   if (result.location) res.setHeader('Location', result.location);
   if (result.body !== undefined) return sendJson(res, result.status, result.body);
@@ -39,7 +42,10 @@ export function errorSender(log: (line: string) => void = (l) => console.error(l
     const appError = toAppError(err);
     const traceId = req.trace?.traceId ?? '';
     if (appError.code === 'INTERNAL_ERROR') {
-      log(`[${traceId}] ${req.method} ${pathOf(req.url)}: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`);
+      log(
+        `[${traceId}] ${req.method} ${pathOf(req.url)}: ` +
+          (err instanceof Error ? (err.stack ?? err.message) : String(err)),
+      );
     }
     if (res.headersSent) return;
     if (appError.retryAfter !== undefined) res.setHeader('Retry-After', String(appError.retryAfter));
@@ -60,7 +66,9 @@ function toAppError(err: unknown): AppError {
   if (err instanceof AppError) return err;
   if (err instanceof URIError) {
     return new AppError('VALIDATION_FAILED', 'the path is not valid percent-encoding', {
-      details: [{ code: 'INVALID_PATH', message: 'every % must start an escape of two hex digits that decodes to UTF-8' }],
+      details: [
+        { code: 'INVALID_PATH', message: 'every % must start an escape of two hex digits that decodes to UTF-8' },
+      ],
     });
   }
   const type = (err as { type?: string }).type;
@@ -69,6 +77,7 @@ function toAppError(err: unknown): AppError {
   if (type === 'encoding.unsupported' || type === 'charset.unsupported') {
     return new AppError('UNSUPPORTED_MEDIA_TYPE', 'unsupported body encoding or charset');
   }
-  if (type === 'request.aborted' || type === 'request.size.invalid') return new AppError('INVALID_JSON', 'the request body was incomplete');
+  if (type === 'request.aborted' || type === 'request.size.invalid')
+    return new AppError('INVALID_JSON', 'the request body was incomplete');
   return new AppError('INTERNAL_ERROR', 'internal error');
 }

@@ -123,7 +123,15 @@ export class ActiveTrace {
 
   /** Spans without an explicit parent hang under the first (the http.request) span. */
   startSpan(name: string, type: string, attributes?: Record<string, unknown>, parentId?: number): SpanHandle {
-    const span = new OpenSpan(this, this.spans.length + 1, parentId ?? (this.spans.length ? 1 : undefined), name, type, this.now(), attributes);
+    const span = new OpenSpan(
+      this,
+      this.spans.length + 1,
+      parentId ?? (this.spans.length ? 1 : undefined),
+      name,
+      type,
+      this.now(),
+      attributes,
+    );
     this.spans.push(span);
     return span;
   }
@@ -131,7 +139,13 @@ export class ActiveTrace {
   finish(metadata: Trace['metadata']): Trace {
     for (const span of this.spans) span.end();
     const end = this.now();
-    return { traceId: this.traceId, startTime: this.epochStart, duration: end - this.epochStart, metadata, spans: this.spans };
+    return {
+      traceId: this.traceId,
+      startTime: this.epochStart,
+      duration: end - this.epochStart,
+      metadata,
+      spans: this.spans,
+    };
   }
 
   now(): number {

@@ -118,7 +118,10 @@ class ConditionParser {
   private parseTable(table: Record<string, unknown>, keys: (string | number)[], depth: number): Condition | undefined {
     const entries = Object.entries(table);
     if (entries.length === 0) {
-      this.report(keys, 'empty table is not a condition (expected path = value pairs, { or = [...] } or { and = [...] })');
+      this.report(
+        keys,
+        'empty table is not a condition (expected path = value pairs, { or = [...] } or { and = [...] })',
+      );
       return undefined;
     }
     const issueCount = this.issues.length;
@@ -149,7 +152,11 @@ class ConditionParser {
     depth: number,
   ): Condition | undefined {
     if (!Array.isArray(items) || items.length === 0) {
-      this.report(keys, `"${kind}" must be a non-empty array of conditions, got ${Array.isArray(items) ? 'an empty array' : describeValue(items)}`);
+      this.report(
+        keys,
+        `"${kind}" must be a non-empty array of conditions, ` +
+          `got ${Array.isArray(items) ? 'an empty array' : describeValue(items)}`,
+      );
       return undefined;
     }
     const parsed: Condition[] = [];
@@ -160,7 +167,11 @@ class ConditionParser {
     return parsed.length === items.length ? { kind, items: parsed } : undefined;
   }
 
-  private parsePair(key: string, value: unknown, keys: (string | number)[]): { left: Operand; right: Operand } | undefined {
+  private parsePair(
+    key: string,
+    value: unknown,
+    keys: (string | number)[],
+  ): { left: Operand; right: Operand } | undefined {
     const left = key.startsWith('$') ? this.parseReference(key, keys) : this.parseRecordPath(key, keys);
     const right = this.parseValue(key, value, keys);
     return left === undefined || right === undefined ? undefined : { left, right };
@@ -183,7 +194,10 @@ class ConditionParser {
   private parseRecordPath(path: string, keys: (string | number)[]): Operand | undefined {
     const segments = path.split('.');
     if (!segments.every((segment) => NAME_PATTERN.test(segment))) {
-      this.report(keys, `invalid field path "${path}" (expected a field name, dotted through relations like customer.id)`);
+      this.report(
+        keys,
+        `invalid field path "${path}" (expected a field name, dotted through relations like customer.id)`,
+      );
       return undefined;
     }
     const forbidden = segments.find(isForbiddenKey);
@@ -195,7 +209,8 @@ class ConditionParser {
   }
 
   private parseValue(key: string, value: unknown, keys: (string | number)[]): Operand | undefined {
-    if (typeof value === 'string') return value.startsWith('$') ? this.parseReference(value, keys) : { kind: 'literal', value };
+    if (typeof value === 'string')
+      return value.startsWith('$') ? this.parseReference(value, keys) : { kind: 'literal', value };
     if (typeof value === 'number' || typeof value === 'boolean') return { kind: 'literal', value };
     // An unquoted dotted TOML key (customer.id = ...) arrives as a nested table.
     const hint = isTable(value) ? ` (quote dotted paths: "${key}.<field>" = ...)` : '';
@@ -205,7 +220,10 @@ class ConditionParser {
 }
 
 /** Validates a blueprint condition value, reporting every problem found. */
-export function parseCondition(value: unknown, options: { allowedRoots?: readonly string[] } = {}): ConditionParseResult {
+export function parseCondition(
+  value: unknown,
+  options: { allowedRoots?: readonly string[] } = {},
+): ConditionParseResult {
   const parser = new ConditionParser(options.allowedRoots ?? EXPRESSION_ROOTS);
   const condition = parser.parse(value, [], 0);
   if (condition === undefined || parser.issues.length > 0) return { ok: false, issues: parser.issues };
@@ -306,7 +324,13 @@ function check(condition: Condition, ctx: ConditionContext): boolean {
       return condition.items.some((item) => check(item, ctx));
     case 'expr': {
       if (actor === null && readsFrom(condition, 'actor')) return false;
-      const context = { actor: actor ?? undefined, record: ctx.record ?? undefined, input: ctx.input, workflow: ctx.workflow, now: ctx.now };
+      const context = {
+        actor: actor ?? undefined,
+        record: ctx.record ?? undefined,
+        input: ctx.input,
+        workflow: ctx.workflow,
+        now: ctx.now,
+      };
       return evaluate(condition.expr, context) === true;
     }
     default:

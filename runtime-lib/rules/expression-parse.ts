@@ -83,7 +83,28 @@ class ParseFailure {
 }
 
 // Longest first so that `>=` wins over `>`.
-const PUNCTUATORS = ['||', '&&', '==', '!=', '>=', '<=', '>', '<', '+', '-', '*', '/', '%', '!', '(', ')', '[', ']', ',', '.'];
+const PUNCTUATORS = [
+  '||',
+  '&&',
+  '==',
+  '!=',
+  '>=',
+  '<=',
+  '>',
+  '<',
+  '+',
+  '-',
+  '*',
+  '/',
+  '%',
+  '!',
+  '(',
+  ')',
+  '[',
+  ']',
+  ',',
+  '.',
+];
 
 const STRING_ESCAPES: Readonly<Record<string, string>> = { '\\': '\\', "'": "'", '"': '"', n: '\n', t: '\t' };
 
@@ -145,7 +166,10 @@ function scanTokens(source: string, tokens: Token[]): void {
     }
     const threeChars = source.slice(pos, pos + 3);
     if (threeChars === '===' || threeChars === '!==') {
-      throw new ParseFailure(`"${threeChars}" is not supported (use "${threeChars.slice(0, 2)}", which is already strict)`, pos);
+      throw new ParseFailure(
+        `"${threeChars}" is not supported (use "${threeChars.slice(0, 2)}", which is already strict)`,
+        pos,
+      );
     }
     const punct = PUNCTUATORS.find((p) => source.startsWith(p, pos));
     if (punct !== undefined) {
@@ -350,7 +374,10 @@ class Parser {
     const root = rootToken.text;
     if (isForbiddenKey(root)) throw new ParseFailure(`"${root}" is not allowed in a path`, rootToken.offset);
     if (!this.allowedRoots.includes(root)) {
-      throw new ParseFailure(`unknown root "${root}" (expected one of ${this.allowedRoots.join(', ')})`, rootToken.offset);
+      throw new ParseFailure(
+        `unknown root "${root}" (expected one of ${this.allowedRoots.join(', ')})`,
+        rootToken.offset,
+      );
     }
     const keys: string[] = [];
     while (this.isPunct('.')) {
@@ -358,7 +385,10 @@ class Parser {
       const keyToken = this.peek();
       // Keywords are fine as property names (`record.in`); only the token type matters here.
       if (keyToken.type !== 'name') {
-        throw new ParseFailure(`expected a property name after "." but found ${describeToken(keyToken)}`, keyToken.offset);
+        throw new ParseFailure(
+          `expected a property name after "." but found ${describeToken(keyToken)}`,
+          keyToken.offset,
+        );
       }
       if (isForbiddenKey(keyToken.text)) {
         throw new ParseFailure(`"${keyToken.text}" is not allowed in a path`, keyToken.offset);

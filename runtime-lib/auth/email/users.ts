@@ -20,7 +20,14 @@ export function isoNow(): string {
 export function userActor(row: { id: string; email: string; roles: string }): Actor {
   const roles = parseRoles(row.roles);
   // `role` is the first role, as for API-key actors, so `actor.role` reads the same for both.
-  return { kind: 'user', id: row.id, email: row.email, roles, ...(roles.length ? { role: roles[0] } : {}), credentialId: `session:${row.id}` };
+  return {
+    kind: 'user',
+    id: row.id,
+    email: row.email,
+    roles,
+    ...(roles.length ? { role: roles[0] } : {}),
+    credentialId: `session:${row.id}`,
+  };
 }
 
 /** The roles column is a JSON array of strings; anything else grants nothing. */

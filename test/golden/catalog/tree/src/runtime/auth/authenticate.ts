@@ -37,7 +37,12 @@ export function authenticate(options: AuthenticateOptions): Middleware {
       if (!actor) {
         span?.end({ result: 'rejected' });
         res.setHeader('WWW-Authenticate', 'Bearer');
-        return next(new AppError('UNAUTHENTICATED', token === undefined ? 'the Authorization header must be "Bearer <API key>"' : 'unknown API key'));
+        return next(
+          new AppError(
+            'UNAUTHENTICATED',
+            token === undefined ? 'the Authorization header must be "Bearer <API key>"' : 'unknown API key',
+          ),
+        );
       }
     } else {
       actor = options.sessionActor?.(req);

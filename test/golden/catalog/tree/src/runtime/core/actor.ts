@@ -19,7 +19,11 @@ export interface Actor {
   delegatedBy?: string;
 }
 
-export const ANONYMOUS: Actor = Object.freeze({ kind: 'anonymous', id: 'anonymous', roles: Object.freeze([]) as readonly string[] });
+export const ANONYMOUS: Actor = Object.freeze({
+  kind: 'anonymous',
+  id: 'anonymous',
+  roles: Object.freeze([]) as readonly string[],
+});
 
 export function isAuthenticated(actor: Actor | undefined): actor is Actor {
   return actor !== undefined && actor.kind !== 'anonymous';

@@ -5,32 +5,96 @@
 
 export const ERROR_CODES = {
   WEAK_PASSWORD: { status: 400, retryable: false, description: 'The password is too short or too long.' },
-  VALIDATION_FAILED: { status: 400, retryable: false, description: 'The body or a parameter does not fit the declared types.' },
+  VALIDATION_FAILED: {
+    status: 400,
+    retryable: false,
+    description: 'The body or a parameter does not fit the declared types.',
+  },
   INVALID_JSON: { status: 400, retryable: false, description: 'The request body is not valid JSON.' },
-  IDEMPOTENCY_KEY_REQUIRED: { status: 400, retryable: false, description: 'API-key mutations must send an Idempotency-Key header.' },
+  IDEMPOTENCY_KEY_REQUIRED: {
+    status: 400,
+    retryable: false,
+    description: 'API-key mutations must send an Idempotency-Key header.',
+  },
   INVALID_QUERY: { status: 400, retryable: false, description: 'A query parameter is unknown or out of range.' },
   UNAUTHENTICATED: { status: 401, retryable: false, description: 'No valid credential was presented.' },
-  INVALID_CREDENTIALS: { status: 401, retryable: false, description: 'The e-mail and password do not match an account.' },
+  INVALID_CREDENTIALS: {
+    status: 401,
+    retryable: false,
+    description: 'The e-mail and password do not match an account.',
+  },
   FORBIDDEN: { status: 403, retryable: false, description: 'The actor may not do this.' },
-  INSUFFICIENT_SCOPE: { status: 403, retryable: false, description: 'The API key lacks a scope this operation requires.' },
-  CSRF_FAILED: { status: 403, retryable: false, description: 'A session-authenticated mutation without a valid CSRF token or from an untrusted origin.' },
-  PROTECTED_FIELD_MUTATION: { status: 403, retryable: false, description: 'A command-only field was written outside its commands.' },
-  NOT_FOUND: { status: 404, retryable: false, description: 'The record does not exist (or is not visible to the actor).' },
+  INSUFFICIENT_SCOPE: {
+    status: 403,
+    retryable: false,
+    description: 'The API key lacks a scope this operation requires.',
+  },
+  CSRF_FAILED: {
+    status: 403,
+    retryable: false,
+    description: 'A session-authenticated mutation without a valid CSRF token or from an untrusted origin.',
+  },
+  PROTECTED_FIELD_MUTATION: {
+    status: 403,
+    retryable: false,
+    description: 'A command-only field was written outside its commands.',
+  },
+  NOT_FOUND: {
+    status: 404,
+    retryable: false,
+    description: 'The record does not exist (or is not visible to the actor).',
+  },
   ROUTE_NOT_FOUND: { status: 404, retryable: false, description: 'No route matches the method and path.' },
   EMAIL_TAKEN: { status: 409, retryable: false, description: 'An account with this e-mail exists.' },
   UNIQUE_CONFLICT: { status: 409, retryable: false, description: 'A unique field already holds this value.' },
   REFERENCE_CONFLICT: { status: 409, retryable: false, description: 'Other records still reference this one.' },
-  STATE_CONFLICT: { status: 409, retryable: false, description: 'A conditional state change lost a race; refresh first.' },
-  WORKFLOW_PRECONDITION_FAILED: { status: 409, retryable: false, description: 'The record is no longer in the state the workflow requires.' },
-  IDEMPOTENCY_KEY_REUSE: { status: 409, retryable: false, description: 'The idempotency key was used with different input.' },
-  IDEMPOTENCY_KEY_IN_PROGRESS: { status: 409, retryable: true, description: 'A request with this Idempotency-Key is still running; retry after Retry-After.' },
-  COMMAND_UNAVAILABLE: { status: 409, retryable: false, description: "The command's availableWhen does not hold for the record's current state." },
+  STATE_CONFLICT: {
+    status: 409,
+    retryable: false,
+    description: 'A conditional state change lost a race; refresh first.',
+  },
+  WORKFLOW_PRECONDITION_FAILED: {
+    status: 409,
+    retryable: false,
+    description: 'The record is no longer in the state the workflow requires.',
+  },
+  IDEMPOTENCY_KEY_REUSE: {
+    status: 409,
+    retryable: false,
+    description: 'The idempotency key was used with different input.',
+  },
+  IDEMPOTENCY_KEY_IN_PROGRESS: {
+    status: 409,
+    retryable: true,
+    description: 'A request with this Idempotency-Key is still running; retry after Retry-After.',
+  },
+  COMMAND_UNAVAILABLE: {
+    status: 409,
+    retryable: false,
+    description: "The command's availableWhen does not hold for the record's current state.",
+  },
   PAYLOAD_TOO_LARGE: { status: 413, retryable: false, description: 'The request body exceeds the limit.' },
   UNSUPPORTED_MEDIA_TYPE: { status: 415, retryable: false, description: 'The body must be application/json.' },
-  REFERENCE_NOT_FOUND: { status: 422, retryable: false, description: 'A Ref field names a record that does not exist.' },
-  TOO_MANY_ATTEMPTS: { status: 429, retryable: true, description: 'Too many failed sign-ins; retry after Retry-After seconds.' },
-  DATABASE_BUSY: { status: 503, retryable: true, description: 'The database was locked by other writers; retry shortly.' },
-  INTERNAL_ERROR: { status: 500, retryable: false, description: 'An unexpected error; the trace id identifies it in the logs.' },
+  REFERENCE_NOT_FOUND: {
+    status: 422,
+    retryable: false,
+    description: 'A Ref field names a record that does not exist.',
+  },
+  TOO_MANY_ATTEMPTS: {
+    status: 429,
+    retryable: true,
+    description: 'Too many failed sign-ins; retry after Retry-After seconds.',
+  },
+  DATABASE_BUSY: {
+    status: 503,
+    retryable: true,
+    description: 'The database was locked by other writers; retry shortly.',
+  },
+  INTERNAL_ERROR: {
+    status: 500,
+    retryable: false,
+    description: 'An unexpected error; the trace id identifies it in the logs.',
+  },
 } as const;
 
 export type ErrorCode = keyof typeof ERROR_CODES;

@@ -25,7 +25,10 @@ export function commandRoutes(rt: CommandRuntime, commands: ReadonlyArray<Comman
     operationId: spec.operationId,
     name: `command.${spec.operationId}`,
     async run(req, res, recordId) {
-      sendStored(res, await executeCommand(rt, spec, { ...requestContext(req, { mutation: true }), recordId, input: req.body }));
+      sendStored(
+        res,
+        await executeCommand(rt, spec, { ...requestContext(req, { mutation: true }), recordId, input: req.body }),
+      );
     },
   }));
 }
@@ -35,7 +38,9 @@ export function commandRouter(routes: readonly CommandRoute[]): Router {
   // Operation ids are exact identifiers: START_TICKET is not start_ticket.
   const router = Router({ caseSensitive: true });
   for (const route of routes) {
-    router.post(`/api/commands/${route.operationId}/:id`, matched(route.name), jsonBody, (req, res) => route.run(req, res, String(req.params.id)));
+    router.post(`/api/commands/${route.operationId}/:id`, matched(route.name), jsonBody, (req, res) =>
+      route.run(req, res, String(req.params.id)),
+    );
   }
   return router;
 }

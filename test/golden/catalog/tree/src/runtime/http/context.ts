@@ -14,7 +14,9 @@ export function requestContext(req: ApiRequest, options: { mutation: boolean }):
   const runId = header(req, 'x-agent-run-id');
   if (runId !== undefined && !RUN_ID.test(runId)) {
     throw new AppError('VALIDATION_FAILED', 'X-Agent-Run-ID must be 1 to 255 visible ASCII characters', {
-      details: [{ field: 'X-Agent-Run-ID', code: 'INVALID_HEADER', message: 'must be 1 to 255 visible ASCII characters' }],
+      details: [
+        { field: 'X-Agent-Run-ID', code: 'INVALID_HEADER', message: 'must be 1 to 255 visible ASCII characters' },
+      ],
     });
   }
   return {

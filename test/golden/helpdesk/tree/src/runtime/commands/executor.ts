@@ -27,7 +27,8 @@ export interface CommandInputSpec {
 }
 
 /** A mutation value as the blueprint wrote it: a literal, a reference, or the time of execution. */
-export type MutationSpec = { literal: string | number | boolean } | { input: string } | { actor: string } | { record: string } | { now: true };
+export type MutationSpec =
+  { literal: string | number | boolean } | { input: string } | { actor: string } | { record: string } | { now: true };
 
 /** A relation `policy`/`availableWhen` read through `record.<name>`, loaded before they run. */
 export interface IncludeSpec {
@@ -73,13 +74,18 @@ export interface CommandResult {
 }
 
 /** Generic so generated code passes typed specs; inside, records are plain rows. */
-export async function executeCommand<I, R>(rt: CommandRuntime, typedSpec: CommandSpec<I, R>, call: CommandCall): Promise<CommandResult> {
+export async function executeCommand<I, R>(
+  rt: CommandRuntime,
+  typedSpec: CommandSpec<I, R>,
+  call: CommandCall,
+): Promise<CommandResult> {
   const spec = typedSpec as unknown as CommandSpec;
   const { actor, trace } = call;
   if (!isAuthenticated(actor)) throw new AppError('UNAUTHENTICATED', 'sign in or present an API key to run commands');
   if (actor.kind === 'agent') {
     const missing = spec.scopes.filter((s) => !actor.scopes?.includes(s));
-    if (missing.length) throw new AppError('INSUFFICIENT_SCOPE', `${spec.operationId} needs the scope(s) ${missing.join(', ')}`);
+    if (missing.length)
+      throw new AppError('INSUFFICIENT_SCOPE', `${spec.operationId} needs the scope(s) ${missing.join(', ')}`);
   }
   const input = checkInput(spec, call.input);
 
@@ -87,7 +93,13 @@ export async function executeCommand<I, R>(rt: CommandRuntime, typedSpec: Comman
   const scope = idempotencyScope(actor);
   const operation = `command:${spec.operationId}`;
   if (key !== undefined) {
-    const outcome = await rt.idempotency.begin(trace, scope, operation, key, requestHash({ recordId: call.recordId, input }));
+    const outcome = await rt.idempotency.begin(
+      trace,
+      scope,
+      operation,
+      key,
+      requestHash({ recordId: call.recordId, input }),
+    );
     if (outcome.kind === 'replay') return { status: outcome.status, body: outcome.body, replayed: true };
   }
   try {
@@ -106,7 +118,12 @@ export async function executeCommand<I, R>(rt: CommandRuntime, typedSpec: Comman
   }
 }
 
-async function run(rt: CommandRuntime, spec: CommandSpec, call: CommandCall, input: Record<string, unknown>): Promise<{ status: number; body: unknown }> {
+async function run(
+  rt: CommandRuntime,
+  spec: CommandSpec,
+  call: CommandCall,
+  input: Record<string, unknown>,
+): Promise<{ status: number; body: unknown }> {
   const { actor, trace } = call;
   const store = rt.stores.get(spec.entity) as EntityStore;
   const loaded = store.load(call, call.recordId, store.access.filter(actor, 'read'));
@@ -136,8 +153,15 @@ async function run(rt: CommandRuntime, spec: CommandSpec, call: CommandCall, inp
       record,
       db,
       services: rt.services,
-      audit: { record: (entry) => (guard(), auditEntries.push({ action: String(entry.action), detail: entry.detail })) },
-      events: { publish: (name, payload) => (guard(), events.push({ name, payload, source: { command: spec.name, traceId: trace?.traceId } })) },
+      audit: {
+        record: (entry) => (guard(), auditEntries.push({ action: String(entry.action), detail: entry.detail })),
+      },
+      events: {
+        publish: (name, payload) => (
+          guard(),
+          events.push({ name, payload, source: { command: spec.name, traceId: trace?.traceId } })
+        ),
+      },
       correlation: { traceId: trace?.traceId, idempotencyKey: call.idempotencyKey, agentRunId: call.agentRunId },
     });
     // Returned changes are checked like a request body (no prototype keys) before they merge.
@@ -147,35 +171,49 @@ async function run(rt: CommandRuntime, spec: CommandSpec, call: CommandCall, inp
 
   const command = { name: spec.name, entity: spec.entity };
   const body = await rt.idempotency.commits.run(() => {
-      const current = store.fetch(trace, call.recordId);
-      if (!current || !sameRecord(current, loaded)) {
-        throw new AppError('STATE_CONFLICT', `the ${spec.entity} changed while ${spec.name} ran; refresh it and decide again`);
-      }
-      if (spec.availableWhen && !checkCondition(spec.availableWhen, { actor, record: withRelations(rt, spec, current, call), input, now })) {
-        throw new AppError('STATE_CONFLICT', `${spec.name} is no longer available for this record`);
-      }
-      const plan = store.planUpdate(call, current, changes, { command, checkFieldRules: false });
-      const after = store.applyUpdate(call, plan, `command:${spec.name}`, { command: spec.name, input });
-      for (const apply of staged) apply();
-      for (const entry of auditEntries) {
-        rt.audit.record(trace, {
-          actor,
-          operation: `command:${spec.name}:${entry.action}`,
-          entity: spec.entity,
-          recordId: call.recordId,
-          changes: {},
-          detail: entry.detail,
-          traceId: trace?.traceId,
-          agentRunId: call.agentRunId,
-          idempotencyKey: call.idempotencyKey,
-        });
-      }
-      const presented = store.present(call, { ...after });
-      if (call.idempotencyKey !== undefined) {
-        rt.idempotency.finish(trace, idempotencyScope(actor), `command:${spec.operationId}`, call.idempotencyKey, 200, presented, null);
-      }
-      return presented;
-    }, trace);
+    const current = store.fetch(trace, call.recordId);
+    if (!current || !sameRecord(current, loaded)) {
+      throw new AppError(
+        'STATE_CONFLICT',
+        `the ${spec.entity} changed while ${spec.name} ran; refresh it and decide again`,
+      );
+    }
+    if (
+      spec.availableWhen &&
+      !checkCondition(spec.availableWhen, { actor, record: withRelations(rt, spec, current, call), input, now })
+    ) {
+      throw new AppError('STATE_CONFLICT', `${spec.name} is no longer available for this record`);
+    }
+    const plan = store.planUpdate(call, current, changes, { command, checkFieldRules: false });
+    const after = store.applyUpdate(call, plan, `command:${spec.name}`, { command: spec.name, input });
+    for (const apply of staged) apply();
+    for (const entry of auditEntries) {
+      rt.audit.record(trace, {
+        actor,
+        operation: `command:${spec.name}:${entry.action}`,
+        entity: spec.entity,
+        recordId: call.recordId,
+        changes: {},
+        detail: entry.detail,
+        traceId: trace?.traceId,
+        agentRunId: call.agentRunId,
+        idempotencyKey: call.idempotencyKey,
+      });
+    }
+    const presented = store.present(call, { ...after });
+    if (call.idempotencyKey !== undefined) {
+      rt.idempotency.finish(
+        trace,
+        idempotencyScope(actor),
+        `command:${spec.operationId}`,
+        call.idempotencyKey,
+        200,
+        presented,
+        null,
+      );
+    }
+    return presented;
+  }, trace);
   rt.events.deliver(events, rt.reportEventFailure);
   return { status: 200, body };
 }
@@ -189,7 +227,8 @@ function checkInput(spec: CommandSpec, raw: unknown): Record<string, unknown> {
   const out: Record<string, unknown> = {};
   const declared = new Map(spec.input.map((i) => [i.name, i]));
   for (const key of Object.keys(body)) {
-    if (!declared.has(key)) issues.push({ field: key, code: 'UNKNOWN_FIELD', message: `${spec.name} has no input "${key}"` });
+    if (!declared.has(key))
+      issues.push({ field: key, code: 'UNKNOWN_FIELD', message: `${spec.name} has no input "${key}"` });
   }
   for (const field of spec.input) {
     const value = (body as Record<string, unknown>)[field.name];
@@ -204,14 +243,24 @@ function checkInput(spec: CommandSpec, raw: unknown): Record<string, unknown> {
 }
 
 /** An unset optional input leaves its field unchanged: its mutation is skipped. */
-function resolveMutations(spec: CommandSpec, input: Record<string, unknown>, actor: Actor, record: Row, now: string): Record<string, unknown> {
+function resolveMutations(
+  spec: CommandSpec,
+  input: Record<string, unknown>,
+  actor: Actor,
+  record: Row,
+  now: string,
+): Record<string, unknown> {
   const changes: Record<string, unknown> = {};
   for (const [field, m] of Object.entries(spec.mutations)) {
     if ('literal' in m) changes[field] = m.literal;
     else if ('now' in m) changes[field] = now;
     else if ('input' in m) {
       if (Object.prototype.hasOwnProperty.call(input, m.input)) changes[field] = input[m.input];
-    } else if ('actor' in m) changes[field] = m.actor === 'role' ? (actor.role ?? actor.roles[0] ?? null) : ((actor as unknown as Record<string, unknown>)[m.actor] ?? null);
+    } else if ('actor' in m)
+      changes[field] =
+        m.actor === 'role'
+          ? (actor.role ?? actor.roles[0] ?? null)
+          : ((actor as unknown as Record<string, unknown>)[m.actor] ?? null);
     else changes[field] = record[m.record] ?? null;
   }
   return changes;
@@ -225,7 +274,8 @@ function withRelations(rt: CommandRuntime, spec: CommandSpec, record: Row, call:
     if (!target) continue;
     if (inc.kind === 'one') {
       const key = record[inc.localKey];
-      out[inc.name] = key === null || key === undefined ? null : (target.fetchWhere(call.trace, inc.foreignKey, key, 1)[0] ?? null);
+      out[inc.name] =
+        key === null || key === undefined ? null : (target.fetchWhere(call.trace, inc.foreignKey, key, 1)[0] ?? null);
     } else {
       out[inc.name] = target.fetchWhere(call.trace, inc.foreignKey, record[inc.localKey], 1000);
     }
@@ -233,7 +283,14 @@ function withRelations(rt: CommandRuntime, spec: CommandSpec, record: Row, call:
   return out;
 }
 
-function scopedDb(rt: CommandRuntime, spec: CommandSpec, call: CommandCall, ownChanges: Record<string, unknown>, staged: Array<() => void>, guard: () => void): ScopedDb {
+function scopedDb(
+  rt: CommandRuntime,
+  spec: CommandSpec,
+  call: CommandCall,
+  ownChanges: Record<string, unknown>,
+  staged: Array<() => void>,
+  guard: () => void,
+): ScopedDb {
   const storeOf = (entity: string): EntityStore => {
     const store = rt.stores.get(entity);
     if (!store) throw new AppError('INTERNAL_ERROR', `no entity named ${entity}`);
@@ -266,7 +323,8 @@ function scopedDb(rt: CommandRuntime, spec: CommandSpec, call: CommandCall, ownC
       const plan = store.planUpdate(call, current, changes, { command, checkFieldRules: true });
       staged.push(() => {
         const now = store.fetch(call.trace, id);
-        if (!now || !sameRecord(now, current)) throw new AppError('STATE_CONFLICT', `the ${entity} ${id} changed while ${spec.name} ran`);
+        if (!now || !sameRecord(now, current))
+          throw new AppError('STATE_CONFLICT', `the ${entity} ${id} changed while ${spec.name} ran`);
         store.applyUpdate(call, plan, `command:${spec.name}`);
       });
       return { ...current, ...changes };

@@ -11,7 +11,10 @@ export interface HandlerContext<I = Record<string, unknown>, R = Record<string, 
   input: I;
   /** The record as loaded, with the relations the command's conditions read. */
   record: R;
-  /** Actor-scoped operations: access rules and field protection apply, bound to this command. Writes take effect when the command commits. */
+  /**
+   * Actor-scoped operations: access rules and field protection apply, bound to this command.
+   * Writes take effect when the command commits.
+   */
   db: ScopedDb;
   services: Readonly<Record<string, unknown>>;
   audit: { record(entry: { action: string; detail?: Record<string, unknown> }): void };
@@ -20,7 +23,9 @@ export interface HandlerContext<I = Record<string, unknown>, R = Record<string, 
 }
 
 /** May return field changes to merge into the command's own mutations. */
-export type CommandHandler<I = Record<string, unknown>, R = Record<string, unknown>> = (ctx: HandlerContext<I, R>) => Promise<Record<string, unknown> | void> | Record<string, unknown> | void;
+export type CommandHandler<I = Record<string, unknown>, R = Record<string, unknown>> = (
+  ctx: HandlerContext<I, R>,
+) => Promise<Record<string, unknown> | void> | Record<string, unknown> | void;
 
 export interface ScopedDb {
   get(entity: string, id: string): Promise<Record<string, unknown>>;
@@ -32,7 +37,9 @@ export interface ScopedDb {
 }
 
 /** Helps handler authors: `export const closeTicket = defineHandler<Input, Ticket>(async (ctx) => ...)`. */
-export function defineHandler<I = Record<string, unknown>, R = Record<string, unknown>>(handler: CommandHandler<I, R>): CommandHandler<I, R> {
+export function defineHandler<I = Record<string, unknown>, R = Record<string, unknown>>(
+  handler: CommandHandler<I, R>,
+): CommandHandler<I, R> {
   return handler;
 }
 

@@ -34,7 +34,11 @@ export function compose(...handlers: Middleware[]): Middleware {
 }
 
 /** Only requests whose path is one of `paths` or under one of `prefixes` reach `handler`. */
-export function onlyFor(paths: readonly string[], prefixes: readonly string[], handler: RequestHandler): RequestHandler {
+export function onlyFor(
+  paths: readonly string[],
+  prefixes: readonly string[],
+  handler: RequestHandler,
+): RequestHandler {
   return (req, res, next) => {
     const path = req.path;
     if (paths.includes(path) || prefixes.some((p) => path.startsWith(p))) return handler(req, res, next);

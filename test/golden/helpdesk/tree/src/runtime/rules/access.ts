@@ -18,7 +18,9 @@ export interface PermissionRule {
   condition?: Condition;
 }
 
-export type Permissions = Readonly<Record<string, { allow: readonly PermissionRule[]; deny: readonly PermissionRule[] }>>;
+export type Permissions = Readonly<
+  Record<string, { allow: readonly PermissionRule[]; deny: readonly PermissionRule[] }>
+>;
 
 export interface AccessPolicy {
   entity: string;
@@ -56,7 +58,11 @@ export class Access {
     this.requireScopes(actor, action);
     const who = conditionActor(actor);
     const rule = this.actorOnly.has(action)
-      ? checkCondition(this.rule(action), { actor: who, record: null, now: this.readsNow.has(action) ? new Date().toISOString() : undefined })
+      ? checkCondition(this.rule(action), {
+          actor: who,
+          record: null,
+          now: this.readsNow.has(action) ? new Date().toISOString() : undefined,
+        })
       : conditionToSql(this.rule(action), who, this.columns);
     const granted = this.permissionFilter(actor, action);
     if (rule === undefined || granted === undefined) {
@@ -72,7 +78,9 @@ export class Access {
   check(actor: Actor, action: EntityAction, record: Record<string, unknown>): void {
     this.requireScopes(actor, action);
     const who = conditionActor(actor);
-    const ok = checkCondition(this.rule(action), { actor: who, record, now: new Date().toISOString() }) && this.permitted(actor, action, record);
+    const ok =
+      checkCondition(this.rule(action), { actor: who, record, now: new Date().toISOString() }) &&
+      this.permitted(actor, action, record);
     if (!ok) throw this.refusal(actor, action);
   }
 
@@ -93,9 +101,14 @@ export class Access {
       return write !== undefined && !checkCondition(write, { actor: who, record });
     });
     if (refused.length === 0) return;
-    if (!isAuthenticated(actor)) throw new AppError('UNAUTHENTICATED', 'sign in or present an API key to write these fields');
+    if (!isAuthenticated(actor))
+      throw new AppError('UNAUTHENTICATED', 'sign in or present an API key to write these fields');
     throw new AppError('FORBIDDEN', `you may not write ${refused.join(', ')}`, {
-      details: refused.map((field) => ({ field, code: 'FIELD_WRITE_DENIED', message: `${field} is not writable for you` })),
+      details: refused.map((field) => ({
+        field,
+        code: 'FIELD_WRITE_DENIED',
+        message: `${field} is not writable for you`,
+      })),
     });
   }
 
@@ -111,15 +124,20 @@ export class Access {
     if (actor.kind !== 'agent') return;
     const needed = action === 'read' ? this.policy.scopes.read : this.policy.scopes.write;
     const missing = needed.filter((s) => !actor.scopes?.includes(s));
-    if (missing.length) throw new AppError('INSUFFICIENT_SCOPE', `this API key needs the scope(s) ${missing.join(', ')}`);
+    if (missing.length)
+      throw new AppError('INSUFFICIENT_SCOPE', `this API key needs the scope(s) ${missing.join(', ')}`);
   }
 
   /** Rules of the actor's roles that match this entity and action. */
-  private rulesFor(actor: Actor, action: EntityAction): { allow: PermissionRule[]; deny: PermissionRule[] } | undefined {
+  private rulesFor(
+    actor: Actor,
+    action: EntityAction,
+  ): { allow: PermissionRule[]; deny: PermissionRule[] } | undefined {
     const permissions = this.policy.permissions;
     // Permissions grant to roles; an anonymous caller has none and is governed by `access` alone.
     if (!permissions || !isAuthenticated(actor)) return undefined;
-    const matches = (r: PermissionRule) => (r.entity === '*' || r.entity === this.policy.entity) && (r.actions.includes('*') || r.actions.includes(action));
+    const matches = (r: PermissionRule) =>
+      (r.entity === '*' || r.entity === this.policy.entity) && (r.actions.includes('*') || r.actions.includes(action));
     const allow: PermissionRule[] = [];
     const deny: PermissionRule[] = [];
     for (const role of actor.roles) {

@@ -5,12 +5,32 @@
 // (never NULL), only `true` is true, missing values never match. A condition the translation
 // cannot express returns undefined; the generator refuses such read rules at generate time.
 
-import { type Condition, type ConditionActor, checkCondition, conditionReadsActor, currentUserRoleMatches, type Operand } from './conditions.ts';
+import {
+  type Condition,
+  type ConditionActor,
+  checkCondition,
+  conditionReadsActor,
+  currentUserRoleMatches,
+  type Operand,
+} from './conditions.ts';
 import { evaluate } from './expression-eval.ts';
 import type { Expr } from './expression-parse.ts';
 
 export type ColumnType =
-  | 'ULID' | 'UUID' | 'Text' | 'LongText' | 'Email' | 'Integer' | 'Float' | 'Boolean' | 'Date' | 'DateTime' | 'JSON' | 'Enum' | 'Ref' | 'file';
+  | 'ULID'
+  | 'UUID'
+  | 'Text'
+  | 'LongText'
+  | 'Email'
+  | 'Integer'
+  | 'Float'
+  | 'Boolean'
+  | 'Date'
+  | 'DateTime'
+  | 'JSON'
+  | 'Enum'
+  | 'Ref'
+  | 'file';
 
 export interface SqlPredicate {
   sql: string;
@@ -35,7 +55,11 @@ const FALSE: Compiled = { kind: 'const', value: false };
 
 class Unsupported extends Error {}
 
-export function conditionToSql(condition: Condition, actor: ConditionActor | null, columns: ReadonlyMap<string, ColumnType>): RowFilter | undefined {
+export function conditionToSql(
+  condition: Condition,
+  actor: ConditionActor | null,
+  columns: ReadonlyMap<string, ColumnType>,
+): RowFilter | undefined {
   try {
     return finish(toPred(compileCondition(condition, actor, columns)));
   } catch (err) {
@@ -61,7 +85,11 @@ function finish(c: Compiled): RowFilter {
   throw new Unsupported();
 }
 
-function compileCondition(condition: Condition, actor: ConditionActor | null, columns: ReadonlyMap<string, ColumnType>): Compiled {
+function compileCondition(
+  condition: Condition,
+  actor: ConditionActor | null,
+  columns: ReadonlyMap<string, ColumnType>,
+): Compiled {
   switch (condition.kind) {
     case 'const':
     case 'public':
@@ -69,22 +97,40 @@ function compileCondition(condition: Condition, actor: ConditionActor | null, co
       return { kind: 'const', value: checkCondition(condition, { actor, record: null }) };
     case 'owner': {
       if (actor === null || !columns.has('ownerId')) return FALSE;
-      return equals({ kind: 'column', name: 'ownerId', type: columns.get('ownerId') as ColumnType }, { kind: 'const', value: actor.id });
+      return equals(
+        { kind: 'column', name: 'ownerId', type: columns.get('ownerId') as ColumnType },
+        { kind: 'const', value: actor.id },
+      );
     }
     case 'and':
     case 'or':
-      return combine(condition.kind, condition.items.map((item) => compileCondition(item, actor, columns)));
+      return combine(
+        condition.kind,
+        condition.items.map((item) => compileCondition(item, actor, columns)),
+      );
     case 'match':
-      return combine('and', condition.pairs.map(({ left, right }) => matchPair(left, right, actor, columns)));
+      return combine(
+        'and',
+        condition.pairs.map(({ left, right }) => matchPair(left, right, actor, columns)),
+      );
     case 'expr':
       if (actor === null && conditionReadsActor(condition)) return FALSE;
       return toPred(compileExpr(condition.expr, { actor: actor ?? undefined, now: new Date().toISOString() }, columns));
   }
 }
 
-function matchPair(left: Operand, right: Operand, actor: ConditionActor | null, columns: ReadonlyMap<string, ColumnType>): Compiled {
+function matchPair(
+  left: Operand,
+  right: Operand,
+  actor: ConditionActor | null,
+  columns: ReadonlyMap<string, ColumnType>,
+): Compiled {
   const recordSide = left.kind === 'record' ? left : right.kind === 'record' ? right : undefined;
-  if (!recordSide) return { kind: 'const', value: checkCondition({ kind: 'match', pairs: [{ left, right }] }, { actor, record: null }) };
+  if (!recordSide)
+    return {
+      kind: 'const',
+      value: checkCondition({ kind: 'match', pairs: [{ left, right }] }, { actor, record: null }),
+    };
   const other = recordSide === left ? right : left;
   if (other.kind === 'actor' && actor === null) return FALSE;
   const column = recordColumn(recordSide.keys, columns);
@@ -100,7 +146,9 @@ function matchPair(left: Operand, right: Operand, actor: ConditionActor | null, 
   if (other.kind === 'actor' && other.key === 'role') {
     // `$currentUser.role` matches any role the actor holds (conditions.ts currentUserRoleMatches).
     const a = actor as ConditionActor;
-    values = [...new Set([(a as { role?: unknown }).role ?? a.roles[0], ...a.roles])].filter((v) => currentUserRoleMatches(a as never, v));
+    values = [...new Set([(a as { role?: unknown }).role ?? a.roles[0], ...a.roles])].filter((v) =>
+      currentUserRoleMatches(a as never, v),
+    );
   } else {
     const value = other.kind === 'literal' ? other.value : readActor(actor as ConditionActor, other.key);
     if (value === undefined || value === null) return FALSE;
@@ -113,7 +161,9 @@ function matchPair(left: Operand, right: Operand, actor: ConditionActor | null, 
 }
 
 function readActor(actor: ConditionActor, key: string): unknown {
-  return Object.prototype.hasOwnProperty.call(actor, key) ? (actor as unknown as Record<string, unknown>)[key] : undefined;
+  return Object.prototype.hasOwnProperty.call(actor, key)
+    ? (actor as unknown as Record<string, unknown>)[key]
+    : undefined;
 }
 
 function recordColumn(keys: readonly string[], columns: ReadonlyMap<string, ColumnType>): Compiled {
@@ -128,7 +178,8 @@ function encodeFor(type: ColumnType, value: unknown): unknown[] {
   if (NUMBER_TYPES.has(type)) return typeof value === 'number' && Number.isFinite(value) ? [value] : [];
   if (type === 'DateTime') {
     // Rows decode to toISOString(); only such strings can be equal to them.
-    if (typeof value !== 'string' || Number.isNaN(Date.parse(value)) || new Date(value).toISOString() !== value) return [];
+    if (typeof value !== 'string' || Number.isNaN(Date.parse(value)) || new Date(value).toISOString() !== value)
+      return [];
     return [value.replace('Z', '+00:00')];
   }
   if (STRING_TYPES.has(type)) return typeof value === 'string' ? [value] : [];
@@ -152,7 +203,10 @@ function combine(op: 'and' | 'or', parts: Compiled[]): Compiled {
   }
   if (preds.length === 0) return op === 'and' ? TRUE : FALSE;
   const sqls = preds as Array<{ kind: 'pred'; sql: string; params: unknown[] }>;
-  return pred(sqls.map((p) => `(${p.sql})`).join(op === 'and' ? ' AND ' : ' OR '), sqls.flatMap((p) => p.params));
+  return pred(
+    sqls.map((p) => `(${p.sql})`).join(op === 'and' ? ' AND ' : ' OR '),
+    sqls.flatMap((p) => p.params),
+  );
 }
 
 /** Truthiness under strict semantics: only true is true. */
@@ -164,7 +218,9 @@ function toPred(c: Compiled): Compiled {
 
 function negate(c: Compiled): Compiled {
   const p = toPred(c);
-  return p.kind === 'const' ? { kind: 'const', value: p.value !== true } : pred(`NOT (${(p as { sql: string }).sql})`, (p as { params: unknown[] }).params);
+  return p.kind === 'const'
+    ? { kind: 'const', value: p.value !== true }
+    : pred(`NOT (${(p as { sql: string }).sql})`, (p as { params: unknown[] }).params);
 }
 
 function compileExpr(expr: Expr, ctx: Record<string, unknown>, columns: ReadonlyMap<string, ColumnType>): Compiled {
@@ -190,7 +246,13 @@ function compileExpr(expr: Expr, ctx: Record<string, unknown>, columns: Readonly
       const right = compileExpr(expr.right, ctx, columns);
       if (expr.op === '&&' || expr.op === '||') return combine(expr.op === '&&' ? 'and' : 'or', [left, right]);
       if (left.kind === 'const' && right.kind === 'const') {
-        return { kind: 'const', value: evaluate({ kind: 'binary', op: expr.op, left: literalOf(left.value), right: literalOf(right.value) }, {}) };
+        return {
+          kind: 'const',
+          value: evaluate(
+            { kind: 'binary', op: expr.op, left: literalOf(left.value), right: literalOf(right.value) },
+            {},
+          ),
+        };
       }
       switch (expr.op) {
         case '==':
@@ -217,7 +279,8 @@ function compileExpr(expr: Expr, ctx: Record<string, unknown>, columns: Readonly
 function literalOf(value: unknown): Expr {
   if (Array.isArray(value)) return { kind: 'array', items: value.map(literalOf) };
   if (value === undefined) return { kind: 'path', root: 'missing', keys: [] };
-  if (value === null || typeof value === 'string' || typeof value === 'number' || typeof value === 'boolean') return { kind: 'literal', value };
+  if (value === null || typeof value === 'string' || typeof value === 'number' || typeof value === 'boolean')
+    return { kind: 'literal', value };
   throw new Unsupported();
 }
 
@@ -231,7 +294,9 @@ function equals(a: Compiled, b: Compiled): Compiled {
   if (a.type === 'JSON') throw new Unsupported();
   if (b.kind === 'column') {
     if (b.type === 'JSON') throw new Unsupported();
-    return sameKind(a.type, b.type) ? pred(`${q(a.name)} IS ${q(b.name)}`) : pred(`${q(a.name)} IS NULL AND ${q(b.name)} IS NULL`);
+    return sameKind(a.type, b.type)
+      ? pred(`${q(a.name)} IS ${q(b.name)}`)
+      : pred(`${q(a.name)} IS NULL AND ${q(b.name)} IS NULL`);
   }
   if (b.kind !== 'const') throw new Unsupported();
   if (b.value === null) return pred(`${q(a.name)} IS NULL`);
@@ -252,7 +317,8 @@ function contains(container: Compiled, item: Compiled): Compiled {
   if (container.kind === 'column' && item.kind === 'const' && STRING_TYPES.has(container.type)) {
     return typeof item.value === 'string' ? pred(`instr(${q(container.name)}, ?) > 0 IS 1`, [item.value]) : FALSE;
   }
-  if (container.kind === 'const' && !Array.isArray(container.value) && typeof container.value !== 'string') return FALSE;
+  if (container.kind === 'const' && !Array.isArray(container.value) && typeof container.value !== 'string')
+    return FALSE;
   throw new Unsupported();
 }
 
@@ -262,8 +328,10 @@ function compare(op: '>' | '>=' | '<' | '<=', a: Compiled, b: Compiled): Compile
     return compare(flipped[op], b, a);
   }
   if (a.kind !== 'column' || b.kind !== 'const') throw new Unsupported();
-  if (NUMBER_TYPES.has(a.type)) return typeof b.value === 'number' ? pred(`(${q(a.name)} ${op} ?) IS 1`, [b.value]) : FALSE;
-  if (STRING_TYPES.has(a.type)) return typeof b.value === 'string' ? pred(`(${q(a.name)} ${op} ?) IS 1`, [b.value]) : FALSE;
+  if (NUMBER_TYPES.has(a.type))
+    return typeof b.value === 'number' ? pred(`(${q(a.name)} ${op} ?) IS 1`, [b.value]) : FALSE;
+  if (STRING_TYPES.has(a.type))
+    return typeof b.value === 'string' ? pred(`(${q(a.name)} ${op} ?) IS 1`, [b.value]) : FALSE;
   throw new Unsupported();
 }
 

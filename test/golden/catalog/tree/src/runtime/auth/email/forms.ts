@@ -25,10 +25,18 @@ export function queryParam(req: ApiRequest, name: string): unknown {
 }
 
 /** Express's res.clearCookie, for node's response: the cookie expired at the epoch. */
-export function clearCookie(res: ServerResponse, name: string, options: { path: string; httpOnly: boolean; sameSite: 'lax'; secure: boolean }): void {
-  const cookie = `${name}=; Path=${options.path}; Expires=Thu, 01 Jan 1970 00:00:00 GMT${options.httpOnly ? '; HttpOnly' : ''}${options.secure ? '; Secure' : ''}; SameSite=Lax`;
+export function clearCookie(
+  res: ServerResponse,
+  name: string,
+  options: { path: string; httpOnly: boolean; sameSite: 'lax'; secure: boolean },
+): void {
+  const flags = `${options.httpOnly ? '; HttpOnly' : ''}${options.secure ? '; Secure' : ''}; SameSite=Lax`;
+  const cookie = `${name}=; Path=${options.path}; Expires=Thu, 01 Jan 1970 00:00:00 GMT${flags}`;
   const existing = res.getHeader('Set-Cookie');
-  res.setHeader('Set-Cookie', existing === undefined ? [cookie] : [...(Array.isArray(existing) ? existing : [String(existing)]), cookie]);
+  res.setHeader(
+    'Set-Cookie',
+    existing === undefined ? [cookie] : [...(Array.isArray(existing) ? existing : [String(existing)]), cookie],
+  );
 }
 
 export function isPlainObject(value: unknown): value is Record<string, unknown> {
@@ -46,9 +54,12 @@ export function credentials(body: unknown): { email: string; password: string } 
   const password = field(body, 'password');
   const details: ErrorDetail[] = [];
   const email = rawEmail === undefined ? undefined : normalizeEmail(rawEmail);
-  if (rawEmail === undefined) details.push({ field: 'email', code: 'REQUIRED', message: 'an e-mail address is required' });
-  else if (email === undefined) details.push({ field: 'email', code: 'INVALID_EMAIL', message: 'not a valid e-mail address' });
-  if (password === undefined || password === '') details.push({ field: 'password', code: 'REQUIRED', message: 'a password is required' });
+  if (rawEmail === undefined)
+    details.push({ field: 'email', code: 'REQUIRED', message: 'an e-mail address is required' });
+  else if (email === undefined)
+    details.push({ field: 'email', code: 'INVALID_EMAIL', message: 'not a valid e-mail address' });
+  if (password === undefined || password === '')
+    details.push({ field: 'password', code: 'REQUIRED', message: 'a password is required' });
   if (details.length || email === undefined || password === undefined) {
     throw new AppError('VALIDATION_FAILED', details.map((d) => d.message).join('; '), { details });
   }
@@ -70,9 +81,19 @@ export function readTokenBody(req: ApiRequest, res: ServerResponse, next: Next):
 export const authBody: RequestHandler = (req, res, next) => {
   if (isForm(req)) return parseFormBody(req, res, next);
   if (isJson(req)) return parseJsonBody(req, res, next);
-  if (req.headers['content-type'] === undefined && req.headers['content-length'] === undefined && req.headers['transfer-encoding'] === undefined) {
+  if (
+    req.headers['content-type'] === undefined &&
+    req.headers['content-length'] === undefined &&
+    req.headers['transfer-encoding'] === undefined
+  ) {
     req.body = undefined;
     return next();
   }
-  next(new AppError('UNSUPPORTED_MEDIA_TYPE', `send the body as application/json or application/x-www-form-urlencoded (got ${req.headers['content-type'] ?? 'no Content-Type'})`));
+  next(
+    new AppError(
+      'UNSUPPORTED_MEDIA_TYPE',
+      'send the body as application/json or application/x-www-form-urlencoded ' +
+        `(got ${req.headers['content-type'] ?? 'no Content-Type'})`,
+    ),
+  );
 };

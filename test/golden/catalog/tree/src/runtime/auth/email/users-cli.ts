@@ -30,7 +30,12 @@ const ROLE = /^[A-Za-z][A-Za-z0-9_.:-]{0,63}$/;
 class InputError extends Error {}
 class UsageError extends Error {}
 
-export function runUsersCli(db: Db, argv: string[], out: (line: string) => void, errOut: (line: string) => void = out): number {
+export function runUsersCli(
+  db: Db,
+  argv: string[],
+  out: (line: string) => void,
+  errOut: (line: string) => void = out,
+): number {
   try {
     const { command, values } = parse(argv);
     if (command === 'help') {
@@ -60,7 +65,12 @@ function parse(argv: string[]): { command: string; values: Values } {
   try {
     parsed = parseArgs({
       args: argv,
-      options: { email: { type: 'string' }, password: { type: 'string' }, role: { type: 'string', multiple: true }, help: { type: 'boolean', short: 'h' } },
+      options: {
+        email: { type: 'string' },
+        password: { type: 'string' },
+        role: { type: 'string', multiple: true },
+        help: { type: 'boolean', short: 'h' },
+      },
       allowPositionals: true,
       strict: true,
     });
@@ -92,7 +102,8 @@ function email(values: Values): string {
 function roles(values: Values): string[] {
   const list = values.role ?? [];
   const bad = list.find((r) => !ROLE.test(r));
-  if (bad !== undefined) throw new InputError(`"${bad}" is not a valid role name (a letter, then letters, digits, _ . : or -)`);
+  if (bad !== undefined)
+    throw new InputError(`"${bad}" is not a valid role name (a letter, then letters, digits, _ . : or -)`);
   return [...new Set(list)];
 }
 
@@ -106,24 +117,27 @@ function add(db: Db, values: Values, out: (line: string) => void): void {
     throw new InputError(`a user with the e-mail ${address} already exists (use set-roles to change their roles)`);
   }
   const id = ulid();
-  db.prepare(`INSERT INTO "${USERS_TABLE}" ("id", "email", "passwordHash", "roles", "createdAt") VALUES (?, ?, ?, ?, ?)`).run(
-    id,
-    address,
-    hashPasswordSync(password),
-    JSON.stringify(granted),
-    isoNow(),
-  );
+  db.prepare(
+    `INSERT INTO "${USERS_TABLE}" ("id", "email", "passwordHash", "roles", "createdAt") VALUES (?, ?, ?, ?, ?)`,
+  ).run(id, address, hashPasswordSync(password), JSON.stringify(granted), isoNow());
   out(`added ${address} (${describeRoles(granted)})`);
 }
 
 function list(db: Db, out: (line: string) => void): void {
   // The hash column is never read, so it cannot be printed by mistake.
-  const rows = db.prepare(`SELECT "email", "roles", "createdAt" FROM "${USERS_TABLE}" ORDER BY "email"`).all() as { email: string; roles: string; createdAt: string }[];
+  const rows = db.prepare(`SELECT "email", "roles", "createdAt" FROM "${USERS_TABLE}" ORDER BY "email"`).all() as {
+    email: string;
+    roles: string;
+    createdAt: string;
+  }[];
   if (rows.length === 0) {
     out('no users');
     return;
   }
-  const table = [['EMAIL', 'ROLES', 'CREATED'], ...rows.map((r) => [r.email, parseRoles(r.roles).join(',') || '-', r.createdAt])];
+  const table = [
+    ['EMAIL', 'ROLES', 'CREATED'],
+    ...rows.map((r) => [r.email, parseRoles(r.roles).join(',') || '-', r.createdAt]),
+  ];
   const widths = [0, 1].map((i) => Math.max(...table.map((row) => row[i].length)));
   for (const row of table) out(`${row[0].padEnd(widths[0])}  ${row[1].padEnd(widths[1])}  ${row[2]}`);
 }
@@ -131,7 +145,9 @@ function list(db: Db, out: (line: string) => void): void {
 function setRoles(db: Db, values: Values, out: (line: string) => void): void {
   const address = email(values);
   const granted = roles(values);
-  const result = db.prepare(`UPDATE "${USERS_TABLE}" SET "roles" = ? WHERE "email" = ?`).run(JSON.stringify(granted), address);
+  const result = db
+    .prepare(`UPDATE "${USERS_TABLE}" SET "roles" = ? WHERE "email" = ?`)
+    .run(JSON.stringify(granted), address);
   if (result.changes === 0) throw new InputError(`no user with the e-mail ${address}`);
   // Sessions read roles on every request, so the change applies at once.
   out(`${address} now has ${describeRoles(granted)}`);
@@ -139,12 +155,14 @@ function setRoles(db: Db, values: Values, out: (line: string) => void): void {
 
 function remove(db: Db, values: Values, out: (line: string) => void): void {
   const address = email(values);
-  const user = db.prepare(`SELECT "id" FROM "${USERS_TABLE}" WHERE "email" = ?`).get(address) as { id: string } | undefined;
+  const user = db.prepare(`SELECT "id" FROM "${USERS_TABLE}" WHERE "email" = ?`).get(address) as
+    { id: string } | undefined;
   if (!user) throw new InputError(`no user with the e-mail ${address}`);
   const ended = db.transaction(() => {
     db.prepare(`DELETE FROM "${USERS_TABLE}" WHERE "id" = ?`).run(user.id);
     // A damaged row must not make json_extract fail the whole removal.
-    const sql = `DELETE FROM "${SESSIONS_TABLE}" WHERE CASE WHEN json_valid("data") THEN json_extract("data", '$.userId') END = ?`;
+    const sql = `DELETE FROM "${SESSIONS_TABLE}"
+      WHERE CASE WHEN json_valid("data") THEN json_extract("data", '$.userId') END = ?`;
     return db.prepare(sql).run(user.id).changes;
   })();
   out(`removed ${address} (${ended} session${ended === 1 ? '' : 's'} ended)`);

@@ -3,7 +3,8 @@
 // so it works under a CSP that allows nothing else. Every interpolated value is HTML-escaped.
 
 /** Served with the page: no scripts at all, the form may only post to this origin, no framing. */
-export const LOGIN_PAGE_CSP = "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'";
+export const LOGIN_PAGE_CSP =
+  "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'";
 
 export interface LoginPageOptions {
   /** Heading and document title, e.g. "Sign in to Helpdesk". */
@@ -25,16 +26,23 @@ export interface LoginPageOptions {
 
 const STYLE = `
 *{box-sizing:border-box}
-body{margin:0;min-height:100vh;display:flex;align-items:center;justify-content:center;font:16px/1.5 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;background:#f4f5f7;color:#1f2328}
+body{margin:0;min-height:100vh;display:flex;align-items:center;justify-content:center;
+  font:16px/1.5 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;background:#f4f5f7;color:#1f2328}
 main{width:100%;max-width:24rem;margin:1rem;padding:2rem;background:#fff;border:1px solid #d0d7de;border-radius:.5rem}
 h1{margin:0 0 1.5rem;font-size:1.5rem}
 label{display:block;margin:1rem 0 .25rem;font-weight:600}
 input{width:100%;padding:.6rem .75rem;font:inherit;border:1px solid #8c959f;border-radius:.375rem}
 input:focus,button:focus{outline:3px solid #0969da;outline-offset:2px}
-button{margin-top:1.5rem;width:100%;padding:.7rem;font:inherit;font-weight:600;color:#fff;background:#1f6feb;border:0;border-radius:.375rem;cursor:pointer}
+button{margin-top:1.5rem;width:100%;padding:.7rem;font:inherit;font-weight:600;color:#fff;background:#1f6feb;
+  border:0;border-radius:.375rem;cursor:pointer}
 button:hover{background:#0b57d0}
 .error{margin:0 0 1rem;padding:.75rem;color:#82071e;background:#ffebe9;border:1px solid #ff8182;border-radius:.375rem}
-@media (prefers-color-scheme:dark){body{background:#0d1117;color:#e6edf3}main{background:#161b22;border-color:#30363d}input{background:#0d1117;color:#e6edf3;border-color:#6e7681}.error{color:#ffdcd7;background:#5a1e1e;border-color:#f85149}}
+@media (prefers-color-scheme:dark){
+  body{background:#0d1117;color:#e6edf3}
+  main{background:#161b22;border-color:#30363d}
+  input{background:#0d1117;color:#e6edf3;border-color:#6e7681}
+  .error{color:#ffdcd7;background:#5a1e1e;border-color:#f85149}
+}
 `;
 
 export function renderLoginPage(options: LoginPageOptions): string {
@@ -52,12 +60,15 @@ export function renderLoginPage(options: LoginPageOptions): string {
 <body>
 <main>
 <h1>${escapeHtml(title)}</h1>
-${error ? `<p class="error" id="form-error" role="alert">${escapeHtml(error)}</p>\n` : ''}<form method="post" action="${escapeHtml(action)}">
+${error ? `<p class="error" id="form-error" role="alert">${escapeHtml(error)}</p>\n` : ''}\
+<form method="post" action="${escapeHtml(action)}">
 <input type="hidden" name="_csrf" value="${escapeHtml(csrfToken)}">
 ${next ? `<input type="hidden" name="next" value="${escapeHtml(next)}">\n` : ''}<label for="email">Email</label>
-<input id="email" name="email" type="email" autocomplete="username" required maxlength="254" value="${escapeHtml(email ?? '')}"${invalid}>
+<input id="email" name="email" type="email" autocomplete="username" required maxlength="254"
+  value="${escapeHtml(email ?? '')}"${invalid}>
 <label for="password">Password</label>
-<input id="password" name="password" type="password" autocomplete="${options.passwordAutocomplete ?? 'current-password'}" required maxlength="1024"${invalid}>
+<input id="password" name="password" type="password" required maxlength="1024"
+  autocomplete="${options.passwordAutocomplete ?? 'current-password'}"${invalid}>
 <button type="submit">${escapeHtml(options.submitLabel ?? 'Sign in')}</button>
 </form>
 </main>

@@ -11,8 +11,15 @@ export function parseOrigin(value: string): string {
   } catch {
     url = undefined;
   }
-  if (!url || (url.protocol !== 'http:' && url.protocol !== 'https:') || url.origin !== value.replace(/\/$/, '').toLowerCase()) {
-    throw new Error(`auth.trustedOrigins: "${value}" is not an origin such as https://app.example.com (scheme, host and optional port only)`);
+  if (
+    !url ||
+    (url.protocol !== 'http:' && url.protocol !== 'https:') ||
+    url.origin !== value.replace(/\/$/, '').toLowerCase()
+  ) {
+    throw new Error(
+      `auth.trustedOrigins: "${value}" is not an origin such as https://app.example.com ` +
+        '(scheme, host and optional port only)',
+    );
   }
   return url.origin;
 }
@@ -26,7 +33,12 @@ export function originAllowed(req: ApiRequest, origin: string, trusted: Set<stri
   const host = req.headers.host;
   if (!host) return false;
   const forwarded = behindProxy ? req.headers['x-forwarded-proto'] : undefined;
-  const protocol = 'encrypted' in req.socket && req.socket.encrypted ? 'https' : typeof forwarded === 'string' ? forwarded.split(',', 1)[0].trim() : 'http';
+  const protocol =
+    'encrypted' in req.socket && req.socket.encrypted
+      ? 'https'
+      : typeof forwarded === 'string'
+        ? forwarded.split(',', 1)[0].trim()
+        : 'http';
   try {
     return new URL(`${protocol}://${host}`).origin === origin;
   } catch {

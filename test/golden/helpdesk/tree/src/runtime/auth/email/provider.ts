@@ -30,7 +30,17 @@ import { query, type Db } from '../../data/db.ts';
 import { matched } from '../../http/pipeline.ts';
 import { type ApiRequest, type Middleware, pathOf } from '../../http/request.ts';
 import { clientKey, EMAIL_FAILURE_THRESHOLD, FailureLimiter, IP_FAILURE_THRESHOLD } from './failure-limiter.ts';
-import { authBody, clearCookie, credentials, field, isForm, isJson, isPlainObject, queryParam, readTokenBody } from './forms.ts';
+import {
+  authBody,
+  clearCookie,
+  credentials,
+  field,
+  isForm,
+  isJson,
+  isPlainObject,
+  queryParam,
+  readTokenBody,
+} from './forms.ts';
 import { LOGIN_PAGE_CSP, renderLoginPage, type LoginPageOptions } from './login-page.ts';
 import { originAllowed, parseOrigin, safeNext } from './origins.ts';
 import { hashPassword, hashPasswordSync, PASSWORD_MAX_LENGTH, passwordProblem, verifyPassword } from './password.ts';
@@ -100,8 +110,12 @@ const MIN_SECRET_LENGTH = 32;
 export function createEmailAuth(options: EmailAuthOptions): EmailAuth {
   const { db, loginPath, production } = options;
   if (!loginPath.startsWith('/')) throw new Error(`auth.loginPath must start with "/" (got "${loginPath}")`);
-  for (const [name, value] of [['auth.session.duration', options.sessionDuration], ['auth.session.idle_timeout', options.idleTimeout]] as const) {
-    if (!(Number.isFinite(value) && value > 0)) throw new Error(`${name} must be a positive number of seconds (got ${value})`);
+  for (const [name, value] of [
+    ['auth.session.duration', options.sessionDuration],
+    ['auth.session.idle_timeout', options.idleTimeout],
+  ] as const) {
+    if (!(Number.isFinite(value) && value > 0))
+      throw new Error(`${name} must be a positive number of seconds (got ${value})`);
   }
   const secret = sessionSecret(options);
   const durationMs = options.sessionDuration * 1000;
@@ -109,7 +123,10 @@ export function createEmailAuth(options: EmailAuthOptions): EmailAuth {
   const trustedOrigins = new Set(options.trustedOrigins.map(parseOrigin));
   const cookieName = `${options.appSlug}.sid`;
   const cookieOptions = { path: '/', httpOnly: true, sameSite: 'lax' as const, secure: production };
-  const store = new SqliteSessionStore(db, { defaultTtlMs: idleMs, onPruneError: (err) => options.warn(`pruning expired sessions failed: ${String(err)}`) });
+  const store = new SqliteSessionStore(db, {
+    defaultTtlMs: idleMs,
+    onPruneError: (err) => options.warn(`pruning expired sessions failed: ${String(err)}`),
+  });
   const tokens = csrfSync({ size: 32 });
   const limits = { email: new FailureLimiter(EMAIL_FAILURE_THRESHOLD), ip: new FailureLimiter(IP_FAILURE_THRESHOLD) };
   // Verified against when the e-mail is unknown, so that case costs the same scrypt work.
@@ -117,7 +134,9 @@ export function createEmailAuth(options: EmailAuthOptions): EmailAuth {
   const stmts = {
     userById: db.prepare(`SELECT "id", "email", "passwordHash", "roles" FROM "${USERS_TABLE}" WHERE "id" = ?`),
     userByEmail: db.prepare(`SELECT "id", "email", "passwordHash", "roles" FROM "${USERS_TABLE}" WHERE "email" = ?`),
-    insertUser: db.prepare(`INSERT INTO "${USERS_TABLE}" ("id", "email", "passwordHash", "roles", "createdAt") VALUES (?, ?, ?, '[]', ?)`),
+    insertUser: db.prepare(
+      `INSERT INTO "${USERS_TABLE}" ("id", "email", "passwordHash", "roles", "createdAt") VALUES (?, ?, ?, '[]', ?)`,
+    ),
   };
 
   const expressSession = session({
@@ -193,20 +212,38 @@ export function createEmailAuth(options: EmailAuthOptions): EmailAuth {
     if (SAFE_METHODS.has(req.method ?? 'GET') || req.actor?.kind === 'agent') return next();
     const origin = req.headers.origin;
     const path = pathOf(req.url);
-    if (origin !== undefined ? !originAllowed(req, origin, trustedOrigins, production) : req.headers['sec-fetch-site'] === 'cross-site') {
-      return next(new AppError('CSRF_FAILED', `requests from ${origin ?? 'another site'} are not accepted; add the origin to auth.trustedOrigins if it is yours`));
+    if (
+      origin !== undefined
+        ? !originAllowed(req, origin, trustedOrigins, production)
+        : req.headers['sec-fetch-site'] === 'cross-site'
+    ) {
+      return next(
+        new AppError(
+          'CSRF_FAILED',
+          `requests from ${origin ?? 'another site'} are not accepted; ` +
+            'add the origin to auth.trustedOrigins if it is yours',
+        ),
+      );
     }
     const refuse = (message: string): void => {
       // A sign-in page left open past its session's life posts a stale token: show the page again.
       if (isForm(req) && (path === AUTH_ROUTES.login || path === AUTH_ROUTES.signup)) {
-        sendPage(req, res, 403, 'The form expired. Please try again.', field(req.body, 'email'), path === AUTH_ROUTES.signup);
+        sendPage(
+          req,
+          res,
+          403,
+          'The form expired. Please try again.',
+          field(req.body, 'email'),
+          path === AUTH_ROUTES.signup,
+        );
       } else {
         next(new AppError('CSRF_FAILED', message));
       }
     };
     if (!hasSession(req)) {
       const signingIn = path === AUTH_ROUTES.login || path === AUTH_ROUTES.signup;
-      if (signingIn && !isJson(req)) return refuse(`without a session, sign in with a JSON body; forms must come from ${loginPath}`);
+      if (signingIn && !isJson(req))
+        return refuse(`without a session, sign in with a JSON body; forms must come from ${loginPath}`);
       return next();
     }
     const check = (err?: unknown): void => {
@@ -215,14 +252,24 @@ export function createEmailAuth(options: EmailAuthOptions): EmailAuth {
       // The token is consumed here; handlers never see it among their fields.
       if (isPlainObject(req.body)) delete req.body._csrf;
       if (ok) return next();
-      refuse('missing or invalid CSRF token: send the token from GET /api/auth/session in the X-CSRF-Token header or a _csrf field');
+      refuse(
+        'missing or invalid CSRF token: send the token from GET /api/auth/session ' +
+          'in the X-CSRF-Token header or a _csrf field',
+      );
     };
     if (typeof req.headers['x-csrf-token'] === 'string') return check();
     readTokenBody(req, res, check);
   };
 
   /** Sign-in page (or the sign-up variant), always with a token of the current session. */
-  function sendPage(req: SessionRequest, res: ServerResponse, status: number, error?: string, email?: string, signup = false): void {
+  function sendPage(
+    req: SessionRequest,
+    res: ServerResponse,
+    status: number,
+    error?: string,
+    email?: string,
+    signup = false,
+  ): void {
     const title = options.appTitle ?? options.appSlug;
     const page: LoginPageOptions = {
       title: signup ? `Create an account for ${title}` : `Sign in to ${title}`,
@@ -269,7 +316,11 @@ export function createEmailAuth(options: EmailAuthOptions): EmailAuth {
 
   function tooManyAttempts(waitMs: number): AppError {
     const seconds = Math.ceil(waitMs / 1000);
-    return new AppError('TOO_MANY_ATTEMPTS', `too many failed attempts; try again in ${seconds} second${seconds === 1 ? '' : 's'}`, { retryAfter: seconds });
+    return new AppError(
+      'TOO_MANY_ATTEMPTS',
+      `too many failed attempts; try again in ${seconds} second${seconds === 1 ? '' : 's'}`,
+      { retryAfter: seconds },
+    );
   }
 
   const router = Router();
@@ -290,7 +341,8 @@ export function createEmailAuth(options: EmailAuthOptions): EmailAuth {
   router.post(AUTH_ROUTES.login, matched('auth.login'), authBody, async (req, res, next) => {
     try {
       const { email, password } = credentials(req.body);
-      if ([...password].length > PASSWORD_MAX_LENGTH) throw new AppError('VALIDATION_FAILED', `the password must be at most ${PASSWORD_MAX_LENGTH} characters long`);
+      if ([...password].length > PASSWORD_MAX_LENGTH)
+        throw new AppError('VALIDATION_FAILED', `the password must be at most ${PASSWORD_MAX_LENGTH} characters long`);
       const ip = clientKey(req);
       const now = Date.now();
       const wait = Math.max(limits.email.wait(email, now), limits.ip.wait(ip, now));
@@ -357,12 +409,18 @@ export function createEmailAuth(options: EmailAuthOptions): EmailAuth {
 function sessionSecret(options: EmailAuthOptions): string {
   if (options.secret) {
     if (options.production && options.secret.length < MIN_SECRET_LENGTH) {
-      throw new Error(`SESSION_SECRET must be at least ${MIN_SECRET_LENGTH} characters in production (e.g. the output of \`openssl rand -base64 48\`)`);
+      throw new Error(
+        `SESSION_SECRET must be at least ${MIN_SECRET_LENGTH} characters in production ` +
+          '(e.g. the output of `openssl rand -base64 48`)',
+      );
     }
     return options.secret;
   }
   if (options.production) {
-    throw new Error('SESSION_SECRET must be set in production: it signs the session cookies (e.g. the output of `openssl rand -base64 48`)');
+    throw new Error(
+      'SESSION_SECRET must be set in production: it signs the session cookies ' +
+        '(e.g. the output of `openssl rand -base64 48`)',
+    );
   }
   options.warn('SESSION_SECRET is not set: using a random secret, so everyone is signed out when the app restarts');
   return randomBytes(32).toString('base64url');

@@ -24,7 +24,15 @@ export class SqliteSessionStore extends session.Store {
   private readonly defaultTtlMs: number;
   private readonly onPruneError: (err: unknown) => void;
   private readonly timer?: NodeJS.Timeout;
-  private readonly stmts: { get: Statement; upsert: Statement; touch: Statement; destroy: Statement; prune: Statement; count: Statement; clear: Statement };
+  private readonly stmts: {
+    get: Statement;
+    upsert: Statement;
+    touch: Statement;
+    destroy: Statement;
+    prune: Statement;
+    count: Statement;
+    clear: Statement;
+  };
 
   constructor(
     private readonly db: Db,
@@ -37,7 +45,8 @@ export class SqliteSessionStore extends session.Store {
     this.stmts = {
       get: db.prepare(`SELECT "data" FROM ${t} WHERE "sid" = ? AND "expiresAt" > ?`),
       upsert: db.prepare(
-        `INSERT INTO ${t} ("sid", "data", "expiresAt") VALUES (?, ?, ?) ON CONFLICT ("sid") DO UPDATE SET "data" = excluded."data", "expiresAt" = excluded."expiresAt"`,
+        `INSERT INTO ${t} ("sid", "data", "expiresAt") VALUES (?, ?, ?)
+         ON CONFLICT ("sid") DO UPDATE SET "data" = excluded."data", "expiresAt" = excluded."expiresAt"`,
       ),
       // Touching an expired row must not bring it back to life.
       touch: db.prepare(`UPDATE ${t} SET "expiresAt" = ? WHERE "sid" = ? AND "expiresAt" > ?`),

@@ -1,0 +1,148 @@
+// Fields of an entity as the app sees them: the declaration the generator wrote, and how a JSON
+// value is checked against it, stored in SQLite and read back.
+
+import { AppError, type ErrorDetail } from '../core/errors.ts';
+import { ULID_PATTERN, UUID_PATTERN } from '../core/ids.ts';
+import { isCalendarDate, isEmail, loadedDateTime, parseDateTime, storedDateTime } from '../core/values.ts';
+
+export type Row = Record<string, unknown>;
+
+export type FieldType =
+  | 'ULID'
+  | 'UUID'
+  | 'Text'
+  | 'LongText'
+  | 'Email'
+  | 'Integer'
+  | 'Float'
+  | 'Boolean'
+  | 'Date'
+  | 'DateTime'
+  | 'JSON'
+  | 'Enum'
+  | 'Ref'
+  | 'file';
+
+export interface FieldSpec {
+  name: string;
+  type: FieldType;
+  required: boolean;
+  nullable: boolean;
+  primaryKey?: true;
+  commandOnly?: true;
+  /** Commands allowed to write this command-only field; absent: any command of the entity. */
+  commands?: readonly string[];
+  default?: { now: true } | { value: unknown };
+  values?: readonly string[];
+  /** For Ref fields: the target and the generated existence query. */
+  ref?: { entity: string; idType: FieldType; exists: string };
+}
+
+/** Keys that could reach or replace an object's prototype: refused wherever they appear. */
+const PROTOTYPE_KEYS = new Set(['__proto__', 'constructor', 'prototype']);
+
+/** A request body (or handler changes): a JSON object without prototype keys. */
+export function checkBody(body: unknown): Row {
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) {
+    throw validationError([{ code: 'NOT_AN_OBJECT', message: 'the body must be a JSON object' }]);
+  }
+  const forbidden = Object.keys(body).filter((k) => PROTOTYPE_KEYS.has(k));
+  if (forbidden.length) {
+    throw validationError(
+      forbidden.map((k) => ({ field: k, code: 'FORBIDDEN_KEY', message: `"${k}" is not allowed` })),
+    );
+  }
+  return body as Row;
+}
+
+/** Checks one value against its field and returns the form stored in SQLite. */
+export function encodeField(f: FieldSpec, value: unknown, issues: ErrorDetail[]): unknown {
+  const before = issues.length;
+  const normalized = normalizeValue(f, value, issues);
+  if (issues.length > before) return null;
+  if (f.type === 'Boolean') return normalized ? 1 : 0;
+  if (f.type === 'JSON') return JSON.stringify(normalized);
+  if (f.type === 'DateTime') return storedDateTime(new Date(normalized as string));
+  return normalized;
+}
+
+export function decodeRow(decoded: readonly FieldSpec[], row: Row): Row {
+  for (const f of decoded) {
+    const v = row[f.name];
+    if (v === null || v === undefined) continue;
+    if (f.type === 'Boolean') row[f.name] = v === 1;
+    else if (f.type === 'JSON') row[f.name] = JSON.parse(v as string);
+    else row[f.name] = loadedDateTime(v as string | number);
+  }
+  return row;
+}
+
+/**
+ * Checks a JSON value against a field (or command input) declaration and returns it in its
+ * canonical JSON form (date-times as toISOString); problems are added to `issues`.
+ */
+export function normalizeValue(
+  f: Pick<FieldSpec, 'name' | 'type' | 'values' | 'ref'>,
+  value: unknown,
+  issues: ErrorDetail[],
+): unknown {
+  const bad = (message: string) => {
+    issues.push({ field: f.name, code: 'INVALID_TYPE', message: `${f.name} ${message}` });
+    return null;
+  };
+  switch (f.type) {
+    case 'Text':
+    case 'LongText':
+    case 'file':
+      return typeof value === 'string' ? value : bad('must be a string');
+    case 'Email':
+      return typeof value === 'string' && isEmail(value) ? value : bad('must be an e-mail address');
+    case 'Integer':
+      return Number.isSafeInteger(value) ? value : bad('must be an integer');
+    case 'Float':
+      return typeof value === 'number' && Number.isFinite(value) ? value : bad('must be a number');
+    case 'Boolean':
+      return typeof value === 'boolean' ? value : bad('must be true or false');
+    case 'Date':
+      return typeof value === 'string' && isCalendarDate(value) ? value : bad('must be a date (YYYY-MM-DD)');
+    case 'DateTime':
+      if (typeof value === 'string') {
+        const instant = parseDateTime(value);
+        if (instant) return instant.toISOString();
+      }
+      return bad('must be an ISO 8601 date-time with a time zone');
+    case 'JSON':
+      return value;
+    case 'Enum':
+      return typeof value === 'string' && f.values?.includes(value)
+        ? value
+        : bad(`must be one of ${f.values?.join(', ')}`);
+    case 'ULID':
+      return typeof value === 'string' && ULID_PATTERN.test(value) ? value : bad('must be a ULID');
+    case 'UUID':
+      return typeof value === 'string' && UUID_PATTERN.test(value) ? value : bad('must be a UUID');
+    case 'Ref': {
+      if (typeof value !== 'string') return bad('must be a record id (string)');
+      const pattern = f.ref?.idType === 'ULID' ? ULID_PATTERN : f.ref?.idType === 'UUID' ? UUID_PATTERN : undefined;
+      return !pattern || pattern.test(value) ? value : bad(`must be a ${f.ref?.idType}`);
+    }
+  }
+}
+
+export function defaultNow(f: FieldSpec, now: Date): string {
+  return f.type === 'Date' ? now.toISOString().slice(0, 10) : now.toISOString();
+}
+
+export function sameValue(a: unknown, b: unknown): boolean {
+  return a === b || (typeof a === 'object' && typeof b === 'object' && JSON.stringify(a) === JSON.stringify(b));
+}
+
+export function validationError(details: ErrorDetail[]): AppError {
+  return new AppError('VALIDATION_FAILED', details.map((d) => d.message).join('; '), { details });
+}
+
+export function protectedError(fields: string[]): AppError {
+  return new AppError('PROTECTED_FIELD_MUTATION', `${fields.join(', ')} can be changed only through commands`, {
+    details: fields.map((field) => ({ field, code: 'COMMAND_ONLY', message: `${field} is command-only` })),
+  });
+}
