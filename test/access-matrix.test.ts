@@ -191,9 +191,9 @@ class MatrixApp {
 
     for (const entity of dependencyOrder(model)) {
       const permissionRules = Object.values(model.auth.permissions ?? {}).flatMap((p) => [...p.allow, ...p.deny]);
-      const readConditions = [entity.access.read, ...permissionRules.filter((r) => r.entity === entity.name || r.entity === '*').map((r) => r.condition)];
+      const readConditions = [entity.access.read, ...permissionRules.filter((r) => r.entity === entity.name || r.entity === '*').map((r) => r.condition)].map((r) => r?.condition);
       const read = new Set(readConditions.flatMap((c) => (c ? recordPaths(c) : [])));
-      const all = [...Object.values(entity.access), ...entity.fields.flatMap((f) => [f.access.read, f.access.write])].flatMap((c) => (c ? recordPaths(c) : []));
+      const all = [...Object.values(entity.access), ...entity.fields.flatMap((f) => [f.access.read, f.access.write])].flatMap((r) => (r ? recordPaths(r.condition) : []));
       this.ruleFields.set(entity.name, new Set([...all, ...read]));
       // A record for each value of a Boolean field the read rule depends on, so that row-level
       // rules show both a visible and a hidden record.

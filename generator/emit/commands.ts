@@ -5,7 +5,7 @@
 import * as path from 'node:path';
 import type { Condition } from '../../runtime-lib/rules/conditions.ts';
 import { pathsOf } from '../../runtime-lib/rules/expression-parse.ts';
-import type { Blueprint, Command, CommandInput, Entity } from '../model/types.ts';
+import type { Blueprint, Command, CommandInput, Entity, Rule } from '../model/types.ts';
 import { entityFileName, tsType } from './entities.ts';
 import { lowerFirst, refRelations, upperFirst, type RefRelation } from './relations.ts';
 import { render } from './templates.ts';
@@ -28,7 +28,7 @@ function recordPaths(condition: Condition | undefined): string[][] {
 }
 
 function includesOf(command: Command, entity: Entity, relations: RefRelation[]): Array<Record<string, unknown>> {
-  const names = [...new Set([...recordPaths(command.policy), ...recordPaths(command.availableWhen)].filter((k) => k.length > 1).map((k) => k[0]))].sort();
+  const names = [...new Set([...recordPaths(command.policy?.condition), ...recordPaths(command.availableWhen?.condition)].filter((k) => k.length > 1).map((k) => k[0]))].sort();
   return names.flatMap((name): Array<Record<string, unknown>> => {
     const forward = relations.find((r) => r.from === entity && r.forward === name);
     if (forward) return [{ name, entity: forward.to.name, kind: 'one', localKey: forward.field.name, foreignKey: forward.field.ref?.field }];
@@ -67,8 +67,8 @@ export function emitCommands(bp: Blueprint, outDir: string): string {
       handlerImports.set(local, { local, exportName: c.handler.exportName, from: importPath(path.join(outDir, 'src'), c.handler.file) });
       handler = local;
     }
-    const conditionComment = (label: string, cond: Condition | undefined) =>
-      cond ? `  // ${label}: ${cond.kind === 'expr' ? cond.source : JSON.stringify(cond)}` : undefined;
+    const conditionComment = (label: string, rule: Rule | undefined) =>
+      rule ? `  // ${label}: ${typeof rule.source === 'string' ? rule.source : JSON.stringify(rule.source)}` : undefined;
     return {
       constName,
       name: c.name,
@@ -84,9 +84,9 @@ export function emitCommands(bp: Blueprint, outDir: string): string {
         `  entity: ${tsString(c.entity)},`,
         `  scopes: ${tsLiteral(c.scopes)},`,
         conditionComment('policy', c.policy),
-        c.policy ? `  policy: ${tsLiteral(c.policy)},` : undefined,
+        c.policy ? `  policy: ${tsLiteral(c.policy.condition)},` : undefined,
         conditionComment('availableWhen', c.availableWhen),
-        c.availableWhen ? `  availableWhen: ${tsLiteral(c.availableWhen)},` : undefined,
+        c.availableWhen ? `  availableWhen: ${tsLiteral(c.availableWhen.condition)},` : undefined,
         `  input: ${tsLiteral(c.input.map((i) => ({ name: i.name, type: i.type, required: i.required, values: i.values })))},`,
         `  mutations: ${tsLiteral(Object.fromEntries(c.mutations.map((m) => [m.field, mutationSpec(m.value)])))},`,
         `  includes: ${tsLiteral(includesOf(c, entity, relations))},`,

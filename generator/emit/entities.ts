@@ -1,7 +1,8 @@
 // src/entities/<entity>.ts: one route module per entity. The generator writes every SQL
 // statement here, at compile time, so the app prepares them once and never builds queries.
 
-import type { Blueprint, Entity, Field } from '../model/types.ts';
+import type { Condition } from '../../runtime-lib/rules/conditions.ts';
+import type { Blueprint, Entity, Field, Rule } from '../model/types.ts';
 import { lowerFirst } from './relations.ts';
 import { render } from './templates.ts';
 import { tsLiteral } from './ts-literal.ts';
@@ -75,6 +76,11 @@ export function tsType(field: Field): string {
   return field.nullable && t !== 'unknown' ? `${t} | null` : t;
 }
 
+/** The parsed conditions of a set of rules (the generated code's form, until it carries their source). */
+function conditionsOf<K extends string>(rules: Partial<Record<K, Rule>>): Partial<Record<K, Condition>> {
+  return Object.fromEntries(Object.entries(rules).map(([k, r]) => [k, (r as Rule).condition])) as Partial<Record<K, Condition>>;
+}
+
 export function emitEntityModule(bp: Blueprint, entity: Entity): string {
   const sql = entitySql(entity);
   return render('app/src/entities/_entity.ts.hbs', {
@@ -88,8 +94,8 @@ export function emitEntityModule(bp: Blueprint, entity: Entity): string {
     columns: sql.columns,
     sql: sql.statements,
     access: {
-      rules: tsLiteral(entity.access),
-      fields: tsLiteral(Object.fromEntries(entity.fields.filter((f) => f.access.read || f.access.write).map((f) => [f.name, f.access]))),
+      rules: tsLiteral(conditionsOf(entity.access)),
+      fields: tsLiteral(Object.fromEntries(entity.fields.filter((f) => f.access.read || f.access.write).map((f) => [f.name, conditionsOf(f.access)]))),
       scopes: tsLiteral(entity.scopes),
     },
   });

@@ -86,7 +86,11 @@ export async function emitApp(bp: Blueprint, options: EmitOptions): Promise<Map<
     idleTimeout: bp.auth.session.idleTimeout,
     apiKeys: bp.auth.apiKeys.map((k) => tsLiteral(k)),
   }));
-  files.set('src/permissions.ts', render('app/src/permissions.ts.hbs', { permissions: bp.auth.permissions ? tsLiteral(bp.auth.permissions) : 'undefined' }));
+  const permissions = bp.auth.permissions && Object.fromEntries(Object.entries(bp.auth.permissions).map(([role, { allow, deny }]) => {
+    const parsed = (rules: typeof allow) => rules.map((r) => ({ ...r, condition: r.condition?.condition }));
+    return [role, { allow: parsed(allow), deny: parsed(deny) }];
+  }));
+  files.set('src/permissions.ts', render('app/src/permissions.ts.hbs', { permissions: permissions ? tsLiteral(permissions) : 'undefined' }));
   if (emailAuth) files.set('src/users.ts', render('app/src/users.ts.hbs', {}));
   files.set('src/commands.ts', emitCommands(bp, options.outDir));
   for (const entity of bp.entities) files.set(`src/entities/${entityFileName(entity)}.ts`, emitEntityModule(bp, entity));

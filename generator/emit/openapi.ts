@@ -2,8 +2,7 @@
 // and the error envelope. Built as data and serialized once, keys in a fixed order.
 
 import { ERROR_CODES } from '../../runtime-lib/core/errors.ts';
-import type { Condition } from '../../runtime-lib/rules/conditions.ts';
-import type { Blueprint, Command, Entity, Field } from '../model/types.ts';
+import type { Blueprint, Command, Entity, Field, Rule } from '../model/types.ts';
 import { GENERATED_HEADER } from './header.ts';
 
 type Schema = Record<string, unknown>;
@@ -118,7 +117,7 @@ function securityFor(bp: Blueprint, entity: Entity, action: 'read' | 'create' | 
   const schemes = schemeNames(bp);
   if (schemes.length === 0) return undefined;
   const rule = entity.access[action];
-  const open = rule !== undefined && (rule.kind === 'public' || (rule.kind === 'const' && rule.value));
+  const open = rule !== undefined && (rule.condition.kind === 'public' || (rule.condition.kind === 'const' && rule.condition.value));
   const scopes = action === 'read' ? entity.scopes.read : entity.scopes.write;
   return [...schemes.map((name) => ({ [name]: name === 'apiKey' ? [...scopes] : [] })), ...(open ? [{}] : [])];
 }
@@ -456,9 +455,9 @@ function authPaths(): Record<string, Schema> {
   };
 }
 
-function conditionText(c: Condition | undefined): string | undefined {
-  if (!c) return undefined;
-  return c.kind === 'expr' ? c.source : JSON.stringify(c);
+function conditionText(rule: Rule | undefined): string | undefined {
+  if (!rule) return undefined;
+  return typeof rule.source === 'string' ? rule.source : JSON.stringify(rule.source);
 }
 
 function commandPath(bp: Blueprint, command: Command): Record<string, Schema> {

@@ -4,7 +4,7 @@
 
 import * as path from 'node:path';
 import { isCalendarDate, isEmail, parseDateTime } from '../../runtime-lib/core/values.ts';
-import { parseCondition, type Condition } from '../../runtime-lib/rules/conditions.ts';
+import { parseCondition } from '../../runtime-lib/rules/conditions.ts';
 import { EXPRESSION_ROOTS, parseExpression } from '../../runtime-lib/rules/expression-parse.ts';
 import type { CompileContext } from '../context.ts';
 import { isTable, type Section } from '../parse/load.ts';
@@ -25,6 +25,7 @@ import {
   type MutationValue,
   type Page,
   type PermissionRule,
+  type Rule,
   type Skill,
   type Workflow,
   type WorkflowTrigger,
@@ -100,7 +101,7 @@ function buildEntity(ctx: CompileContext, name: string, raw: Raw): Entity {
     ctx.report('MULTIPLE_PRIMARY_KEYS', keys[1].path, `entity "${name}" declares more than one primary key`);
   }
 
-  const access: Partial<Record<EntityAction, Condition>> = {};
+  const access: Partial<Record<EntityAction, Rule>> = {};
   const rawAccess = isTable(raw.access) ? raw.access : {};
   for (const action of ['read', 'create', 'update', 'delete'] as const) {
     if (rawAccess[action] === undefined) continue;
@@ -526,9 +527,9 @@ function buildNotifications(raw: Raw): Blueprint['notifications'] {
   };
 }
 
-function condition(ctx: CompileContext, at: KeyPath, value: unknown, roots: readonly string[]): Condition | undefined {
+function condition(ctx: CompileContext, at: KeyPath, value: unknown, roots: readonly string[]): Rule | undefined {
   const result = parseCondition(value, { allowedRoots: roots });
-  if (result.ok) return result.condition;
+  if (result.ok) return { source: value as Rule['source'], condition: result.condition };
   for (const issue of result.issues) {
     ctx.report('INVALID_CONDITION', [...at, ...issue.keys], issue.message, { hint: rootHint(valueAt(value, issue.keys), roots) });
   }

@@ -10,6 +10,16 @@ export const FIELD_TYPES = [
 ] as const;
 export type FieldType = (typeof FIELD_TYPES)[number];
 
+/**
+ * A condition as the blueprint wrote it (`source`: true/false, a string or a table) and parsed.
+ * Generated code carries the source, so a reviewer reads the rule as written; the app parses it
+ * at load.
+ */
+export interface Rule {
+  source: boolean | string | Record<string, unknown>;
+  condition: Condition;
+}
+
 export type FieldDefault = { kind: 'now' } | { kind: 'value'; value: unknown };
 
 export interface Field {
@@ -31,7 +41,7 @@ export interface Field {
   commands?: string[];
   max?: number;
   accept?: string[];
-  access: { read?: Condition; write?: Condition };
+  access: { read?: Rule; write?: Rule };
   label?: string;
   description?: string;
 }
@@ -58,7 +68,7 @@ export interface Entity {
   fields: Field[];
   primaryKey: Field;
   relations: Relation[];
-  access: Partial<Record<EntityAction, Condition>>;
+  access: Partial<Record<EntityAction, Rule>>;
   /** Entity-level command-only protection as written (already applied to the fields). */
   protection: { fields: string[]; commands?: string[] };
   scopes: { read: string[]; write: string[] };
@@ -85,8 +95,8 @@ export interface Command {
   entity: string;
   label: string;
   description?: string;
-  policy?: Condition;
-  availableWhen?: Condition;
+  policy?: Rule;
+  availableWhen?: Rule;
   confirm?: string;
   style?: 'primary' | 'secondary' | 'danger' | 'ghost';
   input: CommandInput[];
@@ -108,7 +118,7 @@ export interface ApiKey {
 export interface PermissionRule {
   entity: string;
   actions: string[];
-  condition?: Condition;
+  condition?: Rule;
 }
 
 export interface Auth {

@@ -15,9 +15,9 @@ export function checkAccessRules(ctx: CompileContext, bp: Blueprint): void {
   for (const entity of bp.entities) {
     const columns = new Map<string, ColumnType>(entity.fields.map((f) => [f.name, f.type]));
     const read = entity.access.read;
-    if (read) requireSql(ctx, entity, [...entity.path, 'access', 'read'], read, columns);
+    if (read) requireSql(ctx, entity, [...entity.path, 'access', 'read'], read.condition, columns);
     for (const [action, condition] of Object.entries(entity.access)) {
-      if (usesOwner(condition) && !columns.has('ownerId')) {
+      if (usesOwner(condition.condition) && !columns.has('ownerId')) {
         ctx.report('OWNER_WITHOUT_FIELD', [...entity.path, 'access', action], `"owner" compares the record's ownerId with the actor, but ${entity.name} has no ownerId field`, {
           severity: 'warning',
           hint: 'add { name = "ownerId", type = "Text" } or write the rule as { someField = "$currentUser.id" }',
@@ -33,7 +33,7 @@ export function checkAccessRules(ctx: CompileContext, bp: Blueprint): void {
         const targets = rule.entity === '*' ? bp.entities : bp.entities.filter((e) => e.name === rule.entity);
         for (const entity of targets) {
           const columns = new Map<string, ColumnType>(entity.fields.map((f) => [f.name, f.type]));
-          requireSql(ctx, entity, [...at, 'condition'], rule.condition, columns);
+          requireSql(ctx, entity, [...at, 'condition'], rule.condition.condition, columns);
         }
       });
     }

@@ -19,7 +19,7 @@
 
 import { checkCondition, conditionReadsActor, conditionReadsRecord, type Condition } from '../../../runtime-lib/rules/conditions.ts';
 import { type Expr, pathsOf } from '../../../runtime-lib/rules/expression-parse.ts';
-import type { Blueprint, Entity } from '../../../generator/model/types.ts';
+import type { Blueprint, Entity, Rule } from '../../../generator/model/types.ts';
 
 export type Operation = 'list' | 'get' | 'create' | 'update' | 'delete';
 export const OPERATIONS: readonly Operation[] = ['list', 'get', 'create', 'update', 'delete'];
@@ -156,13 +156,13 @@ export function rolesUsed(model: Blueprint): string[] {
   const conditions: Condition[] = [];
   for (const [role, rules] of Object.entries(model.auth.permissions ?? {})) {
     roles.add(role);
-    for (const rule of [...rules.allow, ...rules.deny]) if (rule.condition) conditions.push(rule.condition);
+    for (const rule of [...rules.allow, ...rules.deny]) if (rule.condition) conditions.push(rule.condition.condition);
   }
   for (const entity of model.entities) {
-    conditions.push(...Object.values(entity.access).filter((c): c is Condition => c !== undefined));
-    for (const field of entity.fields) conditions.push(...[field.access.read, field.access.write].filter((c): c is Condition => c !== undefined));
+    conditions.push(...Object.values(entity.access).flatMap((r) => (r ? [r.condition] : [])));
+    for (const field of entity.fields) conditions.push(...[field.access.read, field.access.write].flatMap((r) => (r ? [r.condition] : [])));
   }
-  for (const command of model.commands) conditions.push(...[command.policy, command.availableWhen].filter((c): c is Condition => c !== undefined));
+  for (const command of model.commands) conditions.push(...[command.policy, command.availableWhen].flatMap((r) => (r ? [r.condition] : [])));
   for (const c of conditions) roleLiterals(c).forEach((r) => roles.add(r));
   return [...roles].sort();
 }
@@ -188,10 +188,10 @@ export class Oracle {
 
   /** Whether the action can pass for this actor: always, never, or depending on the record. */
   private possible(entity: Entity, action: Action, actor: OracleActor): Tri {
-    const rule = forActor(entity.access[action] ?? { kind: 'authenticated' }, actor);
+    const rule = forActor(entity.access[action]?.condition ?? { kind: 'authenticated' }, actor);
     const rules = this.permissionRules(entity, action, actor);
     if (!rules) return rule;
-    const one = (r: { condition?: Condition }): Tri => (r.condition ? forActor(r.condition, actor) : true);
+    const one = (r: { condition?: Rule }): Tri => (r.condition ? forActor(r.condition.condition, actor) : true);
     const granted = and3(rules.allow.map(one).reduce(or3, false), not3(rules.deny.map(one).reduce(or3, false)));
     return and3(rule, granted);
   }
@@ -199,10 +199,10 @@ export class Oracle {
   /** Whether the action passes for this actor on this record. */
   allows(entity: Entity, action: Action, actor: OracleActor, record: Record_): boolean {
     const ctx = { actor: conditionActor(actor), record };
-    if (!checkCondition(entity.access[action] ?? { kind: 'authenticated' }, ctx)) return false;
+    if (!checkCondition(entity.access[action]?.condition ?? { kind: 'authenticated' }, ctx)) return false;
     const rules = this.permissionRules(entity, action, actor);
     if (!rules) return true;
-    const holds = (r: { condition?: Condition }) => !r.condition || checkCondition(r.condition, ctx);
+    const holds = (r: { condition?: Rule }) => !r.condition || checkCondition(r.condition.condition, ctx);
     return rules.allow.some(holds) && !rules.deny.some(holds);
   }
 
@@ -220,7 +220,7 @@ export class Oracle {
   private fieldWrites(entity: Entity, actor: OracleActor, fields: string[], record: Record_): Expected | undefined {
     const refused = fields.some((name) => {
       const write = entity.fields.find((f) => f.name === name)?.access.write;
-      return write !== undefined && !checkCondition(write, { actor: conditionActor(actor), record });
+      return write !== undefined && !checkCondition(write.condition, { actor: conditionActor(actor), record });
     });
     return refused ? this.refused(actor) : undefined;
   }
@@ -265,6 +265,6 @@ export class Oracle {
   /** Whether a field the actor reads in a record it may read is shown. */
   fieldVisible(entityName: string, field: string, actor: OracleActor, record: Record_): boolean {
     const read = this.entity(entityName).fields.find((f) => f.name === field)?.access.read;
-    return read === undefined || checkCondition(read, { actor: conditionActor(actor), record });
+    return read === undefined || checkCondition(read.condition, { actor: conditionActor(actor), record });
   }
 }
