@@ -393,6 +393,7 @@ function buildAuth(ctx: CompileContext, raw: Raw): Auth {
   return {
     providers: strList(raw.providers),
     loginPath: str(raw.loginPath) ?? '/login',
+    signup: raw.signup !== false,
     trustedOrigins: strList(raw.trustedOrigins),
     session: {
       duration: typeof session.duration === 'number' ? session.duration : 86400,

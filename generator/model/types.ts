@@ -124,6 +124,8 @@ export interface PermissionRule {
 export interface Auth {
   providers: string[];
   loginPath: string;
+  /** Whether people may create their own account (auth.signup, default true); else only the users command adds them. */
+  signup: boolean;
   trustedOrigins: string[];
   session: { duration: number; idleTimeout: number };
   apiKeys: ApiKey[];

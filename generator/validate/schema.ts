@@ -220,6 +220,7 @@ const permissionEntry: Schema = {
 const auth = obj({
   providers: { type: 'array', items: { enum: ['email'] } },
   loginPath: { type: 'string', pattern: '^/' },
+  signup: bool,
   trustedOrigins: strList,
   session: obj({ duration: { type: 'integer', minimum: 1 }, idle_timeout: { type: 'integer', minimum: 1 } }),
   apiKeys: { type: 'array', items: apiKey },
