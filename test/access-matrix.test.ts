@@ -10,7 +10,13 @@
 //
 // Besides the two reference fixtures, the `keyed` test fixture runs too: it is the one blueprint
 // that declares [auth.permissions] (with a deny and a row-level permission condition).
+//
+// The oracle reads conditions with its own small reader (support/access/condition.ts and
+// expression.ts), written from the format contract: it must never import runtime-lib/rules, the
+// code under test, or a bug there would be mirrored and never caught. Checked below, together
+// with the reader's own semantics on cases written from the contract.
 
+import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { randomBytes } from 'node:crypto';
 import Database from 'better-sqlite3';
@@ -21,6 +27,8 @@ import { nodeSourceHost } from '../generator/source.ts';
 import { ulid, uuid } from '../runtime-lib/core/ids.ts';
 import { BP, freshDir, request, ROOT, startApp, type HttpResponse, type RunningApp } from './support/apps.ts';
 import { addUser, generateApp, idempotencyKey, signIn } from './support/access/client.ts';
+import { type ConditionActor, decide, parseCondition, recordPaths as conditionRecordPaths, roleLiterals, type Source } from './support/access/condition.ts';
+import { OracleUnsupported, UNKNOWN } from './support/access/expression.ts';
 import { type Expected, Oracle, OPERATIONS, type Operation, type OracleActor, recordPaths, rolesUsed } from './support/access/oracle.ts';
 
 type Rec = Record<string, unknown>;
@@ -191,9 +199,9 @@ class MatrixApp {
 
     for (const entity of dependencyOrder(model)) {
       const permissionRules = Object.values(model.auth.permissions ?? {}).flatMap((p) => [...p.allow, ...p.deny]);
-      const readConditions = [entity.access.read, ...permissionRules.filter((r) => r.entity === entity.name || r.entity === '*').map((r) => r.condition)].map((r) => r?.condition);
-      const read = new Set(readConditions.flatMap((c) => (c ? recordPaths(c) : [])));
-      const all = [...Object.values(entity.access), ...entity.fields.flatMap((f) => [f.access.read, f.access.write])].flatMap((r) => (r ? recordPaths(r.condition) : []));
+      const readRules = [entity.access.read, ...permissionRules.filter((r) => r.entity === entity.name || r.entity === '*').map((r) => r.condition)];
+      const read = new Set(readRules.flatMap((r) => (r ? recordPaths(r) : [])));
+      const all = [...Object.values(entity.access), ...entity.fields.flatMap((f) => [f.access.read, f.access.write])].flatMap((r) => (r ? recordPaths(r) : []));
       this.ruleFields.set(entity.name, new Set([...all, ...read]));
       // A record for each value of a Boolean field the read rule depends on, so that row-level
       // rules show both a visible and a hidden record.
@@ -486,3 +494,143 @@ function printMatrix(fixture: string, cells: Cell[], actorLabels: string[], note
   }
   console.log(lines.join('\n'));
 }
+
+/** Module specifiers of a TypeScript file's import and re-export statements, and of dynamic imports. */
+function importsOf(file: string): string[] {
+  const text = fs.readFileSync(file, 'utf8');
+  // A statement starts a line and may span several (import { a,\n b } from '...').
+  const statements = /^\s*(?:import|export)\b[^;'"]*?\bfrom\s*['"]([^'"]+)['"]|^\s*import\s*['"]([^'"]+)['"]/gm;
+  const dynamic = /\bimport\s*\(\s*['"]([^'"]+)['"]\s*\)/g;
+  return [...text.matchAll(statements), ...text.matchAll(dynamic)].map((m) => m[1] ?? m[2]);
+}
+
+describe('access oracle independence', () => {
+  it('no file of the oracle or the matrix imports runtime-lib/rules (the code the matrix checks)', () => {
+    const folder = path.join(ROOT, 'test/support/access');
+    const files = [path.join(ROOT, 'test/access-matrix.test.ts'), ...fs.readdirSync(folder).map((f) => path.join(folder, f))];
+    expect(files.map((f) => path.relative(ROOT, f))).to.include.members(['test/support/access/oracle.ts', 'test/support/access/condition.ts', 'test/support/access/expression.ts']);
+    const rules = path.join(ROOT, 'runtime-lib/rules') + path.sep;
+    const offending: string[] = [];
+    const seen: string[] = [];
+    for (const file of files) {
+      for (const spec of importsOf(file)) {
+        seen.push(spec);
+        if (spec.startsWith('.') && path.resolve(path.dirname(file), spec).startsWith(rules)) offending.push(`${path.relative(ROOT, file)}: ${spec}`);
+      }
+    }
+    expect(offending).to.deep.equal([]);
+    // The reader does find import lines (a reader that found none would prove nothing).
+    expect(seen).to.include.members(['./condition.ts', './expression.ts', './support/access/oracle.ts', '../generator/compile.ts']);
+  });
+});
+
+describe('access oracle condition reader (the contract, independently)', () => {
+  const admin: ConditionActor = { kind: 'user', id: 'u1', email: 'a@x.example', roles: ['editor', 'admin'], role: 'editor' };
+  const agent: ConditionActor = { kind: 'agent', id: 'agent-1', roles: ['agent'], role: 'agent' };
+  const judge = (source: Source, actor: ConditionActor | undefined, record: Rec | typeof UNKNOWN = {}) => decide(parseCondition(source), { actor, record });
+
+  it('shorthands and constants', () => {
+    expect([true, false, 'public', 'authenticated'].map((s) => judge(s, undefined))).to.deep.equal([true, false, true, false]);
+    expect(judge('authenticated', agent)).to.equal(true);
+    expect(judge('owner', admin, { ownerId: 'u1' })).to.equal(true);
+    expect(judge('owner', admin, { ownerId: 'u2' })).to.equal(false);
+    expect(judge('owner', admin, UNKNOWN)).to.equal('depends');
+    expect(judge('owner', undefined, { ownerId: 'anonymous' })).to.equal(false);
+  });
+
+  it('tables: $currentUser.role matches any role held, missing values never match, lists by membership', () => {
+    expect(judge({ '$currentUser.role': 'admin' }, admin), 'second role').to.equal(true);
+    expect(judge({ '$currentUser.role': 'admin' }, agent)).to.equal(false);
+    expect(judge({ '$currentUser.role': 'admin' }, undefined)).to.equal(false);
+    expect(judge({ '$currentUser.roles': 'agent' }, agent)).to.equal(true);
+    expect(judge({ assignee: '$currentUser.id' }, agent, { assignee: 'agent-1' })).to.equal(true);
+    expect(judge({ assignee: '$currentUser.id' }, agent, UNKNOWN)).to.equal('depends');
+    // An agent has no e-mail: a record without one must not match it.
+    expect(judge({ email: '$currentUser.email' }, agent, {})).to.equal(false);
+    expect(judge({ email: '$currentUser.email' }, agent, { email: null })).to.equal(false);
+    expect(judge({ active: true, tier: 'pro' }, undefined, { active: true, tier: 'pro' })).to.equal(true);
+    expect(judge({ active: true, tier: 'pro' }, undefined, { active: true, tier: 'basic' })).to.equal(false);
+    expect(judge({ or: [{ '$currentUser.role': 'agent' }, { active: true }] }, undefined, UNKNOWN)).to.equal('depends');
+    expect(judge({ and: [{ '$currentUser.role': 'agent' }, { active: true }] }, admin, UNKNOWN)).to.equal(false);
+  });
+
+  it('expressions: precedence, strict semantics, contains / in, missing properties, prototypes', () => {
+    const cases: Array<[string, unknown]> = [
+      ['1 + 2 * 3 == 7', true],
+      ['(1 + 2) * 3 == 9', true],
+      ['10 - 4 - 3 == 3', true],
+      ['7 % 4 == 3 && 8 / 2 == 4', true],
+      ['-2 + 5 == 3', true],
+      ['!true == false', true],
+      ['!(1 == 2)', true],
+      ['1 < 2 == true', true],
+      ['false && true || true', true],
+      ['true || false && false', true],
+      ["1 == '1'", false],
+      ['1 && true', false],
+      ["!'yes'", true],
+      ["['a', 'b'] contains 'b'", true],
+      ["'b' in ['a', 'b']", true],
+      ["'c' in ['a', 'b']", false],
+      ["'helpdesk' contains 'desk'", true],
+      ["'desk' in 'helpdesk'", true],
+      ["'10' < '9'", true],
+      ['null == null', true],
+      ['record.nope == null', false],
+      ['record.nope != null', true],
+      ['record.nope > 1', false],
+      // Prototypes are unreachable: these read undefined, like any missing property.
+      ['record.constructor == record.nope && record.__proto__ == record.nope && record.toString == record.nope', true],
+      ["record.status == 'open' && record.n >= 3", true],
+      ["actor.roles contains 'admin' && actor.role == 'editor'", true],
+      ["actor.roles == ['editor', 'admin']", false],
+    ];
+    for (const [source, want] of cases) expect(judge(source, admin, { status: 'open', n: 3 }), source).to.equal(want);
+  });
+
+  it('expressions: with no actor, anything reading actor fails closed; the record unknown gives a three-valued answer', () => {
+    const rule = "record.active == true || actor.roles contains 'admin'";
+    expect(judge(rule, undefined, { active: true })).to.equal(false);
+    expect(judge(rule, admin, UNKNOWN)).to.equal(true);
+    expect(judge(rule, agent, UNKNOWN)).to.equal('depends');
+    expect(judge(rule, agent, { active: false })).to.equal(false);
+    expect(judge("record.active == true && actor.roles contains 'admin'", agent, UNKNOWN)).to.equal(false);
+    expect(judge('!(record.active == true)', undefined, UNKNOWN)).to.equal('depends');
+    expect(judge('record.active == true', undefined, { active: true })).to.equal(true);
+  });
+
+  it('collects record paths and role literals', () => {
+    expect(conditionRecordPaths(parseCondition("record.a == 1 || (record.b.c in ['x'] && actor.id == record.d)"))).to.deep.equal(['a', 'b.c', 'd']);
+    expect(conditionRecordPaths(parseCondition({ or: [{ x: 1 }, 'owner'] }))).to.deep.equal(['x', 'ownerId']);
+    expect(roleLiterals(parseCondition("actor.roles contains 'a' || actor.role == 'b' || actor.role in ['c', 'd'] || actor.id == 'e'"))).to.deep.equal(['a', 'b', 'c', 'd']);
+    expect(roleLiterals(parseCondition({ or: [{ '$currentUser.role': 'x' }, { '$currentUser.id': 'y' }] }))).to.deep.equal(['x']);
+  });
+
+  it('throws on what it does not support instead of guessing', () => {
+    const unsupported: Array<[Source, Rec | typeof UNKNOWN]> = [
+      ['foo == 1', {}],
+      ['record.a ==', {}],
+      ['record.a = 1', {}],
+      ["record.a == 'open", {}],
+      ['f(1)', {}],
+      ['record[0] == 1', {}],
+      ['record.customer.id == actor.id', { customer: { id: 'u1' } }],
+      ['now > record.at', { at: '2024-01-01' }],
+      ["input.x == 'y'", {}],
+      ["actor.displayName == 'x'", {}],
+      ["record.n < 'x'", { n: 1 }],
+      ['record.n + 1 == 2', { n: 'one' }],
+      ['record.n / 0 == 1', { n: 1 }],
+      [{ '$other.id': 'x' }, {}],
+      [{ '$currentUser.credentialId': 'x' }, {}],
+      [{ 'customer.id': '$currentUser.id' }, {}],
+      [{ a: ['x'] }, {}],
+      [{}, {}],
+      [{ or: [] }, {}],
+      [{ or: [true], a: 1 }, {}],
+    ];
+    for (const [source, record] of unsupported) {
+      expect(() => judge(source, admin, record), JSON.stringify(source)).to.throw(OracleUnsupported);
+    }
+  });
+});

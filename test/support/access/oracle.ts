@@ -16,10 +16,14 @@
 // "Refused" versus "hidden": a rule that no record can satisfy for this actor refuses the route
 // outright; a rule that depends on the record hides the records it does not match. Which one
 // applies is decided by evaluating the rule with the record unknown (three-valued logic).
+//
+// Conditions are read from each rule's `source` (as the blueprint wrote it) by the oracle's own
+// reader (condition.ts, expression.ts), never by runtime-lib/rules: the matrix checks that code,
+// so sharing it would mirror its bugs. The reader throws on any rule shape it does not know.
 
-import { checkCondition, conditionReadsActor, conditionReadsRecord, type Condition } from '../../../runtime-lib/rules/conditions.ts';
-import { type Expr, pathsOf } from '../../../runtime-lib/rules/expression-parse.ts';
 import type { Blueprint, Entity, Rule } from '../../../generator/model/types.ts';
+import { type Cond, type ConditionActor, decide, parseCondition, recordPaths as condRecordPaths, roleLiterals, type Tri } from './condition.ts';
+import { UNKNOWN } from './expression.ts';
 
 export type Operation = 'list' | 'get' | 'create' | 'update' | 'delete';
 export const OPERATIONS: readonly Operation[] = ['list', 'get', 'create', 'update', 'delete'];
@@ -44,126 +48,57 @@ export interface Expected {
 }
 
 type Record_ = Record<string, unknown>;
-type Tri = boolean | 'depends';
 
 const and3 = (a: Tri, b: Tri): Tri => (a === false || b === false ? false : a === true && b === true ? true : 'depends');
 const or3 = (a: Tri, b: Tri): Tri => (a === true || b === true ? true : a === false && b === false ? false : 'depends');
 const not3 = (a: Tri): Tri => (a === 'depends' ? 'depends' : !a);
 
-const conditionActor = (actor: OracleActor) => (actor.kind === 'anonymous' ? null : actor);
-
-/** Whether `condition` holds for the actor whatever the record is (true/false), or depends on it. */
-export function forActor(condition: Condition, actor: OracleActor): Tri {
-  const who = conditionActor(actor);
-  switch (condition.kind) {
-    case 'const':
-    case 'public':
-    case 'authenticated':
-      return checkCondition(condition, { actor: who });
-    case 'owner':
-      return who === null ? false : 'depends';
-    case 'match':
-      return condition.pairs
-        .map((pair): Tri => {
-          const readsActor = pair.left.kind === 'actor' || pair.right.kind === 'actor';
-          const readsRecord = pair.left.kind === 'record' || pair.right.kind === 'record';
-          if (who === null && readsActor) return false;
-          if (readsRecord) return 'depends';
-          return checkCondition({ kind: 'match', pairs: [pair] }, { actor: who });
-        })
-        .reduce(and3, true);
-    case 'and':
-      return condition.items.map((c) => forActor(c, actor)).reduce(and3, true);
-    case 'or':
-      return condition.items.map((c) => forActor(c, actor)).reduce(or3, false);
-    case 'expr':
-      // The contract: with no authenticated actor, anything reading `actor` fails closed.
-      if (who === null && conditionReadsActor(condition)) return false;
-      if (!conditionReadsRecord(condition)) return checkCondition(condition, { actor: who });
-      return exprForActor(condition.expr, actor);
-  }
+/** Each rule parsed once, from the source the blueprint wrote (never from the model's parsed form). */
+const parsed = new WeakMap<Rule, Cond>();
+function conditionOf(rule: Rule): Cond {
+  let cond = parsed.get(rule);
+  if (!cond) parsed.set(rule, (cond = parseCondition(rule.source)));
+  return cond;
 }
 
-function exprForActor(expr: Expr, actor: OracleActor): Tri {
-  if (expr.kind === 'binary' && expr.op === '||') return or3(exprForActor(expr.left, actor), exprForActor(expr.right, actor));
-  if (expr.kind === 'binary' && expr.op === '&&') return and3(exprForActor(expr.left, actor), exprForActor(expr.right, actor));
-  if (expr.kind === 'unary' && expr.op === '!') return not3(exprForActor(expr.operand, actor));
-  if (pathsOf(expr).some((p) => p.root === 'record')) return 'depends';
-  return checkCondition({ kind: 'expr', expr, source: '' }, { actor: conditionActor(actor) });
+/** A missing access key allows authenticated actors only. */
+const AUTHENTICATED = parseCondition('authenticated');
+const ruleOrDefault = (rule: Rule | undefined): Cond => (rule ? conditionOf(rule) : AUTHENTICATED);
+
+const conditionActor = (actor: OracleActor): ConditionActor | undefined => (actor.kind === 'anonymous' ? undefined : { ...actor });
+
+/** Whether `rule` holds for the actor whatever the record is (true/false), or depends on it. */
+function forActor(cond: Cond, actor: OracleActor): Tri {
+  return decide(cond, { actor: conditionActor(actor), record: UNKNOWN });
 }
 
-/** Record paths a condition reads (`a.b` for relation paths). */
-export function recordPaths(condition: Condition): string[] {
-  switch (condition.kind) {
-    case 'match':
-      return condition.pairs.flatMap((p) => [p.left, p.right]).flatMap((o) => (o.kind === 'record' ? [o.keys.join('.')] : []));
-    case 'and':
-    case 'or':
-      return condition.items.flatMap(recordPaths);
-    case 'expr':
-      return pathsOf(condition.expr).filter((p) => p.root === 'record').map((p) => p.keys.join('.'));
-    case 'owner':
-      return ['ownerId'];
-    default:
-      return [];
-  }
+/** Whether `rule` holds for the actor on this record. */
+function holds(cond: Cond, actor: OracleActor, record: Record_): boolean {
+  const result = decide(cond, { actor: conditionActor(actor), record });
+  if (result === 'depends') throw new Error('access oracle: a condition depends on a known record');
+  return result;
 }
 
-/** Role names a condition compares the actor's roles with. */
-export function roleLiterals(condition: Condition): string[] {
-  switch (condition.kind) {
-    case 'match':
-      return condition.pairs.flatMap(({ left, right }) => {
-        const pairs = [[left, right], [right, left]] as const;
-        return pairs.flatMap(([a, b]) =>
-          a.kind === 'actor' && (a.key === 'role' || a.key === 'roles') && b.kind === 'literal' && typeof b.value === 'string' ? [b.value] : [],
-        );
-      });
-    case 'and':
-    case 'or':
-      return condition.items.flatMap(roleLiterals);
-    case 'expr':
-      return exprRoleLiterals(condition.expr);
-    default:
-      return [];
-  }
-}
-
-function exprRoleLiterals(expr: Expr): string[] {
-  const isRoles = (e: Expr) => e.kind === 'path' && e.root === 'actor' && e.keys.length === 1 && (e.keys[0] === 'roles' || e.keys[0] === 'role');
-  const strings = (e: Expr): string[] =>
-    e.kind === 'literal' && typeof e.value === 'string' ? [e.value] : e.kind === 'array' ? e.items.flatMap(strings) : [];
-  switch (expr.kind) {
-    case 'binary': {
-      const found: string[] = [];
-      if (isRoles(expr.left)) found.push(...strings(expr.right));
-      if (isRoles(expr.right)) found.push(...strings(expr.left));
-      return [...found, ...exprRoleLiterals(expr.left), ...exprRoleLiterals(expr.right)];
-    }
-    case 'unary':
-      return exprRoleLiterals(expr.operand);
-    case 'array':
-      return expr.items.flatMap(exprRoleLiterals);
-    default:
-      return [];
-  }
+/** Record fields a rule reads (`a.b` for relation paths). */
+export function recordPaths(rule: Rule): string[] {
+  return condRecordPaths(conditionOf(rule));
 }
 
 /** Every role the blueprint mentions: API-key roles, permission roles, and role literals in any condition. */
 export function rolesUsed(model: Blueprint): string[] {
   const roles = new Set<string>();
   for (const key of model.auth.apiKeys) key.roles.forEach((r) => roles.add(r));
-  const conditions: Condition[] = [];
-  for (const [role, rules] of Object.entries(model.auth.permissions ?? {})) {
+  const rules: Rule[] = [];
+  for (const [role, permission] of Object.entries(model.auth.permissions ?? {})) {
     roles.add(role);
-    for (const rule of [...rules.allow, ...rules.deny]) if (rule.condition) conditions.push(rule.condition.condition);
+    for (const p of [...permission.allow, ...permission.deny]) if (p.condition) rules.push(p.condition);
   }
   for (const entity of model.entities) {
-    conditions.push(...Object.values(entity.access).flatMap((r) => (r ? [r.condition] : [])));
-    for (const field of entity.fields) conditions.push(...[field.access.read, field.access.write].flatMap((r) => (r ? [r.condition] : [])));
+    rules.push(...Object.values(entity.access).flatMap((r) => (r ? [r] : [])));
+    for (const field of entity.fields) rules.push(...[field.access.read, field.access.write].flatMap((r) => (r ? [r] : [])));
   }
-  for (const command of model.commands) conditions.push(...[command.policy, command.availableWhen].flatMap((r) => (r ? [r.condition] : [])));
-  for (const c of conditions) roleLiterals(c).forEach((r) => roles.add(r));
+  for (const command of model.commands) rules.push(...[command.policy, command.availableWhen].flatMap((r) => (r ? [r] : [])));
+  for (const rule of rules) roleLiterals(conditionOf(rule)).forEach((r) => roles.add(r));
   return [...roles].sort();
 }
 
@@ -188,22 +123,21 @@ export class Oracle {
 
   /** Whether the action can pass for this actor: always, never, or depending on the record. */
   private possible(entity: Entity, action: Action, actor: OracleActor): Tri {
-    const rule = forActor(entity.access[action]?.condition ?? { kind: 'authenticated' }, actor);
+    const rule = forActor(ruleOrDefault(entity.access[action]), actor);
     const rules = this.permissionRules(entity, action, actor);
     if (!rules) return rule;
-    const one = (r: { condition?: Rule }): Tri => (r.condition ? forActor(r.condition.condition, actor) : true);
+    const one = (r: { condition?: Rule }): Tri => (r.condition ? forActor(conditionOf(r.condition), actor) : true);
     const granted = and3(rules.allow.map(one).reduce(or3, false), not3(rules.deny.map(one).reduce(or3, false)));
     return and3(rule, granted);
   }
 
   /** Whether the action passes for this actor on this record. */
   allows(entity: Entity, action: Action, actor: OracleActor, record: Record_): boolean {
-    const ctx = { actor: conditionActor(actor), record };
-    if (!checkCondition(entity.access[action]?.condition ?? { kind: 'authenticated' }, ctx)) return false;
+    if (!holds(ruleOrDefault(entity.access[action]), actor, record)) return false;
     const rules = this.permissionRules(entity, action, actor);
     if (!rules) return true;
-    const holds = (r: { condition?: Rule }) => !r.condition || checkCondition(r.condition.condition, ctx);
-    return rules.allow.some(holds) && !rules.deny.some(holds);
+    const applies = (r: { condition?: Rule }) => !r.condition || holds(conditionOf(r.condition), actor, record);
+    return rules.allow.some(applies) && !rules.deny.some(applies);
   }
 
   private missingScopes(entity: Entity, action: Action, actor: OracleActor): boolean {
@@ -220,7 +154,7 @@ export class Oracle {
   private fieldWrites(entity: Entity, actor: OracleActor, fields: string[], record: Record_): Expected | undefined {
     const refused = fields.some((name) => {
       const write = entity.fields.find((f) => f.name === name)?.access.write;
-      return write !== undefined && !checkCondition(write.condition, { actor: conditionActor(actor), record });
+      return write !== undefined && !holds(conditionOf(write), actor, record);
     });
     return refused ? this.refused(actor) : undefined;
   }
@@ -265,6 +199,6 @@ export class Oracle {
   /** Whether a field the actor reads in a record it may read is shown. */
   fieldVisible(entityName: string, field: string, actor: OracleActor, record: Record_): boolean {
     const read = this.entity(entityName).fields.find((f) => f.name === field)?.access.read;
-    return read === undefined || checkCondition(read.condition, { actor: conditionActor(actor), record });
+    return read === undefined || holds(conditionOf(read), actor, record);
   }
 }
