@@ -1,5 +1,6 @@
 // The permission matrix: for each fixture blueprint, every entity × operation × actor kind
-// (anonymous, a person without roles, a person with each role the blueprint uses, each API key),
+// (anonymous, a person without roles, a person with each role the blueprint uses, a person with
+// all of them, each API key),
 // run over HTTP against the generated app and compared with an oracle that computes the expected
 // outcome from the blueprint model alone (test/support/access/oracle.ts), not from the app's
 // access code. Refused writes are also checked in the database: nothing written.
@@ -168,8 +169,12 @@ class MatrixApp {
 
     this.actors.push({ label: 'anonymous', oracle: { kind: 'anonymous', id: 'anonymous', roles: [] }, headers: {}, mutationHeaders: () => ({}) });
     if (model.auth.providers.includes('email')) {
-      // One person without roles and one per role the blueprint uses, added with the users command.
-      const people = [[], ...rolesUsed(model).map((r) => [r])].map((roles) => ({
+      // One person without roles, one per role the blueprint uses, and (with two roles or more) one
+      // holding them all, last role first: `$currentUser.role` must match any role held, not only
+      // the first, and permissions combine the allows and denies of every role. Added with the
+      // users command.
+      const used = rolesUsed(model);
+      const people = [[], ...used.map((r) => [r]), ...(used.length > 1 ? [[...used].reverse()] : [])].map((roles) => ({
         label: `person(${roles.join(',') || 'no roles'})`,
         spec: { email: `${roles.join('-') || 'noroles'}@matrix.example`, password: PASSWORD, roles },
       }));
