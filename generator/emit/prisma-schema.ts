@@ -108,7 +108,7 @@ model BpSession {
   @@map("_bp_sessions")
 }`;
 
-/** Tables of the runtime itself: the audit trail and remembered idempotency keys. */
+/** Tables of the runtime itself: the audit trail, remembered idempotency keys, the readiness row. */
 const RUNTIME_MODELS = `/// Audit trail of every command and entity write (runtime/data/audit.ts); changes and detail are JSON.
 model BpAudit {
   id             String  @id
@@ -145,4 +145,12 @@ model BpIdempotency {
   @@id([scope, operation, key])
   @@index([expiresAt])
   @@map("_bp_idempotency")
+}
+
+/// One row, rewritten by every readiness probe (GET /readyz, runtime/http/health.ts); checkedAt is epoch milliseconds.
+model BpReady {
+  id        String @id
+  checkedAt BigInt
+
+  @@map("_bp_ready")
 }`;

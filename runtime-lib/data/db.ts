@@ -10,22 +10,57 @@ import type { ActiveTrace } from '../observe/tracing.ts';
 export type Db = Database.Database;
 export type Statement = Database.Statement;
 
-/** Opens the SQLite file named by a `file:` URL (relative paths are relative to `baseDir`). */
-export function openDatabase(url: string, baseDir: string): Db {
+export interface OpenOptions {
+  /**
+   * How hard a commit waits for the disk (DATABASE_SYNC): `normal`, the default, or `full`.
+   * Anything else throws, so a typo refuses to start rather than silently meaning `normal`.
+   */
+  synchronous?: string;
+  /** How long a write waits for another connection's lock before DATABASE_BUSY (default 5,000 ms). */
+  busyTimeoutMs?: number;
+}
+
+/**
+ * Opens the SQLite file named by a `file:` URL (relative paths are relative to `baseDir`).
+ *
+ * In WAL mode `synchronous = NORMAL` syncs the WAL at checkpoints, not at every commit: a power
+ * loss or OS crash can lose the last commits, never corrupt the file (a process crash loses
+ * nothing). `FULL` syncs the WAL at every commit, so an answered write survives a power loss too,
+ * at the price of one fsync per group commit.
+ */
+export function openDatabase(url: string, baseDir: string, options: OpenOptions = {}): Db {
   if (!url.startsWith('file:')) {
     throw new Error(
       `DATABASE_URL must be a SQLite file: URL (got "${url.split(':')[0]}:"); ` +
         'this app was generated for the embedded SQLite default',
     );
   }
+  const synchronous = synchronousMode(options.synchronous);
+  const busyTimeoutMs = options.busyTimeoutMs ?? 5000;
+  if (!Number.isInteger(busyTimeoutMs) || busyTimeoutMs < 0)
+    throw new Error(`the busy timeout must be a whole number of milliseconds (got ${busyTimeoutMs})`);
   const file = path.resolve(baseDir, url.slice('file:'.length).replace(/^\/\/(?=\/)/, ''));
   fs.mkdirSync(path.dirname(file), { recursive: true });
   const db = new Database(file);
   db.pragma('journal_mode = WAL');
-  db.pragma('synchronous = NORMAL');
+  db.pragma(`synchronous = ${synchronous}`);
   db.pragma('foreign_keys = ON');
-  db.pragma('busy_timeout = 5000');
+  db.pragma(`busy_timeout = ${busyTimeoutMs}`);
   return db;
+}
+
+const SYNCHRONOUS_MODES = ['normal', 'full'];
+
+function synchronousMode(value: string | undefined): string {
+  if (value === undefined) return 'NORMAL';
+  if (SYNCHRONOUS_MODES.includes(value.toLowerCase())) return value.toUpperCase();
+  throw new Error(`DATABASE_SYNC must be "normal" (the default) or "full" (got "${value}")`);
+}
+
+/** The connection's `synchronous` setting as DATABASE_SYNC names it, read back from SQLite. */
+export function synchronousOf(db: Db): string {
+  const level = db.pragma('synchronous', { simple: true }) as number;
+  return ['off', 'normal', 'full', 'extra'][level] ?? String(level);
 }
 
 const transactionStatements = new WeakMap<Db, { begin: Statement; commit: Statement; rollback: Statement }>();
@@ -107,10 +142,42 @@ export function query<M extends Mode>(
   }
 }
 
-/** Turns constraint and lock errors into errors a client can act on; anything else stays internal. */
+/** Seconds a client is told to wait after a storage fault: a full disk or a read-only file outlasts a lock. */
+const STORAGE_RETRY_AFTER_S = 5;
+
+/**
+ * Primary result codes (the part before any extended suffix, SQLITE_IOERR of SQLITE_IOERR_WRITE)
+ * of faults of the storage rather than of the request: the disk is full, the file or its folder
+ * became read-only, the OS failed a read or write, a file could not be opened, memory ran out, a
+ * WAL lock protocol race. The same request can succeed once the fault clears, so they are 503
+ * and retryable. Corruption (SQLITE_CORRUPT, SQLITE_NOTADB) is not here: a retry cannot fix it,
+ * only an operator restoring the file, so it stays INTERNAL_ERROR (500, logged, not retryable).
+ */
+const STORAGE_FAULTS = new Set([
+  'SQLITE_FULL',
+  'SQLITE_IOERR',
+  'SQLITE_READONLY',
+  'SQLITE_CANTOPEN',
+  'SQLITE_PROTOCOL',
+  'SQLITE_NOMEM',
+  'SQLITE_NOLFS',
+]);
+
+/** The storage fault as a client sees it; `cause` (the SQLite error) is for the logs. */
+export function storageUnavailable(cause: unknown): AppError {
+  return new AppError('STORAGE_UNAVAILABLE', 'the database cannot store data right now; nothing was stored', {
+    retryAfter: STORAGE_RETRY_AFTER_S,
+    cause,
+  });
+}
+
+/**
+ * Turns SQLite's constraint, lock and storage errors into errors a client can act on; anything
+ * else (corruption, a bad statement) stays as it is and becomes an INTERNAL_ERROR.
+ */
 export function mapSqliteError(err: unknown): unknown {
-  const code = (err as { code?: string }).code;
-  if (typeof code !== 'string' || err instanceof AppError) return err;
+  const code = (err as { code?: string } | null)?.code;
+  if (typeof code !== 'string' || !code.startsWith('SQLITE_') || err instanceof AppError) return err;
   if (code === 'SQLITE_CONSTRAINT_UNIQUE' || code === 'SQLITE_CONSTRAINT_PRIMARYKEY') {
     const column = /UNIQUE constraint failed: \w+\.(\w+)/.exec((err as Error).message)?.[1];
     return new AppError(
@@ -128,8 +195,11 @@ export function mapSqliteError(err: unknown): unknown {
   ) {
     return new AppError('REFERENCE_CONFLICT', 'the change would break a reference between records');
   }
-  if (code === 'SQLITE_BUSY' || code === 'SQLITE_LOCKED') {
-    return new AppError('DATABASE_BUSY', 'the database is busy', { retryAfter: 1 });
+  const second = code.indexOf('_', 'SQLITE_'.length);
+  const primary = second === -1 ? code : code.slice(0, second);
+  if (primary === 'SQLITE_BUSY' || primary === 'SQLITE_LOCKED') {
+    return new AppError('DATABASE_BUSY', 'the database is busy', { retryAfter: 1, cause: err });
   }
+  if (STORAGE_FAULTS.has(primary)) return storageUnavailable(err);
   return err;
 }

@@ -1,6 +1,8 @@
-// The app's front door: every request passes the pipeline (trace, credentials, CSRF) here, then
-// the entity CRUD routes and the command routes are dispatched straight from tables the generator
-// wrote; everything else (sign-in, audit, the OpenAPI document, 404s) goes on to Express.
+// The app's front door: the health and readiness probes are answered first, without the
+// pipeline (http/health.ts); every other request passes the pipeline (trace, credentials, CSRF)
+// here, then the entity CRUD routes and the command routes are dispatched straight from tables
+// the generator wrote; everything else (sign-in, audit, the OpenAPI document, 404s) goes on to
+// Express.
 //
 // Why not Express for all of it: on this project's reference machine Express's own request
 // handling (its router, the prototype swaps on every request and response) cost about 300 µs per
@@ -15,6 +17,7 @@ import type { RequestListener, ServerResponse } from 'node:http';
 import { parse as parseQuery } from 'node:querystring';
 import { Router } from 'express';
 import type { CommandRoute } from './command-routes.ts';
+import type { Probes } from './health.ts';
 import { jsonBody } from './body.ts';
 import { matched, routeMatched } from './pipeline.ts';
 import type { ApiRequest, Middleware } from './request.ts';
@@ -141,14 +144,24 @@ export interface FrontDoorOptions {
   /** Everything the tables do not serve. */
   fallback: RequestListener;
   sendError: ErrorSender;
+  /** GET and HEAD /healthz and /readyz (http/health.ts), answered before the pipeline. */
+  probes?: Probes;
 }
 
-export function frontDoor({ pipeline, entities, commands, fallback, sendError }: FrontDoorOptions): RequestListener {
+export function frontDoor({
+  pipeline,
+  entities,
+  commands,
+  fallback,
+  sendError,
+  probes,
+}: FrontDoorOptions): RequestListener {
   const table = new Map(entities.map((e) => [e.collection, dispatcher(e)]));
   // Express mounts the entity routers first: an entity whose collection is "commands" wins.
   if (!table.has('commands')) table.set('commands', commandDispatcher(commands));
   return (incoming, res) => {
     const req = incoming as ApiRequest;
+    if (probes?.(req, res, sendError)) return;
     const fail = (err: unknown): void => sendError(err, req, res);
     pipeline(req, res, (err) => {
       if (err) return fail(err);

@@ -1,10 +1,11 @@
 // Writing responses: JSON bodies, stored (replayable) responses, and every failure as the error
-// envelope. Unexpected errors are logged with the trace id, never sent; no stack trace reaches a
-// client.
+// envelope. Unexpected errors and storage faults are logged with the trace id, never sent; no
+// stack trace reaches a client.
 
 import type { ServerResponse } from 'node:http';
 import type { ErrorRequestHandler, NextFunction, Request, RequestHandler, Response } from 'express';
 import { AppError, envelope } from '../core/errors.ts';
+import { mapSqliteError } from '../data/db.ts';
 import { BODY_LIMIT } from './body.ts';
 import { type ApiRequest, pathOf } from './request.ts';
 
@@ -36,7 +37,11 @@ export const routeNotFound: RequestHandler = (req, _res, next) => {
 
 export type ErrorSender = (err: unknown, req: ApiRequest, res: ServerResponse) => void;
 
-/** Maps any error to the envelope. Unexpected errors are logged with the trace id, never sent. */
+/**
+ * Maps any error to the envelope. Unexpected errors are logged with the trace id, never sent;
+ * so are storage faults, which an operator has to hear about (the disk is full, the file became
+ * read-only), in one line each.
+ */
 export function errorSender(log: (line: string) => void = (l) => console.error(l)): ErrorSender {
   return (err, req, res) => {
     const appError = toAppError(err);
@@ -46,6 +51,10 @@ export function errorSender(log: (line: string) => void = (l) => console.error(l
         `[${traceId}] ${req.method} ${pathOf(req.url)}: ` +
           (err instanceof Error ? (err.stack ?? err.message) : String(err)),
       );
+    } else if (appError.code === 'STORAGE_UNAVAILABLE') {
+      const cause = appError.cause as { code?: unknown; message?: unknown } | undefined;
+      const what = typeof cause?.code === 'string' ? `${cause.code}: ${String(cause.message)}` : String(cause?.message);
+      log(`[${traceId}] ${req.method} ${pathOf(req.url)}: storage unavailable: ${what}`);
     }
     if (res.headersSent) return;
     if (appError.retryAfter !== undefined) res.setHeader('Retry-After', String(appError.retryAfter));
@@ -60,10 +69,13 @@ export function errorHandler(send: ErrorSender = errorSender()): ErrorRequestHan
 
 /**
  * body-parser reports its failures with a `type`, Express's router a malformed percent-escape in
- * a path parameter as a URIError; everything unknown is internal.
+ * a path parameter as a URIError; SQLite errors that reach here unmapped (from the session store,
+ * a statement run outside `query`) are mapped as `query` maps them; everything unknown is internal.
  */
 function toAppError(err: unknown): AppError {
   if (err instanceof AppError) return err;
+  const mapped = mapSqliteError(err);
+  if (mapped instanceof AppError) return mapped;
   if (err instanceof URIError) {
     return new AppError('VALIDATION_FAILED', 'the path is not valid percent-encoding', {
       details: [

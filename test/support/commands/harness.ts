@@ -56,6 +56,8 @@ export interface BootOptions {
   traces?: { max: number; maxAgeMs: number };
   /** createApp's trusted delegation hook. */
   delegate?: (req: unknown, actor: { id: string }) => string | undefined;
+  /** openDatabase's options (e.g. a short busy timeout). */
+  database?: { busyTimeoutMs?: number; synchronous?: string };
 }
 
 /**
@@ -67,10 +69,10 @@ export async function bootInProcess(appDir: string, env: Record<string, string>,
   const load = async <T>(file: string): Promise<T> => (await import(pathToFileURL(path.join(appDir, file)).href)) as T;
   const { createApp } = await load<{ createApp: (o: Rec) => { listen(port: number, host: string): Server; events: InProcessApp['events']; traces: InProcessApp['traces'] } }>('src/app.ts');
   const { TraceStore } = await load<{ TraceStore: new (max: number, maxAgeMs: number) => unknown }>('src/runtime/observe/tracing.ts');
-  const { openDatabase } = await load<{ openDatabase: (url: string, base: string) => Db }>('src/runtime/data/db.ts');
+  const { openDatabase } = await load<{ openDatabase: (url: string, base: string, o?: BootOptions['database']) => Db }>('src/runtime/data/db.ts');
   const { applyMigrations } = await load<{ applyMigrations: (db: Db, dir: string) => unknown }>('src/runtime/data/migrate.ts');
   const dbFile = path.join(appDir, 'data', dbName);
-  const db = openDatabase(`file:${dbFile}`, appDir);
+  const db = openDatabase(`file:${dbFile}`, appDir, options.database);
   applyMigrations(db, path.join(appDir, 'prisma', 'migrations'));
   const warnings: string[] = [];
   const traces = options.traces && new TraceStore(options.traces.max, options.traces.maxAgeMs);

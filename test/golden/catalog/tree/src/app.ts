@@ -17,6 +17,7 @@ import { IdempotencyStore } from './runtime/data/idempotency.ts';
 import { COMMANDS } from './commands.ts';
 import type { Db } from './runtime/data/db.ts';
 import { crudRouter, type CrudEntity, frontDoor } from './runtime/http/front-door.ts';
+import { healthProbes } from './runtime/http/health.ts';
 import { compose, matched, routing, tracing } from './runtime/http/pipeline.ts';
 import { errorHandler, errorSender, routeNotFound } from './runtime/http/respond.ts';
 import { TraceStore } from './runtime/observe/tracing.ts';
@@ -102,6 +103,7 @@ export function createApp(options: AppOptions): App {
 
   // Every request: trace, credentials; then the routes.
   const pipeline = compose(tracing(traces), authenticate({ apiKeys, delegate: options.delegate }), routing);
-  const handle = frontDoor({ pipeline, entities, commands, fallback: app, sendError });
+  const probes = healthProbes(options.db);
+  const handle = frontDoor({ pipeline, entities, commands, fallback: app, sendError, probes });
   return { handle, listen: (port, host) => http.createServer(handle).listen(port, host), traces, events };
 }

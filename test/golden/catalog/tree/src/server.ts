@@ -4,7 +4,7 @@
 import * as path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createApp } from './app.ts';
-import { openDatabase } from './runtime/data/db.ts';
+import { openDatabase, synchronousOf } from './runtime/data/db.ts';
 import { applyMigrations } from './runtime/data/migrate.ts';
 
 const appDir = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
@@ -22,7 +22,9 @@ function portFromEnv(): number {
 const port = portFromEnv();
 let db;
 try {
-  db = openDatabase(process.env.DATABASE_URL ?? 'file:./data/app.db', appDir);
+  const synchronous = process.env.DATABASE_SYNC;
+  db = openDatabase(process.env.DATABASE_URL ?? 'file:./data/app.db', appDir, { synchronous });
+  console.log(`database synchronous: ${synchronousOf(db)}`);
   const { applied } = applyMigrations(db, path.join(appDir, 'prisma', 'migrations'));
   if (applied.length) console.log(`applied migrations: ${applied.join(', ')}`);
 } catch (err) {

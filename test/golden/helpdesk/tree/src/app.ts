@@ -18,6 +18,7 @@ import { COMMANDS } from './commands.ts';
 import { createEmailAuth } from './runtime/auth/email/provider.ts';
 import type { Db } from './runtime/data/db.ts';
 import { crudRouter, type CrudEntity, frontDoor } from './runtime/http/front-door.ts';
+import { healthProbes } from './runtime/http/health.ts';
 import { compose, matched, onlyFor, routing, tracing } from './runtime/http/pipeline.ts';
 import { errorHandler, errorSender, routeNotFound } from './runtime/http/respond.ts';
 import { TraceStore } from './runtime/observe/tracing.ts';
@@ -117,6 +118,7 @@ export function createApp(options: AppOptions): App {
 
   // Every request: trace, credentials (session, then API key or person), CSRF; then the routes.
   const pipeline = compose(tracing(traces), auth.session, authenticate({ apiKeys, sessionActor: auth.sessionActor, delegate: options.delegate }), auth.csrf, routing);
-  const handle = frontDoor({ pipeline, entities, commands, fallback: app, sendError });
+  const probes = healthProbes(options.db);
+  const handle = frontDoor({ pipeline, entities, commands, fallback: app, sendError, probes });
   return { handle, listen: (port, host) => http.createServer(handle).listen(port, host), traces, events };
 }

@@ -71,6 +71,12 @@ CREATE TABLE "_bp_idempotency" (
     PRIMARY KEY ("scope", "operation", "key")
 );
 
+-- CreateTable
+CREATE TABLE "_bp_ready" (
+    "id" TEXT NOT NULL PRIMARY KEY,
+    "checkedAt" BIGINT NOT NULL
+);
+
 -- CreateIndex
 CREATE UNIQUE INDEX "Category_slug_key" ON "Category"("slug");
 

@@ -90,6 +90,11 @@ export const ERROR_CODES = {
     retryable: true,
     description: 'The database was locked by other writers; retry shortly.',
   },
+  STORAGE_UNAVAILABLE: {
+    status: 503,
+    retryable: true,
+    description: 'The database cannot store data right now (disk full, read-only, I/O error); nothing was stored.',
+  },
   INTERNAL_ERROR: {
     status: 500,
     retryable: false,
@@ -113,8 +118,13 @@ export class AppError extends Error {
   /** Seconds; sent as Retry-After for retryable errors. */
   readonly retryAfter?: number;
 
-  constructor(code: ErrorCode, message: string, options: { details?: ErrorDetail[]; retryAfter?: number } = {}) {
-    super(message);
+  /** `cause`: the underlying failure, for the logs only (a storage fault's SQLite error); never sent. */
+  constructor(
+    code: ErrorCode,
+    message: string,
+    options: { details?: ErrorDetail[]; retryAfter?: number; cause?: unknown } = {},
+  ) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
     this.name = 'AppError';
     this.code = code;
     this.status = ERROR_CODES[code].status;

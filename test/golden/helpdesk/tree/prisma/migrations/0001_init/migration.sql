@@ -67,6 +67,12 @@ CREATE TABLE "_bp_idempotency" (
 );
 
 -- CreateTable
+CREATE TABLE "_bp_ready" (
+    "id" TEXT NOT NULL PRIMARY KEY,
+    "checkedAt" BIGINT NOT NULL
+);
+
+-- CreateTable
 CREATE TABLE "_bp_users" (
     "id" TEXT NOT NULL PRIMARY KEY,
     "email" TEXT NOT NULL,
