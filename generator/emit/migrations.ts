@@ -1,7 +1,9 @@
 // prisma/migrations/: the existing migrations are kept byte for byte; when the schema differs
-// from the one last generated, Prisma's engine writes the next migration.
+// from the one last generated, Prisma's engine writes the next migration, and bp adds the
+// indexes Prisma cannot express (migrations/email-indexes.ts).
 
 import { GENERATED_HEADER } from './header.ts';
+import { emailIndexesOf, withEmailIndexes } from './migrations/email-indexes.ts';
 import { diffSchemas } from './migrations/schema-engine.ts';
 
 export interface PreviousOutput {
@@ -16,7 +18,11 @@ export async function emitMigrations(schema: string, previous: PreviousOutput): 
   const names = [...previous.migrations.keys()].sort();
   for (const name of names) files.set(`prisma/migrations/${name}/migration.sql`, previous.migrations.get(name) as string);
   const baseline = names.length > 0 ? (previous.schema ?? null) : null;
-  const sql = await diffSchemas(baseline, schema);
+  const sql = withEmailIndexes(
+    await diffSchemas(baseline, schema),
+    baseline === null ? [] : emailIndexesOf(baseline),
+    emailIndexesOf(schema),
+  );
   if (sql !== '') {
     // Sequence numbers, not timestamps: generating twice must give identical bytes.
     const seq = String(names.length + 1).padStart(4, '0');

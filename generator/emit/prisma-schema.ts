@@ -3,6 +3,7 @@
 
 import { GENERATED_HEADER } from './header.ts';
 import type { Blueprint, Entity, Field } from '../model/types.ts';
+import { EMAIL_INDEX_NOTE } from './migrations/email-indexes.ts';
 import { refRelations, type RefRelation } from './relations.ts';
 
 const SCALAR: Record<Field['type'], string> = {
@@ -53,7 +54,13 @@ function emitModel(entity: Entity, relations: RefRelation[]): string {
     else if (field.unique) attrs.push('@unique');
     const dflt = defaultAttribute(field);
     if (dflt) attrs.push(dflt);
-    const comment = field.type === 'Enum' ? ` /// one of: ${field.values?.join(', ')}` : '';
+    // A unique e-mail address is unique in any letter case: the migrations index lower(field).
+    const comment =
+      field.type === 'Enum'
+        ? ` /// one of: ${field.values?.join(', ')}`
+        : field.type === 'Email' && field.unique && !field.primaryKey
+          ? ` /// ${EMAIL_INDEX_NOTE}`
+          : '';
     rows.push([field.name, `${SCALAR[field.type]}${field.nullable ? '?' : ''}`, attrs.join(' ') + comment]);
     const forward = relations.find((r) => r.from === entity && r.field === field);
     if (forward) {

@@ -1,6 +1,7 @@
 // The value formats every part agrees on: what an e-mail address is, what a date and a
-// date-time are, and how a date-time is stored. The generator checks blueprint defaults with
-// these, the app checks request bodies, sign-up checks addresses: one definition each.
+// date-time are, how a date-time is stored, and which text may be stored at all. The generator
+// checks blueprint defaults with these, the app checks request bodies and command inputs,
+// sign-up checks addresses: one definition each.
 
 // local@domain.tld: no spaces, controls or characters that need quoting in the local part; a
 // dotted domain of letters, digits and hyphens (any script) ending in a letters-only label.
@@ -13,7 +14,9 @@ export function isEmail(value: string): boolean {
 }
 
 const DATE = /^(\d{4})-(\d{2})-(\d{2})$/;
-const DATE_TIME = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2})(?::(\d{2})(\.\d{1,9})?)?(Z|[+-](\d{2}):(\d{2}))$/;
+// RFC 3339 `date-time`, the OpenAPI `date-time` format: seconds required, a fraction of 1 to 9
+// digits, an offset or Z; "t" and "z" may be lower case (RFC 3339 section 5.6).
+const DATE_TIME = /^(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2}):(\d{2})(\.\d{1,9})?([Zz]|([+-])(\d{2}):(\d{2}))$/;
 
 /** A calendar date, YYYY-MM-DD, that exists (no February 30th). */
 export function isCalendarDate(value: string): boolean {
@@ -22,19 +25,64 @@ export function isCalendarDate(value: string): boolean {
 }
 
 /**
- * Parses an ISO 8601 date-time with a time zone (`2026-01-02T03:04:05Z`, `...+02:00`) into its
- * instant, or undefined when it is malformed or names a time that does not exist: February 29th
- * of a common year, hour 24, minute 60, an offset beyond ±23:59. Never rolls a value over into
- * another day, as `Date.parse` does.
+ * Parses an RFC 3339 date-time (`2026-01-02T03:04:05Z`, `...05.123+02:00`) into its instant, or
+ * undefined when it is malformed or names a time that does not exist: February 29th of a common
+ * year, April 31st, hour 24, minute 60, second 60 (a leap second: an instant JavaScript cannot
+ * hold), an offset beyond ±23:59. Never rolls a value over into another day, as `Date.parse`
+ * does. Fractions finer than a millisecond are cut to the millisecond, as `Date` keeps them.
  */
 export function parseDateTime(value: string): Date | undefined {
   const m = DATE_TIME.exec(value);
   if (!m) return undefined;
-  const [year, month, day, hour, minute, second] = [1, 2, 3, 4, 5, 6].map((i) => Number(m[i] ?? 0));
+  const [year, month, day, hour, minute, second, offsetHours, offsetMinutes] = [1, 2, 3, 4, 5, 6, 10, 11].map((i) =>
+    Number(m[i] ?? 0),
+  );
   if (!dayExists(year, month, day) || hour > 23 || minute > 59 || second > 59) return undefined;
-  if (m[8] !== 'Z' && (Number(m[9]) > 23 || Number(m[10]) > 59)) return undefined;
-  const date = new Date(value);
+  if (offsetHours > 23 || offsetMinutes > 59) return undefined;
+  // Date.UTC reads years 0 to 99 as 1900 to 1999; setUTCFullYear takes the year as written.
+  const date = new Date(Date.UTC(2000, 0, 1, hour, minute, second, Number((m[7] ?? '.').slice(1, 4).padEnd(3, '0'))));
+  date.setUTCFullYear(year, month - 1, day);
+  const offset = (m[9] === '-' ? -1 : 1) * (offsetHours * 60 + offsetMinutes);
+  date.setTime(date.getTime() - offset * 60_000);
   return Number.isNaN(date.getTime()) ? undefined : date;
+}
+
+/** Why a text value may not be stored as given: a control character, or half a surrogate pair. */
+export type TextProblem = 'CONTROL_CHARACTER' | 'LONE_SURROGATE';
+
+/** Anything `textProblem` must look at closely: C0 controls, DEL, C1 controls, surrogates. */
+const SUSPECT = /[\u0000-\u001f\u007f-\u009f\ud800-\udfff]/;
+
+/**
+ * Whether a text value may be stored as given. Control characters (C0, DEL, C1) are refused:
+ * they corrupt logs, terminals and CSV exports and hide text from whoever reads it; tab,
+ * newline and carriage return are allowed where `lineBreaks` (LongText). A lone UTF-16
+ * surrogate is refused: it is not text, and SQLite would store it as U+FFFD, silently changed.
+ * One pass finds both (String.prototype.isWellFormed would be a second pass for the surrogates).
+ */
+export function textProblem(value: string, lineBreaks: boolean): TextProblem | undefined {
+  if (!SUSPECT.test(value)) return undefined;
+  for (let i = 0; i < value.length; i++) {
+    const c = value.charCodeAt(i);
+    if (c < 0x20 || (c >= 0x7f && c <= 0x9f)) {
+      if (lineBreaks && (c === 0x09 || c === 0x0a || c === 0x0d)) continue;
+      return 'CONTROL_CHARACTER';
+    }
+    if (c >= 0xd800 && c <= 0xdfff) {
+      const next = value.charCodeAt(i + 1);
+      if (c > 0xdbff || !(next >= 0xdc00 && next <= 0xdfff)) return 'LONE_SURROGATE';
+      i++;
+    }
+  }
+  return undefined;
+}
+
+/**
+ * Whether a value counts as empty for a `required` text field: "" or white space only (what
+ * String.prototype.trim removes). A value of spaces carries nothing and shows as blank.
+ */
+export function isBlank(value: string): boolean {
+  return value.trim() === '';
 }
 
 function dayExists(year: number, month: number, day: number): boolean {

@@ -1,14 +1,65 @@
-// Request bodies: JSON only on the API (415 for other media types, 400 for malformed JSON, 413
-// beyond the limit).
+// Request bodies: JSON only on the API (415 for other media types, 400 for malformed JSON or a
+// body nested too deeply, 413 beyond the limit).
 
-import type { IncomingMessage } from 'node:http';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import express, { type Request, type Response } from 'express';
 import { AppError } from '../core/errors.ts';
-import type { Middleware } from './request.ts';
+import type { Middleware, Next } from './request.ts';
 
 export const BODY_LIMIT = '1mb';
 
-const parseJson = express.json({ limit: BODY_LIMIT, strict: false, type: () => true });
+/**
+ * The deepest nesting of objects and arrays a body may have (the body itself is level 1). Deep
+ * enough for any record; shallow enough that code walking a body recursively (hashing it for
+ * idempotency, storing a JSON field, checking a condition) cannot run out of stack.
+ */
+export const MAX_JSON_DEPTH = 64;
+
+const parseJsonText = express.json({ limit: BODY_LIMIT, strict: false, type: () => true });
+
+/**
+ * Whether a parsed JSON value nests objects and arrays deeper than `max`. Iterative (an
+ * explicit stack), so that it cannot overflow on the very bodies it exists to refuse; scalar
+ * values are never pushed, so a flat body costs one pass over its values.
+ */
+export function nestedDeeperThan(value: unknown, max: number): boolean {
+  if (typeof value !== 'object' || value === null) return false;
+  const stack: object[] = [value];
+  const depths: number[] = [1];
+  const push = (child: unknown, depth: number) => {
+    if (typeof child === 'object' && child !== null) {
+      stack.push(child);
+      depths.push(depth);
+    }
+  };
+  while (stack.length > 0) {
+    const node = stack.pop() as object;
+    const depth = depths.pop() as number;
+    if (depth > max) return true;
+    if (Array.isArray(node)) for (let i = 0; i < node.length; i++) push(node[i], depth + 1);
+    // for...in sees the own keys of a parsed body (JSON.parse makes "__proto__" an own key).
+    else for (const k in node) push((node as Record<string, unknown>)[k], depth + 1);
+  }
+  return false;
+}
+
+function tooDeep(): AppError {
+  return new AppError('VALIDATION_FAILED', `the body is nested more than ${MAX_JSON_DEPTH} levels deep`, {
+    details: [{ code: 'TOO_DEEP', message: `objects and arrays may nest at most ${MAX_JSON_DEPTH} levels deep` }],
+  });
+}
+
+/**
+ * Parses a JSON body (whatever its Content-Type: callers decide which they take) and refuses
+ * one nested deeper than MAX_JSON_DEPTH before anything else reads it. Every JSON body of the
+ * app, API and sign-in routes alike, is parsed here.
+ */
+export function parseJson(req: IncomingMessage, res: ServerResponse, next: Next): void {
+  parseJsonText(req as Request, res as Response, (err?: unknown) => {
+    if (err) return next(err);
+    next(nestedDeeperThan((req as Request).body, MAX_JSON_DEPTH) ? tooDeep() : undefined);
+  });
+}
 
 /** The media type of a Content-Type header: lower case, without parameters. */
 export function mediaType(req: IncomingMessage): string {
@@ -46,5 +97,5 @@ export const jsonBody: Middleware = (req, res, next) => {
       ),
     );
   }
-  parseJson(req as Request, res as Response, next);
+  parseJson(req, res, next);
 };

@@ -2,12 +2,14 @@
 // ([auth.permissions]) and API-key scopes, decided in one place for every entity route.
 // Fails closed: a missing rule allows authenticated actors only; anonymous refusals are 401,
 // authenticated ones 403, and records the actor may not read are simply not found (404).
+// Writes are checked twice, like PostgreSQL's row security: on the stored record (USING) and on
+// the record as the write leaves it (WITH CHECK, checkWrite).
 
 import { isAuthenticated, type Actor } from '../core/actor.ts';
 import { andFilters, type ColumnType, conditionToSql, notFilter, orFilters, type RowFilter } from './condition-sql.ts';
 import { checkCondition, type Condition, conditionReadsRecord } from './conditions.ts';
-import { AppError } from '../core/errors.ts';
-import { pathsOf } from './expression-parse.ts';
+import { AppError, type ErrorDetail } from '../core/errors.ts';
+import { type Expr, pathsOf } from './expression-parse.ts';
 
 export type EntityAction = 'read' | 'create' | 'update' | 'delete';
 
@@ -47,7 +49,16 @@ export class Access {
     this.actorOnly = new Set(actions.filter((a) => !conditionReadsRecord(this.rule(a))));
     this.readsNow = new Set(actions.filter((a) => mentionsNow(this.rule(a))));
     this.hasFieldReadRules = Object.values(policy.fields).some((f) => f.read !== undefined);
+    const readRules = [this.rule('read'), ...this.permissionConditions('read')];
+    this.ownershipFields = [...new Set(readRules.flatMap(actorComparedFields))].sort();
   }
+
+  /**
+   * The fields the read rule (or a read permission) compares with the actor: `authorId` in
+   * `record.authorId == actor.id`, `{ authorId = "$currentUser.id" }`, `ownerId` for "owner".
+   * They say whose a record is, so a write that changes one is held to the read rule.
+   */
+  readonly ownershipFields: readonly string[];
 
   /**
    * Checks everything that does not depend on a record (scopes, whether any rule can pass) and
@@ -76,11 +87,57 @@ export class Access {
   /** Checks a concrete record (the stored one for update/delete, the new one for create). */
   check(actor: Actor, action: EntityAction, record: Record<string, unknown>): void {
     this.requireScopes(actor, action);
+    if (!this.holds(actor, action, record)) throw this.refusal(actor, action);
+  }
+
+  /**
+   * The row rules hold for the record as the write leaves it (`after`), as PostgreSQL's WITH
+   * CHECK, so that nobody moves a record out of their own reach or into someone else's:
+   * - an update (`before` is the stored record, already checked) must pass the update rule and
+   *   update permissions again on `after`;
+   * - a write that changes an ownership field must leave the record readable by the actor
+   *   under the read rule and read permissions. `written` are the fields the actor wrote; an
+   *   update changes a field when its value differs from `before`, a create when it gives it a
+   *   value (a create that leaves every ownership field empty makes nobody's record; defaults
+   *   and generated ids are the blueprint's doing, not the actor's). A change to other fields
+   *   is not held to the read rule, so an author may still archive a note that the read rule
+   *   hides once archived.
+   * Scopes are not asked again: they were checked before the record was looked at.
+   */
+  checkWrite(
+    actor: Actor,
+    before: Record<string, unknown> | null,
+    after: Record<string, unknown>,
+    written: readonly string[],
+  ): void {
+    const entity = this.policy.entity;
+    const failed: ErrorDetail[] = [];
+    if (before !== null && !this.holds(actor, 'update', after)) {
+      failed.push({ code: 'ROW_CHECK', message: `the ${entity} as this change leaves it fails the update rule` });
+    }
+    const moved = this.ownershipFields.filter(
+      (f) =>
+        written.includes(f) && (before === null ? after[f] !== null && after[f] !== undefined : before[f] !== after[f]),
+    );
+    if (moved.length > 0 && !this.holds(actor, 'read', after)) {
+      for (const field of moved) {
+        const message = `with this ${field} you could not read the ${entity}: the read rule must still hold`;
+        failed.push({ field, code: 'ROW_CHECK', message });
+      }
+    }
+    if (failed.length === 0) return;
+    const details = { details: failed };
+    if (!isAuthenticated(actor)) throw new AppError('UNAUTHENTICATED', 'sign in or present an API key', details);
+    throw new AppError('FORBIDDEN', `you may not leave this ${entity} in that state`, details);
+  }
+
+  /** Whether the action's rule and the actor's permissions allow it on `record`. */
+  private holds(actor: Actor, action: EntityAction, record: Record<string, unknown>): boolean {
     const who = conditionActor(actor);
-    const ok =
+    return (
       checkCondition(this.rule(action), { actor: who, record, now: new Date().toISOString() }) &&
-      this.permitted(actor, action, record);
-    if (!ok) throw this.refusal(actor, action);
+      this.permitted(actor, action, record)
+    );
   }
 
   /** Fields of `record` the actor may not read are removed (field `access.read`). */
@@ -148,6 +205,15 @@ export class Access {
     return { allow, deny };
   }
 
+  /** The conditions of every permission rule, of any role, for this entity and action. */
+  private permissionConditions(action: EntityAction): Condition[] {
+    const rules = Object.values(this.policy.permissions ?? {}).flatMap((p) => [...p.allow, ...p.deny]);
+    return rules
+      .filter((r) => r.entity === '*' || r.entity === this.policy.entity)
+      .filter((r) => r.actions.includes('*') || r.actions.includes(action))
+      .flatMap((r) => (r.condition ? [r.condition] : []));
+  }
+
   private permissionFilter(actor: Actor, action: EntityAction): RowFilter | undefined {
     const rules = this.rulesFor(actor, action);
     if (!rules) return true;
@@ -175,4 +241,38 @@ function mentionsNow(condition: Condition): boolean {
   if (condition.kind === 'expr') return pathsOf(condition.expr).some((p) => p.root === 'now');
   if (condition.kind === 'and' || condition.kind === 'or') return condition.items.some(mentionsNow);
   return false;
+}
+
+/**
+ * The record fields a condition compares with the actor. A comparison counts when one side
+ * reads the record and the other the actor; `&&`, `||` and `!` are looked through, so each
+ * comparison of `record.a == actor.id || actor.roles contains 'admin'` is taken alone.
+ */
+function actorComparedFields(condition: Condition): string[] {
+  switch (condition.kind) {
+    case 'owner':
+      return ['ownerId'];
+    case 'match':
+      return condition.pairs.flatMap(({ left, right }) => {
+        if (left.kind === 'record' && right.kind === 'actor') return [left.keys[0]];
+        if (right.kind === 'record' && left.kind === 'actor') return [right.keys[0]];
+        return [];
+      });
+    case 'and':
+    case 'or':
+      return condition.items.flatMap(actorComparedFields);
+    case 'expr':
+      return exprActorComparedFields(condition.expr);
+    default:
+      return [];
+  }
+}
+
+function exprActorComparedFields(expr: Expr): string[] {
+  if (expr.kind === 'binary' && (expr.op === '&&' || expr.op === '||'))
+    return [...exprActorComparedFields(expr.left), ...exprActorComparedFields(expr.right)];
+  if (expr.kind === 'unary' && expr.op === '!') return exprActorComparedFields(expr.operand);
+  const paths = pathsOf(expr);
+  if (!paths.some((p) => p.root === 'actor')) return [];
+  return paths.filter((p) => p.root === 'record' && p.keys.length > 0).map((p) => p.keys[0]);
 }

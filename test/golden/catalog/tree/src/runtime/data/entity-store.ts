@@ -180,6 +180,7 @@ export class EntityStore {
     const candidate = decodeRow(this.decoded, { ...params });
     this.access.check(actor, 'create', candidate);
     this.access.checkFieldWrites(actor, Object.keys(input), candidate);
+    this.access.checkWrite(actor, null, candidate, Object.keys(input));
     return atomically(this.db, () => {
       this.checkRefs(trace, params, Object.keys(params));
       const created = decodeRow(this.decoded, query(trace, this.stmt.insert, 'get', params) as Row);
@@ -201,6 +202,7 @@ export class EntityStore {
       const current = this.load(ctx, id, this.access.filter(ctx.actor, 'read'));
       this.access.check(ctx.actor, 'update', current);
       const plan = this.planUpdate(ctx, current, body, { checkFieldRules: true });
+      this.checkRowRules(ctx, plan);
       return this.present(ctx, this.applyUpdate(ctx, plan, `${this.spec.name}.update`));
     });
   }
@@ -266,6 +268,18 @@ export class EntityStore {
     if (issues.length) throw validationError(issues);
     if (options.checkFieldRules) this.access.checkFieldWrites(ctx.actor, changed, current);
     return { id, before: current, values, changed };
+  }
+
+  /**
+   * Holds the row rules for the record as `plan` leaves it (Access.checkWrite): for the actor's
+   * own writes, not for a command's declared mutations, which its `policy` governs.
+   */
+  checkRowRules(ctx: RequestContext, plan: UpdatePlan): void {
+    if (plan.changed.length === 0) return;
+    const stored: Row = {};
+    plan.changed.forEach((name, i) => (stored[name] = plan.values[i]));
+    const after = { ...plan.before, ...decodeRow(this.decoded, stored) };
+    this.access.checkWrite(ctx.actor, plan.before, after, plan.changed);
   }
 
   /** Writes a planned change (inside the caller's transaction) and audits it; returns the new row. */

@@ -111,3 +111,6 @@ CREATE UNIQUE INDEX "_bp_users_email_key" ON "_bp_users"("email");
 
 -- CreateIndex
 CREATE INDEX "_bp_sessions_expiresAt_idx" ON "_bp_sessions"("expiresAt");
+
+-- CreateIndex (unique e-mail, any letter case)
+CREATE UNIQUE INDEX "Customer.email_lower_key" ON "Customer"(lower("email"));

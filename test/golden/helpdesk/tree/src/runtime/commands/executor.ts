@@ -297,6 +297,8 @@ function scopedDb(
     return store;
   };
   const command = { name: spec.name, entity: spec.entity };
+  // What the handler itself wrote to the command's own record (ownChanges also holds mutations).
+  const handlerWrites: Record<string, unknown> = {};
   return {
     async get(entity, id) {
       guard();
@@ -315,12 +317,18 @@ function scopedDb(
         const current = store.fetch(call.trace, id) ?? {};
         store.access.check(call.actor, 'update', current);
         store.access.checkFieldWrites(call.actor, Object.keys(checkBody(changes)), current);
+        // The row rules hold for the record as the handler's writes leave it (mutations aside:
+        // `policy` governs those).
+        const writes = { ...handlerWrites, ...changes };
+        store.checkRowRules(call, store.planUpdate(call, current, writes, { command, checkFieldRules: false }));
+        Object.assign(handlerWrites, changes);
         Object.assign(ownChanges, changes);
         return { ...current, ...ownChanges };
       }
       const current = store.load(call, id, store.access.filter(call.actor, 'read'));
       store.access.check(call.actor, 'update', current);
       const plan = store.planUpdate(call, current, changes, { command, checkFieldRules: true });
+      store.checkRowRules(call, plan);
       staged.push(() => {
         const now = store.fetch(call.trace, id);
         if (!now || !sameRecord(now, current))

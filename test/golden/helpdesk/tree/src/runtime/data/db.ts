@@ -180,7 +180,12 @@ export function mapSqliteError(err: unknown): unknown {
   const code = (err as { code?: string } | null)?.code;
   if (typeof code !== 'string' || !code.startsWith('SQLITE_') || err instanceof AppError) return err;
   if (code === 'SQLITE_CONSTRAINT_UNIQUE' || code === 'SQLITE_CONSTRAINT_PRIMARYKEY') {
-    const column = /UNIQUE constraint failed: \w+\.(\w+)/.exec((err as Error).message)?.[1];
+    // A column's own index reports "Table.column"; the index on lower() of a unique e-mail field
+    // (addresses are unique in any letter case) reports "index 'Table.column_lower_key'".
+    const message = (err as Error).message;
+    const column =
+      /UNIQUE constraint failed: \w+\.(\w+)/.exec(message)?.[1] ??
+      /UNIQUE constraint failed: index '\w+\.(\w+)_lower_key'$/.exec(message)?.[1];
     return new AppError(
       'UNIQUE_CONFLICT',
       column ? `another record already has this ${column}` : 'a unique value is already taken',

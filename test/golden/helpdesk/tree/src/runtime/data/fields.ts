@@ -4,7 +4,15 @@
 
 import { AppError, type ErrorDetail } from '../core/errors.ts';
 import { ULID_PATTERN, UUID_PATTERN } from '../core/ids.ts';
-import { isCalendarDate, isEmail, loadedDateTime, parseDateTime, storedDateTime } from '../core/values.ts';
+import {
+  isBlank,
+  isCalendarDate,
+  isEmail,
+  loadedDateTime,
+  parseDateTime,
+  storedDateTime,
+  textProblem,
+} from '../core/values.ts';
 
 export type Row = Record<string, unknown>;
 
@@ -78,19 +86,34 @@ export function decodeRow(decoded: readonly FieldSpec[], row: Row): Row {
   return row;
 }
 
+/** Types whose values are text a person wrote or chose: `required` means not blank for them. */
+const TEXT_TYPES: ReadonlySet<FieldType> = new Set(['Text', 'LongText', 'Email', 'Enum', 'file']);
+
+const TEXT_PROBLEMS = {
+  CONTROL_CHARACTER: 'must not contain control characters',
+  LONE_SURROGATE: 'must not contain unpaired UTF-16 surrogates',
+} as const;
+
 /**
  * Checks a JSON value against a field (or command input) declaration and returns it in its
- * canonical JSON form (date-times as toISOString); problems are added to `issues`.
+ * canonical JSON form (date-times as toISOString); problems are added to `issues`. Every string
+ * value is first checked for control characters and lone surrogates (whatever its type, so the
+ * answer does not depend on which format check would have failed), and never altered.
  */
 export function normalizeValue(
-  f: Pick<FieldSpec, 'name' | 'type' | 'values' | 'ref'>,
+  f: Pick<FieldSpec, 'name' | 'type' | 'values' | 'ref'> & { required?: boolean },
   value: unknown,
   issues: ErrorDetail[],
 ): unknown {
-  const bad = (message: string) => {
-    issues.push({ field: f.name, code: 'INVALID_TYPE', message: `${f.name} ${message}` });
+  const bad = (message: string, code = 'INVALID_TYPE') => {
+    issues.push({ field: f.name, code, message: `${f.name} ${message}` });
     return null;
   };
+  if (typeof value === 'string' && f.type !== 'JSON') {
+    const problem = textProblem(value, f.type === 'LongText');
+    if (problem) return bad(TEXT_PROBLEMS[problem], problem);
+    if (f.required && TEXT_TYPES.has(f.type) && isBlank(value)) return bad('must not be blank', 'REQUIRED');
+  }
   switch (f.type) {
     case 'Text':
     case 'LongText':
@@ -111,7 +134,7 @@ export function normalizeValue(
         const instant = parseDateTime(value);
         if (instant) return instant.toISOString();
       }
-      return bad('must be an ISO 8601 date-time with a time zone');
+      return bad('must be an RFC 3339 date-time with a time zone, like 2026-01-02T03:04:05Z');
     case 'JSON':
       return value;
     case 'Enum':

@@ -6,7 +6,7 @@ import type { ServerResponse } from 'node:http';
 import { parse as parseQuery } from 'node:querystring';
 import express, { type Request, type RequestHandler, type Response } from 'express';
 import { AppError, type ErrorDetail } from '../../core/errors.ts';
-import { BODY_LIMIT, hasBody, isJsonType, mediaType } from '../../http/body.ts';
+import { BODY_LIMIT, hasBody, isJsonType, mediaType, parseJson } from '../../http/body.ts';
 import type { ApiRequest, Next } from '../../http/request.ts';
 import { normalizeEmail } from './users.ts';
 
@@ -67,20 +67,19 @@ export function credentials(body: unknown): { email: string; password: string } 
 }
 
 const parseFormBody = express.urlencoded({ extended: false, limit: BODY_LIMIT });
-const parseJsonBody = express.json({ limit: BODY_LIMIT, strict: false, type: () => true });
 
 /** Parses a form or JSON body so a `_csrf` field can be read; other bodies are left alone. */
 export function readTokenBody(req: ApiRequest, res: ServerResponse, next: Next): void {
   // body-parser, like express-session, needs nothing of Express's request or response.
   if (isForm(req)) return parseFormBody(req as Request, res as Response, next);
-  if (isJson(req)) return parseJsonBody(req as Request, res as Response, next);
+  if (isJson(req)) return parseJson(req, res, next);
   next();
 }
 
 /** Auth routes take JSON or form bodies (the sign-in page posts a form). */
 export const authBody: RequestHandler = (req, res, next) => {
   if (isForm(req)) return parseFormBody(req, res, next);
-  if (isJson(req)) return parseJsonBody(req, res, next);
+  if (isJson(req)) return parseJson(req, res, next);
   if (
     req.headers['content-type'] === undefined &&
     req.headers['content-length'] === undefined &&

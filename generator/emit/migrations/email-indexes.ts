@@ -1,0 +1,72 @@
+/**
+ * E-mail addresses unique ignoring letter case: CAROL@x.io and carol@x.io are one address. The
+ * database enforces it with a unique index on lower("field") for every unique Email field.
+ * Prisma's schema language cannot express an index on an expression, so bp adds these indexes
+ * to the SQL Prisma's engine writes, and marks the fields in schema.prisma: the schema bp wrote
+ * last is the record of which indexes the database already has.
+ *
+ * SQLite's lower() folds ASCII letters only (SQLite is built without ICU), so the comparison
+ * ignores the case of A to Z: the letters of almost every address in practice.
+ */
+
+export interface EmailIndex {
+  table: string;
+  field: string;
+}
+
+/** Marks a field of schema.prisma whose migrations carry its lower() index. */
+export const EMAIL_INDEX_NOTE = 'unique ignoring letter case (an index on lower() in the migrations)';
+
+/**
+ * `Table.field_lower_key`: identifiers never contain a dot, so the database's "UNIQUE constraint
+ * failed: index '...'" names the field unambiguously (runtime-lib/data/db.ts mapSqliteError).
+ */
+export function emailIndexName(index: EmailIndex): string {
+  return `${index.table}.${index.field}_lower_key`;
+}
+
+/** The marked fields of a schema.prisma that bp wrote, sorted. */
+export function emailIndexesOf(schema: string): EmailIndex[] {
+  const found: EmailIndex[] = [];
+  let table: string | undefined;
+  for (const line of schema.split('\n')) {
+    const model = /^model (\w+) \{$/.exec(line);
+    if (model) table = model[1];
+    else if (line === '}') table = undefined;
+    else if (table !== undefined && line.endsWith(`/// ${EMAIL_INDEX_NOTE}`)) {
+      const field = /^ {2}(\w+) /.exec(line)?.[1];
+      if (field) found.push({ table, field });
+    }
+  }
+  return found.sort((a, b) => compare(emailIndexName(a), emailIndexName(b)));
+}
+
+/**
+ * Adds to one migration's SQL what keeps the lower() indexes in step with the schema: `before`
+ * holds the indexes the database has (those of the schema the previous migration came from),
+ * `after` those it must have. Drops come first (SQLite refuses to drop a column an index uses);
+ * creations come last, for new indexes and for every index of a table the migration rebuilds
+ * (Prisma's SQLite migrations recreate a table as "new_X", drop "X" with its indexes, and
+ * rename "new_X" to "X", so its indexes must be made again).
+ */
+export function withEmailIndexes(sql: string, before: readonly EmailIndex[], after: readonly EmailIndex[]): string {
+  const names = (list: readonly EmailIndex[]) => new Set(list.map(emailIndexName));
+  const had = names(before);
+  const has = names(after);
+  const dropped = new Set([...sql.matchAll(/^DROP TABLE "([^"]+)";$/gm)].map((m) => m[1]));
+  const drops = before.filter((i) => !has.has(emailIndexName(i)));
+  const creates = after.filter((i) => !had.has(emailIndexName(i)) || dropped.has(i.table));
+  if (drops.length === 0 && creates.length === 0) return sql;
+  const dropSql = drops.map((i) => `-- DropIndex (unique e-mail, any letter case)\nDROP INDEX "${emailIndexName(i)}";\n`);
+  const createSql = creates.map(
+    (i) =>
+      `-- CreateIndex (unique e-mail, any letter case)\n` +
+      `CREATE UNIQUE INDEX "${emailIndexName(i)}" ON "${i.table}"(lower("${i.field}"));\n`,
+  );
+  const body = sql === '' || sql.endsWith('\n') ? sql : `${sql}\n`;
+  return [...dropSql, body, ...createSql].filter((part) => part !== '').join('\n');
+}
+
+function compare(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
+}
