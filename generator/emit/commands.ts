@@ -1,15 +1,16 @@
 // src/commands.ts: every command of the blueprint as a typed spec for the one executor
-// (runtime/commands/executor.ts), importing user handlers from where the blueprint names them. bp never
-// copies or edits a handler; the generated code only imports it.
+// (runtime/commands/executor.ts), importing user handlers from where the blueprint names them.
+// bp never copies or edits a handler; the generated code only imports it.
 
 import * as path from 'node:path';
 import type { Condition } from '../../runtime-lib/rules/conditions.ts';
 import { pathsOf } from '../../runtime-lib/rules/expression-parse.ts';
-import type { Blueprint, Command, CommandInput, Entity, Rule } from '../model/types.ts';
-import { entityFileName, tsType } from './entities.ts';
+import type { Blueprint, Command, CommandInput, Entity } from '../model/types.ts';
+import { entityFileName, tsTypeMembers } from './entities.ts';
 import { lowerFirst, refRelations, upperFirst, type RefRelation } from './relations.ts';
+import { ruleCall } from './rules.ts';
 import { render } from './templates.ts';
-import { tsLiteral, tsString } from './ts-literal.ts';
+import { code, MAX_WIDTH, tsDocComment, tsLiteral, tsProperties, tsString, tsTypeMember } from './ts-literal.ts';
 
 /** Record paths a condition reads (`record.customer.name` -> ['customer', 'name']). */
 function recordPaths(condition: Condition | undefined): string[][] {
@@ -18,7 +19,9 @@ function recordPaths(condition: Condition | undefined): string[][] {
     case 'expr':
       return pathsOf(condition.expr).filter((p) => p.root === 'record').map((p) => p.keys);
     case 'match':
-      return condition.pairs.flatMap((p) => [p.left, p.right]).flatMap((o) => (o.kind === 'record' ? [o.keys] : []));
+      return condition.pairs
+        .flatMap((p) => [p.left, p.right])
+        .flatMap((o) => (o.kind === 'record' ? [o.keys] : []));
     case 'and':
     case 'or':
       return condition.items.flatMap(recordPaths);
@@ -27,13 +30,31 @@ function recordPaths(condition: Condition | undefined): string[][] {
   }
 }
 
+/** The relations the command's policy and availableWhen read, to load with the record. */
 function includesOf(command: Command, entity: Entity, relations: RefRelation[]): Array<Record<string, unknown>> {
-  const names = [...new Set([...recordPaths(command.policy?.condition), ...recordPaths(command.availableWhen?.condition)].filter((k) => k.length > 1).map((k) => k[0]))].sort();
+  const paths = [...recordPaths(command.policy?.condition), ...recordPaths(command.availableWhen?.condition)];
+  const names = [...new Set(paths.filter((keys) => keys.length > 1).map((keys) => keys[0]))].sort();
   return names.flatMap((name): Array<Record<string, unknown>> => {
     const forward = relations.find((r) => r.from === entity && r.forward === name);
-    if (forward) return [{ name, entity: forward.to.name, kind: 'one', localKey: forward.field.name, foreignKey: forward.field.ref?.field }];
+    if (forward) {
+      return [{
+        name,
+        entity: forward.to.name,
+        kind: 'one',
+        localKey: forward.field.name,
+        foreignKey: forward.field.ref?.field,
+      }];
+    }
     const back = relations.find((r) => r.to === entity && r.back === name);
-    if (back) return [{ name, entity: back.from.name, kind: back.backIsOne ? 'one' : 'many', localKey: back.field.ref?.field, foreignKey: back.field.name }];
+    if (back) {
+      return [{
+        name,
+        entity: back.from.name,
+        kind: back.backIsOne ? 'one' : 'many',
+        localKey: back.field.ref?.field,
+        foreignKey: back.field.name,
+      }];
+    }
     return [];
   });
 }
@@ -44,9 +65,9 @@ function mutationSpec(m: Command['mutations'][number]['value']): unknown {
   return { [m.root]: m.key };
 }
 
-function inputType(input: CommandInput): string {
-  const t = tsType({ type: input.type, values: input.values, nullable: false } as never);
-  return `  ${input.name}${input.required ? '' : '?'}: ${t};`;
+function inputMember(input: CommandInput): string {
+  const members = tsTypeMembers({ type: input.type, values: input.values, nullable: false });
+  return tsTypeMember(`${input.name}${input.required ? '' : '?'}:`, members, 2);
 }
 
 /** Import specifier from the generated file to a handler module, always relative, with '/' separators. */
@@ -55,52 +76,72 @@ function importPath(fromDir: string, file: string): string {
   return rel.startsWith('.') ? rel : `./${rel}`;
 }
 
+interface HandlerImport {
+  local: string;
+  exportName: string;
+}
+
+/**
+ * One import statement per handler module, naming each command's handler `<command>Handler`:
+ * `import closeTicketHandler from '...'` for a lone default export, else braces, broken one
+ * name per line when the statement would be too long.
+ */
+function importStatement(from: string, names: HandlerImport[]): string {
+  const specifier = `from ${tsString(from)};`;
+  if (names.length === 1 && names[0].exportName === 'default') return `import ${names[0].local} ${specifier}`;
+  const parts = names.map((n) => (n.exportName === n.local ? n.local : `${n.exportName} as ${n.local}`));
+  const oneLine = `import { ${parts.join(', ')} } ${specifier}`;
+  if (oneLine.length <= MAX_WIDTH) return oneLine;
+  return `import {\n${parts.map((p) => `  ${p},\n`).join('')}} ${specifier}`;
+}
+
 export function emitCommands(bp: Blueprint, outDir: string): string {
   const relations = refRelations(bp);
-  const handlerImports = new Map<string, { local: string; exportName: string; from: string }>();
+  const handlerModules = new Map<string, HandlerImport[]>();
   const commands = bp.commands.map((c) => {
     const entity = bp.entities.find((e) => e.name === c.entity) as Entity;
     const constName = lowerFirst(c.name);
     let handler: string | undefined;
     if (c.handler) {
-      const local = `${constName}Handler`;
-      handlerImports.set(local, { local, exportName: c.handler.exportName, from: importPath(path.join(outDir, 'src'), c.handler.file) });
-      handler = local;
+      handler = `${constName}Handler`;
+      const from = importPath(path.join(outDir, 'src'), c.handler.file);
+      const names = handlerModules.get(from) ?? [];
+      handlerModules.set(from, [...names, { local: handler, exportName: c.handler.exportName }]);
     }
-    const conditionComment = (label: string, rule: Rule | undefined) =>
-      rule ? `  // ${label}: ${typeof rule.source === 'string' ? rule.source : JSON.stringify(rule.source)}` : undefined;
+    const inputName = `${upperFirst(c.name)}Input`;
     return {
       constName,
       name: c.name,
-      label: c.label,
-      operationId: c.operationId,
+      doc: tsDocComment(`${c.name} (${c.operationId}): ${c.label}`, 0),
       entityType: entity.name,
       entityFile: entityFileName(entity),
-      inputName: `${upperFirst(c.name)}Input`,
-      inputFields: c.input.map(inputType),
-      lines: [
-        `  name: ${tsString(c.name)},`,
-        `  operationId: ${tsString(c.operationId)},`,
-        `  entity: ${tsString(c.entity)},`,
-        `  scopes: ${tsLiteral(c.scopes)},`,
-        conditionComment('policy', c.policy),
-        c.policy ? `  policy: ${tsLiteral(c.policy.condition)},` : undefined,
-        conditionComment('availableWhen', c.availableWhen),
-        c.availableWhen ? `  availableWhen: ${tsLiteral(c.availableWhen.condition)},` : undefined,
-        `  input: ${tsLiteral(c.input.map((i) => ({ name: i.name, type: i.type, required: i.required, values: i.values })))},`,
-        `  mutations: ${tsLiteral(Object.fromEntries(c.mutations.map((m) => [m.field, mutationSpec(m.value)])))},`,
-        `  includes: ${tsLiteral(includesOf(c, entity, relations))},`,
-        handler ? `  handler: ${handler},` : undefined,
-      ].filter((l): l is string => l !== undefined),
+      inputName,
+      inputMembers: c.input.map(inputMember),
+      properties: tsProperties({
+        name: c.name,
+        operationId: c.operationId,
+        entity: c.entity,
+        scopes: c.scopes,
+        policy: c.policy && ruleCall(c.policy),
+        availableWhen: c.availableWhen && ruleCall(c.availableWhen),
+        input: c.input.map((i) => ({ name: i.name, type: i.type, required: i.required, values: i.values })),
+        mutations: Object.fromEntries(c.mutations.map((m) => [m.field, mutationSpec(m.value)])),
+        includes: includesOf(c, entity, relations),
+        handler: handler && code(handler),
+      }, 2),
     };
   });
-  const entityImports = [...new Map(commands.map((c) => [c.entityType, { type: c.entityType, file: c.entityFile }])).values()].sort((a, b) => (a.type < b.type ? -1 : 1));
+  const entityFiles = new Map(commands.map((c) => [c.entityType, c.entityFile]));
+  const entityImports = [...entityFiles]
+    .sort(([a], [b]) => (a < b ? -1 : 1))
+    .map(([type, file]) => ({ type, file }));
   return render('app/src/commands.ts.hbs', {
     commands,
     entityImports,
-    handlerImports: [...handlerImports.values()].map((h) => ({
-      ...h,
-      clause: h.exportName === 'default' ? h.local : `{ ${h.exportName} as ${h.local} }`,
-    })),
+    usesRules: bp.commands.some((c) => c.policy || c.availableWhen),
+    all: tsLiteral(commands.map((c) => code(c.constName)), { lead: 'export const COMMANDS = '.length, trail: 10 }),
+    handlerImports: [...handlerModules]
+      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+      .map(([from, names]) => importStatement(from, names)),
   });
 }

@@ -1,11 +1,11 @@
 // src/entities/<entity>.ts: one route module per entity. The generator writes every SQL
 // statement here, at compile time, so the app prepares them once and never builds queries.
 
-import type { Condition } from '../../runtime-lib/rules/conditions.ts';
-import type { Blueprint, Entity, Field, Rule } from '../model/types.ts';
+import type { Blueprint, Entity, Field } from '../model/types.ts';
 import { lowerFirst } from './relations.ts';
+import { ruleCalls } from './rules.ts';
 import { render } from './templates.ts';
-import { tsLiteral } from './ts-literal.ts';
+import { clauses, code, tsAssign, tsLiteral, tsProperties, tsString, tsTypeMember } from './ts-literal.ts';
 
 const q = (name: string): string => `"${name}"`;
 
@@ -18,37 +18,32 @@ export function routesName(entity: Entity): string {
 }
 
 /**
- * The entity's SQL as TypeScript expressions over a COLUMNS constant, laid out to be read:
- * the statements are fixed at generate time, so the app only prepares them. Updates name only
- * the changed columns; the runtime builds them from `table` and `columns` and prepares each
- * distinct set once.
+ * The entity's SQL over a COLUMNS constant. Updates name only the changed columns; the runtime
+ * builds them from `table` and `columns` and prepares each distinct set once.
  */
-export function entitySql(entity: Entity): { columns: string; statements: Array<{ key: string; value: string }> } {
+function entitySql(entity: Entity): Record<string, unknown> {
   const table = q(entity.name);
   const pk = q(entity.primaryKey.name);
   return {
-    columns: tsLiteral(entity.fields.map((f) => q(f.name)).join(', ')),
-    statements: [
-      { key: 'table', value: tsLiteral(table) },
-      { key: 'columns', value: 'COLUMNS' },
-      { key: 'select', value: `\`SELECT \${COLUMNS} FROM ${table}\`` },
-      { key: 'orderBy', value: tsLiteral(pk) },
-      { key: 'get', value: `\`SELECT \${COLUMNS} FROM ${table} WHERE ${pk} = ?\`` },
-      // Ordered by primary key: stable across pages, and creation order for ULIDs.
-      { key: 'list', value: `\`SELECT \${COLUMNS} FROM ${table} ORDER BY ${pk} LIMIT ? OFFSET ?\`` },
-      {
-        key: 'insert',
-        value: `\`INSERT INTO ${table} (\${COLUMNS}) VALUES (${entity.fields.map((f) => `@${f.name}`).join(', ')}) RETURNING \${COLUMNS}\``,
-      },
-      { key: 'delete', value: tsLiteral(`DELETE FROM ${table} WHERE ${pk} = ?`) },
-    ],
+    table,
+    columns: code('COLUMNS'),
+    select: clauses('SELECT ${COLUMNS}', `FROM ${table}`),
+    orderBy: pk,
+    get: clauses('SELECT ${COLUMNS}', `FROM ${table}`, `WHERE ${pk} = ?`),
+    list: clauses('SELECT ${COLUMNS}', `FROM ${table}`, `ORDER BY ${pk}`, 'LIMIT ? OFFSET ?'),
+    insert: clauses(
+      `INSERT INTO ${table} (\${COLUMNS})`,
+      `VALUES (${entity.fields.map((f) => `@${f.name}`).join(', ')})`,
+      'RETURNING ${COLUMNS}',
+    ),
+    delete: clauses(`DELETE FROM ${table}`, `WHERE ${pk} = ?`),
   };
 }
 
-function fieldSpec(bp: Blueprint, field: Field): string {
+function fieldSpec(bp: Blueprint, field: Field): Record<string, unknown> {
   const target = field.ref && bp.entities.find((e) => e.name === field.ref?.entity);
   const targetField = target?.fields.find((f) => f.name === field.ref?.field);
-  return tsLiteral({
+  return {
     name: field.name,
     type: field.type,
     required: field.required,
@@ -61,42 +56,45 @@ function fieldSpec(bp: Blueprint, field: Field): string {
     ref: target && targetField && {
       entity: target.name,
       idType: targetField.type,
-      exists: `SELECT 1 FROM ${q(target.name)} WHERE ${q(targetField.name)} = ?`,
+      exists: clauses(`SELECT 1 FROM ${q(target.name)}`, `WHERE ${q(targetField.name)} = ?`),
     },
-  });
-}
-
-export function tsType(field: Field): string {
-  const base: Record<Field['type'], string> = {
-    ULID: 'string', UUID: 'string', Text: 'string', LongText: 'string', Email: 'string', Date: 'string', DateTime: 'string',
-    Ref: 'string', file: 'string', Integer: 'number', Float: 'number', Boolean: 'boolean', JSON: 'unknown',
-    Enum: (field.values ?? []).map((v) => tsLiteral(v)).join(' | ') || 'string',
   };
-  const t = base[field.type];
-  return field.nullable && t !== 'unknown' ? `${t} | null` : t;
 }
 
-/** The parsed conditions of a set of rules (the generated code's form, until it carries their source). */
-function conditionsOf<K extends string>(rules: Partial<Record<K, Rule>>): Partial<Record<K, Condition>> {
-  return Object.fromEntries(Object.entries(rules).map(([k, r]) => [k, (r as Rule).condition])) as Partial<Record<K, Condition>>;
+/** The TypeScript type of a field's values, as the members of a union. */
+export function tsTypeMembers(field: Pick<Field, 'type' | 'values' | 'nullable'>): string[] {
+  const base: Record<Field['type'], string[]> = {
+    ULID: ['string'], UUID: ['string'], Text: ['string'], LongText: ['string'], Email: ['string'],
+    Date: ['string'], DateTime: ['string'], Ref: ['string'], file: ['string'],
+    Integer: ['number'], Float: ['number'], Boolean: ['boolean'], JSON: ['unknown'],
+    Enum: field.values?.length ? field.values.map(tsString) : ['string'],
+  };
+  const members = base[field.type];
+  return field.nullable && field.type !== 'JSON' ? [...members, 'null'] : members;
 }
 
 export function emitEntityModule(bp: Blueprint, entity: Entity): string {
-  const sql = entitySql(entity);
+  const rules = ruleCalls(entity.access);
+  const fieldRules = Object.fromEntries(
+    entity.fields.filter((f) => f.access.read || f.access.write).map((f) => [f.name, ruleCalls(f.access)]),
+  );
   return render('app/src/entities/_entity.ts.hbs', {
     name: entity.name,
     collection: entity.collection,
     primaryKey: entity.primaryKey.name,
-    idType: entity.primaryKey.type,
     specName: `${lowerFirst(entity.name)}Spec`,
     routesName: routesName(entity),
-    fields: entity.fields.map((f) => ({ name: f.name, tsType: tsType(f), spec: fieldSpec(bp, f) })),
-    columns: sql.columns,
-    sql: sql.statements,
-    access: {
-      rules: tsLiteral(conditionsOf(entity.access)),
-      fields: tsLiteral(Object.fromEntries(entity.fields.filter((f) => f.access.read || f.access.write).map((f) => [f.name, conditionsOf(f.access)]))),
-      scopes: tsLiteral(entity.scopes),
-    },
+    usesRules: Object.keys(rules).length > 0 || Object.keys(fieldRules).length > 0,
+    members: entity.fields.map((f) => tsTypeMember(`${f.name}:`, tsTypeMembers(f), 2)),
+    columns: tsAssign('const COLUMNS =', entity.fields.map((f) => q(f.name)).join(', '), 0, 1),
+    head: tsProperties({
+      name: entity.name,
+      collection: entity.collection,
+      primaryKey: entity.primaryKey.name,
+      idType: entity.primaryKey.type,
+    }, 2),
+    fields: entity.fields.map((f) => tsLiteral(fieldSpec(bp, f), { indent: 4, trail: 1 })),
+    sql: tsProperties(entitySql(entity), 4),
+    access: tsProperties({ entity: entity.name, rules, fields: fieldRules, scopes: entity.scopes }, 4),
   });
 }

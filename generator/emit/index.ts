@@ -6,6 +6,7 @@ import { emitEntityModule, entityFileName, routesName } from './entities.ts';
 import { lowerFirst } from './relations.ts';
 import { emitMigrations, type PreviousOutput } from './migrations.ts';
 import { emitOpenApi } from './openapi.ts';
+import { emitPermissions } from './permissions.ts';
 import { emitPrismaSchema } from './prisma-schema.ts';
 import { emitRuntime } from './runtime.ts';
 import { render } from './templates.ts';
@@ -86,11 +87,7 @@ export async function emitApp(bp: Blueprint, options: EmitOptions): Promise<Map<
     idleTimeout: bp.auth.session.idleTimeout,
     apiKeys: bp.auth.apiKeys.map((k) => tsLiteral(k)),
   }));
-  const permissions = bp.auth.permissions && Object.fromEntries(Object.entries(bp.auth.permissions).map(([role, { allow, deny }]) => {
-    const parsed = (rules: typeof allow) => rules.map((r) => ({ ...r, condition: r.condition?.condition }));
-    return [role, { allow: parsed(allow), deny: parsed(deny) }];
-  }));
-  files.set('src/permissions.ts', render('app/src/permissions.ts.hbs', { permissions: permissions ? tsLiteral(permissions) : 'undefined' }));
+  files.set('src/permissions.ts', emitPermissions(bp));
   if (emailAuth) files.set('src/users.ts', render('app/src/users.ts.hbs', {}));
   files.set('src/commands.ts', emitCommands(bp, options.outDir));
   for (const entity of bp.entities) files.set(`src/entities/${entityFileName(entity)}.ts`, emitEntityModule(bp, entity));

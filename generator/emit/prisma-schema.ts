@@ -3,8 +3,9 @@
 
 import { GENERATED_HEADER } from './header.ts';
 import type { Blueprint, Entity, Field } from '../model/types.ts';
-import { EMAIL_INDEX_NOTE } from './migrations/email-indexes.ts';
+import { EMAIL_INDEX_MARKER } from './migrations/email-indexes.ts';
 import { refRelations, type RefRelation } from './relations.ts';
+import { MAX_WIDTH, wrapText } from './ts-literal.ts';
 
 const SCALAR: Record<Field['type'], string> = {
   ULID: 'String',
@@ -46,40 +47,69 @@ export function emitPrismaSchema(bp: Blueprint): string {
   ].join('\n');
 }
 
+/** A field or relation line: name, type and attributes, with a `///` note on its values. */
+interface Row {
+  name: string;
+  type: string;
+  attributes: string;
+  note?: string;
+  /** A line of its own above the field that later generations read back (email-indexes.ts). */
+  marker?: string;
+}
+
 function emitModel(entity: Entity, relations: RefRelation[]): string {
-  const rows: string[][] = [];
+  const rows: Row[] = [];
   for (const field of entity.fields) {
     const attrs: string[] = [];
     if (field.primaryKey) attrs.push('@id');
     else if (field.unique) attrs.push('@unique');
     const dflt = defaultAttribute(field);
     if (dflt) attrs.push(dflt);
-    // A unique e-mail address is unique in any letter case: the migrations index lower(field).
-    const comment =
-      field.type === 'Enum'
-        ? ` /// one of: ${field.values?.join(', ')}`
-        : field.type === 'Email' && field.unique && !field.primaryKey
-          ? ` /// ${EMAIL_INDEX_NOTE}`
-          : '';
-    rows.push([field.name, `${SCALAR[field.type]}${field.nullable ? '?' : ''}`, attrs.join(' ') + comment]);
+    rows.push({
+      name: field.name,
+      type: `${SCALAR[field.type]}${field.nullable ? '?' : ''}`,
+      attributes: attrs.join(' '),
+      note: field.type === 'Enum' ? `one of: ${field.values?.join(', ')}` : undefined,
+      // A unique e-mail address is unique in any letter case: the migrations index lower(field).
+      marker: field.type === 'Email' && field.unique && !field.primaryKey ? EMAIL_INDEX_MARKER : undefined,
+    });
     const forward = relations.find((r) => r.from === entity && r.field === field);
     if (forward) {
-      const optional = field.nullable ? '?' : '';
-      rows.push([
-        forward.forward,
-        `${forward.to.name}${optional}`,
-        `@relation("${forward.name}", fields: [${field.name}], references: [${field.ref?.field}])`,
-      ]);
+      rows.push({
+        name: forward.forward,
+        type: `${forward.to.name}${field.nullable ? '?' : ''}`,
+        attributes: `@relation("${forward.name}", fields: [${field.name}], references: [${field.ref?.field}])`,
+      });
     }
   }
   for (const back of relations.filter((r) => r.to === entity)) {
-    rows.push([back.back, back.backIsOne ? `${back.from.name}?` : `${back.from.name}[]`, `@relation("${back.name}")`]);
+    const type = back.backIsOne ? `${back.from.name}?` : `${back.from.name}[]`;
+    rows.push({ name: back.back, type, attributes: `@relation("${back.name}")` });
   }
-  const widths = [0, 1].map((i) => Math.max(...rows.map((r) => r[i].length)));
-  const lines = rows.map((r) => `  ${r[0].padEnd(widths[0])} ${r[1].padEnd(widths[1])} ${r[2]}`.trimEnd());
+  const nameWidth = Math.max(...rows.map((r) => r.name.length));
+  const typeWidth = Math.max(...rows.map((r) => r.type.length));
+  const lines = rows.flatMap((r) => {
+    const line = `  ${r.name.padEnd(nameWidth)} ${r.type.padEnd(typeWidth)} ${r.attributes}`;
+    const marker = r.marker === undefined ? [] : [`  ${r.marker}`];
+    if (r.note === undefined) return [...marker, line.trimEnd()];
+    // The note follows the field when it fits on the line, else goes above it, wrapped.
+    const note = docLines(r.note, 0);
+    const trailing = `${line} ${note[0]}`;
+    return note.length === 1 && trailing.length <= MAX_WIDTH
+      ? [...marker, trailing]
+      : [...marker, ...docLines(r.note, 2), line.trimEnd()];
+  });
   const indexes = entity.fields.filter((f) => f.index && !f.unique).map((f) => `  @@index([${f.name}])`);
-  const doc = entity.description ? `/// ${entity.description.replace(/\s+/g, ' ')}\n` : '';
+  const doc = entity.description ? docLines(entity.description, 0).map((l) => `${l}\n`).join('') : '';
   return `${doc}model ${entity.name} {\n${lines.join('\n')}${indexes.length ? `\n\n${indexes.join('\n')}` : ''}\n}`;
+}
+
+/**
+ * Blueprint text as `///` documentation lines for a line indented by `indent`. Line breaks in
+ * the text are collapsed (a value or description cannot end its comment and add schema lines).
+ */
+function docLines(text: string, indent: number): string[] {
+  return wrapText(text, MAX_WIDTH - indent - 4).map((line) => `${' '.repeat(indent)}/// ${line}`);
 }
 
 function defaultAttribute(field: Field): string | undefined {

@@ -1,19 +1,276 @@
-// Renders data as a readable TypeScript literal for generated code: single-quoted strings,
-// bare keys where they are identifiers, keys in the order given (callers order them).
+// Renders data as TypeScript source for generated code: single-quoted strings (double quotes
+// when that saves escapes), bare keys where they are identifiers, keys in the order given
+// (callers order them). Given where the value starts, the layout keeps lines within MAX_WIDTH:
+// an object, array or call stays on one line when it fits and otherwise breaks one entry per
+// line, recursively; a string too long for a line becomes `'...' +` pieces on lines of their own.
+// The same input always gives the same text.
 
-export function tsLiteral(value: unknown): string {
+/** The widest line bp writes into a generated file. */
+export const MAX_WIDTH = 120;
+
+/** Generated code placed as is inside a literal: an identifier, say. */
+export class Code {
+  constructor(readonly text: string) {}
+}
+
+export const code = (text: string): Code => new Code(text);
+
+/** A function call whose arguments are laid out like any other value: `rule('authenticated')`. */
+export class Call {
+  constructor(
+    readonly callee: string,
+    readonly args: readonly unknown[],
+  ) {}
+}
+
+export const call = (callee: string, ...args: unknown[]): Call => new Call(callee, args);
+
+/**
+ * A string made of clauses, such as an SQL statement: one literal when it fits, else one
+ * clause per line (a clause too long for its line wrapped after its commas). `${NAME}` in a
+ * clause interpolates a constant of the generated module, making that piece a template literal.
+ */
+export class Clauses {
+  constructor(readonly clauses: readonly string[]) {
+    for (const clause of clauses) {
+      if (/[`\\]/.test(clause)) throw new Error(`a clause cannot hold a backtick or backslash: ${clause}`);
+    }
+  }
+}
+
+export const clauses = (...parts: string[]): Clauses => new Clauses(parts);
+
+/**
+ * Where a value is written: `indent` is the indentation of the line it starts on (its closing
+ * bracket returns there), `lead` the column it starts at, `trail` how many characters follow it
+ * on its last line (a `,` or `;`).
+ */
+export interface Place {
+  indent: number;
+  lead: number;
+  trail: number;
+}
+
+/**
+ * The value as TypeScript. Without a place, on one line (for values the caller knows are
+ * short); with one, laid out to fit MAX_WIDTH from there.
+ */
+export function tsLiteral(value: unknown, at?: Partial<Place>): string {
+  if (at === undefined) return flat(value);
+  const indent = at.indent ?? 0;
+  return layout(value, indent, at.lead ?? indent, at.trail ?? 0);
+}
+
+/**
+ * `head value` for a line indented by `indent` and followed by `trail` characters: a
+ * declaration (`const COLUMNS =`) or a property (`name:`). A value that has to be split into
+ * `+` pieces starts on the next line, as a person would wrap it.
+ */
+export function tsAssign(head: string, value: unknown, indent: number, trail = 0): string {
+  const text = layout(value, indent, indent + head.length + 1, trail);
+  return text.startsWith('\n') ? `${head}${text}` : `${head} ${text}`;
+}
+
+/**
+ * An object's entries as `key: value` texts for a block the caller writes, each laid out for a
+ * line indented by `indent` and followed by a comma.
+ */
+export function tsProperties(entries: Record<string, unknown>, indent: number): string[] {
+  return definedEntries(entries).map(([key, value]) => tsAssign(`${propertyKey(key)}:`, value, indent, 1));
+}
+
+/**
+ * A type member (`name: A | B;`) for a line indented by `indent`; a union too long for the line
+ * puts one member per line, each after a leading `|`.
+ */
+export function tsTypeMember(head: string, members: readonly string[], indent: number): string {
+  const oneLine = `${head} ${members.join(' | ')};`;
+  if (indent + oneLine.length <= MAX_WIDTH) return oneLine;
+  const pad = ' '.repeat(indent + 2);
+  return `${head}\n${members.map((m) => `${pad}| ${m}`).join('\n')};`;
+}
+
+/**
+ * Prose for a comment: whitespace (line breaks included) collapsed to single spaces, so the text
+ * cannot end its comment early, then filled into lines of at most `width` characters.
+ */
+export function wrapText(text: string, width: number): string[] {
+  const lines: string[] = [];
+  for (const word of text.split(/\s+/).filter((w) => w !== '')) {
+    const last = lines.length - 1;
+    if (last >= 0 && lines[last].length + 1 + word.length <= width) lines[last] += ` ${word}`;
+    else lines.push(word);
+  }
+  return lines;
+}
+
+/**
+ * A `/** ... *\/` comment for a line indented by `indent`, on one line when it fits. `*\/` in the
+ * text is written `*\\/`, so free text from a blueprint can never close the comment.
+ */
+export function tsDocComment(text: string, indent: number): string {
+  const safe = text.replace(/\*\//g, '*\\/');
+  const pad = ' '.repeat(indent);
+  const oneLine = `/** ${wrapText(safe, Infinity).join(' ')} */`;
+  if (indent + oneLine.length <= MAX_WIDTH) return oneLine;
+  const lines = wrapText(safe, MAX_WIDTH - indent - 3).map((line) => `${pad} * ${line}`);
+  return `/**\n${lines.join('\n')}\n${pad} */`;
+}
+
+export function tsString(s: string): string {
+  return quote(s, quoteFor(s));
+}
+
+/** A property key: bare when it is an identifier; `__proto__` computed, so it stays an own key. */
+export function propertyKey(key: string): string {
+  if (key === '__proto__') return `[${tsString(key)}]`;
+  return /^[A-Za-z_$][A-Za-z0-9_$]*$/.test(key) ? key : tsString(key);
+}
+
+function definedEntries(value: object): Array<[string, unknown]> {
+  return Object.entries(value).filter(([, v]) => v !== undefined);
+}
+
+function isPlainObject(value: unknown): value is Record<string, unknown> {
+  return (
+    typeof value === 'object' &&
+    value !== null &&
+    !Array.isArray(value) &&
+    !(value instanceof Code || value instanceof Call || value instanceof Clauses)
+  );
+}
+
+function flat(value: unknown): string {
   if (value === null) return 'null';
   if (typeof value === 'string') return tsString(value);
-  if (typeof value === 'number' || typeof value === 'boolean') return String(value);
-  if (Array.isArray(value)) return `[${value.map(tsLiteral).join(', ')}]`;
-  if (typeof value === 'object') {
-    const entries = Object.entries(value as Record<string, unknown>).filter(([, v]) => v !== undefined);
+  if (typeof value === 'number') return Object.is(value, -0) ? '-0' : String(value);
+  if (typeof value === 'boolean') return String(value);
+  if (value instanceof Code) return value.text;
+  if (value instanceof Call) return `${value.callee}(${value.args.map(flat).join(', ')})`;
+  if (value instanceof Clauses) return piece(value.clauses.join(' '));
+  if (Array.isArray(value)) return `[${value.map(flat).join(', ')}]`;
+  if (isPlainObject(value)) {
+    const entries = definedEntries(value);
     if (entries.length === 0) return '{}';
-    return `{ ${entries.map(([k, v]) => `${/^[A-Za-z_$][A-Za-z0-9_$]*$/.test(k) ? k : tsString(k)}: ${tsLiteral(v)}`).join(', ')} }`;
+    return `{ ${entries.map(([k, v]) => `${propertyKey(k)}: ${flat(v)}`).join(', ')} }`;
   }
   throw new Error(`cannot render ${typeof value} as a literal`);
 }
 
-export function tsString(s: string): string {
-  return `'${s.replace(/\\/g, '\\\\').replace(/'/g, "\\'").replace(/\n/g, '\\n').replace(/\r/g, '\\r').replace(/\u2028/g, '\\u2028').replace(/\u2029/g, '\\u2029')}'`;
+/** Text with `${NAME}` interpolations as a template literal, other text as a quoted string. */
+function piece(text: string): string {
+  return text.includes('${') ? `\`${text}\`` : tsString(text);
+}
+
+function layout(value: unknown, indent: number, lead: number, trail: number): string {
+  const oneLine = flat(value);
+  if (!oneLine.includes('\n') && lead + oneLine.length + trail <= MAX_WIDTH) return oneLine;
+  if (typeof value === 'string') return concatenation(splitString(value, indent + 2, trail), indent, lead);
+  if (value instanceof Clauses) return concatenation(splitClauses(value, indent + 2, trail), indent, lead);
+  if (value instanceof Call) return layoutCall(value, indent, lead, trail);
+  if (Array.isArray(value) && value.length > 0) {
+    return block('[', ']', value.map((item) => ['', item]), indent);
+  }
+  if (isPlainObject(value) && definedEntries(value).length > 0) {
+    return block('{', '}', definedEntries(value).map(([k, v]) => [`${propertyKey(k)}:`, v]), indent);
+  }
+  return oneLine;
+}
+
+/** One entry per line, indented one level, each followed by a comma. */
+function block(open: string, close: string, items: Array<[string, unknown]>, indent: number): string {
+  const inner = indent + 2;
+  const pad = ' '.repeat(inner);
+  const lines = items.map(([head, item]) =>
+    head === '' ? `${pad}${layout(item, inner, inner, 1)},` : `${pad}${tsAssign(head, item, inner, 1)},`,
+  );
+  return `${open}\n${lines.join('\n')}\n${' '.repeat(indent)}${close}`;
+}
+
+/** A lone object or array argument hugs the parentheses (`rule({` ... `})`); others go one per line. */
+function layoutCall(value: Call, indent: number, lead: number, trail: number): string {
+  const open = `${value.callee}(`;
+  const [only] = value.args;
+  if (value.args.length === 1 && (Array.isArray(only) || isPlainObject(only))) {
+    return `${open}${layout(only, indent, lead + open.length, trail + 1)})`;
+  }
+  return block(open, ')', value.args.map((arg) => ['', arg]), indent);
+}
+
+/**
+ * Rendered pieces joined by `+`, one per line, indented one level. After a head (a key, `=`)
+ * the text starts with a line break, so that every piece starts at the same column.
+ */
+function concatenation(pieces: string[], indent: number, lead: number): string {
+  const pad = ' '.repeat(indent + 2);
+  const joined = pieces.join(` +\n${pad}`);
+  return lead > indent ? `\n${pad}${joined}` : joined;
+}
+
+/** Clauses one per line, each but the last ending in the space that joins it to the next. */
+function splitClauses(value: Clauses, column: number, trail: number): string[] {
+  const count = value.clauses.length;
+  return value.clauses.flatMap((clause, i) =>
+    wrap(i < count - 1 ? `${clause} ` : clause, column, i < count - 1 ? 2 : trail, ', ').map(piece),
+  );
+}
+
+function splitString(s: string, column: number, trail: number): string[] {
+  const q = quoteFor(s);
+  return wrap(s, column, trail, ' ', (text) => quote(text, q).length).map((text) => quote(text, q));
+}
+
+/**
+ * Splits text into pieces that fit a line starting at `column` once rendered (measured by
+ * `size`) and followed by ` +`, or by `trail` characters for the final piece. Pieces end just
+ * after the last `separator` that fits; failing one, a piece is cut at the width, though never
+ * inside a `${NAME}` interpolation.
+ */
+function wrap(
+  text: string,
+  column: number,
+  trail: number,
+  separator: string,
+  size: (text: string) => number = (text) => piece(text).length,
+): string[] {
+  const chars = Array.from(text);
+  const pieces: string[] = [];
+  let start = 0;
+  while (start < chars.length) {
+    const fits = (end: number) =>
+      size(chars.slice(start, end).join('')) <= MAX_WIDTH - column - (end === chars.length ? trail : 2);
+    let end = start + 1;
+    while (end < chars.length && fits(end + 1)) end++;
+    if (end < chars.length) {
+      const head = chars.slice(start, end).join('');
+      const at = head.lastIndexOf(separator);
+      const open = head.lastIndexOf('${');
+      let cut = at > 0 ? at + separator.length : head.length;
+      if (at <= 0 && open > 0 && !head.includes('}', open)) cut = open;
+      end = start + Array.from(head.slice(0, cut)).length;
+    }
+    pieces.push(chars.slice(start, end).join(''));
+    start = end;
+  }
+  return pieces;
+}
+
+/** Single quotes unless the text holds single quotes and no double ones. */
+function quoteFor(s: string): "'" | '"' {
+  return s.includes("'") && !s.includes('"') ? '"' : "'";
+}
+
+const ESCAPES: Readonly<Record<string, string>> = { '\n': '\\n', '\r': '\\r', '\t': '\\t' };
+
+/**
+ * The quoted literal. Control characters, line and paragraph separators and lone surrogates
+ * are escaped: a reader sees them, and the file stays valid UTF-8 that evaluates to `s`.
+ */
+function quote(s: string, q: "'" | '"'): string {
+  const escaped = s.replace(/[\\'"\u0000-\u001f\u007f\u2028\u2029]|\p{Cs}/gu, (c) => {
+    if (c === '\\' || c === q) return `\\${c}`;
+    if (c === "'" || c === '"') return c;
+    return ESCAPES[c] ?? `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`;
+  });
+  return `${q}${escaped}${q}`;
 }

@@ -14,8 +14,12 @@ export interface EmailIndex {
   field: string;
 }
 
-/** Marks a field of schema.prisma whose migrations carry its lower() index. */
-export const EMAIL_INDEX_NOTE = 'unique ignoring letter case (an index on lower() in the migrations)';
+/**
+ * The doc line right above a field of schema.prisma whose migrations carry its lower() index. A
+ * line of its own, exactly this text: no blueprint value (an Enum's values, a description) can
+ * produce it, so reading it back is unambiguous.
+ */
+export const EMAIL_INDEX_MARKER = '/// bp: unique ignoring letter case (an index on lower() in the migrations)';
 
 /**
  * `Table.field_lower_key`: identifiers never contain a dot, so the database's "UNIQUE constraint
@@ -29,14 +33,18 @@ export function emailIndexName(index: EmailIndex): string {
 export function emailIndexesOf(schema: string): EmailIndex[] {
   const found: EmailIndex[] = [];
   let table: string | undefined;
+  let marked = false;
   for (const line of schema.split('\n')) {
     const model = /^model (\w+) \{$/.exec(line);
     if (model) table = model[1];
     else if (line === '}') table = undefined;
-    else if (table !== undefined && line.endsWith(`/// ${EMAIL_INDEX_NOTE}`)) {
+    else if (table !== undefined && marked) {
+      // The field is the first line after the marker that is not documentation.
       const field = /^ {2}(\w+) /.exec(line)?.[1];
       if (field) found.push({ table, field });
     }
+    if (line === `  ${EMAIL_INDEX_MARKER}`) marked = true;
+    else if (!line.startsWith('  ///')) marked = false;
   }
   return found.sort((a, b) => compare(emailIndexName(a), emailIndexName(b)));
 }

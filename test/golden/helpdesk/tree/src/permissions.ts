@@ -4,4 +4,5 @@
 
 import type { Permissions } from './runtime/rules/access.ts';
 
+// The blueprint declares no [auth.permissions]: each entity's access rules alone decide.
 export const permissions: Permissions | undefined = undefined;

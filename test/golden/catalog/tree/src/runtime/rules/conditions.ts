@@ -3,8 +3,8 @@
  * Access conditions as written in blueprints (entity and field `access`,
  * command `policy` and `availableWhen`).
  *
- * Shared by the generator (validation) and generated apps (checks at request
- * time), so it depends only on expressions.ts. Every check fails closed: an
+ * Shared by the generator (validation) and generated apps (parsing their rules
+ * at load, checks at request time), so it depends only on the expression modules. Every check fails closed: an
  * anonymous request never satisfies a condition that mentions the current user,
  * and a missing value never matches anything.
  */
@@ -229,6 +229,22 @@ export function parseCondition(
   const condition = parser.parse(value, [], 0);
   if (condition === undefined || parser.issues.length > 0) return { ok: false, issues: parser.issues };
   return { ok: true, condition };
+}
+
+/** A condition as a blueprint writes it: true/false, a shorthand, an expression or a table. */
+export type ConditionSource = boolean | string | Readonly<Record<string, unknown>>;
+
+/**
+ * The condition a generated module writes as its blueprint source, parsed when the module loads
+ * (once per rule, never per request). The generator validated every source, so this throws only
+ * when a generated file was edited into an invalid rule: the app then refuses to start, naming
+ * the rule, instead of running with a check that cannot pass.
+ */
+export function rule(source: ConditionSource): Condition {
+  const parsed = parseCondition(source);
+  if (parsed.ok) return parsed.condition;
+  const problems = parsed.issues.map((i) => (i.keys.length ? `${i.keys.join('.')}: ${i.message}` : i.message));
+  throw new Error(`the rule ${JSON.stringify(source)} does not parse: ${problems.join('; ')}`);
 }
 
 // ---------------------------------------------------------------------------

@@ -1,0 +1,23 @@
+// src/permissions.ts: [auth.permissions] as the blueprint wrote it, each condition a `rule(...)`
+// the app parses when the module loads.
+
+import type { Blueprint, PermissionRule } from '../model/types.ts';
+import { ruleCall } from './rules.ts';
+import { render } from './templates.ts';
+import { tsProperties } from './ts-literal.ts';
+
+function grant(rule: PermissionRule): Record<string, unknown> {
+  return { entity: rule.entity, actions: rule.actions, condition: rule.condition && ruleCall(rule.condition) };
+}
+
+export function emitPermissions(bp: Blueprint): string {
+  const roles = bp.auth.permissions;
+  const table = roles && Object.fromEntries(
+    Object.entries(roles).map(([role, { allow, deny }]) => [role, { allow: allow.map(grant), deny: deny.map(grant) }]),
+  );
+  return render('app/src/permissions.ts.hbs', {
+    declared: table !== undefined,
+    roles: table ? tsProperties(table, 2) : [],
+    usesRules: Object.values(roles ?? {}).some(({ allow, deny }) => [...allow, ...deny].some((r) => r.condition)),
+  });
+}

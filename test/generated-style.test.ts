@@ -1,0 +1,306 @@
+// Generated code reads like hand-written code: every file bp generates for every fixture keeps
+// its lines within 120 characters; rules appear as the blueprint wrote them, and what the app
+// derives from them at load is exactly what the generator validated; the literal layout
+// evaluates to the value it lays out; blueprint text cannot escape a generated comment.
+
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { expect } from 'chai';
+import fc from 'fast-check';
+import ts from 'typescript';
+import { validateBlueprint } from '../generator/compile.ts';
+import type { Blueprint, Rule } from '../generator/model/types.ts';
+import { nodeSourceHost } from '../generator/source.ts';
+import { Call, call, clauses, code, tsLiteral } from '../generator/emit/ts-literal.ts';
+import { rule } from '../runtime-lib/rules/conditions.ts';
+import { bp, freshDir, generate, ROOT } from './support/apps.ts';
+import { listTree } from './support/goldens.ts';
+
+const WIDTH = 120;
+
+/** Fixtures that exist to fail validation: they generate nothing to check. */
+const INVALID = ['test/fixtures/commands/operation-id-collision/app.toml'];
+
+function fixtures(): string[] {
+  const inFolder = (dir: string) =>
+    fs.readdirSync(path.join(ROOT, dir)).sort().map((name) => `${dir}/${name}/app.toml`);
+  return [
+    'fixtures/helpdesk/helpdesk.toml',
+    'fixtures/catalog/catalog.toml',
+    ...inFolder('test/fixtures/valid'),
+    ...inFolder('test/fixtures/commands'),
+  ].filter((f) => !INVALID.includes(f));
+}
+
+/** `file:line (length)` for every line of every file under `dir` longer than WIDTH. */
+function longLines(dir: string): string[] {
+  return listTree(dir).flatMap((file) =>
+    fs
+      .readFileSync(path.join(dir, file), 'utf8')
+      .split('\n')
+      .flatMap((line, i) => (line.length > WIDTH ? [`${file}:${i + 1} (${line.length})`] : [])),
+  );
+}
+
+const slug = (fixture: string) => fixture.replace(/\/(app|[a-z]+)\.toml$/, '').replace(/[^a-z0-9]+/gi, '-');
+
+/** Each fixture generated once, with the real CLI, into a folder of its own under test/.tmp. */
+const generated = new Map<string, string>();
+function appOf(fixture: string): string {
+  let dir = generated.get(fixture);
+  if (!dir) {
+    dir = path.join(freshDir(`style-${slug(fixture)}`), 'app');
+    generate(path.join(ROOT, fixture), dir);
+    generated.set(fixture, dir);
+  }
+  return dir;
+}
+
+describe('generated code style', function () {
+  this.timeout(120_000);
+
+  describe('no line over 120 characters', () => {
+    for (const fixture of fixtures()) {
+      it(`in every file generated for ${fixture}`, () => {
+        const offenders = longLines(appOf(fixture));
+        expect(offenders.length, `lines over ${WIDTH} characters:\n  ${offenders.join("\n  ")}\n`).to.equal(0);
+      });
+    }
+
+    it('leaves out only fixtures that are meant to fail validation', () => {
+      for (const fixture of INVALID) {
+        const r = bp(['validate', fixture]);
+        expect(r.status, `${fixture} should fail validation`).to.equal(1);
+      }
+    });
+  });
+
+  describe('rules as their blueprint source, parsed at load', () => {
+    const conditions = <K extends string>(rules: Partial<Record<K, Rule>>) =>
+      Object.fromEntries(Object.entries(rules).map(([k, r]) => [k, (r as Rule).condition]));
+
+    interface LoadedSpec {
+      name: string;
+      access?: { rules: unknown; fields: unknown };
+      policy?: unknown;
+      availableWhen?: unknown;
+    }
+
+    for (const fixture of fixtures()) {
+      it(`${fixture}: the app's conditions are the ones the generator validated`, async () => {
+        const app = appOf(fixture);
+        const model = validateBlueprint(path.join(ROOT, fixture), nodeSourceHost()).model as Blueprint;
+        const load = (file: string) => import(pathToFileURL(path.join(app, 'src', file)).href);
+
+        const entitySpecs: LoadedSpec[] = [];
+        for (const file of fs.readdirSync(path.join(app, 'src/entities'))) {
+          const module: Record<string, unknown> = await load(`entities/${file}`);
+          entitySpecs.push(...Object.values(module).filter((v): v is LoadedSpec => typeof v === 'object'));
+        }
+        for (const entity of model.entities) {
+          const spec = entitySpecs.find((s) => s.name === entity.name);
+          expect(spec?.access?.rules, entity.name).to.deep.equal(conditions(entity.access));
+          const fieldRules = entity.fields.filter((f) => f.access.read || f.access.write);
+          expect(spec?.access?.fields, `${entity.name} fields`).to.deep.equal(
+            Object.fromEntries(fieldRules.map((f) => [f.name, conditions(f.access)])),
+          );
+        }
+
+        const { COMMANDS } = (await load('commands.ts')) as { COMMANDS: LoadedSpec[] };
+        expect(COMMANDS.map((c) => c.name)).to.deep.equal(model.commands.map((c) => c.name));
+        for (const command of model.commands) {
+          const spec = COMMANDS.find((c) => c.name === command.name);
+          expect(spec?.policy, `${command.name} policy`).to.deep.equal(command.policy?.condition);
+          expect(spec?.availableWhen, `${command.name} availableWhen`).to.deep.equal(command.availableWhen?.condition);
+        }
+
+        const { permissions } = await load('permissions.ts');
+        const declared = model.auth.permissions;
+        const expected = declared && Object.fromEntries(
+          Object.entries(declared).map(([role, { allow, deny }]) => {
+            const parsed = (rules: typeof allow) => rules.map((r) => ({ ...r, condition: r.condition?.condition }));
+            return [role, { allow: parsed(allow), deny: parsed(deny) }];
+          }),
+        );
+        // Through JSON: a rule without a condition has none in the app, `condition: undefined` in the model.
+        const plain = (value: unknown) => JSON.parse(JSON.stringify(value ?? null));
+        expect(plain(permissions)).to.deep.equal(plain(expected));
+
+        for (const file of listTree(path.join(app, 'src')).filter((f) => !f.startsWith('runtime/'))) {
+          const text = fs.readFileSync(path.join(app, 'src', file), 'utf8');
+          const parsedForm = /kind: '(expr|match|authenticated|const|and|or)'/;
+          expect(text, `${file} holds a parsed condition`).not.to.match(parsedForm);
+        }
+      });
+    }
+
+    it('reads in the helpdesk as the blueprint wrote it, with no comment repeating a rule', () => {
+      const app = appOf('fixtures/helpdesk/helpdesk.toml');
+      const ticket = fs.readFileSync(path.join(app, 'src/entities/ticket.ts'), 'utf8');
+      const update = `rule("actor.roles contains 'agent' || actor.roles contains 'admin'")`;
+      expect(ticket).to.include(`      update: ${update},\n`);
+      expect(ticket).to.include(`      delete: rule({ '$currentUser.role': 'admin' }),\n`);
+      const commands = fs.readFileSync(path.join(app, 'src/commands.ts'), 'utf8');
+      expect(commands).to.include(`  availableWhen: rule("record.status == 'resolved'"),\n`);
+      expect(commands).not.to.match(/\/\/ (policy|availableWhen):/);
+    });
+
+    it('rule() parses every form and names a source it cannot parse', () => {
+      const literal = (value: string) => ({ kind: 'literal', value });
+      expect(rule(true)).to.deep.equal({ kind: 'const', value: true });
+      expect(rule('authenticated')).to.deep.equal({ kind: 'authenticated' });
+      expect(rule({ or: [{ '$currentUser.role': 'agent' }, { status: 'open' }] })).to.deep.equal({
+        kind: 'or',
+        items: [
+          { kind: 'match', pairs: [{ left: { kind: 'actor', key: 'role' }, right: literal('agent') }] },
+          { kind: 'match', pairs: [{ left: { kind: 'record', keys: ['status'] }, right: literal('open') }] },
+        ],
+      });
+      expect(() => rule('actor.roles contains')).to.throw(Error, /the rule "actor\.roles contains" does not parse: /);
+      expect(() => rule({ or: [] })).to.throw(
+        Error,
+        /the rule \{"or":\[\]\} does not parse: or: "or" must be a non-empty/,
+      );
+    });
+  });
+
+  describe('literal layout', () => {
+    const awkward = ['a', ' ', "'", '"', '\\', '\n', '\r', '\t', '`', '${', '\u2028', '\uD83D', '\0'];
+    const text = fc.oneof(
+      fc.string({ maxLength: 40 }),
+      fc.string({ unit: 'binary', maxLength: 300 }),
+      fc.string({ unit: fc.constantFrom(...awkward), maxLength: 200 }),
+    );
+    const key = fc.oneof(fc.constantFrom('__proto__', 'constructor', '$ok', 'x-y', '1a'), fc.string({ maxLength: 20 }));
+    const { value } = fc.letrec<{ value: unknown }>((tie) => ({
+      value: fc.oneof(
+        { depthSize: 'small', maxDepth: 4 },
+        text,
+        fc.integer(),
+        fc.double(),
+        fc.boolean(),
+        fc.constant(null),
+        fc.array(tie('value'), { maxLength: 6 }),
+        fc.array(fc.tuple(key, tie('value')), { maxLength: 6 }).map((entries) => Object.fromEntries(entries)),
+        tie('value').map((v) => call('same', v)),
+      ),
+    }));
+    const place = fc.record({
+      indent: fc.integer({ min: 0, max: 10 }).map((n) => 2 * n),
+      extra: fc.integer({ min: 10, max: 40 }),
+      trail: fc.integer({ min: 1, max: 3 }),
+    });
+    const words = ['SELECT', '${COLUMNS}', 'FROM', '"T"', '@a,', 'WHERE', '"id" = ?', '(x, y)'];
+    const clause = fc.array(fc.constantFrom(...words), { minLength: 1, maxLength: 40 }).map((w) => w.join(' '));
+
+    /** What a literal evaluates to in the test module, where `same` returns its argument. */
+    const evaluated = (v: unknown): unknown => {
+      if (v instanceof Call) return evaluated(v.args[0]);
+      if (Array.isArray(v)) return v.map(evaluated);
+      if (v !== null && typeof v === 'object') {
+        return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, evaluated(x)]));
+      }
+      return v;
+    };
+
+    it('evaluates to the value it lays out, within 120 columns, whatever the place', async () => {
+      const samples = fc.sample(fc.tuple(value, place), { numRuns: 300, seed: 8 });
+      const statement = fc.array(clause, { minLength: 1, maxLength: 4 });
+      const sql = fc.sample(fc.tuple(statement, place), { numRuns: 100, seed: 9 });
+      // Each value starts `extra` columns into a line indented by `indent`, followed by `trail` characters.
+      const lines = [
+        'const COLUMNS = "C";',
+        'const same = (v) => v;',
+        'export const values = [];',
+        'const set = (i, v) => { values[i] = v; };',
+      ];
+      const write = (i: number, v: unknown, p: { indent: number; extra: number; trail: number }) => {
+        const head = `set(${i},`.padEnd(p.extra);
+        const literal = tsLiteral(v, { indent: p.indent, lead: p.indent + p.extra, trail: p.trail });
+        lines.push(`${' '.repeat(p.indent)}${head}${literal})${';'.repeat(p.trail - 1)}`);
+      };
+      samples.forEach(([v, p], i) => write(i, v, p));
+      sql.forEach(([parts, p], j) => write(samples.length + j, clauses(...parts), p));
+      const file = path.join(freshDir('style-layout'), 'layout.mjs');
+      fs.writeFileSync(file, `${lines.join('\n')}\n`);
+
+      const { values } = (await import(pathToFileURL(file).href)) as { values: unknown[] };
+      samples.forEach(([v], i) => expect(values[i], `sample ${i}: ${tsLiteral(v)}`).to.deep.equal(evaluated(v)));
+      sql.forEach(([parts], j) => {
+        expect(values[samples.length + j]).to.equal(parts.join(' ').replaceAll('${COLUMNS}', 'C'));
+      });
+      const long = lines.flatMap((l) => l.split('\n')).filter((l) => l.length > WIDTH);
+      expect(long, 'lines over 120 characters').to.deep.equal([]);
+    });
+
+    it('keeps what fits on one line and breaks the rest one entry per line', () => {
+      const spec = { name: 'id', tags: ['a', 'b'], rule: call('rule', { or: [{ a: 1 }] }), ref: code('COLUMNS') };
+      const oneLine = "{ name: 'id', tags: ['a', 'b'], rule: rule({ or: [{ a: 1 }] }), ref: COLUMNS }";
+      expect(tsLiteral(spec, { indent: 4 })).to.equal(oneLine);
+      expect(tsLiteral(spec, { indent: 4, lead: 120 - oneLine.length, trail: 1 })).to.equal(
+        [
+          '{',
+          "      name: 'id',",
+          "      tags: ['a', 'b'],",
+          '      rule: rule({ or: [{ a: 1 }] }),',
+          '      ref: COLUMNS,',
+          '    }',
+        ].join('\n'),
+      );
+      expect(tsLiteral(call('rule', { or: ['x'.repeat(50), 'y'.repeat(50)] }), { indent: 2, lead: 20 })).to.equal(
+        ['rule({', `    or: ['${'x'.repeat(50)}', '${'y'.repeat(50)}'],`, '  })'].join('\n'),
+      );
+    });
+  });
+
+  describe('blueprint text in generated comments', () => {
+    /** Free text that would end a comment early: an Enum value and a command label. */
+    let app: string | undefined;
+    const escapeApp = (): string => {
+      if (app) return app;
+      const dir = freshDir('style-comment-escape');
+      fs.writeFileSync(
+        path.join(dir, 'app.toml'),
+        [
+          'version = "1.0"',
+          '[project]',
+          'name = "Escape"',
+          'version = "0.1.0"',
+          '[entity.Ticket]',
+          'fields = [',
+          '  { name = "id", type = "ULID", primary_key = true },',
+          '  { name = "status", type = "Enum", values = ["open", "closed\\n  evil String?"], default = "open" },',
+          ']',
+          '[command.Close]',
+          'entity = "Ticket"',
+          'label = "Close */ export const pwned = 1; /*"',
+          'mutations = { status = "open" }',
+          '',
+        ].join('\n'),
+      );
+      app = path.join(dir, 'app');
+      generate(path.join(dir, 'app.toml'), app);
+      return app;
+    };
+
+    it('an Enum value with a line break cannot add a column through schema.prisma', () => {
+      const schema = fs.readFileSync(path.join(escapeApp(), 'prisma/schema.prisma'), 'utf8');
+      const start = schema.indexOf('model Ticket {');
+      const body = schema.slice(start, schema.indexOf('}', start)).split('\n').slice(1);
+      const fields = body.map((l) => l.trim()).filter((l) => l !== '' && !l.startsWith('//'));
+      expect(fields.map((l) => l.split(/\s+/)[0])).to.deep.equal(['id', 'status']);
+      const migration = fs.readFileSync(path.join(escapeApp(), 'prisma/migrations/0001_init/migration.sql'), 'utf8');
+      expect(migration).not.to.include('evil');
+    });
+
+    it('a command label cannot close its doc comment and add code to commands.ts', () => {
+      const commands = fs.readFileSync(path.join(escapeApp(), 'src/commands.ts'), 'utf8');
+      const source = ts.createSourceFile('commands.ts', commands, ts.ScriptTarget.Latest);
+      const declared = source.statements.flatMap((s) =>
+        ts.isVariableStatement(s) ? s.declarationList.declarations.map((d) => d.name.getText(source)) : [],
+      );
+      expect(declared).to.deep.equal(['close', 'COMMANDS']);
+    });
+  });
+});
