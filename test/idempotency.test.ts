@@ -47,7 +47,7 @@ describe('Idempotency-Key (lab app as its own process)', function () {
     generate(path.join(ROOT, 'test/fixtures/commands/lab/app.toml'), appDir);
     dbFile = path.join(appDir, 'data', 'app.db');
     // The users CLI applies the migrations itself, so the person exists before the app starts.
-    const added = usersCli(appDir, dbFile, ['add', '--email', 'person@example.com', '--password', PASSWORD, '--role', 'agent']);
+    const added = usersCli(appDir, dbFile, ['add', '--email', 'person@example.com', '--role', 'agent'], `${PASSWORD}\n`);
     expect(added.status, added.stderr).to.equal(0);
     app = await startApp(appDir, KEYS);
     api = new Api(() => app.url, appDir, WORKER);
