@@ -102,7 +102,7 @@ async function stop(app: Running): Promise<void> {
 
 /** The shared cookie-jar client, with this provider's endpoints as shortcuts. */
 class Client extends CookieClient {
-  /** The session endpoint's token (creating the anonymous session that holds it, if needed). */
+  /** The session endpoint's token (the session's, or the anonymous one of this client's cookie). */
   async token(): Promise<string> {
     return (await this.send('GET', '/api/auth/session')).body.csrfToken as string;
   }
@@ -173,23 +173,22 @@ describe('email auth', function () {
       expect((app.db.prepare('SELECT COUNT(*) AS n FROM _bp_users').get() as { n: number }).n).to.equal(1);
     });
 
-    it('gives a new session id at sign-in and the pre-login session stops working', async () => {
+    it('gives a new session id at sign-in; a session planted before it stops working (fixation)', async () => {
       await new Client(app.base).signup('alice@example.com');
-      const client = new Client(app.base);
-      const preToken = await client.token();
-      const before = client.cookies.get('hd.sid');
-      expect(before).to.be.a('string');
+      // Mallory plants her own signed-in session (and knows its token) in the victim's browser.
+      const mallory = new Client(app.base);
+      const planted = await mallory.signup('mallory@example.com');
+      const victim = new Client(app.base);
+      victim.cookies.set('hd.sid', mallory.cookies.get('hd.sid') as string);
 
-      const { status, body } = await client.login('alice@example.com', PASSWORD, { 'x-csrf-token': preToken });
+      const { status, body } = await victim.login('alice@example.com', PASSWORD, { 'x-csrf-token': planted.body.csrfToken });
       expect(status).to.equal(200);
       expect(body.actor.email).to.equal('alice@example.com');
-      const after = client.cookies.get('hd.sid');
-      expect(after).to.not.equal(before);
-      expect(body.csrfToken).to.not.equal(preToken);
-
-      const stale = new Client(app.base);
-      stale.cookies.set('hd.sid', before as string);
-      expect((await stale.send('GET', '/api/auth/session')).body.actor.kind).to.equal('anonymous');
+      expect(victim.cookies.get('hd.sid')).to.be.a('string').and.not.equal(mallory.cookies.get('hd.sid'));
+      expect(body.csrfToken).to.not.equal(planted.body.csrfToken);
+      // The planted id names no one any more, so it cannot be used to act as Alice.
+      expect((await mallory.send('GET', '/api/auth/session')).body.actor.kind).to.equal('anonymous');
+      expect((await victim.send('GET', '/api/auth/session')).body.actor.email).to.equal('alice@example.com');
     });
 
     it('answers a wrong password and an unknown e-mail alike', async () => {
@@ -324,8 +323,91 @@ describe('email auth', function () {
     });
   });
 
+  describe('anonymous visitors', () => {
+    const sessionRows = () => (app.db.prepare('SELECT COUNT(*) AS n FROM _bp_sessions').get() as { n: number }).n;
+    const pageToken = (html: string) => /name="_csrf" value="([^"]+)"/.exec(html)?.[1] as string;
+
+    it('get a signed token and an HttpOnly nonce cookie, and cost no stored row', async () => {
+      const client = new Client(app.base);
+      const first = await client.send('GET', '/api/auth/session');
+      expect(first.body.actor).to.deep.equal(ANONYMOUS);
+      const token = first.body.csrfToken as string;
+      expect(token).to.match(/^[A-Za-z0-9_-]{24}\.[A-Za-z0-9_-]{43}$/);
+      expect(client.lastSetCookie).to.have.length(1);
+      expect(client.lastSetCookie[0]).to.match(/^hd\.csrf=[A-Za-z0-9_-]{24}; Path=\/; HttpOnly; SameSite=Lax$/);
+      expect(token.startsWith(`${client.cookies.get('hd.csrf')}.`)).to.equal(true);
+      // The same visitor keeps its nonce: the same token, no new cookie, on the page too.
+      const again = await client.send('GET', '/api/auth/session');
+      expect(again.body.csrfToken).to.equal(token);
+      expect(client.lastSetCookie).to.deep.equal([]);
+      expect(pageToken((await client.send('GET', '/login')).text)).to.equal(token);
+      expect(client.lastSetCookie).to.deep.equal([]);
+      // A failed form sign-in shows the page again, still without a session.
+      const failed = await client.send('POST', '/api/auth/login', { form: { _csrf: token, email: 'a@example.com', password: 'wrong password!!' } });
+      expect(failed.status).to.equal(401);
+      expect(pageToken(failed.text)).to.equal(token);
+      expect(client.cookies.has('hd.sid')).to.equal(false);
+      expect(sessionRows()).to.equal(0);
+    });
+
+    it('accept a sign-in form only with the token of their own cookie', async () => {
+      await new Client(app.base).signup('alice@example.com');
+      const alice = new Client(app.base);
+      const aliceToken = pageToken((await alice.send('GET', '/login')).text);
+      const bob = new Client(app.base);
+      await bob.send('GET', '/login');
+      const [nonce, mac] = aliceToken.split('.');
+      const tampered = `${nonce}.${mac.slice(0, -1)}${mac.endsWith('A') ? 'B' : 'A'}`;
+      const form = (token: string) => ({ form: { _csrf: token, email: 'alice@example.com', password: PASSWORD } });
+      for (const [label, client, token] of [
+        ['another visitor\'s token', bob, aliceToken],
+        ['a tampered signature', alice, tampered],
+        ['a token without its cookie', new Client(app.base), aliceToken],
+      ] as const) {
+        const res = await client.send('POST', '/api/auth/login', form(token));
+        expect(res.status, label).to.equal(403);
+        expect(res.text, label).to.contain('The form expired. Please try again.');
+        expect(client.cookies.has('hd.sid'), label).to.equal(false);
+      }
+      // A token made with another secret is refused too.
+      await stop(app);
+      app = await start(dir, { secret: `${SECRET}-rotated` });
+      const restarted = new Client(app.base);
+      restarted.cookies.set('hd.csrf', alice.cookies.get('hd.csrf') as string);
+      const rotated = await restarted.send('POST', '/api/auth/login', form(aliceToken));
+      expect(rotated.status).to.equal(403);
+      // The page re-issues a token for the same nonce under the new secret, and it works.
+      const fresh = pageToken(rotated.text);
+      expect(fresh.split('.')[0]).to.equal(nonce);
+      const ok = await restarted.send('POST', '/api/auth/login', form(fresh));
+      expect(ok.status).to.equal(303);
+      expect(restarted.cookies.has('hd.sid')).to.equal(true);
+    });
+
+    it('get neither a session cookie nor a token when the session cannot be stored', async () => {
+      await new Client(app.base).signup('alice@example.com');
+      const rowsBefore = sessionRows();
+      app.db.exec(`CREATE TRIGGER no_sessions BEFORE INSERT ON _bp_sessions BEGIN SELECT RAISE(ABORT, 'disk is full'); END`);
+      const json = await new Client(app.base).login('alice@example.com');
+      const signup = await new Client(app.base).signup('bob@example.com');
+      const browser = new Client(app.base);
+      const token = pageToken((await browser.send('GET', '/login')).text);
+      const form = await browser.send('POST', '/api/auth/login', { form: { _csrf: token, email: 'alice@example.com', password: PASSWORD } });
+      for (const [label, res] of [['JSON sign-in', json], ['sign-up', signup], ['form sign-in', form]] as const) {
+        expect(res.status, label).to.be.at.least(500);
+        expect(res.body.error, label).to.be.an('object');
+        expect(res.text, label).to.not.contain('csrfToken');
+        expect(res.headers.getSetCookie().filter((c) => c.startsWith('hd.sid=')), label).to.deep.equal([]);
+      }
+      expect(sessionRows()).to.equal(rowsBefore);
+      // Once the store works again, so does signing in.
+      app.db.exec('DROP TRIGGER no_sessions');
+      expect((await new Client(app.base).login('alice@example.com')).status).to.equal(200);
+    });
+  });
+
   describe('the sign-in page', () => {
-    it('is served without authentication, with a strict CSP and the session token embedded', async () => {
+    it('is served without authentication, with a strict CSP and the anonymous token embedded', async () => {
       const client = new Client(app.base);
       const res = await client.send('GET', '/login?next=%2Ftickets%3Fstatus%3Dopen');
       expect(res.status).to.equal(200);
@@ -371,6 +453,70 @@ describe('email auth', function () {
       expect(out.status).to.equal(303);
       expect(out.headers.get('location')).to.equal('/login');
       expect((await client.send('GET', '/api/auth/session')).body.actor.kind).to.equal('anonymous');
+    });
+
+    it('lands a form sign-in without next on the sign-in page, which shows who is signed in', async () => {
+      await new Client(app.base).signup('alice@example.com');
+      const client = new Client(app.base);
+      const token = /name="_csrf" value="([^"]+)"/.exec((await client.send('GET', '/login')).text)?.[1] as string;
+      const ok = await client.send('POST', '/api/auth/login', { form: { _csrf: token, email: 'alice@example.com', password: PASSWORD } });
+      expect(ok.status).to.equal(303);
+      expect(ok.headers.get('location')).to.equal('/login');
+
+      const landed = await client.send('GET', '/login?next=%2Ftickets');
+      expect(landed.status).to.equal(200);
+      expect(landed.headers.get('content-security-policy')).to.equal(LOGIN_PAGE_CSP);
+      expect(landed.text).to.contain('<title>Signed in to hd</title>');
+      expect(landed.text).to.contain('Signed in as <strong id="signed-in-email">alice@example.com</strong>');
+      expect(landed.text).to.contain('<a href="/tickets">Continue to /tickets</a>');
+      expect(landed.text).to.not.contain('type="password"');
+      // Its sign-out button posts the session's own token.
+      expect(landed.text).to.contain('<form method="post" action="/api/auth/logout">');
+      const sessionToken = /name="_csrf" value="([^"]+)"/.exec(landed.text)?.[1];
+      expect(sessionToken).to.equal(await client.token());
+      const out = await client.send('POST', '/api/auth/logout', { form: { _csrf: sessionToken as string } });
+      expect(out.status).to.equal(303);
+      expect(out.headers.get('location')).to.equal('/login');
+      const after = await client.send('GET', '/login');
+      expect(after.text).to.contain('<title>Sign in to hd</title>');
+      expect(after.text).to.not.contain('Signed in as');
+    });
+
+    it('offers sign-up when auth.signup is on, and a sign-up through that page signs the person in', async () => {
+      const client = new Client(app.base);
+      const signIn = (await client.send('GET', '/login?next=%2Ftickets')).text;
+      expect(signIn).to.contain('<a href="/login?mode=signup&amp;next=%2Ftickets">No account yet? Create one</a>');
+      const page = await client.send('GET', '/login?mode=signup&next=%2Ftickets');
+      expect(page.text).to.contain('<title>Create an account for hd</title>');
+      expect(page.text).to.contain('action="/api/auth/signup"');
+      expect(page.text).to.contain('autocomplete="new-password"');
+      expect(page.text).to.contain('<a href="/login?next=%2Ftickets">Already have an account? Sign in</a>');
+      const token = /name="_csrf" value="([^"]+)"/.exec(page.text)?.[1] as string;
+      const weak = await client.send('POST', '/api/auth/signup', { form: { _csrf: token, email: 'carol@example.com', password: 'short', next: '/tickets' } });
+      expect(weak.status).to.equal(400);
+      expect(weak.text).to.contain('action="/api/auth/signup"');
+      const created = await client.send('POST', '/api/auth/signup', { form: { _csrf: token, email: 'carol@example.com', password: PASSWORD, next: '/tickets' } });
+      expect(created.status).to.equal(303);
+      expect(created.headers.get('location')).to.equal('/tickets');
+      expect((await client.send('GET', '/api/auth/session')).body.actor.email).to.equal('carol@example.com');
+    });
+
+    it('offers no sign-up when auth.signup is off', async () => {
+      await stop(app);
+      app = await start(dir, { signup: false });
+      const client = new Client(app.base);
+      for (const url of ['/login', '/login?mode=signup']) {
+        const html = (await client.send('GET', url)).text;
+        expect(html, url).to.contain('<title>Sign in to hd</title>');
+        expect(html, url).to.contain('action="/api/auth/login"');
+        expect(html, url).to.not.match(/signup|Create/);
+      }
+      // The route is gone: no account is made, whatever the body (404 comes from the app's router).
+      const token = /name="_csrf" value="([^"]+)"/.exec((await client.send('GET', '/login')).text)?.[1] as string;
+      for (const send of [{ json: { email: 'eve@example.com', password: PASSWORD } }, { form: { _csrf: token, email: 'eve@example.com', password: PASSWORD } }]) {
+        expect((await client.send('POST', '/api/auth/signup', send)).status).to.equal(404);
+      }
+      expect((app.db.prepare('SELECT COUNT(*) AS n FROM _bp_users').get() as { n: number }).n).to.equal(0);
     });
 
     it('escapes every value it shows', () => {

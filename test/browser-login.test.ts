@@ -1,5 +1,6 @@
 // A real browser (headless Chromium through playwright-core) against the generated helpdesk app:
-// a person signs in through the login page, then pages on other origins auto-submit forms at the
+// a person signs in through the login page (landing where `next` says, or on the sign-in page
+// itself, which then shows who is signed in), then pages on other origins auto-submit forms at the
 // app with the victim's browser. Neither a cross-site page (127.0.0.2, where SameSite=Lax keeps
 // the cookie home) nor a same-site page on another port (which does get the cookie) may create a
 // ticket or end the session: the Origin check and the CSRF token refuse them.
@@ -97,8 +98,41 @@ describe('browser login and cross-origin forms (headless Chromium)', function ()
     expect(await sessionSeenByPage(victim)).to.include({ kind: 'user', email: EMAIL });
     const [cookie] = (await context.cookies(app.url)).filter((c) => c.name === 'helpdesk.sid');
     expect(cookie).to.include({ httpOnly: true, sameSite: 'Lax', secure: false });
+    // The sign-in page's token came from the anonymous nonce cookie, also out of scripts' reach.
+    const [nonce] = (await context.cookies(app.url)).filter((c) => c.name === 'helpdesk.csrf');
+    expect(nonce).to.include({ httpOnly: true, sameSite: 'Lax', secure: false });
     // HttpOnly: the page's scripts cannot read the session cookie.
     expect(await victim.evaluate(() => document.cookie)).not.to.include('helpdesk.sid');
+  });
+
+  it('lands a sign-in without next on the sign-in page, which shows who is signed in and signs out', async () => {
+    // A browser of its own, so the victim's session above stays as it is.
+    const own = await browser.newContext();
+    try {
+      const page = await own.newPage();
+      await page.goto(`${app.url}/login`);
+      await page.fill('#email', EMAIL);
+      await page.fill('#password', PASSWORD);
+      const [response] = await Promise.all([
+        page.waitForResponse((r) => r.url() === `${app.url}/login` && r.request().method() === 'GET'),
+        page.click('button[type=submit]'),
+      ]);
+      expect(response.status()).to.equal(200);
+      expect(page.url()).to.equal(`${app.url}/login`);
+      expect(await page.title()).to.equal('Signed in to Helpdesk');
+      expect(await page.textContent('main p')).to.equal(`Signed in as ${EMAIL}.`);
+      // The page allows no scripts (its CSP), so ask with the browser's cookies from outside it.
+      const actor = async () => ((await (await own.request.get(`${app.url}/api/auth/session`)).json()) as { actor: { kind: string } }).actor;
+      expect(await actor()).to.include({ kind: 'user', email: EMAIL });
+
+      await Promise.all([page.waitForURL(`${app.url}/login`), page.click('button[type=submit]')]);
+      expect(await page.title()).to.equal('Sign in to Helpdesk');
+      expect(await page.isVisible('#password')).to.equal(true);
+      expect(await actor()).to.include({ kind: 'anonymous' });
+      expect((await own.cookies(app.url)).map((c) => c.name)).to.not.include('helpdesk.sid');
+    } finally {
+      await own.close();
+    }
   });
 
   for (const [label, host, cookieSent] of [

@@ -86,7 +86,7 @@ describe('domain commands on the reference helpdesk (in-process, over HTTP)', fu
       ['admin@example.com', 'admin'],
       ['agent.person@example.com', 'agent'],
     ]) {
-      const r = usersCli(appDir, hd.dbFile, ['add', '--email', email, '--password', PASSWORD, '--role', role]);
+      const r = usersCli(appDir, hd.dbFile, ['add', '--email', email, '--role', role], `${PASSWORD}\n`);
       expect(r.status, r.stderr).to.equal(0);
     }
     admin = await SessionClient.login(hd.url, 'admin@example.com', PASSWORD);

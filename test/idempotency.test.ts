@@ -47,7 +47,7 @@ describe('Idempotency-Key (lab app as its own process)', function () {
     generate(path.join(ROOT, 'test/fixtures/commands/lab/app.toml'), appDir);
     dbFile = path.join(appDir, 'data', 'app.db');
     // The users CLI applies the migrations itself, so the person exists before the app starts.
-    const added = usersCli(appDir, dbFile, ['add', '--email', 'person@example.com', '--password', PASSWORD, '--role', 'agent']);
+    const added = usersCli(appDir, dbFile, ['add', '--email', 'person@example.com', '--role', 'agent'], `${PASSWORD}\n`);
     expect(added.status, added.stderr).to.equal(0);
     app = await startApp(appDir, KEYS);
     api = new Api(() => app.url, appDir, WORKER);
@@ -400,27 +400,30 @@ describe('Idempotency-Key (lab app as its own process)', function () {
 });
 
 // Callers without a credential are all the same anonymous actor, so their keys cannot share one
-// scope: a key is scoped to the caller's established session, and refused without one.
+// scope: a key is scoped to the caller's signed anonymous nonce (the `<app>.csrf` cookie, proven by
+// its token), and refused without one. No session row is stored for such callers.
 describe('Idempotency-Key from callers without a credential (public form app)', function () {
   this.timeout(60_000);
   let app: RunningApp;
   let dbFile: string;
 
-  const feedbackCount = () => {
+  const count = (table: string) => {
     const db = new Database(dbFile, { readonly: true });
     try {
-      return (db.prepare('SELECT count(*) AS n FROM "Feedback"').get() as { n: number }).n;
+      return (db.prepare(`SELECT count(*) AS n FROM "${table}"`).get() as { n: number }).n;
     } finally {
       db.close();
     }
   };
-  /** An anonymous browser: the session the sign-in page would create, with its CSRF token. */
+  const feedbackCount = () => count('Feedback');
+  /** An anonymous browser: the nonce cookie and the token the sign-in page would carry. */
   const anonymousSession = async () => {
     const client = new CookieClient(app.url);
     const session = await client.send('GET', '/api/auth/session');
     expect(session.body.actor.kind).to.equal('anonymous');
-    const post = (json: Rec, key: string) => client.send('POST', '/api/feedbacks', { json, headers: { 'x-csrf-token': session.body.csrfToken as string, 'idempotency-key': key } });
-    return { post };
+    const token = session.body.csrfToken as string;
+    const post = (json: Rec, key: string, csrfToken = token) => client.send('POST', '/api/feedbacks', { json, headers: { 'x-csrf-token': csrfToken, 'idempotency-key': key } });
+    return { post, token };
   };
 
   before(async () => {
@@ -468,5 +471,11 @@ describe('Idempotency-Key from callers without a credential (public form app)', 
     expect(other.headers.get('idempotent-replayed')).to.equal(null);
     expect(other.body.id).to.not.equal(first.body.id);
     expect(feedbackCount()).to.equal(before + 2);
+    // Alice's token with Bob's cookie proves no scope: not hers, and not his either.
+    const borrowed = await bob.post({ message: 'same words' }, key, alice.token);
+    expect(borrowed.status).to.equal(400);
+    expect(errorOf(borrowed).details?.[0]).to.include({ field: 'Idempotency-Key', code: 'NO_CALLER_SCOPE' });
+    expect(feedbackCount()).to.equal(before + 2);
+    expect(count('_bp_sessions'), 'anonymous callers store no session').to.equal(0);
   });
 });

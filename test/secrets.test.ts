@@ -59,10 +59,10 @@ async function exercise(base: string): Promise<void> {
   const wrong = await request(base, 'POST', '/api/auth/login', { json: { email: CLI_EMAIL, password: SECRETS.wrongPassword } });
   expect(wrong.status).to.equal(401);
 
-  // The sign-in page's form: its session, its token, a urlencoded body with the password.
+  // The sign-in page's form: its nonce cookie, its token, a urlencoded body with the password.
   const browser = new CookieClient(base);
   const page = await browser.send('GET', '/login');
-  const token = /name="_csrf" value="([0-9a-f]+)"/.exec(page.text)?.[1] ?? '';
+  const token = /name="_csrf" value="([^"]+)"/.exec(page.text)?.[1] ?? '';
   const form = await browser.send('POST', '/api/auth/signup', { form: { _csrf: token, email: FORM_EMAIL, password: SECRETS.formPassword } });
   expect(form.status).to.equal(303);
 
@@ -128,9 +128,11 @@ describe('secrets stay out of the database, the logs and the traces', function (
     before(async () => {
       const env = { TRIAGE_API_KEY: SECRETS.triageKey, REPORTER_API_KEY: SECRETS.reporterKey, SESSION_SECRET: SECRETS.sessionSecret };
       inProcess = await bootInProcess(appDir, env, { dbName: 'traced.db', traces: { max: 10_000, maxAgeMs: 60 * 60 * 1000 } });
-      const { runUsersCli } = await inProcess.load<{ runUsersCli: (db: unknown, args: string[], print: (line: string) => void) => number }>('src/runtime/auth/email/users-cli.ts');
+      type Io = { out: (line: string) => void; readPassword: () => Promise<string> };
+      const { runUsersCli } = await inProcess.load<{ runUsersCli: (db: unknown, args: string[], io: Io) => Promise<number> }>('src/runtime/auth/email/users-cli.ts');
       cliOutput = [];
-      expect(runUsersCli(inProcess.db, ['add', '--email', CLI_EMAIL, '--password', SECRETS.cliPassword, '--role', 'agent'], (l) => cliOutput.push(l))).to.equal(0);
+      const io: Io = { out: (l) => cliOutput.push(l), readPassword: async () => SECRETS.cliPassword };
+      expect(await runUsersCli(inProcess.db, ['add', '--email', CLI_EMAIL, '--role', 'agent'], io)).to.equal(0);
       await exercise(inProcess.url);
     });
     after(() => inProcess?.close());

@@ -6,7 +6,7 @@
 import * as path from 'node:path';
 import Database from 'better-sqlite3';
 import { expect } from 'chai';
-import { freshDir, generate, request, ROOT, startApp, type RunningApp } from './support/apps.ts';
+import { addUser, freshDir, generate, request, ROOT, startApp, type RunningApp } from './support/apps.ts';
 import { CookieClient, idempotencyKey, setCookie } from './support/access/client.ts';
 
 type ErrorBody = { error: { code: string; message: string; details?: Array<{ field?: string; code: string }> } };
@@ -71,24 +71,22 @@ describe('session flow (generated helpdesk app)', function () {
 
   it('gives a new session id at login; the session from before no longer names anyone', async () => {
     const { email } = await signedUp('rotate');
-    // A visitor who opened the session endpoint first holds an anonymous session (and its token).
-    const client = new CookieClient(app.url);
-    const anonymous = await client.send('GET', '/api/auth/session');
-    expect(anonymous.body.actor.kind).to.equal('anonymous');
-    const before = setCookie(new Response(null, { headers: anonymous.headers }), COOKIE);
-    expect(before, 'the session endpoint starts a session to hold the token').to.be.a('string');
+    // The browser already holds a session (another person's, planted or left behind) and its token.
+    const { client, token: earlier } = await signedUp('earlier');
+    const before = `${COOKIE}=${client.cookies.get(COOKIE)}`;
 
-    const login = await client.send('POST', '/api/auth/login', { json: { email, password: PASSWORD }, headers: { 'x-csrf-token': anonymous.body.csrfToken } });
+    const login = await client.send('POST', '/api/auth/login', { json: { email, password: PASSWORD }, headers: { 'x-csrf-token': earlier } });
     expect(login.status).to.equal(200);
     const after = client.lastSetCookie.find((l) => l.startsWith(`${COOKIE}=`))?.split(';')[0];
     expect(after).to.be.a('string');
     expect(after).not.to.equal(before);
     // The signed value changes with the session id; the id itself (before the signature) too.
     const sid = (cookie: string) => decodeURIComponent(cookie.slice(COOKIE.length + 1)).replace(/^s:/, '').split('.')[0];
-    expect(sid(after!)).not.to.equal(sid(before!));
-    expect(db.prepare('SELECT COUNT(*) AS n FROM "_bp_sessions" WHERE "sid" = ?').get(sid(before!))).to.deep.equal({ n: 0 });
+    expect(sid(after!)).not.to.equal(sid(before));
+    expect(db.prepare('SELECT COUNT(*) AS n FROM "_bp_sessions" WHERE "sid" = ?').get(sid(before))).to.deep.equal({ n: 0 });
+    expect(db.prepare('SELECT COUNT(*) AS n FROM "_bp_sessions" WHERE "sid" = ?').get(sid(after!))).to.deep.equal({ n: 1 });
 
-    const old = await request(app.url, 'GET', '/api/auth/session', { headers: { cookie: before! } });
+    const old = await request(app.url, 'GET', '/api/auth/session', { headers: { cookie: before } });
     expect((old.body as { actor: { kind: string } }).actor.kind).to.equal('anonymous');
     const current = await client.send('GET', '/api/auth/session');
     expect(current.body.actor).to.include({ kind: 'user', email });
@@ -193,10 +191,16 @@ describe('session flow (generated helpdesk app)', function () {
     expect(csp).to.include("form-action 'self'");
     expect(csp).to.include("frame-ancestors 'none'");
     expect(res.text).to.include('<form method="post" action="/api/auth/login">');
-    expect(res.text).to.match(/<input type="hidden" name="_csrf" value="[0-9a-f]{64}">/);
+    expect(res.text).to.match(/<input type="hidden" name="_csrf" value="[\w-]{24}\.[\w-]{43}">/);
+    // The token's nonce travels in an HttpOnly cookie; no session is made for a visitor.
+    const cookies = res.headers.getSetCookie();
+    expect(cookies).to.have.length(1);
+    expect(cookies[0]).to.match(/^helpdesk\.csrf=[\w-]{24}; Path=\/; HttpOnly; SameSite=Lax$/);
     expect(res.text).to.include('name="email"');
     expect(res.text).to.include('name="password" type="password"');
     expect(res.text).not.to.include('<script');
+    // auth.signup is on (the default): the page links to its sign-up variant.
+    expect(res.text).to.include('<a href="/login?mode=signup">No account yet? Create one</a>');
   });
 
   it('names the cookie helpdesk.sid (not connect.sid), HttpOnly, SameSite=Lax, not Secure in development', async () => {
@@ -319,5 +323,142 @@ describe('session flow (generated helpdesk app)', function () {
         await prod.stop();
       }
     });
+  });
+});
+
+// Issue 8: every anonymous request that asked for a CSRF token used to store a session row (kept
+// an hour), so an unauthenticated client could fill the disk. Anonymous visitors now cost no row.
+describe('anonymous visitors store nothing (generated helpdesk app)', function () {
+  this.timeout(180_000);
+  let app: RunningApp;
+  let dbFile: string;
+
+  before(async () => {
+    const appDir = path.join(freshDir('anonymous-rows'), 'app');
+    generate(path.join(ROOT, 'fixtures/helpdesk/helpdesk.toml'), appDir);
+    dbFile = path.join(appDir, 'data', 'anonymous.db');
+    app = await startApp(appDir, { DATABASE_URL: `file:${dbFile}`, TRIAGE_API_KEY: TRIAGE_KEY });
+  });
+  after(async () => app?.stop());
+
+  /** Rows of _bp_sessions, read through a connection of its own: only what the app committed. */
+  const sessionRows = (): number => {
+    const other = new Database(dbFile, { readonly: true });
+    try {
+      return (other.prepare('SELECT COUNT(*) AS n FROM "_bp_sessions"').get() as { n: number }).n;
+    } finally {
+      other.close();
+    }
+  };
+
+  it('stores a row when a person signs up: the count below sees what the app commits', async () => {
+    const before = sessionRows();
+    const email = 'rows@session.example';
+    const signup = await request(app.url, 'POST', '/api/auth/signup', { json: { email, password: PASSWORD } });
+    expect(signup.status, signup.text).to.equal(201);
+    expect(sessionRows() - before).to.equal(1);
+  });
+
+  it('adds no row to _bp_sessions for 10,000 anonymous requests (session, sign-in page, failed sign-ins)', async () => {
+    const before = sessionRows();
+    const statuses = new Map<string, number>();
+    const count = (label: string, status: number) => statuses.set(`${label} ${status}`, (statuses.get(`${label} ${status}`) ?? 0) + 1);
+    const TOTAL = 10_000;
+    let next = 0;
+    const worker = async (): Promise<void> => {
+      // One visitor per worker keeps the sign-in page's cookie and token for its form posts.
+      let page: { cookie: string; token: string } | undefined;
+      for (let i = next++; i < TOTAL; i = next++) {
+        const kind = i % 4;
+        if (kind === 0) {
+          const res = await fetch(`${app.url}/api/auth/session`);
+          const body = (await res.json()) as { actor: { kind: string }; csrfToken: string | null };
+          expect(body.actor.kind).to.equal('anonymous');
+          expect(body.csrfToken).to.be.a('string');
+          count('session', res.status);
+        } else if (kind === 1 || page === undefined) {
+          const res = await fetch(`${app.url}/login`);
+          const html = await res.text();
+          const token = /name="_csrf" value="([^"]+)"/.exec(html)?.[1];
+          const cookie = res.headers.getSetCookie().map((l) => l.split(';')[0]).join('; ');
+          expect(token).to.be.a('string');
+          page = { cookie, token: token! };
+          count('page', res.status);
+        } else if (kind === 2) {
+          const res = await fetch(`${app.url}/api/auth/login`, {
+            method: 'POST',
+            redirect: 'manual',
+            headers: { 'content-type': 'application/x-www-form-urlencoded', cookie: page.cookie },
+            body: new URLSearchParams({ _csrf: page.token, email: `nobody-${i}@rows.example`, password: 'not-the-password' }).toString(),
+          });
+          await res.text();
+          count('form sign-in', res.status);
+        } else {
+          const res = await request(app.url, 'POST', '/api/auth/login', { json: { email: `nobody-${i}@rows.example`, password: 'not-the-password' } });
+          count('json sign-in', res.status);
+        }
+      }
+    };
+    await Promise.all(Array.from({ length: 16 }, worker));
+    const total = [...statuses.values()].reduce((a, b) => a + b, 0);
+    expect(total).to.equal(TOTAL);
+    // Every request was answered as an anonymous visitor: pages, tokens and refused sign-ins.
+    for (const key of statuses.keys()) expect(key, JSON.stringify([...statuses])).to.match(/^(session 200|page 200|(form|json) sign-in (401|429))$/);
+    expect(sessionRows() - before).to.equal(0);
+  });
+
+});
+
+// auth.signup: on (the helpdesk above signs people up over HTTP), and off: accounts come from the
+// users command only, the route is gone and the sign-in page offers no sign-up.
+describe('auth.signup = false (generated app)', function () {
+  this.timeout(120_000);
+  let app: RunningApp;
+  let appDir: string;
+  let dbFile: string;
+  const errorOf = (body: unknown) => (body as ErrorBody).error;
+  const userCount = () => {
+    const other = new Database(dbFile, { readonly: true });
+    try {
+      return (other.prepare('SELECT COUNT(*) AS n FROM "_bp_users"').get() as { n: number }).n;
+    } finally {
+      other.close();
+    }
+  };
+
+  before(async () => {
+    appDir = path.join(freshDir('closed-signup'), 'app');
+    generate(path.join(ROOT, 'test/fixtures/valid/closed-signup/app.toml'), appDir);
+    dbFile = path.join(appDir, 'data', 'closed.db');
+    app = await startApp(appDir, { DATABASE_URL: `file:${dbFile}` });
+  });
+  after(async () => app?.stop());
+
+  it('answers POST /api/auth/signup with 404 ROUTE_NOT_FOUND, as JSON or as a form, and adds no one', async () => {
+    const json = await request(app.url, 'POST', '/api/auth/signup', { json: { email: 'eve@closed.example', password: PASSWORD } });
+    const client = new CookieClient(app.url);
+    const token = /name="_csrf" value="([^"]+)"/.exec((await client.send('GET', '/signin')).text)?.[1] as string;
+    const form = await client.send('POST', '/api/auth/signup', { form: { _csrf: token, email: 'eve@closed.example', password: PASSWORD } });
+    const unknown = await request(app.url, 'POST', '/api/auth/nothing-here', { json: {} });
+    for (const res of [json, form]) {
+      expect(res.status).to.equal(404);
+      expect(errorOf(res.body).code).to.equal('ROUTE_NOT_FOUND');
+      expect(Object.keys(res.body as object)).to.deep.equal(Object.keys(unknown.body as object));
+    }
+    expect(userCount()).to.equal(0);
+  });
+
+  it('offers no sign-up on the sign-in page; a person added with the users command signs in', async () => {
+    for (const url of ['/signin', '/signin?mode=signup']) {
+      const page = await request(app.url, 'GET', url);
+      expect(page.status).to.equal(200);
+      expect(page.text).to.include('<title>Sign in to Staff notes</title>');
+      expect(page.text).to.include('action="/api/auth/login"');
+      expect(page.text).not.to.match(/signup|Create/);
+    }
+    addUser(appDir, { DATABASE_URL: `file:${dbFile}` }, 'staff@closed.example', PASSWORD);
+    const login = await request(app.url, 'POST', '/api/auth/login', { json: { email: 'staff@closed.example', password: PASSWORD } });
+    expect(login.status, login.text).to.equal(200);
+    expect((login.body as { actor: { email: string } }).actor.email).to.equal('staff@closed.example');
   });
 });

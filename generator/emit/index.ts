@@ -83,6 +83,7 @@ export async function emitApp(bp: Blueprint, options: EmitOptions): Promise<Map<
     title: bp.project.name,
     loginPath: bp.auth.loginPath,
     trustedOrigins: bp.auth.trustedOrigins,
+    signup: bp.auth.signup,
     sessionDuration: bp.auth.session.duration,
     idleTimeout: bp.auth.session.idleTimeout,
     apiKeys: bp.auth.apiKeys.map((k) => tsLiteral(k)),

@@ -1,5 +1,5 @@
 // What every request carries once the pipeline (http/pipeline.ts) has run: its trace, its actor,
-// the matched route and, for sessions, the session id. Works on node's own request, so the front
+// the matched route and, for anonymous callers, their scope. Works on node's own request, so the front
 // door (http/front-door.ts) needs no Express; Express sees the same fields on its request.
 
 import type { IncomingMessage, ServerResponse } from 'node:http';
@@ -15,8 +15,9 @@ export interface RequestState {
   /** The matched route's name, for the trace (Express keeps its own `req.route`). */
   routeName?: string;
   /**
-   * The id of the established session the request carries (the sign-in page's, or a person's):
-   * what scopes the Idempotency-Keys of a caller without a credential (runIdempotent).
+   * An anonymous caller's scope, `anonymous:<nonce>`, set when the request proves its CSRF nonce
+   * cookie with the matching token (auth/email/csrf.ts): what scopes the Idempotency-Keys of a
+   * caller without a credential (runIdempotent). No session row stands behind it.
    */
   sessionId?: string;
   body?: unknown;

@@ -127,10 +127,10 @@ export async function readResponse(res: Response): Promise<HttpResponse> {
   return { status: res.status, headers: res.headers, text, body: parsed };
 }
 
-/** Adds a person with the generated app's users command (`npm run users -- add ...`). */
+/** Adds a person with the generated app's users command (`npm run users -- add ...`), the password piped on stdin. */
 export function addUser(appDir: string, env: Record<string, string>, email: string, password: string, roles: string[] = []): void {
-  const args = ['--import', 'tsx', 'src/users.ts', 'add', '--email', email, '--password', password, ...roles.flatMap((r) => ['--role', r])];
-  const r = spawnSync(process.execPath, args, { cwd: appDir, encoding: 'utf8', env: { ...process.env, ...env } });
+  const args = ['--import', 'tsx', 'src/users.ts', 'add', '--email', email, ...roles.flatMap((r) => ['--role', r])];
+  const r = spawnSync(process.execPath, args, { cwd: appDir, encoding: 'utf8', env: { ...process.env, ...env }, input: `${password}\n` });
   if (r.status !== 0) throw new Error(`users add failed (${r.status}): ${r.stdout}${r.stderr}`);
 }
 

@@ -23,19 +23,45 @@ export function queryParam(req: ApiRequest, name: string): unknown {
   return q === -1 ? undefined : parseQuery(url.slice(q + 1))[name];
 }
 
-/** Express's res.clearCookie, for node's response: the cookie expired at the epoch. */
-export function clearCookie(
+/** The cookies of this provider: first-party, never readable by scripts, Secure in production. */
+export interface CookieOptions {
+  path: string;
+  httpOnly: boolean;
+  secure: boolean;
+}
+
+/** Adds a Set-Cookie line (SameSite=Lax) to those already on the response. */
+export function setCookie(
   res: ServerResponse,
   name: string,
-  options: { path: string; httpOnly: boolean; sameSite: 'lax'; secure: boolean },
+  value: string,
+  options: CookieOptions,
+  expired = false,
 ): void {
+  const expires = expired ? '; Expires=Thu, 01 Jan 1970 00:00:00 GMT' : '';
   const flags = `${options.httpOnly ? '; HttpOnly' : ''}${options.secure ? '; Secure' : ''}; SameSite=Lax`;
-  const cookie = `${name}=; Path=${options.path}; Expires=Thu, 01 Jan 1970 00:00:00 GMT${flags}`;
+  const cookie = `${name}=${value}; Path=${options.path}${expires}${flags}`;
   const existing = res.getHeader('Set-Cookie');
   res.setHeader(
     'Set-Cookie',
     existing === undefined ? [cookie] : [...(Array.isArray(existing) ? existing : [String(existing)]), cookie],
   );
+}
+
+/** Express's res.clearCookie, for node's response: the cookie expired at the epoch. */
+export function clearCookie(res: ServerResponse, name: string, options: CookieOptions): void {
+  setCookie(res, name, '', options, true);
+}
+
+/** The value of one cookie the request carries (the first, as browsers send the most specific first). */
+export function readCookie(req: ApiRequest, name: string): string | undefined {
+  const header = req.headers.cookie;
+  if (header === undefined) return undefined;
+  for (const pair of header.split(';')) {
+    const eq = pair.indexOf('=');
+    if (eq !== -1 && pair.slice(0, eq).trim() === name) return pair.slice(eq + 1).trim();
+  }
+  return undefined;
 }
 
 export function isPlainObject(value: unknown): value is Record<string, unknown> {

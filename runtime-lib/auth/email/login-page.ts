@@ -1,5 +1,6 @@
-// The sign-in page: one self-contained HTML document (inline CSS, no scripts, no external assets)
-// so it works under a CSP that allows nothing else. Every interpolated value is HTML-escaped.
+// The sign-in page, its sign-up variant and the signed-in page (where a form sign-in lands by
+// default): self-contained HTML documents (inline CSS, no scripts, no external assets) so they work
+// under a CSP that allows nothing else. Every interpolated value is HTML-escaped.
 
 /** Served with the page: no scripts at all, the form may only post to this origin, no framing. */
 export const LOGIN_PAGE_CSP =
@@ -21,6 +22,19 @@ export interface LoginPageOptions {
   submitLabel?: string;
   /** autocomplete hint of the password field: current-password to sign in, new-password to sign up. */
   passwordAutocomplete?: 'current-password' | 'new-password';
+  /** A link below the form to the other page (sign-up from sign-in and back), when sign-up is on. */
+  alternate?: { href: string; text: string };
+}
+
+export interface SignedInPageOptions {
+  title: string;
+  email: string;
+  /** The session's token, for the sign-out form. */
+  csrfToken: string;
+  /** Where the sign-out form posts, e.g. /api/auth/logout. */
+  logoutAction: string;
+  /** Relative path the person asked for: offered as a link. */
+  next?: string;
 }
 
 const STYLE = `
@@ -35,18 +49,58 @@ input:focus,button:focus{outline:3px solid #0969da;outline-offset:2px}
 button{margin-top:1.5rem;width:100%;padding:.7rem;font:inherit;font-weight:600;color:#fff;background:#1f6feb;
   border:0;border-radius:.375rem;cursor:pointer}
 button:hover{background:#0b57d0}
+a{color:#0969da}
+.alternate{margin:1.25rem 0 0;text-align:center}
 .error{margin:0 0 1rem;padding:.75rem;color:#82071e;background:#ffebe9;border:1px solid #ff8182;border-radius:.375rem}
 @media (prefers-color-scheme:dark){
   body{background:#0d1117;color:#e6edf3}
   main{background:#161b22;border-color:#30363d}
   input{background:#0d1117;color:#e6edf3;border-color:#6e7681}
+  a{color:#4493f8}
   .error{color:#ffdcd7;background:#5a1e1e;border-color:#f85149}
 }
 `;
 
 export function renderLoginPage(options: LoginPageOptions): string {
-  const { title, action, csrfToken, error, email, next } = options;
+  const { action, csrfToken, error, email, next, alternate } = options;
   const invalid = error ? ' aria-invalid="true" aria-describedby="form-error"' : '';
+  return htmlDocument(
+    options.title,
+    `${error ? `<p class="error" id="form-error" role="alert">${escapeHtml(error)}</p>\n` : ''}\
+<form method="post" action="${escapeHtml(action)}">
+<input type="hidden" name="_csrf" value="${escapeHtml(csrfToken)}">
+${next ? `<input type="hidden" name="next" value="${escapeHtml(next)}">\n` : ''}<label for="email">Email</label>
+<input id="email" name="email" type="email" autocomplete="username" required maxlength="254"
+  value="${escapeHtml(email ?? '')}"${invalid}>
+<label for="password">Password</label>
+<input id="password" name="password" type="password" required maxlength="1024"
+  autocomplete="${options.passwordAutocomplete ?? 'current-password'}"${invalid}>
+<button type="submit">${escapeHtml(options.submitLabel ?? 'Sign in')}</button>
+</form>
+${alternate ? `<p class="alternate">${link(alternate.href, alternate.text)}</p>\n` : ''}`,
+  );
+}
+
+/** Who is signed in, a link on to where they were going, and a sign-out button. */
+export function renderSignedInPage(options: SignedInPageOptions): string {
+  const { email, csrfToken, logoutAction, next } = options;
+  return htmlDocument(
+    options.title,
+    `<p>Signed in as <strong id="signed-in-email">${escapeHtml(email)}</strong>.</p>
+${next ? `<p>${link(next, `Continue to ${next}`)}</p>\n` : ''}\
+<form method="post" action="${escapeHtml(logoutAction)}">
+<input type="hidden" name="_csrf" value="${escapeHtml(csrfToken)}">
+<button type="submit">Sign out</button>
+</form>
+`,
+  );
+}
+
+function link(href: string, text: string): string {
+  return `<a href="${escapeHtml(href)}">${escapeHtml(text)}</a>`;
+}
+
+function htmlDocument(title: string, body: string): string {
   return `<!doctype html>
 <html lang="en">
 <head>
@@ -59,18 +113,7 @@ export function renderLoginPage(options: LoginPageOptions): string {
 <body>
 <main>
 <h1>${escapeHtml(title)}</h1>
-${error ? `<p class="error" id="form-error" role="alert">${escapeHtml(error)}</p>\n` : ''}\
-<form method="post" action="${escapeHtml(action)}">
-<input type="hidden" name="_csrf" value="${escapeHtml(csrfToken)}">
-${next ? `<input type="hidden" name="next" value="${escapeHtml(next)}">\n` : ''}<label for="email">Email</label>
-<input id="email" name="email" type="email" autocomplete="username" required maxlength="254"
-  value="${escapeHtml(email ?? '')}"${invalid}>
-<label for="password">Password</label>
-<input id="password" name="password" type="password" required maxlength="1024"
-  autocomplete="${options.passwordAutocomplete ?? 'current-password'}"${invalid}>
-<button type="submit">${escapeHtml(options.submitLabel ?? 'Sign in')}</button>
-</form>
-</main>
+${body}</main>
 </body>
 </html>
 `;

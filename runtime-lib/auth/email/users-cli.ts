@@ -1,5 +1,6 @@
 // `npm run users -- <command>`: manage the people who sign in with e-mail and password from the
-// command line, which is also how the first administrator gets a role (sign-up grants none).
+// command line, which is also how the first administrator gets a role (sign-up grants none) and,
+// with auth.signup = false, the only way anyone gets an account.
 // Exit codes: 0 done, 1 bad input (unknown user, weak password, ...), 2 bad usage.
 
 import { parseArgs } from 'node:util';
@@ -9,32 +10,50 @@ import { ulid } from '../../core/ids.ts';
 import { hashPasswordSync, passwordProblem } from './password.ts';
 import { SESSIONS_TABLE } from './session-store.ts';
 
+const PIPE_EXAMPLE = `printf '%s\\n' "$PASSWORD" | npm run users -- add --email E`;
+
 export const USERS_USAGE = `usage: npm run users -- <command> [options]
 
 commands:
-  add --email E --password P [--role R ...]   create a user (repeat --role for several roles)
-  list                                        list users: e-mail, roles, creation time
-  set-roles --email E [--role R ...]          replace a user's roles (no --role removes them all)
-  remove --email E                            delete a user and end their sessions`;
+  add --email E [--role R ...]         create a user (repeat --role for several roles)
+  list                                 list users: e-mail, roles, creation time
+  set-roles --email E [--role R ...]   replace a user's roles (no --role removes them all)
+  remove --email E                     delete a user and end their sessions
+
+add asks for the password twice at a terminal, without showing it, or reads it from stdin
+(one line) when piped: ${PIPE_EXAMPLE}`;
+
+/**
+ * Why the password is never an argument: what to say to `--password`. Every user of the machine
+ * can read a process's arguments (ps, /proc), and the shell keeps them in its history.
+ */
+export const PASSWORD_ARGUMENT_REFUSED =
+  '--password is not accepted: a password in the arguments is visible to other users (ps) and stays ' +
+  `in the shell history. Type it when asked, or pipe it on stdin: ${PIPE_EXAMPLE}`;
 
 const COMMANDS: Record<string, { required: string[]; allowed: string[] }> = {
-  add: { required: ['email', 'password'], allowed: ['email', 'password', 'role'] },
+  add: { required: ['email'], allowed: ['email', 'role'] },
   list: { required: [], allowed: [] },
   'set-roles': { required: ['email'], allowed: ['email', 'role'] },
   remove: { required: ['email'], allowed: ['email'] },
 };
+
+export interface UsersCliIo {
+  out(line: string): void;
+  /** Errors and usage; `out` when not given. */
+  err?(line: string): void;
+  /** The new password of `add`: typed at a terminal or piped (see password-input.ts). */
+  readPassword(): Promise<string>;
+}
 
 const ROLE = /^[A-Za-z][A-Za-z0-9_.:-]{0,63}$/;
 
 class InputError extends Error {}
 class UsageError extends Error {}
 
-export function runUsersCli(
-  db: Db,
-  argv: string[],
-  out: (line: string) => void,
-  errOut: (line: string) => void = out,
-): number {
+export async function runUsersCli(db: Db, argv: string[], io: UsersCliIo): Promise<number> {
+  const { out } = io;
+  const errOut = io.err ?? out;
   try {
     const { command, values } = parse(argv);
     if (command === 'help') {
@@ -42,7 +61,7 @@ export function runUsersCli(
       return 0;
     }
     if (command === 'list') list(db, out);
-    else if (command === 'add') add(db, values, out);
+    else if (command === 'add') await add(db, values, io);
     else if (command === 'set-roles') setRoles(db, values, out);
     else remove(db, values, out);
     return 0;
@@ -57,16 +76,17 @@ export function runUsersCli(
   }
 }
 
-type Values = { email?: string; password?: string; role?: string[] };
+type Values = { email?: string; role?: string[] };
 
 function parse(argv: string[]): { command: string; values: Values } {
+  if (argv.some((arg) => arg === '--password' || arg.startsWith('--password=')))
+    throw new UsageError(PASSWORD_ARGUMENT_REFUSED);
   let parsed;
   try {
     parsed = parseArgs({
       args: argv,
       options: {
         email: { type: 'string' },
-        password: { type: 'string' },
         role: { type: 'string', multiple: true },
         help: { type: 'boolean', short: 'h' },
       },
@@ -106,20 +126,26 @@ function roles(values: Values): string[] {
   return [...new Set(list)];
 }
 
-function add(db: Db, values: Values, out: (line: string) => void): void {
+async function add(db: Db, values: Values, io: UsersCliIo): Promise<void> {
   const address = email(values);
   const granted = roles(values);
-  const password = values.password ?? '';
+  const taken = () =>
+    new InputError(`a user with the e-mail ${address} already exists (use set-roles to change their roles)`);
+  // Checked before the password is asked for, so nobody types one for nothing.
+  if (db.prepare(`SELECT 1 FROM "${USERS_TABLE}" WHERE "email" = ?`).get(address)) throw taken();
+  const password = await io.readPassword();
   const problem = passwordProblem(password);
   if (problem) throw new InputError(problem);
-  if (db.prepare(`SELECT 1 FROM "${USERS_TABLE}" WHERE "email" = ?`).get(address)) {
-    throw new InputError(`a user with the e-mail ${address} already exists (use set-roles to change their roles)`);
+  try {
+    db.prepare(
+      `INSERT INTO "${USERS_TABLE}" ("id", "email", "passwordHash", "roles", "createdAt") VALUES (?, ?, ?, ?, ?)`,
+    ).run(ulid(), address, hashPasswordSync(password), JSON.stringify(granted), isoNow());
+  } catch (err) {
+    // Someone added the same e-mail while the password was being typed.
+    if ((err as { code?: unknown }).code === 'SQLITE_CONSTRAINT_UNIQUE') throw taken();
+    throw err;
   }
-  const id = ulid();
-  db.prepare(
-    `INSERT INTO "${USERS_TABLE}" ("id", "email", "passwordHash", "roles", "createdAt") VALUES (?, ?, ?, ?, ?)`,
-  ).run(id, address, hashPasswordSync(password), JSON.stringify(granted), isoNow());
-  out(`added ${address} (${describeRoles(granted)})`);
+  io.out(`added ${address} (${describeRoles(granted)})`);
 }
 
 function list(db: Db, out: (line: string) => void): void {

@@ -3,6 +3,7 @@
 
 import type { Actor } from '../../core/actor.ts';
 import { isEmail, storedDateTime } from '../../core/values.ts';
+import type { Db, Statement } from '../../data/db.ts';
 
 export const USERS_TABLE = '_bp_users';
 
@@ -38,4 +39,27 @@ export function parseRoles(text: string): string[] {
   } catch {
     return [];
   }
+}
+
+export interface UserRow {
+  id: string;
+  email: string;
+  passwordHash: string;
+  roles: string;
+}
+
+export interface UserStatements {
+  byId: Statement;
+  byEmail: Statement;
+  insert: Statement;
+}
+
+/** The statements the provider runs on the people table, prepared once. */
+export function userStatements(db: Db): UserStatements {
+  const columns = `"id", "email", "passwordHash", "roles"`;
+  return {
+    byId: db.prepare(`SELECT ${columns} FROM "${USERS_TABLE}" WHERE "id" = ?`),
+    byEmail: db.prepare(`SELECT ${columns} FROM "${USERS_TABLE}" WHERE "email" = ?`),
+    insert: db.prepare(`INSERT INTO "${USERS_TABLE}" (${columns}, "createdAt") VALUES (?, ?, ?, '[]', ?)`),
+  };
 }

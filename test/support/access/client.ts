@@ -11,11 +11,12 @@ export interface UserSpec {
   roles: string[];
 }
 
-/** `node --import tsx src/users.ts add ...` in the app folder, as `npm run users -- add` runs it. */
+/** `node --import tsx src/users.ts add ...` in the app folder, as `npm run users -- add` runs it, the password piped. */
 export function addUser(appDir: string, env: Record<string, string>, user: UserSpec): Promise<string> {
-  const args = ['--import', 'tsx', 'src/users.ts', 'add', '--email', user.email, '--password', user.password, ...user.roles.flatMap((r) => ['--role', r])];
+  const args = ['--import', 'tsx', 'src/users.ts', 'add', '--email', user.email, ...user.roles.flatMap((r) => ['--role', r])];
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, args, { cwd: appDir, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, args, { cwd: appDir, env: { ...process.env, ...env }, stdio: ['pipe', 'pipe', 'pipe'] });
+    child.stdin.end(`${user.password}\n`);
     let out = '';
     child.stdout.on('data', (d: Buffer) => (out += d.toString()));
     child.stderr.on('data', (d: Buffer) => (out += d.toString()));

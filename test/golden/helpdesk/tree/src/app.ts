@@ -74,6 +74,7 @@ export function createApp(options: AppOptions): App {
     appSlug: 'helpdesk',
     loginPath: "/login",
     trustedOrigins: [],
+    signup: true,
     sessionDuration: 86400,
     idleTimeout: 3600,
     production: env.NODE_ENV === 'production',

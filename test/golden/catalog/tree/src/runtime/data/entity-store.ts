@@ -51,7 +51,7 @@ export interface RequestContext {
   trace?: ActiveTrace;
   agentRunId?: string;
   idempotencyKey?: string;
-  /** The established session's id (http/request.ts RequestState.sessionId). */
+  /** An anonymous caller's proven scope (http/request.ts RequestState.sessionId). */
   sessionId?: string;
 }
 

@@ -1,0 +1,240 @@
+// The routes of the email provider: the sign-in page (and its sign-up variant, and the signed-in
+// page a form sign-in lands on), sign-in, sign-up (when auth.signup allows it), sign-out and the
+// session endpoint. JSON callers get the error envelope; form posts get the page back.
+
+import { randomBytes } from 'node:crypto';
+import type { ServerResponse } from 'node:http';
+import { Router, type NextFunction, type Request, type Response } from 'express';
+import { ANONYMOUS } from '../../core/actor.ts';
+import { AppError } from '../../core/errors.ts';
+import { ulid } from '../../core/ids.ts';
+import { query } from '../../data/db.ts';
+import { matched } from '../../http/pipeline.ts';
+import type { ApiRequest } from '../../http/request.ts';
+import type { AnonymousTokens } from './csrf.ts';
+import { clientKey, EMAIL_FAILURE_THRESHOLD, FailureLimiter, IP_FAILURE_THRESHOLD } from './failure-limiter.ts';
+import { authBody, credentials, field, isForm, queryParam } from './forms.ts';
+import { LOGIN_PAGE_CSP, renderLoginPage, renderSignedInPage, type LoginPageOptions } from './login-page.ts';
+import { safeNext } from './origins.ts';
+import { hashPassword, hashPasswordSync, PASSWORD_MAX_LENGTH, passwordProblem, verifyPassword } from './password.ts';
+import type { SessionRequest, Sessions } from './session.ts';
+import { isoNow, type UserRow, userActor, type UserStatements } from './users.ts';
+
+export const AUTH_ROUTES = {
+  signup: '/api/auth/signup',
+  login: '/api/auth/login',
+  logout: '/api/auth/logout',
+  session: '/api/auth/session',
+} as const;
+
+/** `<loginPath>?mode=signup` shows the sign-up form (when sign-up is on). */
+const SIGNUP_MODE = 'signup';
+
+export interface RoutesOptions {
+  users: UserStatements;
+  loginPath: string;
+  /** Shown on the pages. */
+  title: string;
+  /** auth.signup: people may create their own account. */
+  signup: boolean;
+  sessions: Sessions;
+  anonymous: AnonymousTokens;
+}
+
+export interface AuthRoutes {
+  router: Router;
+  /** The token a form of this request must carry: the session's, else the anonymous one. */
+  formToken(req: SessionRequest, res: ServerResponse): string;
+  /** The sign-in (or sign-up) form again, after a post with a stale or missing token. */
+  expiredForm(req: ApiRequest, res: ServerResponse, path: string): void;
+}
+
+export function authRoutes(options: RoutesOptions): AuthRoutes {
+  const { users, loginPath, sessions, anonymous } = options;
+  const limits = { email: new FailureLimiter(EMAIL_FAILURE_THRESHOLD), ip: new FailureLimiter(IP_FAILURE_THRESHOLD) };
+  // Verified against when the e-mail is unknown, so that case costs the same scrypt work.
+  const dummyHash = hashPasswordSync(randomBytes(16).toString('hex'));
+
+  function formToken(req: SessionRequest, res: ServerResponse): string {
+    return sessions.signedIn(req) ? sessions.token(req) : anonymous.issue(req, res);
+  }
+
+  /** The path to come back to with `next` (and the sign-up mode) kept. */
+  function pageHref(next: string | undefined, signup: boolean): string {
+    const params = new URLSearchParams();
+    if (signup) params.set('mode', SIGNUP_MODE);
+    if (next) params.set('next', next);
+    const query = params.toString();
+    return query ? `${loginPath}?${query}` : loginPath;
+  }
+
+  function sendHtml(res: ServerResponse, status: number, html: string): void {
+    res.statusCode = status;
+    res.setHeader('Content-Security-Policy', LOGIN_PAGE_CSP);
+    res.setHeader('Cache-Control', 'no-store');
+    res.setHeader('X-Content-Type-Options', 'nosniff');
+    res.setHeader('X-Frame-Options', 'DENY');
+    res.setHeader('Referrer-Policy', 'same-origin');
+    res.setHeader('Content-Type', 'text/html; charset=utf-8');
+    res.end(html);
+  }
+
+  /** The sign-in form, or the sign-up form (only when sign-up is on). */
+  function sendForm(req: SessionRequest, res: ServerResponse, status: number, form: FormState = {}): void {
+    const signup = options.signup && form.signup === true;
+    const next = safeNext(req.method === 'GET' ? queryParam(req, 'next') : field(req.body, 'next'));
+    const page: LoginPageOptions = {
+      title: signup ? `Create an account for ${options.title}` : `Sign in to ${options.title}`,
+      action: signup ? AUTH_ROUTES.signup : AUTH_ROUTES.login,
+      csrfToken: formToken(req, res),
+      error: form.error,
+      email: form.email,
+      next,
+      ...(signup ? { submitLabel: 'Create account', passwordAutocomplete: 'new-password' as const } : {}),
+      ...(options.signup
+        ? {
+            alternate: signup
+              ? { href: pageHref(next, false), text: 'Already have an account? Sign in' }
+              : { href: pageHref(next, true), text: 'No account yet? Create one' },
+          }
+        : {}),
+    };
+    sendHtml(res, status, renderLoginPage(page));
+  }
+
+  function expiredForm(req: ApiRequest, res: ServerResponse, path: string): void {
+    sendForm(req, res, 403, {
+      error: 'The form expired. Please try again.',
+      email: field(req.body, 'email'),
+      signup: path === AUTH_ROUTES.signup,
+    });
+  }
+
+  async function signedIn(req: Request, res: Response, status: number, row: UserRow): Promise<void> {
+    await sessions.start(req, row.id);
+    req.actor = userActor(row);
+    if (isForm(req)) {
+      // Without a `next`, the sign-in page itself, which now shows who is signed in.
+      res.redirect(303, safeNext(field(req.body, 'next')) ?? loginPath);
+      return;
+    }
+    res.status(status).json({ actor: req.actor, csrfToken: sessions.token(req) });
+  }
+
+  /** Form posts get the page back with the message; JSON callers get the error envelope. */
+  function failed(err: unknown, req: Request, res: Response, next: NextFunction, signup: boolean): void {
+    if (!(isForm(req) && err instanceof AppError && err.status < 500)) return next(err);
+    if (err.retryAfter !== undefined) res.setHeader('Retry-After', String(err.retryAfter));
+    sendForm(req, res, err.status, { error: err.message, email: field(req.body, 'email')?.trim(), signup });
+  }
+
+  const router = Router();
+  router.use('/api/auth', (_req, res, next) => {
+    // Answers carry CSRF tokens and identities: never cache them.
+    res.setHeader('Cache-Control', 'no-store');
+    next();
+  });
+
+  router.get(loginPath, matched('auth.loginPage'), (req, res) => {
+    if (req.actor?.kind === 'user' && typeof req.actor.email === 'string') {
+      const page = renderSignedInPage({
+        title: `Signed in to ${options.title}`,
+        email: req.actor.email,
+        csrfToken: sessions.token(req),
+        logoutAction: AUTH_ROUTES.logout,
+        next: safeNext(queryParam(req, 'next')),
+      });
+      return sendHtml(res, 200, page);
+    }
+    sendForm(req, res, 200, { signup: queryParam(req, 'mode') === SIGNUP_MODE });
+  });
+
+  router.get(AUTH_ROUTES.session, matched('auth.session'), (req, res) => {
+    const actor = req.actor ?? ANONYMOUS;
+    // API-key callers skip CSRF, so they get no token.
+    res.json({ actor, csrfToken: actor.kind === 'agent' ? null : formToken(req, res) });
+  });
+
+  router.post(AUTH_ROUTES.login, matched('auth.login'), authBody, async (req, res, next) => {
+    try {
+      const { email, password } = credentials(req.body);
+      if ([...password].length > PASSWORD_MAX_LENGTH)
+        throw new AppError('VALIDATION_FAILED', `the password must be at most ${PASSWORD_MAX_LENGTH} characters long`);
+      const ip = clientKey(req);
+      const now = Date.now();
+      const wait = Math.max(limits.email.wait(email, now), limits.ip.wait(ip, now));
+      if (wait > 0) throw tooManyAttempts(wait);
+      // Counted before the slow hash, so parallel guesses cannot all slip past the limit; a
+      // success takes it back below.
+      limits.email.fail(email, now);
+      limits.ip.fail(ip, now);
+      const user = query(req.trace, users.byEmail, 'get', [email]) as UserRow | undefined;
+      const ok = await verifyPassword(password, user?.passwordHash ?? dummyHash);
+      if (!user || !ok) throw new AppError('INVALID_CREDENTIALS', 'the e-mail or password is incorrect');
+      limits.email.clear(email);
+      limits.ip.forgive(ip);
+      await signedIn(req, res, 200, user);
+    } catch (err) {
+      failed(err, req, res, next, false);
+    }
+  });
+
+  // With auth.signup = false the route does not exist: the request is a 404 like any unknown one.
+  if (options.signup) {
+    router.post(AUTH_ROUTES.signup, matched('auth.signup'), authBody, async (req, res, next) => {
+      try {
+        const { email, password } = credentials(req.body);
+        const problem = passwordProblem(password);
+        if (problem) throw new AppError('WEAK_PASSWORD', problem);
+        const ip = clientKey(req);
+        const wait = limits.ip.wait(ip, Date.now());
+        if (wait > 0) throw tooManyAttempts(wait);
+        // Sign-up has to say the e-mail is taken; counting that per IP slows down probing with it.
+        const taken = (): AppError => {
+          limits.ip.fail(ip, Date.now());
+          return new AppError('EMAIL_TAKEN', 'an account with this e-mail already exists; sign in instead');
+        };
+        if (query(req.trace, users.byEmail, 'get', [email])) throw taken();
+        const passwordHash = await hashPassword(password);
+        const user: UserRow = { id: ulid(), email, passwordHash, roles: '[]' };
+        try {
+          query(req.trace, users.insert, 'run', [user.id, email, passwordHash, isoNow()]);
+        } catch (err) {
+          // Another sign-up with the same e-mail won the race while this one was hashing.
+          if (err instanceof AppError && err.code === 'UNIQUE_CONFLICT') throw taken();
+          throw err;
+        }
+        await signedIn(req, res, 201, user);
+      } catch (err) {
+        failed(err, req, res, next, true);
+      }
+    });
+  }
+
+  router.post(AUTH_ROUTES.logout, matched('auth.logout'), async (req, res, next) => {
+    try {
+      await sessions.end(req, res);
+    } catch (err) {
+      return next(err);
+    }
+    if (isForm(req)) res.redirect(303, loginPath);
+    else res.status(204).end();
+  });
+
+  return { router, formToken, expiredForm };
+}
+
+interface FormState {
+  error?: string;
+  email?: string;
+  signup?: boolean;
+}
+
+function tooManyAttempts(waitMs: number): AppError {
+  const seconds = Math.ceil(waitMs / 1000);
+  return new AppError(
+    'TOO_MANY_ATTEMPTS',
+    `too many failed attempts; try again in ${seconds} second${seconds === 1 ? '' : 's'}`,
+    { retryAfter: seconds },
+  );
+}
