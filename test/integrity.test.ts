@@ -98,7 +98,7 @@ describe('data integrity (issue 8, in-process over HTTP)', function () {
       ['bob@example.com', []],
       ['admin@example.com', ['admin']],
     ] as const) {
-      const r = usersCli(appDir, app.dbFile, ['add', '--email', email, '--password', PASSWORD, ...roles.flatMap((r) => ['--role', r])]);
+      const r = usersCli(appDir, app.dbFile, ['add', '--email', email, ...roles.flatMap((r) => ['--role', r])], `${PASSWORD}\n`);
       expect(r.status, r.stderr).to.equal(0);
     }
     alice = await SessionClient.login(app.url, 'alice@example.com', PASSWORD);
