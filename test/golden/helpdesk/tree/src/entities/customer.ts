@@ -60,7 +60,8 @@ export function customerRoutes(store: EntityStore, idempotency: IdempotencyStore
     },
     async create(req, res) {
       const ctx = requestContext(req, { mutation: true });
-      const result = await runIdempotent(idempotency, ctx, 'Customer.create', req.body ?? null, () => {
+      const mayWrite = () => store.access.filter(ctx.actor, 'create');
+      const result = await runIdempotent(idempotency, ctx, 'Customer.create', req.body ?? null, mayWrite, () => {
         const record = store.create(ctx, req.body);
         return { status: 201, body: record, location: `/api/customers/${String(record.id)}` };
       });
@@ -68,12 +69,18 @@ export function customerRoutes(store: EntityStore, idempotency: IdempotencyStore
     },
     async update(req, res, id) {
       const ctx = requestContext(req, { mutation: true });
-      const result = await runIdempotent(idempotency, ctx, 'Customer.update', { id, body: req.body ?? null }, () => ({ status: 200, body: store.update(ctx, id, req.body) }));
+      const input = { id, body: req.body ?? null };
+      const mayWrite = () => store.access.filter(ctx.actor, 'update');
+      const result = await runIdempotent(idempotency, ctx, 'Customer.update', input, mayWrite, () => ({
+        status: 200,
+        body: store.update(ctx, id, req.body),
+      }));
       sendStored(res, result);
     },
     async delete(req, res, id) {
       const ctx = requestContext(req, { mutation: true });
-      const result = await runIdempotent(idempotency, ctx, 'Customer.delete', { id }, () => {
+      const mayWrite = () => store.access.filter(ctx.actor, 'delete');
+      const result = await runIdempotent(idempotency, ctx, 'Customer.delete', { id }, mayWrite, () => {
         store.delete(ctx, id);
         return { status: 204, body: undefined };
       });
