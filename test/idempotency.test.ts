@@ -492,7 +492,8 @@ describe('Idempotency-Key (lab app as its own process)', function () {
       db.prepare('UPDATE "_bp_idempotency" SET "createdAt" = "createdAt" - 180000 WHERE "key" = ?').run(key);
       for (let i = 0; i < 18; i++) {
         skew += 10_000;
-        await sleep(60);
+        // Each step waits for the renewal that follows it (a lease of 30 s from the new time).
+        for (let tries = 0; tries < 500 && (keyRow(key).leaseExpiresAt as number) < Date.now() + skew + 25_000; tries++) await sleep(5);
       }
       const retry = await hold(rt, job.id as string, key);
       expect(retry.ok).to.equal(false);
