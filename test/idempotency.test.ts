@@ -9,11 +9,12 @@
 // survival across a restart.
 
 import * as path from 'node:path';
+import { pathToFileURL } from 'node:url';
 import Database from 'better-sqlite3';
 import { expect } from 'chai';
 import { freshDir, generate, request, ROOT, startApp, type HttpResponse, type RunningApp } from './support/apps.ts';
 import { CookieClient } from './support/access/client.ts';
-import { Api, errorOf, type Rec, SessionClient, usersCli } from './support/commands/harness.ts';
+import { Api, bootInProcess, errorOf, type Rec, SessionClient, type TraceLike, usersCli } from './support/commands/harness.ts';
 
 const KEYS = {
   LAB_WORKER_KEY: 'worker-key-0123456789',
@@ -164,14 +165,17 @@ describe('Idempotency-Key (lab app as its own process)', function () {
       expect(again.body).to.deep.equal(first.body);
     });
 
-    it('frees the key after an internal error, so the same key may run again', async () => {
+    it('keeps the key after an internal error: the 500 is replayed, as its retryable: false says', async () => {
+      // The handler may have had effects outside the database: the same key must not run it again.
       const j = await newJob();
       const key = k('boom');
       const first = await api.command('boom', j.id as string, undefined, { idem: key });
       const second = await api.command('boom', j.id as string, undefined, { idem: key });
       expect([first.status, second.status]).to.deep.equal([500, 500]);
-      expect(replayed(second)).to.equal(null);
-      expect(errorOf(second).traceId).to.equal(second.headers.get('x-trace-id'));
+      expect(errorOf(first)).to.include({ code: 'INTERNAL_ERROR', retryable: false });
+      expect(errorOf(first).traceId).to.equal(first.headers.get('x-trace-id'));
+      expect(replayed(second)).to.equal('true');
+      expect(second.body).to.deep.equal(first.body);
     });
 
     it('does not consume a key on input that fails validation: corrected input runs with it', async () => {
@@ -397,6 +401,155 @@ describe('Idempotency-Key (lab app as its own process)', function () {
       expect(raw.headers.get('idempotent-replayed')).to.equal('true');
     });
   });
+
+  // The command executor of the generated app, called in this process on its own SQLite file, so
+  // that the test holds the IdempotencyStore's clock and a gate the Hold handler waits at.
+  describe('leases: a running command keeps its key, a dead one loses it', () => {
+    type Mod = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
+    let db: Database.Database;
+    let mods: Record<'executor' | 'store' | 'audit' | 'idempotency' | 'events' | 'errors' | 'commands', Mod>;
+    let stores: Map<string, Mod>;
+    /** How far the store's clock is ahead of the real one. */
+    let skew = 0;
+    const agent = { kind: 'agent', id: 'agent-worker', credentialId: 'cred-worker', roles: ['agent'], role: 'agent', scopes: ['jobs.write'] };
+
+    /** Hold's handler waits here: the first `holds` calls wait for open() or fail(), later ones pass. */
+    class Gate {
+      holds = 0;
+      readonly waiting: Array<{ resolve: () => void; reject: (err: unknown) => void }> = [];
+      pass(): Promise<void> {
+        if (this.holds === 0) return Promise.resolve();
+        this.holds--;
+        return new Promise((resolve, reject) => this.waiting.push({ resolve, reject }));
+      }
+      async reached(): Promise<void> {
+        for (let i = 0; i < 500 && this.waiting.length === 0; i++) await sleep(5);
+        expect(this.waiting, 'a command waiting at the gate').to.have.length(1);
+      }
+      open(): void {
+        for (const w of this.waiting.splice(0)) w.resolve();
+      }
+      fail(err: unknown): void {
+        for (const w of this.waiting.splice(0)) w.reject(err);
+      }
+    }
+
+    const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+    const settle = <T>(p: Promise<T>) => p.then((value) => ({ ok: true as const, value }), (error: Mod) => ({ ok: false as const, error }));
+    const runtime = (gate: Gate, lease: { leaseMs?: number; renewEveryMs?: number } = {}) => {
+      const audit = new mods.audit.AuditLog(db);
+      return {
+        stores,
+        audit,
+        idempotency: new mods.idempotency.IdempotencyStore(db, { now: () => Date.now() + skew, ...lease }),
+        events: new mods.events.EventBus(),
+        services: { gate },
+        reportEventFailure: () => undefined,
+      };
+    };
+    const hold = (rt: Mod, jobId: string, key: string) =>
+      settle(mods.executor.executeCommand(rt, mods.commands.hold, { actor: agent, recordId: jobId, input: {}, idempotencyKey: key }) as Promise<Mod>);
+    const newJob = async (rt: Mod) => (await rt.idempotency.commits.run(() => (stores.get('Job') as Mod).create({ actor: agent }, { title: 'held' }))) as Rec;
+    const trail = (jobId: string) => (db.prepare('SELECT "operation" FROM "_bp_audit" WHERE "recordId" = ? ORDER BY "id"').pluck().all(jobId) as string[]).filter((o) => o.startsWith('command:Hold'));
+    const keyRow = (key: string) => db.prepare('SELECT "state", "claimId", "leaseExpiresAt", "body" FROM "_bp_idempotency" WHERE "key" = ?').get(key) as Rec;
+
+    before(async () => {
+      const load = (file: string) => import(pathToFileURL(path.join(appDir, file)).href) as Promise<Mod>;
+      const [executor, store, audit, idempotency, events, errors, commands, dbMod, migrate] = await Promise.all(
+        [
+          'src/runtime/commands/executor.ts',
+          'src/runtime/data/entity-store.ts',
+          'src/runtime/data/audit.ts',
+          'src/runtime/data/idempotency.ts',
+          'src/runtime/commands/events.ts',
+          'src/runtime/core/errors.ts',
+          'src/commands.ts',
+          'src/runtime/data/db.ts',
+          'src/runtime/data/migrate.ts',
+        ].map(load),
+      );
+      mods = { executor, store, audit, idempotency, events, errors, commands };
+      db = dbMod.openDatabase(`file:${path.join(appDir, 'data', 'leases.db')}`, appDir);
+      migrate.applyMigrations(db, path.join(appDir, 'prisma', 'migrations'));
+      const specs = await Promise.all(['job', 'customer'].map(async (e) => Object.values(await load(`src/entities/${e}.ts`)).find((v) => v && typeof v === 'object' && 'collection' in v)));
+      const auditLog = new audit.AuditLog(db);
+      stores = new Map(specs.map((spec: Mod) => [spec.name, new store.EntityStore(db, spec, auditLog)]));
+    });
+    beforeEach(() => (skew = 0));
+    after(() => db?.close());
+
+    it('keeps the key while the command runs, renewing its lease: a retry long after is 409, and it runs once', async () => {
+      const gate = new Gate();
+      // Renewed every 20 ms of real time, while the clock moves 10 s at a time: a lapse would show.
+      const rt = runtime(gate, { renewEveryMs: 20 });
+      const job = await newJob(rt);
+      const key = k('long-runner');
+      gate.holds = 1;
+      const first = hold(rt, job.id as string, key);
+      await gate.reached();
+      // Three minutes pass, past the two minutes after which a "running" key used to count as
+      // abandoned (its age judged by createdAt, moved back here as a clock of that kind would see it).
+      db.prepare('UPDATE "_bp_idempotency" SET "createdAt" = "createdAt" - 180000 WHERE "key" = ?').run(key);
+      for (let i = 0; i < 18; i++) {
+        skew += 10_000;
+        // Each step waits for the renewal that follows it (a lease of 30 s from the new time).
+        for (let tries = 0; tries < 500 && (keyRow(key).leaseExpiresAt as number) < Date.now() + skew + 25_000; tries++) await sleep(5);
+      }
+      const retry = await hold(rt, job.id as string, key);
+      expect(retry.ok).to.equal(false);
+      expect(retry.ok ? undefined : retry.error).to.include({ code: 'IDEMPOTENCY_KEY_IN_PROGRESS', retryable: true });
+      gate.open();
+      const done = await first;
+      expect(done.ok && done.value).to.deep.include({ status: 200, replayed: false });
+      const later = await hold(rt, job.id as string, key);
+      expect(later.ok && later.value).to.deep.include({ status: 200, replayed: true });
+      expect(later.ok && later.value.body).to.deep.equal(done.ok && done.value.body);
+      expect(trail(job.id as string)).to.deep.equal(['command:Hold', 'command:Hold:job.held']);
+      expect(keyRow(key)).to.include({ state: 'done', claimId: null, leaseExpiresAt: null });
+    });
+
+    it('lets a retry take the key over once the lease lapsed, and fences the first runner out: it commits nothing', async () => {
+      const gate = new Gate();
+      const rt = runtime(gate);
+      const job = await newJob(rt);
+      const key = k('taken-over');
+      gate.holds = 1;
+      const first = hold(rt, job.id as string, key);
+      await gate.reached();
+      // 31 s pass without a renewal (due every 10 s of real time): to everyone else, the first
+      // runner's process died. The retry takes the key over and runs.
+      skew += 31_000;
+      const retry = await hold(rt, job.id as string, key);
+      expect(retry.ok && retry.value).to.deep.include({ status: 200, replayed: false });
+      // The first runner comes back: its claim is no longer the key's, so its work is refused.
+      gate.open();
+      const fenced = await first;
+      expect(fenced.ok).to.equal(false);
+      expect(fenced.ok ? undefined : fenced.error).to.include({ code: 'IDEMPOTENCY_KEY_IN_PROGRESS', retryable: true });
+      expect(trail(job.id as string)).to.deep.equal(['command:Hold', 'command:Hold:job.held']);
+      // The key keeps the retry's answer: the fenced-out failure recorded nothing over it.
+      const again = await hold(rt, job.id as string, key);
+      expect(again.ok && again.value).to.deep.include({ status: 200, replayed: true });
+      expect(again.ok && again.value.body).to.deep.equal(retry.ok && retry.value.body);
+    });
+
+    it('frees the key after a retryable failure, so the same request with the same key runs again', async () => {
+      const gate = new Gate();
+      const rt = runtime(gate);
+      const job = await newJob(rt);
+      const key = k('busy');
+      gate.holds = 1;
+      const first = hold(rt, job.id as string, key);
+      await gate.reached();
+      gate.fail(new mods.errors.AppError('DATABASE_BUSY', 'the database is busy', { retryAfter: 1 }));
+      const failed = await first;
+      expect(failed.ok ? undefined : failed.error).to.include({ code: 'DATABASE_BUSY', retryable: true });
+      expect(keyRow(key)).to.equal(undefined);
+      const retry = await hold(rt, job.id as string, key);
+      expect(retry.ok && retry.value).to.deep.include({ status: 200, replayed: false });
+      expect(trail(job.id as string)).to.deep.equal(['command:Hold', 'command:Hold:job.held']);
+    });
+  });
 });
 
 // Callers without a credential are all the same anonymous actor, so their keys cannot share one
@@ -426,8 +579,10 @@ describe('Idempotency-Key from callers without a credential (public form app)', 
     return { post, token };
   };
 
+  let appDir: string;
+
   before(async () => {
-    const appDir = path.join(freshDir('idempotency-public'), 'app');
+    appDir = path.join(freshDir('idempotency-public'), 'app');
     generate(path.join(ROOT, 'test/fixtures/valid/public-form/app.toml'), appDir);
     dbFile = path.join(appDir, 'data', 'app.db');
     app = await startApp(appDir, { SESSION_SECRET: KEYS.SESSION_SECRET });
@@ -452,6 +607,39 @@ describe('Idempotency-Key from callers without a credential (public form app)', 
       const note = await request(app.url, 'POST', '/api/notes', { json: { text: 'x' }, headers: { 'idempotency-key': key } });
       expect(note.status, key).to.equal(401);
       expect(errorOf(note).code, key).to.equal('UNAUTHENTICATED');
+    }
+  });
+
+  it('refuses such a key without running the write: no write statement, no commit', async () => {
+    // The same app built in this process, so that its traces (every database.query and
+    // database.commit span of a request) can be read.
+    const local = await bootInProcess(appDir, { SESSION_SECRET: KEYS.SESSION_SECRET }, { dbName: 'no-writes.db' });
+    try {
+      const writesOf = async (res: HttpResponse) => {
+        let trace: TraceLike | undefined;
+        // The trace is filed when the response has been sent; it may lag the client's read.
+        for (let i = 0; i < 100 && !trace; i++) {
+          trace = local.traces.list().find((t) => t.traceId === res.headers.get('x-trace-id'));
+          if (!trace) await new Promise((resolve) => setTimeout(resolve, 10));
+        }
+        expect(trace, 'the request is traced').to.not.equal(undefined);
+        return (trace as TraceLike).spans
+          .filter((s) => s.name === 'database.commit' || (s.name === 'database.query' && !/^\s*SELECT\b/i.test(String(s.attributes?.sql))))
+          .map((s) => `${s.name} ${String(s.attributes?.sql ?? '')}`.trim());
+      };
+      const send = (key?: string) => request(local.url, 'POST', '/api/feedbacks', { json: { message: 'traced' }, headers: key === undefined ? {} : { 'idempotency-key': key } });
+      for (const key of [k('anon-traced'), 'has space']) {
+        const refused = await send(key);
+        expect(refused.status, key).to.equal(400);
+        expect(await writesOf(refused), key).to.deep.equal([]);
+      }
+      // Without a key the same request writes, and its trace shows it: the check above can fail.
+      const plain = await send();
+      expect(plain.status).to.equal(201);
+      expect((await writesOf(plain)).some((w) => /INSERT INTO "Feedback"/.test(w))).to.equal(true);
+      expect(local.db.prepare('SELECT count(*) FROM "Feedback"').pluck().get()).to.equal(1);
+    } finally {
+      await local.close();
     }
   });
 

@@ -167,17 +167,20 @@ model BpAudit {
 }
 
 /// Idempotency keys, kept 24 hours (runtime/data/idempotency.ts); times are epoch milliseconds.
+/// A running request's claim has an id and a lease it renews; both are cleared once it is done.
 model BpIdempotency {
-  scope       String
-  operation   String
-  key         String
-  requestHash String
-  state       String
-  status      Int?
-  body        String?
-  location    String?
-  createdAt   BigInt
-  expiresAt   BigInt
+  scope          String
+  operation      String
+  key            String
+  requestHash    String
+  state          String
+  status         Int?
+  body           String?
+  location       String?
+  createdAt      BigInt
+  expiresAt      BigInt
+  claimId        String?
+  leaseExpiresAt BigInt?
 
   @@id([scope, operation, key])
   @@index([expiresAt])

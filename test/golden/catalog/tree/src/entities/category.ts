@@ -67,6 +67,9 @@ export const categorySpec: EntitySpec = {
   },
 };
 
+/** Each write's name in audit records and Idempotency-Key scopes. */
+const OPERATION = { create: 'Category.create', update: 'Category.update', delete: 'Category.delete' } as const;
+
 /** The routes at /api/categorys, served by the front door (runtime/http/front-door.ts). */
 export function categoryRoutes(store: EntityStore, idempotency: IdempotencyStore): CrudRoutes {
   return {
@@ -78,7 +81,8 @@ export function categoryRoutes(store: EntityStore, idempotency: IdempotencyStore
     },
     async create(req, res) {
       const ctx = requestContext(req, { mutation: true });
-      const result = await runIdempotent(idempotency, ctx, 'Category.create', req.body ?? null, () => {
+      const mayWrite = () => store.access.filter(ctx.actor, 'create');
+      const result = await runIdempotent(idempotency, ctx, OPERATION.create, req.body ?? null, mayWrite, () => {
         const record = store.create(ctx, req.body);
         return { status: 201, body: record, location: `/api/categorys/${String(record.id)}` };
       });
@@ -88,14 +92,17 @@ export function categoryRoutes(store: EntityStore, idempotency: IdempotencyStore
       const ctx = requestContext(req, { mutation: true });
       // What makes a retry "the same request": the record and the body.
       const request = { id, body: req.body ?? null };
-      const result = await runIdempotent(idempotency, ctx, 'Category.update', request, () => {
-        return { status: 200, body: store.update(ctx, id, req.body) };
-      });
+      const mayWrite = () => store.access.filter(ctx.actor, 'update');
+      const result = await runIdempotent(idempotency, ctx, OPERATION.update, request, mayWrite, () => ({
+        status: 200,
+        body: store.update(ctx, id, req.body),
+      }));
       sendStored(res, result);
     },
     async delete(req, res, id) {
       const ctx = requestContext(req, { mutation: true });
-      const result = await runIdempotent(idempotency, ctx, 'Category.delete', { id }, () => {
+      const mayWrite = () => store.access.filter(ctx.actor, 'delete');
+      const result = await runIdempotent(idempotency, ctx, OPERATION.delete, { id }, mayWrite, () => {
         store.delete(ctx, id);
         return { status: 204, body: undefined };
       });

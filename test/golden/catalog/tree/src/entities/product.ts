@@ -113,6 +113,9 @@ export const productSpec: EntitySpec = {
   },
 };
 
+/** Each write's name in audit records and Idempotency-Key scopes. */
+const OPERATION = { create: 'Product.create', update: 'Product.update', delete: 'Product.delete' } as const;
+
 /** The routes at /api/products, served by the front door (runtime/http/front-door.ts). */
 export function productRoutes(store: EntityStore, idempotency: IdempotencyStore): CrudRoutes {
   return {
@@ -124,7 +127,8 @@ export function productRoutes(store: EntityStore, idempotency: IdempotencyStore)
     },
     async create(req, res) {
       const ctx = requestContext(req, { mutation: true });
-      const result = await runIdempotent(idempotency, ctx, 'Product.create', req.body ?? null, () => {
+      const mayWrite = () => store.access.filter(ctx.actor, 'create');
+      const result = await runIdempotent(idempotency, ctx, OPERATION.create, req.body ?? null, mayWrite, () => {
         const record = store.create(ctx, req.body);
         return { status: 201, body: record, location: `/api/products/${String(record.id)}` };
       });
@@ -134,14 +138,17 @@ export function productRoutes(store: EntityStore, idempotency: IdempotencyStore)
       const ctx = requestContext(req, { mutation: true });
       // What makes a retry "the same request": the record and the body.
       const request = { id, body: req.body ?? null };
-      const result = await runIdempotent(idempotency, ctx, 'Product.update', request, () => {
-        return { status: 200, body: store.update(ctx, id, req.body) };
-      });
+      const mayWrite = () => store.access.filter(ctx.actor, 'update');
+      const result = await runIdempotent(idempotency, ctx, OPERATION.update, request, mayWrite, () => ({
+        status: 200,
+        body: store.update(ctx, id, req.body),
+      }));
       sendStored(res, result);
     },
     async delete(req, res, id) {
       const ctx = requestContext(req, { mutation: true });
-      const result = await runIdempotent(idempotency, ctx, 'Product.delete', { id }, () => {
+      const mayWrite = () => store.access.filter(ctx.actor, 'delete');
+      const result = await runIdempotent(idempotency, ctx, OPERATION.delete, { id }, mayWrite, () => {
         store.delete(ctx, id);
         return { status: 204, body: undefined };
       });

@@ -66,6 +66,9 @@ export const stockMovementSpec: EntitySpec = {
   },
 };
 
+/** Each write's name in audit records and Idempotency-Key scopes. */
+const OPERATION = { create: 'StockMovement.create', update: 'StockMovement.update', delete: 'StockMovement.delete' } as const;
+
 /** The routes at /api/stockmovements, served by the front door (runtime/http/front-door.ts). */
 export function stockMovementRoutes(store: EntityStore, idempotency: IdempotencyStore): CrudRoutes {
   return {
@@ -77,7 +80,8 @@ export function stockMovementRoutes(store: EntityStore, idempotency: Idempotency
     },
     async create(req, res) {
       const ctx = requestContext(req, { mutation: true });
-      const result = await runIdempotent(idempotency, ctx, 'StockMovement.create', req.body ?? null, () => {
+      const mayWrite = () => store.access.filter(ctx.actor, 'create');
+      const result = await runIdempotent(idempotency, ctx, OPERATION.create, req.body ?? null, mayWrite, () => {
         const record = store.create(ctx, req.body);
         return { status: 201, body: record, location: `/api/stockmovements/${String(record.id)}` };
       });
@@ -87,14 +91,17 @@ export function stockMovementRoutes(store: EntityStore, idempotency: Idempotency
       const ctx = requestContext(req, { mutation: true });
       // What makes a retry "the same request": the record and the body.
       const request = { id, body: req.body ?? null };
-      const result = await runIdempotent(idempotency, ctx, 'StockMovement.update', request, () => {
-        return { status: 200, body: store.update(ctx, id, req.body) };
-      });
+      const mayWrite = () => store.access.filter(ctx.actor, 'update');
+      const result = await runIdempotent(idempotency, ctx, OPERATION.update, request, mayWrite, () => ({
+        status: 200,
+        body: store.update(ctx, id, req.body),
+      }));
       sendStored(res, result);
     },
     async delete(req, res, id) {
       const ctx = requestContext(req, { mutation: true });
-      const result = await runIdempotent(idempotency, ctx, 'StockMovement.delete', { id }, () => {
+      const mayWrite = () => store.access.filter(ctx.actor, 'delete');
+      const result = await runIdempotent(idempotency, ctx, OPERATION.delete, { id }, mayWrite, () => {
         store.delete(ctx, id);
         return { status: 204, body: undefined };
       });

@@ -61,6 +61,9 @@ export const customerSpec: EntitySpec = {
   },
 };
 
+/** Each write's name in audit records and Idempotency-Key scopes. */
+const OPERATION = { create: 'Customer.create', update: 'Customer.update', delete: 'Customer.delete' } as const;
+
 /** The routes at /api/customers, served by the front door (runtime/http/front-door.ts). */
 export function customerRoutes(store: EntityStore, idempotency: IdempotencyStore): CrudRoutes {
   return {
@@ -72,7 +75,8 @@ export function customerRoutes(store: EntityStore, idempotency: IdempotencyStore
     },
     async create(req, res) {
       const ctx = requestContext(req, { mutation: true });
-      const result = await runIdempotent(idempotency, ctx, 'Customer.create', req.body ?? null, () => {
+      const mayWrite = () => store.access.filter(ctx.actor, 'create');
+      const result = await runIdempotent(idempotency, ctx, OPERATION.create, req.body ?? null, mayWrite, () => {
         const record = store.create(ctx, req.body);
         return { status: 201, body: record, location: `/api/customers/${String(record.id)}` };
       });
@@ -82,14 +86,17 @@ export function customerRoutes(store: EntityStore, idempotency: IdempotencyStore
       const ctx = requestContext(req, { mutation: true });
       // What makes a retry "the same request": the record and the body.
       const request = { id, body: req.body ?? null };
-      const result = await runIdempotent(idempotency, ctx, 'Customer.update', request, () => {
-        return { status: 200, body: store.update(ctx, id, req.body) };
-      });
+      const mayWrite = () => store.access.filter(ctx.actor, 'update');
+      const result = await runIdempotent(idempotency, ctx, OPERATION.update, request, mayWrite, () => ({
+        status: 200,
+        body: store.update(ctx, id, req.body),
+      }));
       sendStored(res, result);
     },
     async delete(req, res, id) {
       const ctx = requestContext(req, { mutation: true });
-      const result = await runIdempotent(idempotency, ctx, 'Customer.delete', { id }, () => {
+      const mayWrite = () => store.access.filter(ctx.actor, 'delete');
+      const result = await runIdempotent(idempotency, ctx, OPERATION.delete, { id }, mayWrite, () => {
         store.delete(ctx, id);
         return { status: 204, body: undefined };
       });

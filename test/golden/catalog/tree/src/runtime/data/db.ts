@@ -2,6 +2,7 @@
 // The embedded SQLite database: opened once, tuned for a web server (WAL, so readers never wait
 // for the writer), and every statement run through `query` so it appears as a database.query span.
 
+import { AsyncLocalStorage } from 'node:async_hooks';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import Database from 'better-sqlite3';
@@ -66,36 +67,85 @@ export function synchronousOf(db: Db): string {
 
 const transactionStatements = new WeakMap<Db, { begin: Statement; commit: Statement; rollback: Statement }>();
 
+function transactionStatementsOf(db: Db): { begin: Statement; commit: Statement; rollback: Statement } {
+  let stmts = transactionStatements.get(db);
+  if (!stmts) {
+    stmts = { begin: db.prepare('BEGIN IMMEDIATE'), commit: db.prepare('COMMIT'), rollback: db.prepare('ROLLBACK') };
+    transactionStatements.set(db, stmts);
+  }
+  return stmts;
+}
+
+/** Connections whose ROLLBACK failed: the transaction still open on them is a dead one. */
+const deadTransactions = new WeakSet<Db>();
+
+/**
+ * Rolls back the connection's transaction, if any, after a failure, and never throws: the caller
+ * is already reporting why the transaction failed. A ROLLBACK that fails itself (the connection
+ * busy with a statement someone left unfinished) marks the transaction dead, and the next
+ * transaction on the connection rolls it back first (`readyForTransaction`).
+ */
+export function rollBack(db: Db): void {
+  if (!db.inTransaction) return;
+  try {
+    transactionStatementsOf(db).rollback.run();
+    deadTransactions.delete(db);
+  } catch {
+    deadTransactions.add(db);
+  }
+}
+
+/** Whether a transaction may begin: none is open, or the one open is dead and rolls back now. */
+export function readyForTransaction(db: Db): boolean {
+  if (db.inTransaction && deadTransactions.has(db)) rollBack(db);
+  return !db.inTransaction;
+}
+
 /**
  * Runs `fn` in one IMMEDIATE transaction, or simply runs it when the connection is already in
  * one: the outer transaction commits or rolls back everything, and nested savepoints would only
  * add work (nothing here catches an inner failure and carries on).
  */
 export function atomically<T>(db: Db, fn: () => T): T {
-  if (db.inTransaction) return fn();
-  let stmts = transactionStatements.get(db);
-  if (!stmts) {
-    stmts = { begin: db.prepare('BEGIN IMMEDIATE'), commit: db.prepare('COMMIT'), rollback: db.prepare('ROLLBACK') };
-    transactionStatements.set(db, stmts);
-  }
+  if (db.inTransaction && !deadTransactions.has(db)) return fn();
+  const stray = strayWrite('a transaction');
+  if (stray) throw stray;
+  if (!readyForTransaction(db))
+    throw new Error('a failed transaction could not be rolled back yet: the connection is busy');
+  const stmts = transactionStatementsOf(db);
   stmts.begin.run();
+  let result: T;
+  // As a write of its own: once the transaction has ended inside fn (a failure that SQLite answers
+  // by rolling everything back), what fn writes next is refused instead of committing alone.
+  const window = { open: true };
   try {
-    const result = fn();
+    result = runAsWrite(window, call, fn);
     stmts.commit.run();
-    return result;
   } catch (err) {
-    if (db.inTransaction) stmts.rollback.run();
+    rollBack(db);
     throw err;
+  } finally {
+    window.open = false;
   }
+  return result;
+}
+
+function call<T>(fn: () => T): T {
+  return fn();
 }
 
 const savepointStatements = new WeakMap<Db, { open: Statement; release: Statement; rollbackTo: Statement }>();
 
 /**
  * Runs `fn` inside the current transaction so that, when it throws, only its own changes are
- * undone and the transaction carries on (for recording the failure alongside).
+ * undone and the transaction carries on (for recording the failure alongside). When its changes
+ * cannot be undone alone (ROLLBACK TO or RELEASE fails), the whole transaction is rolled back and
+ * that failure is thrown instead: a caller that carries on after an ordinary failure must not
+ * commit half of this step.
  */
 export function withSavepoint<T>(db: Db, fn: () => T): T {
+  // Outside a transaction a savepoint would be one, its RELEASE a COMMIT: that is atomically's job.
+  if (!db.inTransaction) return atomically(db, fn);
   let stmts = savepointStatements.get(db);
   if (!stmts) {
     stmts = {
@@ -106,22 +156,74 @@ export function withSavepoint<T>(db: Db, fn: () => T): T {
     savepointStatements.set(db, stmts);
   }
   stmts.open.run();
+  let result: T;
   try {
-    const result = fn();
-    stmts.release.run();
-    return result;
+    result = fn();
   } catch (err) {
+    // SQLite rolls the whole transaction back on some errors (a full disk): nothing left to undo.
     if (db.inTransaction) {
-      stmts.rollbackTo.run();
-      stmts.release.run();
+      try {
+        stmts.rollbackTo.run();
+        stmts.release.run();
+      } catch (undoFailure) {
+        rollBack(db);
+        throw undoFailure;
+      }
     }
     throw err;
   }
+  try {
+    stmts.release.run();
+  } catch (releaseFailure) {
+    rollBack(db);
+    throw releaseFailure;
+  }
+  return result;
+}
+
+/** A write (of a group commit, or `atomically`) while it runs; `open` turns false once it returns. */
+export interface WriteWindow {
+  open: boolean;
+}
+
+/**
+ * The write the running code belongs to, carried into every continuation it schedules (code
+ * after an `await`, a timer it set). Once the write has returned, its transaction has moved on:
+ * whatever such code writes would commit on its own, half of an operation whose other half was
+ * rolled back, so it may not write at all (query, atomically, GroupCommit.run).
+ */
+const writeWindows = new AsyncLocalStorage<WriteWindow>();
+
+/** Runs `fn(arg)` as the write `window`. */
+export function runAsWrite<A, R>(window: WriteWindow, fn: (arg: A) => R, arg: A): R {
+  return writeWindows.run(window, fn, arg);
+}
+
+/** The refusal for code trying to write after the write it belongs to has ended, if it is such code. */
+export function strayWrite(what: string): Error | undefined {
+  const window = writeWindows.getStore();
+  if (window === undefined || window.open) return undefined;
+  return strayError(what);
+}
+
+function strayError(what: string): Error {
+  return new Error(`a write went on after its transaction ended (code after an await?) and was refused: ${what}`);
+}
+
+/** A statement that changes the database is refused when its write has ended or lost its transaction. */
+function refuseStrayStatement(stmt: Statement): void {
+  const window = writeWindows.getStore();
+  if (window !== undefined && (!window.open || !stmt.database.inTransaction))
+    throw strayError(stmt.source.slice(0, 80));
 }
 
 type Mode = 'get' | 'all' | 'run';
 
-/** Runs a prepared statement inside a database.query span and maps SQLite failures to app errors. */
+/**
+ * Runs a prepared statement inside a database.query span and maps SQLite failures to app errors.
+ * A statement that writes (`readonly` is false; an INSERT ... RETURNING is a reader, yet writes)
+ * is refused when it comes from a group-commit write whose transaction has ended.
+ */
 export function query<M extends Mode>(
   trace: ActiveTrace | undefined,
   stmt: Statement,
@@ -132,6 +234,7 @@ export function query<M extends Mode>(
   : M extends 'get'
     ? Record<string, unknown> | undefined
     : Record<string, unknown>[] {
+  if (!stmt.readonly) refuseStrayStatement(stmt);
   const span = trace?.startSpan('database.query', 'database', { sql: stmt.source });
   try {
     const run = stmt[mode] as (this: Statement, ...a: unknown[]) => never;

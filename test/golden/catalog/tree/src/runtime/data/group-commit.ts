@@ -11,14 +11,37 @@
 //
 // What stays the same: a write sees the writes queued before it and nothing else; no other
 // request can see a write before it commits, because the group runs from BEGIN to COMMIT in one
-// synchronous callback and nothing else runs in between; a write that throws is rolled back to
-// its savepoint and fails alone; nobody is answered before the commit.
+// synchronous callback and nothing else runs in between; a write that throws (anything, an Error
+// or not) is rolled back to its savepoint and fails alone; nobody is answered before the commit.
+//
+// When the transaction itself fails (BEGIN, a SAVEPOINT, RELEASE or ROLLBACK TO statement, the
+// COMMIT, or an error after which SQLite rolled everything back), the whole group is rolled back
+// and every caller of the group hears that failure: each is answered exactly once, whatever
+// failed, and the connection is left out of any transaction.
+//
+// A write must be synchronous: code after an `await` would run after its savepoint was released,
+// outside the transaction. `run` refuses a write returning a promise by type; one that slips
+// through (plain JavaScript, an `any`) is rolled back and rejected, its own rejection is handled,
+// and whatever its later code tries to write is refused (a statement through `query`, a
+// transaction through `atomically`, a new write through `run`): data/db.ts knows through
+// `runAsWrite` that the write this code belongs to has ended.
 
-import { type Db, mapSqliteError, type Statement } from './db.ts';
+import {
+  type Db,
+  mapSqliteError,
+  readyForTransaction,
+  rollBack,
+  runAsWrite,
+  type Statement,
+  strayWrite,
+} from './db.ts';
 import type { ActiveTrace } from '../observe/tracing.ts';
 
 /** Bounds how long the first write of a busy turn waits for the others. */
 const MAX_GROUP = 64;
+
+/** A write's result: a promise is refused at compile time (`never`), see GroupCommit.run. */
+export type Synchronous<T> = T extends PromiseLike<unknown> ? never : T;
 
 interface Write {
   run: () => unknown;
@@ -31,13 +54,12 @@ interface Write {
 export class GroupCommit {
   private queue: Write[] = [];
   private scheduled = false;
-  private readonly stmts: Record<'begin' | 'commit' | 'rollback' | 'savepoint' | 'release' | 'rollbackTo', Statement>;
+  private readonly stmts: Record<'begin' | 'commit' | 'savepoint' | 'release' | 'rollbackTo', Statement>;
 
   constructor(private readonly db: Db) {
     this.stmts = {
       begin: db.prepare('BEGIN IMMEDIATE'),
       commit: db.prepare('COMMIT'),
-      rollback: db.prepare('ROLLBACK'),
       savepoint: db.prepare('SAVEPOINT bp_write'),
       release: db.prepare('RELEASE bp_write'),
       rollbackTo: db.prepare('ROLLBACK TO bp_write'),
@@ -45,11 +67,14 @@ export class GroupCommit {
   }
 
   /**
-   * Runs `write` (synchronous: it must not await) in the next group and resolves with its result
-   * once the group has committed, or rejects with what it threw.
+   * Runs `write` in the next group and resolves with its result once the group has committed, or
+   * rejects with what it threw (an Error; a thrown non-Error is wrapped in one). The write must be
+   * synchronous: a function returning a promise or another thenable does not type-check.
    */
-  run<T>(write: () => T, trace?: ActiveTrace): Promise<T> {
+  run<T>(write: () => Synchronous<T>, trace?: ActiveTrace): Promise<T> {
     return new Promise<T>((resolve, reject) => {
+      const stray = strayWrite('a group-commit write');
+      if (stray) return reject(stray);
       this.queue.push({ run: write, trace, resolve: resolve as (value: unknown) => void, reject, outcome: undefined });
       this.schedule();
     });
@@ -73,37 +98,18 @@ export class GroupCommit {
 
   private commit(group: Write[]): void {
     const { db, stmts } = this;
-    if (db.inTransaction)
+    if (!readyForTransaction(db))
       return failAll(group, new Error('group commit: a transaction was left open on the connection'));
+    let spans: Array<ReturnType<ActiveTrace['startSpan']> | undefined> = [];
     try {
       stmts.begin.run();
-    } catch (err) {
-      return failAll(group, mapSqliteError(err));
-    }
-    for (const write of group) {
-      stmts.savepoint.run();
-      try {
-        const value = write.run();
-        // Work after an await would run outside the transaction, after its savepoint was released.
-        if (value instanceof Promise)
-          throw new Error('group commit: a write must be synchronous (it returned a Promise)');
-        write.outcome = { ok: true, value };
-        stmts.release.run();
-      } catch (err) {
-        write.outcome = { ok: false, error: mapSqliteError(err) };
-        // Some errors (a full disk, an I/O error) make SQLite roll the whole transaction back.
-        if (!db.inTransaction) return failAll(group, mapSqliteError(err));
-        stmts.rollbackTo.run();
-        stmts.release.run();
-      }
-    }
-    const spans = group.map((w) => w.trace?.startSpan('database.commit', 'database', { writes: group.length }));
-    try {
+      for (const write of group) this.apply(write);
+      spans = group.map((w) => w.trace?.startSpan('database.commit', 'database', { writes: group.length }));
       stmts.commit.run();
     } catch (err) {
-      if (db.inTransaction) stmts.rollback.run();
+      rollBack(db);
       for (const span of spans) span?.end({ error: true });
-      return failAll(group, mapSqliteError(err));
+      return failAll(group, asError(err));
     }
     for (const span of spans) span?.end();
     for (const write of group) {
@@ -112,6 +118,55 @@ export class GroupCommit {
       else write.reject(outcome.error);
     }
   }
+
+  /**
+   * Runs one write in its savepoint and records its outcome. Throws only when the group's
+   * transaction cannot go on: a savepoint statement failed, or the transaction ended inside the
+   * write (SQLite rolls it back on some errors, such as a full disk).
+   */
+  private apply(write: Write): void {
+    const { db, stmts } = this;
+    stmts.savepoint.run();
+    const window = { open: true };
+    try {
+      write.outcome = { ok: true, value: runAsWrite(window, runSynchronously, write) };
+    } catch (err) {
+      write.outcome = { ok: false, error: asError(err) };
+    } finally {
+      window.open = false;
+    }
+    if (!db.inTransaction) {
+      throw write.outcome.ok ? new Error('group commit: the transaction ended inside a write') : write.outcome.error;
+    }
+    if (!write.outcome.ok) stmts.rollbackTo.run();
+    stmts.release.run();
+  }
+}
+
+/**
+ * Calls the write (inside its window, so that whatever it schedules belongs to it too). A
+ * thenable it returns is refused, and its eventual rejection handled here: the caller hears
+ * this refusal instead.
+ */
+function runSynchronously(write: Write): unknown {
+  const value = write.run();
+  if (value !== null && (typeof value === 'object' || typeof value === 'function')) {
+    const then = (value as { then?: unknown }).then;
+    if (typeof then === 'function') {
+      Promise.resolve(value as PromiseLike<unknown>).then(undefined, ignore);
+      throw new Error('group commit: a write must be synchronous (it returned a promise or another thenable)');
+    }
+  }
+  return value;
+}
+
+function ignore(): void {}
+
+/** What a caller is rejected with: the app's error for SQLite failures, an Error for anything thrown. */
+function asError(err: unknown): unknown {
+  if (err instanceof Error) return mapSqliteError(err);
+  const what = err === null ? 'null' : typeof err;
+  return new Error(`group commit: a write threw ${what}, not an Error`, { cause: err });
 }
 
 /** When the transaction is gone, so is every write of the group, the successful ones included. */

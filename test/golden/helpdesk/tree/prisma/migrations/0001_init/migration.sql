@@ -62,6 +62,8 @@ CREATE TABLE "_bp_idempotency" (
     "location" TEXT,
     "createdAt" BIGINT NOT NULL,
     "expiresAt" BIGINT NOT NULL,
+    "claimId" TEXT,
+    "leaseExpiresAt" BIGINT,
 
     PRIMARY KEY ("scope", "operation", "key")
 );

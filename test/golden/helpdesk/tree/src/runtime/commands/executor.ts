@@ -4,10 +4,11 @@
 //
 // Order of checks: authenticated actor (401); API-key scopes (403); input (400); record loaded
 // with the relations its conditions read (404); policy (403); availableWhen (409). Then the
-// handler runs with writes staged, and one synchronous transaction re-reads the row, checks it
-// is unchanged and that availableWhen still holds (else STATE_CONFLICT), applies mutations and
-// staged writes, records the audit entries and the idempotent response, and commits. Events the
-// handler published are delivered after the commit; a throw anywhere leaves nothing behind.
+// handler runs with writes staged, and one synchronous transaction checks that the request still
+// holds its Idempotency-Key (data/idempotency.ts), re-reads the row, checks it is unchanged and
+// that availableWhen still holds (else STATE_CONFLICT), applies mutations and staged writes,
+// records the audit entries and the idempotent response, and commits. Events the handler
+// published are delivered after the commit; a throw anywhere leaves nothing behind.
 
 import { type Actor, isAuthenticated } from '../core/actor.ts';
 import type { CommandHandler, ScopedDb } from './handler.ts';
@@ -15,9 +16,9 @@ import type { AuditLog } from '../data/audit.ts';
 import { checkCondition, type Condition } from '../rules/conditions.ts';
 import type { EntityStore, RequestContext } from '../data/entity-store.ts';
 import { checkBody, type FieldType, normalizeValue, type Row, sameValue, validationError } from '../data/fields.ts';
-import { AppError, envelope, type ErrorDetail } from '../core/errors.ts';
+import { AppError, type ErrorDetail } from '../core/errors.ts';
 import type { AppEvent, EventBus } from './events.ts';
-import { idempotencyScope, type IdempotencyStore, requestHash } from '../data/idempotency.ts';
+import { type Claim, idempotencyScope, type IdempotencyStore, requestHash } from '../data/idempotency.ts';
 
 export interface CommandInputSpec {
   name: string;
@@ -90,31 +91,27 @@ export async function executeCommand<I, R>(
   const input = checkInput(spec, call.input);
 
   const key = call.idempotencyKey;
-  const scope = idempotencyScope(actor);
-  const operation = `command:${spec.operationId}`;
+  let claim: Claim | undefined;
   if (key !== undefined) {
     const outcome = await rt.idempotency.begin(
       trace,
-      scope,
-      operation,
+      idempotencyScope(actor),
+      `command:${spec.operationId}`,
       key,
       requestHash({ recordId: call.recordId, input }),
     );
     if (outcome.kind === 'replay') return { status: outcome.status, body: outcome.body, replayed: true };
+    claim = outcome.claim;
   }
   try {
-    const result = await run(rt, spec, call, input);
+    const result = await run(rt, spec, call, input, claim);
     return { ...result, replayed: false };
   } catch (err) {
-    if (key !== undefined) {
-      // A failure a retry cannot fix is remembered like a success; others free the key.
-      await rt.idempotency.commits.run(() => {
-        if (err instanceof AppError && !err.retryable) {
-          rt.idempotency.finish(trace, scope, operation, key, err.status, envelope(err, trace?.traceId ?? ''), null);
-        } else rt.idempotency.release(trace, scope, operation, key);
-      }, trace);
-    }
+    // Stored and replayed like a success, or the key freed, as the error's `retryable` says.
+    if (claim) await rt.idempotency.fail(trace, claim, err);
     throw err;
+  } finally {
+    claim?.end();
   }
 }
 
@@ -123,6 +120,7 @@ async function run(
   spec: CommandSpec,
   call: CommandCall,
   input: Record<string, unknown>,
+  claim: Claim | undefined,
 ): Promise<{ status: number; body: unknown }> {
   const { actor, trace } = call;
   const store = rt.stores.get(spec.entity) as EntityStore;
@@ -171,6 +169,8 @@ async function run(
 
   const command = { name: spec.name, entity: spec.entity };
   const body = await rt.idempotency.commits.run(() => {
+    // First: a request whose key another took over commits nothing, and hears that (409).
+    if (claim) rt.idempotency.confirm(trace, claim);
     const current = store.fetch(trace, call.recordId);
     if (!current || !sameRecord(current, loaded)) {
       throw new AppError(
@@ -201,17 +201,7 @@ async function run(
       });
     }
     const presented = store.present(call, { ...after });
-    if (call.idempotencyKey !== undefined) {
-      rt.idempotency.finish(
-        trace,
-        idempotencyScope(actor),
-        `command:${spec.operationId}`,
-        call.idempotencyKey,
-        200,
-        presented,
-        null,
-      );
-    }
+    if (claim) rt.idempotency.finish(trace, claim, { status: 200, body: presented });
     return presented;
   }, trace);
   rt.events.deliver(events, rt.reportEventFailure);

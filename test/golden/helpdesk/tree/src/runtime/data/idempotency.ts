@@ -4,8 +4,15 @@
 // restart does not forget them. Same key and input: the stored response is replayed. Same key,
 // different input: 409 IDEMPOTENCY_KEY_REUSE. Same key while the first is still running: 409
 // IDEMPOTENCY_KEY_IN_PROGRESS, retryable, with Retry-After.
+//
+// A command runs outside one transaction (its handler may await), so it claims its key first.
+// The claim is a lease the running request renews while it runs: only when a lease lapses (its
+// process died, or stalled for longer than the lease) may a retry take the key over. Each claim
+// has a random id, and the transaction that commits the command's work, like the one that records
+// its failure, goes ahead only if its claim still holds the key: a request whose key was taken
+// over commits nothing, so a key never commits its work twice.
 
-import { createHash } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import type { Actor } from '../core/actor.ts';
 import { type Db, query, type Statement, withSavepoint } from './db.ts';
 import { AppError, envelope } from '../core/errors.ts';
@@ -13,67 +20,128 @@ import { type GroupCommit, groupCommit } from './group-commit.ts';
 import type { ActiveTrace } from '../observe/tracing.ts';
 
 export const IDEMPOTENCY_TTL_MS = 24 * 60 * 60 * 1000;
-/** A "running" entry older than this was left by a crashed process; a retry may take it over. */
-export const ABANDONED_AFTER_MS = 2 * 60 * 1000;
+/** How long a claim holds its key unrenewed: after that its request is taken to have died. */
+export const LEASE_MS = 30 * 1000;
+/** How often a running request renews its claim: a lease survives two failed renewals. */
+export const RENEW_EVERY_MS = 10 * 1000;
 const BY_KEY = '"scope" = ? AND "operation" = ? AND "key" = ?';
 const ALL_COLUMNS =
   '"scope", "operation", "key", "requestHash", "state", "status", "body", "location", "createdAt", "expiresAt"';
 const KEY_PATTERN = /^[\x21-\x7e]{1,255}$/;
 
+export interface IdempotencyOptions {
+  /** The clock, in epoch milliseconds (tests move it). */
+  now?: () => number;
+  leaseMs?: number;
+  renewEveryMs?: number;
+}
+
 export type IdempotencyOutcome =
   { kind: 'new' } | { kind: 'replay'; status: number; body: unknown; location: string | null };
 
+/** A running request's hold on its key (IdempotencyStore.begin). */
+export interface Claim {
+  readonly scope: string;
+  readonly operation: string;
+  readonly key: string;
+  /** Random: tells this request's claim from the claim of a request that took the key over. */
+  readonly id: string;
+  /** Stops renewing the lease: call once the request is over, whatever its outcome. */
+  end(): void;
+}
+
+export type ClaimOutcome = { kind: 'claimed'; claim: Claim } | Extract<IdempotencyOutcome, { kind: 'replay' }>;
+
+export interface StoredResponse {
+  status: number;
+  body: unknown;
+  location?: string | null;
+}
+
 export class IdempotencyStore {
   private readonly select: Statement;
-  private readonly upsert: Statement;
+  private readonly claim: Statement;
+  private readonly renewal: Statement;
+  private readonly held: Statement;
   private readonly complete: Statement;
   private readonly remove: Statement;
   private readonly insertDone: Statement;
   private readonly purge: Statement;
   private lastPurge = 0;
+  private readonly now: () => number;
+  private readonly leaseMs: number;
+  private readonly renewEveryMs: number;
   /** Where every write of the app commits (data/group-commit.ts). */
   readonly commits: GroupCommit;
 
-  constructor(private readonly db: Db) {
+  constructor(
+    private readonly db: Db,
+    options: IdempotencyOptions = {},
+  ) {
     this.commits = groupCommit(db);
+    this.now = options.now ?? Date.now;
+    this.leaseMs = options.leaseMs ?? LEASE_MS;
+    this.renewEveryMs = options.renewEveryMs ?? RENEW_EVERY_MS;
     this.select = db.prepare(
-      `SELECT "requestHash", "state", "status", "body", "location", "createdAt", "expiresAt" FROM "_bp_idempotency"
-       WHERE ${BY_KEY}`,
+      `SELECT "requestHash", "state", "status", "body", "location", "createdAt", "expiresAt", "leaseExpiresAt"
+       FROM "_bp_idempotency" WHERE ${BY_KEY}`,
     );
-    this.upsert = db.prepare(
-      `INSERT OR REPLACE INTO "_bp_idempotency" (${ALL_COLUMNS})
-       VALUES (?, ?, ?, ?, 'running', NULL, NULL, NULL, ?, ?)`,
+    this.claim = db.prepare(
+      `INSERT OR REPLACE INTO "_bp_idempotency" (${ALL_COLUMNS}, "claimId", "leaseExpiresAt")
+       VALUES (?, ?, ?, ?, 'running', NULL, NULL, NULL, ?, ?, ?, ?)`,
     );
+    const fenced = `${BY_KEY} AND "claimId" = ?`;
+    this.renewal = db.prepare(
+      `UPDATE "_bp_idempotency" SET "leaseExpiresAt" = ? WHERE ${fenced} AND "state" = 'running'`,
+    );
+    this.held = db.prepare(`SELECT 1 FROM "_bp_idempotency" WHERE ${fenced} AND "state" = 'running'`);
     this.complete = db.prepare(
-      `UPDATE "_bp_idempotency" SET "state" = 'done', "status" = ?, "body" = ?, "location" = ? WHERE ${BY_KEY}`,
+      `UPDATE "_bp_idempotency" SET "state" = 'done', "status" = ?, "body" = ?, "location" = ?, "claimId" = NULL,
+       "leaseExpiresAt" = NULL WHERE ${fenced} AND "state" = 'running'`,
     );
+    this.remove = db.prepare(`DELETE FROM "_bp_idempotency" WHERE ${fenced} AND "state" = 'running'`);
     this.insertDone = db.prepare(
       `INSERT OR REPLACE INTO "_bp_idempotency" (${ALL_COLUMNS})
        VALUES (?, ?, ?, ?, 'done', ?, ?, ?, ?, ?)`,
     );
-    this.remove = db.prepare('DELETE FROM "_bp_idempotency" WHERE "scope" = ? AND "operation" = ? AND "key" = ?');
     this.purge = db.prepare('DELETE FROM "_bp_idempotency" WHERE "expiresAt" < ?');
   }
 
   /**
    * Claims the key (committed) for a request that runs outside one transaction (commands), or
-   * says how to answer instead.
+   * says how to answer instead. The claim's lease is renewed until `claim.end()`.
    */
-  begin(
+  async begin(
     trace: ActiveTrace | undefined,
     scope: string,
     operation: string,
     key: string,
     requestHash: string,
-  ): Promise<IdempotencyOutcome> {
-    return this.commits.run((): IdempotencyOutcome => {
-      const outcome = this.lookup(trace, scope, operation, key, requestHash);
-      if (outcome.kind === 'new') {
-        const now = Date.now();
-        query(trace, this.upsert, 'run', [scope, operation, key, requestHash, now, now + IDEMPOTENCY_TTL_MS]);
+  ): Promise<ClaimOutcome> {
+    const id = randomUUID();
+    const outcome = await this.commits.run((): IdempotencyOutcome => {
+      const found = this.lookup(trace, scope, operation, key, requestHash);
+      if (found.kind === 'new') {
+        const now = this.now();
+        query(trace, this.claim, 'run', [
+          scope,
+          operation,
+          key,
+          requestHash,
+          now,
+          now + IDEMPOTENCY_TTL_MS,
+          id,
+          now + this.leaseMs,
+        ]);
       }
-      return outcome;
+      return found;
     }, trace);
+    if (outcome.kind === 'replay') return outcome;
+    const timer = setInterval(() => this.renew(claim), this.renewEveryMs);
+    // A lease must never keep the process alive, nor outlive its request (end()).
+    timer.unref();
+    const claim: Claim = { scope, operation, key, id, end: () => clearInterval(timer) };
+    return { kind: 'claimed', claim };
   }
 
   /**
@@ -87,15 +155,14 @@ export class IdempotencyStore {
     key: string,
     requestHash: string,
   ): IdempotencyOutcome {
-    const now = Date.now();
+    const now = this.now();
     this.purgeExpired(trace, now);
     const row = query(trace, this.select, 'get', [scope, operation, key]);
-    if (
-      !row ||
-      (row.expiresAt as number) < now ||
-      (row.state === 'running' && now - (row.createdAt as number) > ABANDONED_AFTER_MS)
-    )
-      return { kind: 'new' };
+    if (!row || (row.expiresAt as number) < now) return { kind: 'new' };
+    // A claim whose lease lapsed was left by a process that died: a retry takes the key over. A
+    // row written before leases existed counts as leased from its creation.
+    const leaseEnd = (row.leaseExpiresAt ?? (row.createdAt as number) + this.leaseMs) as number;
+    if (row.state === 'running' && leaseEnd < now) return { kind: 'new' };
     if (row.requestHash !== requestHash) {
       throw new AppError(
         'IDEMPOTENCY_KEY_REUSE',
@@ -123,7 +190,7 @@ export class IdempotencyStore {
     requestHash: string,
     response: { status: number; body: unknown; location: string | null },
   ): void {
-    const now = Date.now();
+    const now = this.now();
     query(trace, this.insertDone, 'run', [
       scope,
       operation,
@@ -137,24 +204,44 @@ export class IdempotencyStore {
     ]);
   }
 
-  /** Stores the response to replay of a key claimed with begin(). Call in the transaction of the change. */
-  finish(
-    trace: ActiveTrace | undefined,
-    scope: string,
-    operation: string,
-    key: string,
-    status: number,
-    body: unknown,
-    location: string | null,
-  ): void {
-    query(trace, this.complete, 'run', [
-      status,
-      body === undefined ? null : JSON.stringify(body),
-      location,
-      scope,
-      operation,
-      key,
+  /**
+   * Refuses (409 IDEMPOTENCY_KEY_IN_PROGRESS) unless `claim` still holds its key. Call first in
+   * the transaction that commits the claimed request's work, so that a request whose key was
+   * taken over hears that, and commits nothing.
+   */
+  confirm(trace: ActiveTrace | undefined, claim: Claim): void {
+    if (!query(trace, this.held, 'get', [claim.scope, claim.operation, claim.key, claim.id])) throw takenOver();
+  }
+
+  /** Stores the response to replay under a claimed key, in the transaction of the change. */
+  finish(trace: ActiveTrace | undefined, claim: Claim, response: StoredResponse): void {
+    const { changes } = query(trace, this.complete, 'run', [
+      response.status,
+      response.body === undefined ? null : JSON.stringify(response.body),
+      response.location ?? null,
+      claim.scope,
+      claim.operation,
+      claim.key,
+      claim.id,
     ]);
+    if (changes === 0) throw takenOver();
+  }
+
+  /**
+   * Records how a claimed request failed, if its claim still holds the key: the failure is stored
+   * and replayed, or the key freed, as `failureToStore` decides. When even that cannot be written
+   * (the database failing), the key stays claimed until its lease lapses; the caller reports `err`.
+   */
+  async fail(trace: ActiveTrace | undefined, claim: Claim, err: unknown): Promise<void> {
+    const stored = failureToStore(err);
+    const where = [claim.scope, claim.operation, claim.key, claim.id];
+    await this.commits
+      .run(() => {
+        if (!stored) return query(trace, this.remove, 'run', where).changes;
+        const body = JSON.stringify(envelope(stored, trace?.traceId ?? ''));
+        return query(trace, this.complete, 'run', [stored.status, body, null, ...where]).changes;
+      }, trace)
+      .catch(ignore);
   }
 
   /** Runs `fn` so that a throw undoes its changes only, not the rest of the transaction. */
@@ -162,9 +249,13 @@ export class IdempotencyStore {
     return withSavepoint(this.db, fn);
   }
 
-  /** Releases the key after a failure that a retry with the same key may fix. */
-  release(trace: ActiveTrace | undefined, scope: string, operation: string, key: string): void {
-    query(trace, this.remove, 'run', [scope, operation, key]);
+  /** Extends a running claim's lease; a claim no longer held stops renewing. */
+  private renew(claim: Claim): void {
+    const params = [this.now() + this.leaseMs, claim.scope, claim.operation, claim.key, claim.id];
+    this.commits.run(() => query(undefined, this.renewal, 'run', params).changes).then((changes) => {
+      if (changes === 0) claim.end();
+      // A failed renewal (the database busy) is tried again at the next tick.
+    }, ignore);
   }
 
   private purgeExpired(trace: ActiveTrace | undefined, now: number): void {
@@ -173,6 +264,18 @@ export class IdempotencyStore {
     query(trace, this.purge, 'run', [now]);
   }
 }
+
+/** What a request whose claim was taken over hears: the key's one outcome is the other request's. */
+function takenOver(): AppError {
+  return new AppError(
+    'IDEMPOTENCY_KEY_IN_PROGRESS',
+    'this request held its Idempotency-Key past its lease and another request took the key over; ' +
+      "nothing was committed: retry to get that request's answer",
+    { retryAfter: 1 },
+  );
+}
+
+function ignore(): void {}
 
 /**
  * Whose keys these are: the credential for API keys and signed-in people alike. Callers without a
@@ -201,7 +304,8 @@ function canonicalJson(value: unknown): string {
 /**
  * Reads and checks the Idempotency-Key header; API-key actors must send one on mutations. A
  * caller without a credential gets the header back unchecked: whether it may write at all is
- * the first thing it needs to hear (401), so runIdempotent checks its key after the access rules.
+ * the first thing it needs to hear (401), so runIdempotent checks its key after the route's
+ * access pre-check.
  */
 export function idempotencyKeyOf(header: string | undefined, actor: Actor): string | undefined {
   if (header === undefined) {
@@ -228,29 +332,46 @@ function keyProblem(key: string): AppError | undefined {
 }
 
 /**
- * Failures not stored under the key: conflicts about the key itself, and invalid input, which
- * the caller corrects and sends again with the same key (as commands, which validate first).
+ * Refusals not stored under the key: conflicts about the key itself, and invalid input, which
+ * the caller corrects and sends again with the same key.
  */
 const NOT_REMEMBERED = new Set(['IDEMPOTENCY_KEY_REUSE', 'IDEMPOTENCY_KEY_IN_PROGRESS', 'VALIDATION_FAILED']);
 
-export interface StoredResponse {
-  status: number;
-  body: unknown;
-  location?: string | null;
+/**
+ * The error to store and replay under the key for a failed request, or undefined when the key is
+ * freed instead; the envelope's `retryable` decides. A retryable failure (DATABASE_BUSY, a key
+ * taken over) frees the key, so the same request with the same key can succeed later, as
+ * `retryable: true` promises. A refusal of the key or the input frees it too: the same request
+ * fails the same way, and the corrected one may use the key. Every other failure is stored and
+ * replayed, as `retryable: false` says, an unexpected error (500 INTERNAL_ERROR) included: the
+ * request may have had effects (a handler's calls to other services) that running it again under
+ * the same key would repeat.
+ */
+function failureToStore(err: unknown): AppError | undefined {
+  // An unexpected error is answered as http/respond.ts answers it.
+  if (!(err instanceof AppError)) return new AppError('INTERNAL_ERROR', 'internal error');
+  return err.retryable || NOT_REMEMBERED.has(err.code) ? undefined : err;
 }
 
 /**
  * Runs a synchronous write (an entity create, update or delete) in the next group commit, under
- * its Idempotency-Key when it has one: the claim, the write and the stored response commit
+ * its Idempotency-Key when it has one: the lookup, the write and the stored response commit
  * together, so no other request can ever see the key half-used and a crash cannot separate the
- * write from its record. A failure a retry cannot fix is remembered too (the write itself is
- * undone), so the same request gets the same answer.
+ * write from its record. A failure is stored too (the write itself is undone) unless
+ * `failureToStore` frees the key, so the same request gets the same answer.
+ *
+ * `mayWrite` is the route's access pre-check from the actor alone (the entity's rule for the
+ * action, `Access.filter`): it throws 401 when this caller could write no record at all. It
+ * runs, and writes nothing, before an anonymous caller's key is refused, so that such a caller
+ * first hears that it may not write. When the rule depends on the record, it cannot answer
+ * without running the write: the caller hears the key problem first.
  */
 export async function runIdempotent(
   store: IdempotencyStore,
   ctx: { actor: Actor; trace?: ActiveTrace; idempotencyKey?: string; sessionId?: string },
   operation: string,
   input: unknown,
+  mayWrite: () => unknown,
   write: () => StoredResponse,
 ): Promise<StoredResponse & { replayed: boolean }> {
   const key = ctx.idempotencyKey;
@@ -261,12 +382,10 @@ export async function runIdempotent(
     // Every caller without a credential is the same anonymous actor: their keys are scoped to
     // their established session, and refused without one, lest one replay or block another's.
     const problem = keyProblem(key);
-    if (problem) return refuseAfterAccess(store, ctx, write, problem);
+    if (problem) return refuseAfterAccess(mayWrite, problem);
     if (ctx.sessionId === undefined) {
       return refuseAfterAccess(
-        store,
-        ctx,
-        write,
+        mayWrite,
         new AppError(
           'VALIDATION_FAILED',
           'an Idempotency-Key needs a caller to belong to: send it with an API key or a session, or leave it out',
@@ -287,28 +406,30 @@ export async function runIdempotent(
   }
   const hash = requestHash(input);
   const done = await store.commits.run(
-    (): { response: StoredResponse & { replayed: boolean } } | { failure: AppError } => {
+    (): { response: StoredResponse & { replayed: boolean } } | { failure: unknown } => {
       const outcome = store.lookup(ctx.trace, scope, operation, key, hash);
       if (outcome.kind === 'replay')
         return { response: { status: outcome.status, body: outcome.body, location: outcome.location, replayed: true } };
+      let result: StoredResponse;
       try {
-        const result = store.undoable(write);
-        store.remember(ctx.trace, scope, operation, key, hash, {
-          status: result.status,
-          body: result.body,
-          location: result.location ?? null,
-        });
-        return { response: { ...result, replayed: false } };
+        result = store.undoable(write);
       } catch (err) {
-        if (!(err instanceof AppError && !err.retryable && !NOT_REMEMBERED.has(err.code))) throw err;
+        const stored = failureToStore(err);
+        if (!stored) throw err;
         store.remember(ctx.trace, scope, operation, key, hash, {
-          status: err.status,
-          body: envelope(err, ctx.trace?.traceId ?? ''),
+          status: stored.status,
+          body: envelope(stored, ctx.trace?.traceId ?? ''),
           location: null,
         });
         // Committed with the group; the caller gets the error once it is.
         return { failure: err };
       }
+      store.remember(ctx.trace, scope, operation, key, hash, {
+        status: result.status,
+        body: result.body,
+        location: result.location ?? null,
+      });
+      return { response: { ...result, replayed: false } };
     },
     ctx.trace,
   );
@@ -317,17 +438,16 @@ export async function runIdempotent(
 }
 
 /**
- * Runs the write only to let the access rules answer first (a refused caller hears 401, not a
- * complaint about its header), then refuses with `problem`: the write is rolled back with its job.
+ * Refuses an anonymous caller's key with `problem`, after the access pre-check had its say: a
+ * caller the rules refuse whatever the record hears that (401) instead. The pre-check decides
+ * from the actor alone and writes nothing. Only its refusal is passed on: anything else it throws
+ * (a rule it cannot decide without a record) leaves the key problem as the answer.
  */
-function refuseAfterAccess(
-  store: IdempotencyStore,
-  ctx: { trace?: ActiveTrace },
-  write: () => StoredResponse,
-  problem: AppError,
-): Promise<never> {
-  return store.commits.run(() => {
-    write();
-    throw problem;
-  }, ctx.trace);
+function refuseAfterAccess(mayWrite: () => unknown, problem: AppError): Promise<never> {
+  try {
+    mayWrite();
+  } catch (err) {
+    if (err instanceof AppError && (err.status === 401 || err.status === 403)) return Promise.reject(err);
+  }
+  return Promise.reject(problem);
 }
