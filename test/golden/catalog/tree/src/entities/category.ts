@@ -68,7 +68,11 @@ export const categorySpec: EntitySpec = {
 };
 
 /** Each write's name in audit records and Idempotency-Key scopes. */
-const OPERATION = { create: 'Category.create', update: 'Category.update', delete: 'Category.delete' } as const;
+const OPERATION = {
+  create: 'Category.create',
+  update: 'Category.update',
+  delete: 'Category.delete',
+} as const;
 
 /** The routes at /api/categorys, served by the front door (runtime/http/front-door.ts). */
 export function categoryRoutes(store: EntityStore, idempotency: IdempotencyStore): CrudRoutes {

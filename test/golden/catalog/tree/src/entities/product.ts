@@ -114,7 +114,11 @@ export const productSpec: EntitySpec = {
 };
 
 /** Each write's name in audit records and Idempotency-Key scopes. */
-const OPERATION = { create: 'Product.create', update: 'Product.update', delete: 'Product.delete' } as const;
+const OPERATION = {
+  create: 'Product.create',
+  update: 'Product.update',
+  delete: 'Product.delete',
+} as const;
 
 /** The routes at /api/products, served by the front door (runtime/http/front-door.ts). */
 export function productRoutes(store: EntityStore, idempotency: IdempotencyStore): CrudRoutes {

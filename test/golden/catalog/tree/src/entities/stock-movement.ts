@@ -67,7 +67,11 @@ export const stockMovementSpec: EntitySpec = {
 };
 
 /** Each write's name in audit records and Idempotency-Key scopes. */
-const OPERATION = { create: 'StockMovement.create', update: 'StockMovement.update', delete: 'StockMovement.delete' } as const;
+const OPERATION = {
+  create: 'StockMovement.create',
+  update: 'StockMovement.update',
+  delete: 'StockMovement.delete',
+} as const;
 
 /** The routes at /api/stockmovements, served by the front door (runtime/http/front-door.ts). */
 export function stockMovementRoutes(store: EntityStore, idempotency: IdempotencyStore): CrudRoutes {

@@ -67,7 +67,11 @@ export const commentSpec: EntitySpec = {
 };
 
 /** Each write's name in audit records and Idempotency-Key scopes. */
-const OPERATION = { create: 'Comment.create', update: 'Comment.update', delete: 'Comment.delete' } as const;
+const OPERATION = {
+  create: 'Comment.create',
+  update: 'Comment.update',
+  delete: 'Comment.delete',
+} as const;
 
 /** The routes at /api/comments, served by the front door (runtime/http/front-door.ts). */
 export function commentRoutes(store: EntityStore, idempotency: IdempotencyStore): CrudRoutes {

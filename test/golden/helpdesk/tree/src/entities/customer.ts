@@ -62,7 +62,11 @@ export const customerSpec: EntitySpec = {
 };
 
 /** Each write's name in audit records and Idempotency-Key scopes. */
-const OPERATION = { create: 'Customer.create', update: 'Customer.update', delete: 'Customer.delete' } as const;
+const OPERATION = {
+  create: 'Customer.create',
+  update: 'Customer.update',
+  delete: 'Customer.delete',
+} as const;
 
 /** The routes at /api/customers, served by the front door (runtime/http/front-door.ts). */
 export function customerRoutes(store: EntityStore, idempotency: IdempotencyStore): CrudRoutes {

@@ -118,7 +118,11 @@ export const ticketSpec: EntitySpec = {
 };
 
 /** Each write's name in audit records and Idempotency-Key scopes. */
-const OPERATION = { create: 'Ticket.create', update: 'Ticket.update', delete: 'Ticket.delete' } as const;
+const OPERATION = {
+  create: 'Ticket.create',
+  update: 'Ticket.update',
+  delete: 'Ticket.delete',
+} as const;
 
 /** The routes at /api/tickets, served by the front door (runtime/http/front-door.ts). */
 export function ticketRoutes(store: EntityStore, idempotency: IdempotencyStore): CrudRoutes {
