@@ -59,7 +59,7 @@ describe('bp validate', () => {
         '  hint: add values = ["a", "b"]',
         `${dir}/app.toml:15:20 entity.Employee.fields.1.type: unknown field type "Txt" [error UNKNOWN_FIELD_TYPE]`,
         '  hint: did you mean "Text"?',
-        `${dir}/commands.toml:3:1 command.ApproveExpense.policy: expression does not parse: expected expression after "contains" at column 21 [error INVALID_CONDITION]`,
+        `${dir}/commands.toml:3:31 command.ApproveExpense.policy: expression does not parse: expected expression after "contains" [error INVALID_CONDITION]`,
         `${dir}/commands.toml:4:36 command.ApproveExpense.mutations.approvedAt: entity "Expense" has no field "approvedAt" [error UNKNOWN_FIELD]`,
         '5 error(s), 0 warning(s)',
         '',

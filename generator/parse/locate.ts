@@ -12,10 +12,19 @@ export interface Position {
 }
 export interface Locator {
   locate(path: KeyPath): Position | undefined;
+  /**
+   * Where the character at `offset` of a string written at `path` is: of its value, or of its
+   * last key (`part = 'key'`). `offset` counts UTF-16 units of the decoded text, as JavaScript
+   * strings (and so the expression parser) count; quotes, escapes, line-ending backslashes and
+   * multi-line strings are accounted for. An offset at or past the end gives the closing quote.
+   * Undefined when nothing is written at `path` (no fallback: the caller knows the key).
+   */
+  locateWithin(path: KeyPath, offset: number, part: 'key' | 'value'): Position | undefined;
 }
 
 export function buildLocator(text: string): Locator {
-  const positions = new Scanner(text).scan();
+  const scanner = new Scanner(text);
+  const positions = scanner.scan();
   return {
     locate(path) {
       if (path.length === 0) return { line: 1, column: 1 };
@@ -25,6 +34,11 @@ export function buildLocator(text: string): Locator {
         if (found) return found;
       }
       return undefined;
+    },
+    locateWithin(path, offset, part) {
+      const start = (part === 'key' ? scanner.keyStarts : scanner.valueStarts).get(pathKey(path));
+      if (start === undefined) return undefined;
+      return scanner.positionOf(indexWithin(scanner.chars, start, Math.max(0, offset)));
     },
   };
 }
@@ -44,15 +58,22 @@ const VALUE_END = new Set([',', ']', '}', '#', '\r', '\n']);
 interface Key {
   segments: string[];
   starts: Position[];
+  /** Index in the text of each segment's first character (its quote, when quoted). */
+  indices: number[];
 }
 
 class Scanner {
   // Indexing code points, not UTF-16 units, makes column arithmetic match what editors show.
-  private readonly chars: string[];
+  readonly chars: string[];
   private i = 0;
   private line = 1;
   private lineStart = 0;
   private readonly positions = new Map<string, Position>();
+  /** Text index where the last key of each path starts, and where its value starts. */
+  readonly keyStarts = new Map<string, number>();
+  readonly valueStarts = new Map<string, number>();
+  /** Text index at which each line starts (line 1 after a byte order mark). */
+  private readonly lineStarts: number[] = [];
   /** Element count of each array of tables, by resolved path (`[[a]]` ... `[[a]]` → 2). */
   private readonly tableArrays = new Map<string, number>();
 
@@ -60,6 +81,22 @@ class Scanner {
     this.chars = Array.from(text);
     // Editors do not show a byte order mark, so columns on line 1 start after it.
     if (this.chars[0] === '\uFEFF') this.i = this.lineStart = 1;
+    this.lineStarts.push(this.i);
+    this.chars.forEach((c, index) => {
+      if (c === '\n') this.lineStarts.push(index + 1);
+    });
+  }
+
+  /** Line and column of a text index (binary search over the line starts). */
+  positionOf(index: number): Position {
+    let low = 0;
+    let high = this.lineStarts.length - 1;
+    while (low < high) {
+      const mid = (low + high + 1) >> 1;
+      if (this.lineStarts[mid] <= index) low = mid;
+      else high = mid - 1;
+    }
+    return { line: low + 1, column: index - this.lineStarts[low] + 1 };
   }
 
   scan(): Map<string, Position> {
@@ -91,7 +128,7 @@ class Scanner {
       const count = this.tableArrays.get(pathKey(path));
       if (count !== undefined) path.push(count - 1);
       path.push(segment);
-      this.record(path, key.starts[n]);
+      this.record(path, key.starts[n], key.indices[n]);
     });
     if (!isArray) return path;
     const index = this.tableArrays.get(pathKey(path)) ?? 0;
@@ -108,7 +145,7 @@ class Scanner {
     const path = [...table];
     key.segments.forEach((segment, n) => {
       path.push(segment);
-      this.record(path, key.starts[n]);
+      this.record(path, key.starts[n], key.indices[n]);
     });
     this.skipBlank();
     if (this.peek() !== '=') return;
@@ -119,13 +156,15 @@ class Scanner {
 
   /** A possibly dotted key; undefined when the text here is not a key (malformed input). */
   private key(): Key | undefined {
-    const key: Key = { segments: [], starts: [] };
+    const key: Key = { segments: [], starts: [], indices: [] };
     for (;;) {
       const start = this.pos();
+      const index = this.i;
       const segment = this.keySegment();
       if (segment === undefined) return undefined;
       key.segments.push(segment);
       key.starts.push(start);
+      key.indices.push(index);
       this.skipBlank();
       if (this.peek() !== '.') return key;
       this.i++;
@@ -143,6 +182,7 @@ class Scanner {
   }
 
   private value(path: KeyPath): void {
+    if (!this.valueStarts.has(pathKey(path))) this.valueStarts.set(pathKey(path), this.i);
     const c = this.peek();
     if (c === '[') this.array(path);
     else if (c === '{') this.inlineTable(path);
@@ -295,10 +335,12 @@ class Scanner {
     this.lineStart = this.i;
   }
 
-  private record(path: KeyPath, position: Position): void {
+  private record(path: KeyPath, position: Position, keyIndex?: number): void {
     // The first definition wins: `[a.b]` then `[a.c]` both mention `a`, the first one defines it.
     const key = pathKey(path);
-    if (!this.positions.has(key)) this.positions.set(key, position);
+    if (this.positions.has(key)) return;
+    this.positions.set(key, position);
+    if (keyIndex !== undefined) this.keyStarts.set(key, keyIndex);
   }
 
   private pos(): Position {
@@ -313,4 +355,62 @@ class Scanner {
     for (let k = 0; k < s.length; k++) if (this.chars[this.i + k] !== s[k]) return false;
     return true;
   }
+}
+
+/**
+ * Index in `chars` of the character that produces UTF-16 unit `offset` of the decoded text of the
+ * key or string starting at `start`; the closing quote (or the end of a bare key) when `offset`
+ * is at or past the end. Mirrors TOML's decoding: escapes in basic strings, none in literal ones,
+ * and in multi-line strings a trimmed first newline and line-ending backslashes.
+ */
+function indexWithin(chars: readonly string[], start: number, offset: number): number {
+  const quote = chars[start];
+  if (quote !== '"' && quote !== "'") {
+    let decoded = 0;
+    let i = start;
+    while (i < chars.length && !NOT_BARE.has(chars[i]) && decoded + chars[i].length <= offset) decoded += chars[i++].length;
+    return i;
+  }
+  const multi = chars[start + 1] === quote && chars[start + 2] === quote;
+  let i = start + (multi ? 3 : 1);
+  if (multi && chars[i] === '\r' && chars[i + 1] === '\n') i += 2;
+  else if (multi && chars[i] === '\n') i++;
+  let decoded = 0;
+  while (i < chars.length) {
+    const c = chars[i];
+    if (c === quote) {
+      if (!multi) return i;
+      let run = 0;
+      while (chars[i + run] === quote) run++;
+      // Up to two quotes right before the closing delimiter are content.
+      if (run >= 3) return i + Math.min(offset - decoded, run - 3, 2);
+    }
+    if (!multi && c === '\n') return i;
+    let width = 1;
+    let units = c.length;
+    if (c === '\\' && quote === '"') {
+      const after = lineEndingBackslashEnd(chars, i);
+      if (multi && after !== undefined) {
+        i = after;
+        continue;
+      }
+      const e = chars[i + 1] ?? '';
+      const hexLength = e === 'u' ? 4 : e === 'U' ? 8 : e === 'x' ? 2 : 0;
+      width = 2 + hexLength;
+      units = parseInt(chars.slice(i + 2, i + width).join(''), 16) > 0xffff ? 2 : 1;
+    }
+    if (offset < decoded + units) return i;
+    decoded += units;
+    i += width;
+  }
+  return chars.length;
+}
+
+/** After `\`, blanks and a newline: the index of the next non-blank character, else undefined. */
+function lineEndingBackslashEnd(chars: readonly string[], i: number): number | undefined {
+  let j = i + 1;
+  while (chars[j] === ' ' || chars[j] === '\t' || chars[j] === '\r') j++;
+  if (chars[j] !== '\n') return undefined;
+  while (chars[j] === ' ' || chars[j] === '\t' || chars[j] === '\r' || chars[j] === '\n') j++;
+  return j;
 }
