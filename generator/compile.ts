@@ -13,6 +13,7 @@ import type { SourceHost } from './source.ts';
 import { checkAccessRules } from './validate/access-rules.ts';
 import { checkDeclarations } from './validate/declarations/index.ts';
 import { checkReferences } from './validate/references/index.ts';
+import { checkSecurity } from './validate/security/warnings.ts';
 import { checkShapes } from './validate/shape.ts';
 
 export interface ValidateResult {
@@ -22,7 +23,8 @@ export interface ValidateResult {
 
 /**
  * Parse and validate: every problem of the blueprint, errors and warnings, at once. The stages:
- * parse, shape (JSON Schema), declaration rules, model, cross-reference rules, access rules.
+ * parse, shape (JSON Schema), declaration rules, model, cross-reference rules (names in
+ * conditions included), access rules, security warnings.
  */
 export function validateBlueprint(rootPath: string, host: SourceHost): ValidateResult {
   const parsed = parseBlueprint(rootPath, host);
@@ -34,6 +36,7 @@ export function validateBlueprint(rootPath: string, host: SourceHost): ValidateR
   const model = buildModel(ctx);
   checkReferences(ctx, model);
   checkAccessRules(ctx, model);
+  checkSecurity(ctx, model);
   return { model, diagnostics: sortDiagnostics(diagnostics) };
 }
 

@@ -58,7 +58,7 @@ export function parseHandler(written: string, declaringFile: string): Command['h
 }
 
 /** Mutation values are not expressions: a reference, `now`, or a literal (format contract). */
-export function mutationValue(value: string | number | boolean): MutationValue {
+function mutationValue(value: string | number | boolean): MutationValue {
   if (value === 'now') return { kind: 'now' };
   if (typeof value === 'string') {
     const m = /^(input|actor|record)\.([A-Za-z_][A-Za-z0-9_]*)$/.exec(value);

@@ -40,6 +40,6 @@ export function singleSection(parsed: ParsedBlueprint, kind: string): Raw {
 }
 
 /** Code-point order, independent of the machine's locale: output must not depend on where bp runs. */
-export function compare(a: string, b: string): number {
+function compare(a: string, b: string): number {
   return a < b ? -1 : a > b ? 1 : 0;
 }

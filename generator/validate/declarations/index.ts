@@ -7,6 +7,7 @@ import { namedSections, singleSection } from '../../model/raw.ts';
 import { checkAuth } from './auth.ts';
 import { checkCommand } from './commands.ts';
 import { checkEntity } from './entities.ts';
+import { notGenerated } from './not-generated.ts';
 import { checkPage } from './pages.ts';
 import { checkWorkflow } from './workflows.ts';
 
@@ -18,4 +19,5 @@ export function checkDeclarations(ctx: CompileContext): void {
   checkAuth(ctx, singleSection(ctx.parsed, 'auth'));
   for (const s of namedSections(ctx.parsed, 'workflow')) checkWorkflow(ctx, s.name, s.value);
   for (const s of namedSections(ctx.parsed, 'page')) checkPage(ctx, s.name, s.value);
+  notGenerated(ctx);
 }

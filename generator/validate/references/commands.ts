@@ -3,7 +3,7 @@
 import * as path from 'node:path';
 import type { CompileContext } from '../../context.ts';
 import { expectedLiteral, showLiteral } from '../../model/literals.ts';
-import type { Blueprint, Command } from '../../model/types.ts';
+import type { Blueprint, Command, Entity, Field, MutationValue } from '../../model/types.ts';
 import type { KeyPath } from '../../parse/locate.ts';
 import { isInside } from '../../source.ts';
 import { didYouMean } from '../../suggest.ts';
@@ -21,6 +21,7 @@ export function commandMutations(ctx: CompileContext, bp: Blueprint): void {
     if (!entity) continue;
     for (const { field: name, value } of command.mutations) {
       const at: KeyPath = [...command.path, 'mutations', name];
+      mutationValueNames(ctx, command, entity, at, value);
       const field = fieldNamed(entity, name);
       if (!field) {
         unknownField(ctx, entity, at, name);
@@ -32,27 +33,44 @@ export function commandMutations(ctx: CompileContext, bp: Blueprint): void {
           hint: `add "${command.name}" to the field's commands list`,
         });
       }
-      if (value.kind === 'ref' && value.root === 'input' && !command.input.some((i) => i.name === value.key)) {
-        ctx.report('UNKNOWN_INPUT', at, `mutation reads input.${value.key}, which the command does not declare`, {
-          hint: didYouMean(value.key, names(command.input)),
-        });
-      }
-      if (value.kind === 'ref' && value.root === 'record' && !fieldNamed(entity, value.key)) {
-        ctx.report('UNKNOWN_FIELD', at, `mutation reads record.${value.key}, but entity "${entity.name}" has no field "${value.key}"`, {
-          hint: didYouMean(value.key, names(entity.fields)),
-        });
-      }
-      if (value.kind === 'ref' && value.root === 'actor' && !ACTOR_KEYS.includes(value.key)) {
-        ctx.report('UNKNOWN_ACTOR_KEY', at, `actor.${value.key} is not part of the actor`, { hint: `actor keys: ${ACTOR_KEYS.join(', ')}` });
-      }
-      if (value.kind === 'now' && field.type !== 'DateTime' && field.type !== 'Date') {
-        ctx.report('INVALID_MUTATION', at, `"now" is a time but ${name} is ${field.type}`);
-      }
-      const expected = value.kind === 'literal' ? expectedLiteral(field.type, value.value, field.values) : undefined;
-      if (value.kind === 'literal' && expected) {
-        ctx.report('INVALID_MUTATION', at, `${showLiteral(value.value)} does not fit ${field.type} field "${name}": expected ${expected}`);
-      }
+      mutationValueType(ctx, at, field, value);
     }
+  }
+}
+
+/** `input.<k>`, `record.<k>` and `actor.<k>` must name something; reported at the name. */
+function mutationValueNames(ctx: CompileContext, command: Command, entity: Entity, at: KeyPath, value: MutationValue): void {
+  if (value.kind !== 'ref') return;
+  const within = { offset: value.root.length + 1, part: 'value' as const };
+  if (value.root === 'input' && !command.input.some((i) => i.name === value.key)) {
+    ctx.report('UNKNOWN_INPUT', at, `mutation reads input.${value.key}, which the command does not declare`, {
+      hint: didYouMean(value.key, names(command.input)),
+      within,
+    });
+  }
+  if (value.root === 'record' && !fieldNamed(entity, value.key)) {
+    ctx.report('UNKNOWN_FIELD', at, `mutation reads record.${value.key}, but entity "${entity.name}" has no field "${value.key}"`, {
+      hint: didYouMean(value.key, names(entity.fields)),
+      within,
+    });
+  }
+  if (value.root === 'actor' && !ACTOR_KEYS.includes(value.key)) {
+    ctx.report('UNKNOWN_ACTOR_KEY', at, `actor.${value.key} is not part of the actor`, {
+      hint: didYouMean(value.key, ACTOR_KEYS) ?? `actor keys: ${ACTOR_KEYS.join(', ')}`,
+      within,
+    });
+  }
+}
+
+/** A literal or `now` must fit the field; a field of unknown type or an Enum without values has its own error. */
+function mutationValueType(ctx: CompileContext, at: KeyPath, field: Field, value: MutationValue): void {
+  if (field.unknownType !== undefined || (field.type === 'Enum' && !field.values?.length)) return;
+  if (value.kind === 'now' && field.type !== 'DateTime' && field.type !== 'Date') {
+    ctx.report('INVALID_MUTATION', at, `"now" is a time but ${field.name} is ${field.type}`);
+  }
+  const expected = value.kind === 'literal' ? expectedLiteral(field.type, value.value, field.values) : undefined;
+  if (value.kind === 'literal' && expected) {
+    ctx.report('INVALID_MUTATION', at, `${showLiteral(value.value)} does not fit ${field.type} field "${field.name}": expected ${expected}`);
   }
 }
 

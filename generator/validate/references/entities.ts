@@ -1,7 +1,7 @@
 // Cross-reference rules of entities: collections, Ref targets, relations, command-only protection.
 
 import type { CompileContext } from '../../context.ts';
-import type { Blueprint, Entity } from '../../model/types.ts';
+import type { Blueprint, Entity, Field } from '../../model/types.ts';
 import type { KeyPath } from '../../parse/locate.ts';
 import { didYouMean } from '../../suggest.ts';
 import { entityNamed, fieldNamed, names, unknownEntity, unknownField } from './common.ts';
@@ -59,7 +59,8 @@ export function relations(ctx: CompileContext, bp: Blueprint): void {
       const pointee = rel.type === 'belongsTo' ? target : entity;
       const key = fieldNamed(holder, rel.foreignKey);
       if (!key) unknownField(ctx, holder, [...rel.path, 'foreign_key'], rel.foreignKey);
-      else if (key.type !== 'Ref' || key.ref?.entity !== pointee.name) {
+      // A key of unknown type or with a broken Ref has its own error; the relation follows it.
+      else if (!hasOwnError(bp, key) && (key.type !== 'Ref' || key.ref?.entity !== pointee.name)) {
         ctx.report('INVALID_RELATION', [...rel.path, 'foreign_key'], `${holder.name}.${key.name} must be a Ref to ${pointee.name} for this ${rel.type} relation`);
       }
       if (fieldNamed(entity, rel.name)) {
@@ -67,6 +68,11 @@ export function relations(ctx: CompileContext, bp: Blueprint): void {
       }
     }
   }
+}
+
+/** A field of unknown type, or a Ref whose target is missing or unknown: reported with the field. */
+function hasOwnError(bp: Blueprint, field: Field): boolean {
+  return field.unknownType !== undefined || (field.type === 'Ref' && (!field.ref || !entityNamed(bp, field.ref.entity)));
 }
 
 export function protection(ctx: CompileContext, bp: Blueprint): void {

@@ -4,6 +4,7 @@
 
 import type { CompileContext } from '../../context.ts';
 import type { Blueprint } from '../../model/types.ts';
+import { conditionNameRules } from '../names/check-names.ts';
 import { apiKeyNames, permissionPatterns } from './auth.ts';
 import { commandEntities, commandHandlers, commandMutations, operationIds } from './commands.ts';
 import type { ReferenceRule } from './common.ts';
@@ -25,6 +26,7 @@ const RULES: ReferenceRule[] = [
   pageReferences,
   permissionPatterns,
   apiKeyNames,
+  conditionNameRules,
 ];
 
 export function checkReferences(ctx: CompileContext, bp: Blueprint): void {
