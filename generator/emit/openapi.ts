@@ -8,7 +8,7 @@ import { commandPath } from './openapi/command-paths.ts';
 import type { Schema } from './openapi/common.ts';
 import { entityPaths } from './openapi/entity-paths.ts';
 import { errorResponses } from './openapi/responses.ts';
-import { AUDIT_SCHEMAS, entitySchemas, ERROR_SCHEMA, SESSION_SCHEMA } from './openapi/schemas.ts';
+import { AUDIT_SCHEMAS, entitySchemas, ERROR_SCHEMA, HEALTH_STATUS_SCHEMA, SESSION_SCHEMA } from './openapi/schemas.ts';
 import { auditPath, authPaths, META_PATHS } from './openapi/service-paths.ts';
 
 export function emitOpenApi(bp: Blueprint): string {
@@ -21,7 +21,8 @@ export function emitOpenApi(bp: Blueprint): string {
   }
   if (email) schemas.Session = SESSION_SCHEMA;
   schemas.Error = ERROR_SCHEMA;
-  if (email) Object.assign(paths, authPaths());
+  schemas.HealthStatus = HEALTH_STATUS_SCHEMA;
+  if (email) Object.assign(paths, authPaths(bp));
   for (const command of bp.commands) Object.assign(paths, commandPath(bp, command));
   Object.assign(paths, auditPath(bp));
   Object.assign(schemas, AUDIT_SCHEMAS);
@@ -37,10 +38,10 @@ export function emitOpenApi(bp: Blueprint): string {
     // Operations state their own requirements; without declared credentials nothing is required.
     security: [],
     tags: [
-      ...(email ? [{ name: 'Auth', description: 'Sign-up, sign-in and sessions of people' }] : []),
+      ...(email ? [{ name: 'Auth', description: `${bp.auth.signup ? 'Sign-up, sign-in' : 'Sign-in'} and sessions of people` }] : []),
       ...bp.entities.map((e) => ({ name: e.name, description: e.description ?? `${e.name} records (/api/${e.collection})` })),
       { name: 'Audit', description: 'Who changed what, and why' },
-      { name: 'Meta', description: 'About this API' },
+      { name: 'Meta', description: 'About this API, and health checks' },
     ],
     paths,
     components: {
@@ -63,7 +64,7 @@ function securitySchemes(bp: Blueprint): { securitySchemes?: Record<string, Sche
       type: 'apiKey',
       in: 'cookie',
       name: `${bp.slug}.sid`,
-      description: 'A session from POST /api/auth/login. Mutations also need the X-CSRF-Token header from GET /api/auth/session.',
+      description: 'A session from POST /api/auth/login; mutations also send X-CSRF-Token (GET /api/auth/session).',
     };
   }
   return Object.keys(schemes).length ? { securitySchemes: schemes } : {};

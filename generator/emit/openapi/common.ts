@@ -15,7 +15,7 @@ export const IDEMPOTENCY_HEADER = {
   name: 'Idempotency-Key',
   in: 'header',
   required: false,
-  description: 'Required from API keys on every mutation (1 to 255 visible ASCII characters). Same key and input: the stored response is replayed.',
+  description: 'Required from API keys on mutations. Same key and input: the stored response is replayed.',
   schema: { type: 'string', minLength: 1, maxLength: 255 },
 };
 

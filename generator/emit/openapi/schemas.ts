@@ -125,6 +125,14 @@ export const SESSION_SCHEMA: Schema = {
   required: ['actor', 'csrfToken'],
 };
 
+/** What GET /healthz and GET /readyz answer when all is well. */
+export const HEALTH_STATUS_SCHEMA: Schema = {
+  type: 'object',
+  properties: { status: { type: 'string', const: 'ok' } },
+  required: ['status'],
+  additionalProperties: false,
+};
+
 /** The error envelope every failure is sent in (runtime-lib/core/errors.ts). */
 export const ERROR_SCHEMA: Schema = {
   type: 'object',

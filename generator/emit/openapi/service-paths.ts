@@ -1,5 +1,5 @@
-// Paths that do not come from one entity or command: the document itself, sign-up, sign-in and
-// sessions (email provider), and the audit trail.
+// Paths that do not come from one entity or command: the document itself, health checks, sign-up
+// (unless auth.signup = false), sign-in and sessions (email provider), and the audit trail.
 
 import type { Blueprint } from '../../model/types.ts';
 import { errorResponse, ref, schemeNames, type Schema } from './common.ts';
@@ -14,9 +14,29 @@ export const META_PATHS: Record<string, Schema> = {
       responses: { '200': { description: 'OpenAPI 3.1 document', content: { 'application/json': { schema: { type: 'object' } } } } },
     },
   },
+  // Probes for orchestrators: no credentials, nothing about the app beyond "ok".
+  '/healthz': {
+    get: {
+      operationId: 'getHealth',
+      tags: ['Meta'],
+      summary: 'Liveness: the process answers',
+      responses: { '200': { description: 'Alive', content: { 'application/json': { schema: ref('HealthStatus') } } } },
+    },
+  },
+  '/readyz': {
+    get: {
+      operationId: 'getReadiness',
+      tags: ['Meta'],
+      summary: 'Readiness: storage answers, so requests can be served',
+      responses: {
+        '200': { description: 'Ready', content: { 'application/json': { schema: ref('HealthStatus') } } },
+        '503': errorResponse('StorageUnavailable'),
+      },
+    },
+  },
 };
 
-export function authPaths(): Record<string, Schema> {
+export function authPaths(bp: Blueprint): Record<string, Schema> {
   const credentials = {
     required: true,
     content: {
@@ -38,17 +58,19 @@ export function authPaths(): Record<string, Schema> {
   };
   const session = { 'application/json': { schema: ref('Session') } };
   const open = [{}];
-  return {
-    '/api/auth/signup': {
-      post: {
-        operationId: 'signUp',
-        tags: ['Auth'],
-        summary: 'Create an account (no roles) and start a session',
-        security: open,
-        requestBody: credentials,
-        responses: { '201': { description: 'Signed up and signed in', content: session }, '400': errorResponse('BadRequest'), '403': errorResponse('Forbidden'), '409': errorResponse('Conflict') },
-      },
+  const signup = {
+    post: {
+      operationId: 'signUp',
+      tags: ['Auth'],
+      summary: 'Create an account (no roles) and start a session',
+      security: open,
+      requestBody: credentials,
+      responses: { '201': { description: 'Signed up and signed in', content: session }, '400': errorResponse('BadRequest'), '403': errorResponse('Forbidden'), '409': errorResponse('Conflict') },
     },
+  };
+  return {
+    // With auth.signup = false the users command adds people; there is no route for it.
+    ...(bp.auth.signup ? { '/api/auth/signup': signup } : {}),
     '/api/auth/login': {
       post: {
         operationId: 'logIn',
