@@ -11,7 +11,9 @@ import type { Blueprint } from './model/types.ts';
 import { parseBlueprint } from './parse/load.ts';
 import type { SourceHost } from './source.ts';
 import { checkAccessRules } from './validate/access-rules.ts';
-import { checkReferences } from './validate/references.ts';
+import { checkDeclarations } from './validate/declarations/index.ts';
+import { checkReferences } from './validate/references/index.ts';
+import { checkSecurity } from './validate/security/warnings.ts';
 import { checkShapes } from './validate/shape.ts';
 
 export interface ValidateResult {
@@ -19,17 +21,22 @@ export interface ValidateResult {
   diagnostics: Diagnostic[];
 }
 
-/** Parse and validate: every problem of the blueprint, errors and warnings, at once. */
+/**
+ * Parse and validate: every problem of the blueprint, errors and warnings, at once. The stages:
+ * parse, shape (JSON Schema), declaration rules, model, cross-reference rules (names in
+ * conditions included), access rules, security warnings.
+ */
 export function validateBlueprint(rootPath: string, host: SourceHost): ValidateResult {
   const parsed = parseBlueprint(rootPath, host);
   const diagnostics = [...parsed.diagnostics];
   if (!parsed.blueprint) return { diagnostics };
-  const shape = checkShapes(parsed.blueprint);
-  diagnostics.push(...shape);
+  diagnostics.push(...checkShapes(parsed.blueprint));
   const ctx = createContext(parsed.blueprint, host, diagnostics);
+  checkDeclarations(ctx);
   const model = buildModel(ctx);
   checkReferences(ctx, model);
   checkAccessRules(ctx, model);
+  checkSecurity(ctx, model);
   return { model, diagnostics: sortDiagnostics(diagnostics) };
 }
 

@@ -21,9 +21,48 @@ function expectNoStackTrace(run: { stdout: string; stderr: string }): void {
 }
 
 describe('bp validate', () => {
-  it('exits 0 and says so for the reference blueprint', () => {
-    const run = bp('validate', 'fixtures/helpdesk/helpdesk.toml');
-    expect(run).to.deep.equal({ status: 0, stdout: 'fixtures/helpdesk/helpdesk.toml is valid\n', stderr: '' });
+  it('exits 0 and says so for the reference blueprint, after its warnings', () => {
+    const file = 'fixtures/helpdesk/helpdesk.toml';
+    const run = bp('validate', file);
+    expect(run.status).to.equal(0);
+    expect(run.stdout).to.equal(`${file} is valid\n`);
+    // validate.test.ts checks each warning; here, that they print as warnings and nothing else does.
+    const lines = run.stderr.split('\n');
+    expect(lines.filter((l) => l.startsWith(file)).map((l) => /\[warning ([A-Z_]+)\]$/.exec(l)?.[1])).to.deep.equal([
+      'OPEN_SIGNUP',
+      'UNSCOPED_WRITE',
+      'UNSCOPED_WRITE',
+      ...Array(8).fill('NOT_GENERATED'),
+    ]);
+    expect(lines.slice(-2)).to.deep.equal(['0 error(s), 11 warning(s)', '']);
+  });
+
+  it('points at the character where an expression fails, in every kind of TOML string', () => {
+    const file = 'test/fixtures/invalid/expression-positions/app.toml';
+    const run = bp('validate', file);
+    expect(run.status).to.equal(1);
+    expect(run.stderr).to.equal(
+      [
+        `${file}:8:46 entity.Ticket.access.read: expression does not parse: expected expression after "&&" but found "==" [error INVALID_CONDITION]`,
+        `${file}:9:33 entity.Ticket.access.create: expression does not parse: unexpected character "&" (use "&&") [error INVALID_CONDITION]`,
+        `${file}:13:5 entity.Ticket.access.update: expression does not parse: expected expression after "contains" but found "==" [error INVALID_CONDITION]`,
+        `${file}:17:4 entity.Ticket.access.delete: expression does not parse: unexpected character "$" (in expressions the current user is "actor", e.g. actor.id) [error INVALID_CONDITION]`,
+        '4 error(s), 0 warning(s)',
+        '',
+      ].join('\n'),
+    );
+  });
+
+  it('points at a name in a condition that does not resolve, with a "did you mean"', () => {
+    const file = 'test/fixtures/invalid/condition-unknown-field/app.toml';
+    const run = bp('validate', file);
+    expect(run.status).to.equal(1);
+    expect(run.stderr.split('\n').slice(0, 4)).to.deep.equal([
+      `${file}:16:61 entity.Ticket.fields.4.access.read: entity "Ticket" has no field "stauts" [error UNKNOWN_FIELD]`,
+      '  hint: did you mean "status"?',
+      `${file}:20:10 entity.Ticket.access.read.stauts: entity "Ticket" has no field "stauts" [error UNKNOWN_FIELD]`,
+      '  hint: did you mean "status"?',
+    ]);
   });
 
   it('exits 0 for a blueprint with only warnings, and prints them', () => {
@@ -59,7 +98,7 @@ describe('bp validate', () => {
         '  hint: add values = ["a", "b"]',
         `${dir}/app.toml:15:20 entity.Employee.fields.1.type: unknown field type "Txt" [error UNKNOWN_FIELD_TYPE]`,
         '  hint: did you mean "Text"?',
-        `${dir}/commands.toml:3:1 command.ApproveExpense.policy: expression does not parse: expected expression after "contains" at column 21 [error INVALID_CONDITION]`,
+        `${dir}/commands.toml:3:31 command.ApproveExpense.policy: expression does not parse: expected expression after "contains" [error INVALID_CONDITION]`,
         `${dir}/commands.toml:4:36 command.ApproveExpense.mutations.approvedAt: entity "Expense" has no field "approvedAt" [error UNKNOWN_FIELD]`,
         '5 error(s), 0 warning(s)',
         '',

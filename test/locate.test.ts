@@ -239,6 +239,99 @@ describe('buildLocator', () => {
     });
   });
 
+  describe('locateWithin: one character of a string as written', () => {
+    /** The position of `offset` in the string at `path`, with the source text from there on. */
+    const within = (text: string, path: KeyPath, offset: number, part: 'key' | 'value' = 'value') => {
+      const position = buildLocator(text).locateWithin(path, offset, part);
+      return position && { ...position, text: textAt(text, position) };
+    };
+
+    it('counts the opening quote and each escape of a basic string as written', () => {
+      const text = String.raw`policy = "a \"q\" \u00e9\U0001F600 && x"` + '\n';
+      // Decoded: a "q" é😀 && x (the emoji is two UTF-16 units, as the expression parser counts).
+      expect(within(text, ['policy'], 0)).to.deep.equal({ line: 1, column: 11, text: String.raw`a \"q\" \u00e9\U0001F600 && x"` });
+      expect(within(text, ['policy'], 2)).to.deep.include({ column: 13 });
+      expect(within(text, ['policy'], 3)).to.deep.include({ column: 15 });
+      expect(within(text, ['policy'], 6)).to.deep.include({ column: 19 });
+      expect(within(text, ['policy'], 7)).to.deep.include({ column: 25 });
+      expect(within(text, ['policy'], 8)).to.deep.include({ column: 25 });
+      expect(within(text, ['policy'], 10)).to.deep.include({ column: 36, text: '&& x"' });
+    });
+
+    it('reads literal strings without escapes', () => {
+      const text = String.raw`t = { read = 'a\b == 😀 &&' }` + '\n';
+      expect(within(text, ['t', 'read'], 1)).to.deep.include({ column: 16, text: String.raw`\b == 😀 &&' }` });
+      expect(within(text, ['t', 'read'], 10)).to.deep.include({ column: 24, text: "&&' }" });
+    });
+
+    it('points an offset at the end of the text at the closing quote', () => {
+      expect(within('a = "x &&"\n', ['a'], 4)).to.deep.equal({ line: 1, column: 10, text: '"' });
+      expect(within('a = "x &&"\n', ['a'], 99)).to.deep.include({ column: 10 });
+    });
+
+    it('follows multi-line strings across lines, trimming the first line break', () => {
+      const basic = 'update = """\nactor.id &&\n  x' + String.raw`\"y"""` + '\n';
+      // Decoded: actor.id &&\n  x"y
+      expect(within(basic, ['update'], 0)).to.deep.equal({ line: 2, column: 1, text: 'actor.id &&' });
+      expect(within(basic, ['update'], 14)).to.deep.equal({ line: 3, column: 3, text: String.raw`x\"y"""` });
+      expect(within(basic, ['update'], 15)).to.deep.include({ line: 3, column: 4 });
+      expect(within(basic, ['update'], 16)).to.deep.include({ line: 3, column: 6 });
+      const literal = "delete = '''\r\nrecord.a ||\r\n   $x'''\r\n";
+      // Decoded: record.a ||\r\n   $x (CRLF kept, as smol-toml keeps it).
+      expect(within(literal, ['delete'], 16)).to.deep.include({ line: 3, column: 4, text: "$x'''" });
+    });
+
+    it('skips a line-ending backslash and the blanks and line breaks after it', () => {
+      const text = 'p = """a ' + '\\' + '  \n\n    b"""\n';
+      // Decoded: "a b".
+      expect(within(text, ['p'], 2)).to.deep.equal({ line: 3, column: 5, text: 'b"""' });
+    });
+
+    it('counts up to two quotes before the closing delimiter as text', () => {
+      expect(within('a = """x"""""\n', ['a'], 1)).to.deep.include({ column: 9 });
+      expect(within('a = """x"""""\n', ['a'], 2)).to.deep.include({ column: 10 });
+      expect(within('a = """x"""""\n', ['a'], 3)).to.deep.include({ column: 11 });
+    });
+
+    it('locates inside keys: quoted, literal and bare', () => {
+      const text = `t = { "cust.nmae" = 1, 'a.b' = 2, plain = 3 }\n`;
+      expect(within(text, ['t', 'cust.nmae'], 5, 'key')).to.deep.include({ column: 13, text: `nmae" = 1, 'a.b' = 2, plain = 3 }` });
+      expect(within(text, ['t', 'a.b'], 2, 'key')).to.deep.include({ column: 27 });
+      expect(within(text, ['t', 'plain'], 2, 'key')).to.deep.include({ column: 37 });
+      expect(within(text, ['t', 'nope'], 0, 'key')).to.equal(undefined);
+    });
+
+    it('never throws on arbitrary text', () => {
+      const pieces = fc.constantFrom('a = ', '"', "'", '"""', "'''", '\\', '\\u', '\n', '\r\n', ' ', 'a', '😀', '{', '}');
+      fc.assert(
+        fc.property(fc.array(pieces, { maxLength: 30 }).map((p) => p.join('')), fc.nat(40), (text, offset) => {
+          const locator = buildLocator(text);
+          locator.locateWithin(['a'], offset, 'value');
+          locator.locateWithin(['a'], offset, 'key');
+        }),
+      );
+    });
+
+    it('property: each character of a generated string is found as itself or as the escape that wrote it', () => {
+      fc.assert(
+        fc.property(stringArbitrary, (node) => {
+          const text = `k = ${node.text}\n`;
+          const decoded = parse(text).k as string;
+          const locator = buildLocator(text);
+          for (let i = 0; i < decoded.length; i++) {
+            // The second half of a surrogate pair is the same character.
+            if (i > 0 && decoded.charCodeAt(i - 1) >= 0xd800 && decoded.charCodeAt(i - 1) <= 0xdbff) continue;
+            const position = locator.locateWithin(['k'], i, 'value');
+            const found = Array.from(textAt(text, position!))[0] ?? '\n';
+            const expected = String.fromCodePoint(decoded.codePointAt(i)!);
+            expect([expected, '\\'], `offset ${i} of ${JSON.stringify(decoded)} in ${text}`).to.include(found);
+          }
+        }),
+        { numRuns: 300 },
+      );
+    });
+  });
+
   describe('the helpdesk example', () => {
     const text = readFileSync('/work/shared/spec/examples/helpdesk/helpdesk.toml', 'utf8');
     const locator = buildLocator(text);

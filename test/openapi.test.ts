@@ -1,12 +1,30 @@
 // The generated OpenAPI documents pass two independent validators: @readme/openapi-parser
-// (schema validation of the document) and Redocly's linter.
+// (schema validation of the document) and Redocly's linter. They describe what the app serves:
+// health checks always, sign-up only while auth.signup allows it.
 
 import { spawnSync } from 'node:child_process';
+import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { validate } from '@readme/openapi-parser';
 import { expect } from 'chai';
-import { ROOT } from './support/apps.ts';
+import { freshDir, generate, ROOT } from './support/apps.ts';
 import { GOLDEN_DIR, GOLDEN_FIXTURES } from './support/goldens.ts';
+
+type Doc = {
+  paths: Record<string, Record<string, { security?: unknown[]; responses: Record<string, { $ref?: string }> }>>;
+  tags: Array<{ name: string; description: string }>;
+  components: { responses: Record<string, { headers: Record<string, unknown>; 'x-error-codes': string[] }> };
+};
+
+async function expectValid(file: string): Promise<void> {
+  const result = await validate(file);
+  expect(result.valid, JSON.stringify('errors' in result ? result.errors : [], null, 2)).to.equal(true);
+}
+
+function expectShortLines(file: string): void {
+  const long = fs.readFileSync(file, 'utf8').split('\n').filter((line) => line.length > 120);
+  expect(long, `lines over 120 characters in ${file}`).to.deep.equal([]);
+}
 
 describe('generated OpenAPI documents', function () {
   this.timeout(60_000);
@@ -14,8 +32,7 @@ describe('generated OpenAPI documents', function () {
     const file = path.join(GOLDEN_DIR, name, 'tree', 'openapi.json');
 
     it(`${name}: valid OpenAPI 3.1 for @readme/openapi-parser`, async () => {
-      const result = await validate(file);
-      expect(result.valid, JSON.stringify('errors' in result ? result.errors : [], null, 2)).to.equal(true);
+      await expectValid(file);
     });
 
     it(`${name}: clean under redocly lint --extends=minimal`, () => {
@@ -28,5 +45,41 @@ describe('generated OpenAPI documents', function () {
       expect(report.problems.map((p) => `${p.ruleId}: ${p.message}`)).to.deep.equal([]);
       expect(report.totals).to.include({ errors: 0, warnings: 0 });
     });
+
+    it(`${name}: no line longer than 120 characters`, () => {
+      expectShortLines(file);
+    });
+
+    it(`${name}: health checks without credentials, /readyz also 503 with Retry-After`, () => {
+      const doc = JSON.parse(fs.readFileSync(file, 'utf8')) as Doc;
+      expect(doc.paths['/healthz'].get.security).to.equal(undefined);
+      expect(Object.keys(doc.paths['/healthz'].get.responses)).to.deep.equal(['200']);
+      expect(doc.paths['/readyz'].get.security).to.equal(undefined);
+      expect(doc.paths['/readyz'].get.responses['503']).to.deep.equal({ $ref: '#/components/responses/StorageUnavailable' });
+      const unavailable = doc.components.responses.StorageUnavailable;
+      expect(unavailable['x-error-codes']).to.deep.equal(['STORAGE_UNAVAILABLE']);
+      expect(unavailable.headers).to.have.property('Retry-After');
+    });
   }
+
+  describe('with auth.signup = false', () => {
+    let file: string;
+    before(() => {
+      const out = path.join(freshDir('openapi-closed-signup'), 'app');
+      generate(path.join(ROOT, 'test/fixtures/valid/closed-signup/app.toml'), out);
+      file = path.join(out, 'openapi.json');
+    });
+
+    it('has no sign-up operation, but sign-in and sessions', () => {
+      const doc = JSON.parse(fs.readFileSync(file, 'utf8')) as Doc;
+      const auth = Object.keys(doc.paths).filter((p) => p.startsWith('/api/auth/'));
+      expect(auth).to.deep.equal(['/api/auth/login', '/api/auth/logout', '/api/auth/session']);
+      expect(doc.tags.find((t) => t.name === 'Auth')).to.deep.equal({ name: 'Auth', description: 'Sign-in and sessions of people' });
+    });
+
+    it('is valid OpenAPI 3.1, with no line longer than 120 characters', async () => {
+      await expectValid(file);
+      expectShortLines(file);
+    });
+  });
 });

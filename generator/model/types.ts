@@ -25,6 +25,12 @@ export type FieldDefault = { kind: 'now' } | { kind: 'value'; value: unknown };
 export interface Field {
   name: string;
   type: FieldType;
+  /**
+   * The type as written when it is not a field type (reported as UNKNOWN_FIELD_TYPE). The field
+   * stays in the model so that references to it resolve; `type` is then 'JSON', which any value
+   * fits, and checks that depend on the type skip the field. Never set in a model that is emitted.
+   */
+  unknownType?: string;
   /** Where the field is declared, e.g. entity.Ticket.fields.2 */
   path: KeyPath;
   primaryKey: boolean;
@@ -77,6 +83,8 @@ export interface Entity {
 export interface CommandInput {
   name: string;
   type: FieldType;
+  /** As Field.unknownType: the input stays so that `input.<name>` resolves. */
+  unknownType?: string;
   required: boolean;
   label?: string;
   description?: string;

@@ -54,6 +54,8 @@ export interface ParsedBlueprint {
   sections: Section[];
   /** Maps a canonical blueprint path (`entity.Ticket.fields.2`) to a source position. */
   locate(canonical: KeyPath): SourceLocation | undefined;
+  /** The position of one character inside the string written at a canonical path (Locator.locateWithin). */
+  locateWithin(canonical: KeyPath, offset: number, part: 'key' | 'value'): SourceLocation | undefined;
 }
 
 export interface ParseResult {
@@ -274,16 +276,26 @@ export function parseBlueprint(rootPath: string, host: SourceHost): ParseResult 
   if (!rootFile) return { diagnostics };
 
   const mappings = [...sections.map((s) => ({ canonical: canonicalOf(s), origin: s.origin })), ...aliases];
-  const locate = (canonical: KeyPath): SourceLocation | undefined => {
+  /** The file and the keys inside it where a canonical path was written. */
+  const written = (canonical: KeyPath): { file: SourceFile; keys: KeyPath } => {
     let best: (typeof mappings)[number] | undefined;
     for (const m of mappings) {
       if (m.canonical.length > (best?.canonical.length ?? -1) && m.canonical.every((k, i) => canonical[i] === k)) best = m;
     }
-    if (!best) return where(rootFile, canonical);
-    return where(best.origin.file, [...best.origin.keys, ...canonical.slice(best.canonical.length)]);
+    if (!best) return { file: rootFile, keys: canonical };
+    return { file: best.origin.file, keys: [...best.origin.keys, ...canonical.slice(best.canonical.length)] };
+  };
+  const locate = (canonical: KeyPath): SourceLocation | undefined => {
+    const { file, keys } = written(canonical);
+    return where(file, keys);
+  };
+  const locateWithin = (canonical: KeyPath, offset: number, part: 'key' | 'value'): SourceLocation | undefined => {
+    const { file, keys } = written(canonical);
+    const pos = file.locator.locateWithin(keys, offset, part);
+    return pos && { file: file.display, ...pos };
   };
 
-  return { blueprint: { rootFile, rootDir, files, sections, locate }, diagnostics };
+  return { blueprint: { rootFile, rootDir, files, sections, locate, locateWithin }, diagnostics };
 }
 
 export function canonicalOf(section: Section): KeyPath {

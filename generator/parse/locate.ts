@@ -1,8 +1,11 @@
 // Source positions for TOML key paths. smol-toml parses values but reports no positions, so
 // diagnostics about `entity.Ticket.fields.2.type` need this second, structure-only pass over
-// the text. It records where every key path is defined and never decodes values beyond
-// knowing where they end. It never throws: on malformed text (which smol-toml reports
-// itself) it keeps whatever it managed to record.
+// the text. It records where every key path is defined and where each key and value starts, so
+// that a position inside a string can be found too (string-index.ts); it never decodes values
+// beyond that. It never throws: on malformed text (which smol-toml reports itself) it keeps
+// whatever it managed to record.
+
+import { indexWithin, NOT_BARE } from './string-index.ts';
 
 export type KeyPath = readonly (string | number)[];
 /** 1-based line and column; columns count Unicode code points. */
@@ -12,10 +15,19 @@ export interface Position {
 }
 export interface Locator {
   locate(path: KeyPath): Position | undefined;
+  /**
+   * Where the character at `offset` of a string written at `path` is: of its value, or of its
+   * last key (`part = 'key'`). `offset` counts UTF-16 units of the decoded text, as JavaScript
+   * strings (and so the expression parser) count; quotes, escapes, line-ending backslashes and
+   * multi-line strings are accounted for. An offset at or past the end gives the closing quote.
+   * Undefined when nothing is written at `path` (no fallback: the caller knows the key).
+   */
+  locateWithin(path: KeyPath, offset: number, part: 'key' | 'value'): Position | undefined;
 }
 
 export function buildLocator(text: string): Locator {
-  const positions = new Scanner(text).scan();
+  const scanner = new Scanner(text);
+  const positions = scanner.scan();
   return {
     locate(path) {
       if (path.length === 0) return { line: 1, column: 1 };
@@ -26,6 +38,11 @@ export function buildLocator(text: string): Locator {
       }
       return undefined;
     },
+    locateWithin(path, offset, part) {
+      const start = (part === 'key' ? scanner.keyStarts : scanner.valueStarts).get(pathKey(path));
+      if (start === undefined) return undefined;
+      return scanner.positionOf(indexWithin(scanner.chars, start, Math.max(0, offset)));
+    },
   };
 }
 
@@ -35,24 +52,28 @@ const pathKey = (path: KeyPath): string => JSON.stringify(path);
 const BASIC_ESCAPES: Record<string, string> = {
   b: '\b', t: '\t', n: '\n', f: '\f', r: '\r', e: '\x1b', '"': '"', '\\': '\\',
 };
-// Everything that ends a bare key; being lenient here (rather than TOML's strict A-Za-z0-9_-)
-// also accepts TOML 1.1's Unicode bare keys.
-const NOT_BARE = new Set([' ', '\t', '\r', '\n', '.', '=', '[', ']', '{', '}', ',', '#', '"', "'"]);
 // A bare value (number, boolean, date) runs until one of these; dates may contain a space.
 const VALUE_END = new Set([',', ']', '}', '#', '\r', '\n']);
 
 interface Key {
   segments: string[];
   starts: Position[];
+  /** Index in the text of each segment's first character (its quote, when quoted). */
+  indices: number[];
 }
 
 class Scanner {
   // Indexing code points, not UTF-16 units, makes column arithmetic match what editors show.
-  private readonly chars: string[];
+  readonly chars: string[];
   private i = 0;
   private line = 1;
   private lineStart = 0;
   private readonly positions = new Map<string, Position>();
+  /** Text index where the last key of each path starts, and where its value starts. */
+  readonly keyStarts = new Map<string, number>();
+  readonly valueStarts = new Map<string, number>();
+  /** Text index at which each line starts (line 1 after a byte order mark). */
+  private readonly lineStarts: number[] = [];
   /** Element count of each array of tables, by resolved path (`[[a]]` ... `[[a]]` → 2). */
   private readonly tableArrays = new Map<string, number>();
 
@@ -60,6 +81,22 @@ class Scanner {
     this.chars = Array.from(text);
     // Editors do not show a byte order mark, so columns on line 1 start after it.
     if (this.chars[0] === '\uFEFF') this.i = this.lineStart = 1;
+    this.lineStarts.push(this.i);
+    this.chars.forEach((c, index) => {
+      if (c === '\n') this.lineStarts.push(index + 1);
+    });
+  }
+
+  /** Line and column of a text index (binary search over the line starts). */
+  positionOf(index: number): Position {
+    let low = 0;
+    let high = this.lineStarts.length - 1;
+    while (low < high) {
+      const mid = (low + high + 1) >> 1;
+      if (this.lineStarts[mid] <= index) low = mid;
+      else high = mid - 1;
+    }
+    return { line: low + 1, column: index - this.lineStarts[low] + 1 };
   }
 
   scan(): Map<string, Position> {
@@ -91,7 +128,7 @@ class Scanner {
       const count = this.tableArrays.get(pathKey(path));
       if (count !== undefined) path.push(count - 1);
       path.push(segment);
-      this.record(path, key.starts[n]);
+      this.record(path, key.starts[n], key.indices[n]);
     });
     if (!isArray) return path;
     const index = this.tableArrays.get(pathKey(path)) ?? 0;
@@ -108,7 +145,7 @@ class Scanner {
     const path = [...table];
     key.segments.forEach((segment, n) => {
       path.push(segment);
-      this.record(path, key.starts[n]);
+      this.record(path, key.starts[n], key.indices[n]);
     });
     this.skipBlank();
     if (this.peek() !== '=') return;
@@ -119,13 +156,15 @@ class Scanner {
 
   /** A possibly dotted key; undefined when the text here is not a key (malformed input). */
   private key(): Key | undefined {
-    const key: Key = { segments: [], starts: [] };
+    const key: Key = { segments: [], starts: [], indices: [] };
     for (;;) {
       const start = this.pos();
+      const index = this.i;
       const segment = this.keySegment();
       if (segment === undefined) return undefined;
       key.segments.push(segment);
       key.starts.push(start);
+      key.indices.push(index);
       this.skipBlank();
       if (this.peek() !== '.') return key;
       this.i++;
@@ -143,6 +182,7 @@ class Scanner {
   }
 
   private value(path: KeyPath): void {
+    if (!this.valueStarts.has(pathKey(path))) this.valueStarts.set(pathKey(path), this.i);
     const c = this.peek();
     if (c === '[') this.array(path);
     else if (c === '{') this.inlineTable(path);
@@ -295,10 +335,12 @@ class Scanner {
     this.lineStart = this.i;
   }
 
-  private record(path: KeyPath, position: Position): void {
+  private record(path: KeyPath, position: Position, keyIndex?: number): void {
     // The first definition wins: `[a.b]` then `[a.c]` both mention `a`, the first one defines it.
     const key = pathKey(path);
-    if (!this.positions.has(key)) this.positions.set(key, position);
+    if (this.positions.has(key)) return;
+    this.positions.set(key, position);
+    if (keyIndex !== undefined) this.keyStarts.set(key, keyIndex);
   }
 
   private pos(): Position {

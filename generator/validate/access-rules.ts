@@ -13,7 +13,7 @@ const PROBE_ACTOR = { id: 'probe', roles: ['probe'], role: 'probe', email: 'prob
 
 export function checkAccessRules(ctx: CompileContext, bp: Blueprint): void {
   for (const entity of bp.entities) {
-    const columns = new Map<string, ColumnType>(entity.fields.map((f) => [f.name, f.type]));
+    const columns = columnsOf(entity);
     const read = entity.access.read;
     if (read) requireSql(ctx, entity, [...entity.path, 'access', 'read'], read.condition, columns);
     for (const [action, condition] of Object.entries(entity.access)) {
@@ -31,17 +31,20 @@ export function checkAccessRules(ctx: CompileContext, bp: Blueprint): void {
         if (!rule.condition) return;
         const at = ctx.declaredAt.get(rule) ?? ['auth', 'permissions', role, kind];
         const targets = rule.entity === '*' ? bp.entities : bp.entities.filter((e) => e.name === rule.entity);
-        for (const entity of targets) {
-          const columns = new Map<string, ColumnType>(entity.fields.map((f) => [f.name, f.type]));
-          requireSql(ctx, entity, [...at, 'condition'], rule.condition.condition, columns);
-        }
+        for (const entity of targets) requireSql(ctx, entity, [...at, 'condition'], rule.condition.condition, columnsOf(entity));
       });
     }
   }
 }
 
+/** Column types for the translation; a field of unknown type reads as Text, which every comparison accepts. */
+function columnsOf(entity: Entity): Map<string, ColumnType> {
+  return new Map<string, ColumnType>(entity.fields.map((f) => [f.name, f.unknownType === undefined ? f.type : 'Text']));
+}
+
 function requireSql(ctx: CompileContext, entity: Entity, at: KeyPath, condition: Condition, columns: Map<string, ColumnType>): void {
-  if (conditionToSql(condition, PROBE_ACTOR, columns) !== undefined) return;
+  // A name in the condition that does not resolve has its own error.
+  if (ctx.failed(at) || conditionToSql(condition, PROBE_ACTOR, columns) !== undefined) return;
   ctx.report('READ_RULE_NOT_SQL', at, `this condition filters ${entity.name} rows in the database but cannot be expressed in SQL`, {
     hint: 'compare fields of the record itself with literals or actor values (==, !=, <, >, in, contains, &&, ||, !); paths through relations, JSON fields and arithmetic on fields are not supported here',
   });

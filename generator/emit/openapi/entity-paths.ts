@@ -1,0 +1,96 @@
+// The REST paths of one entity: list and create, get, update and delete, each with the security
+// its access rules and scopes call for.
+
+import type { Blueprint, Entity } from '../../model/types.ts';
+import { errorResponse, IDEMPOTENCY_HEADER, json, ref, RUN_ID_HEADER, schemeNames, TRACE_HEADER, type Schema } from './common.ts';
+
+/** Security requirements of one operation: any credential, plus anonymous when its rule is public. */
+function securityFor(bp: Blueprint, entity: Entity, action: 'read' | 'create' | 'update' | 'delete'): Schema[] | undefined {
+  const schemes = schemeNames(bp);
+  if (schemes.length === 0) return undefined;
+  const rule = entity.access[action];
+  const open = rule !== undefined && (rule.condition.kind === 'public' || (rule.condition.kind === 'const' && rule.condition.value));
+  const scopes = action === 'read' ? entity.scopes.read : entity.scopes.write;
+  return [...schemes.map((name) => ({ [name]: name === 'apiKey' ? [...scopes] : [] })), ...(open ? [{}] : [])];
+}
+
+export function entityPaths(bp: Blueprint, entity: Entity): Record<string, Schema> {
+  const n = entity.name;
+  const secured = (action: 'read' | 'create' | 'update' | 'delete', op: Schema): Schema => {
+    const security = securityFor(bp, entity, action);
+    if (!security) return op;
+    const responses = op.responses as Record<string, Schema>;
+    return {
+      ...op,
+      security,
+      responses: { ...responses, '401': errorResponse('Unauthenticated'), '403': errorResponse('Forbidden') },
+    };
+  };
+  const ok = (description: string, schema: Schema) => ({ description, headers: TRACE_HEADER, content: json(schema) });
+  const idParam = { name: 'id', in: 'path', required: true, description: `${n} id`, schema: { type: 'string' } };
+  const body = (schema: string) => ({ required: true, content: json(ref(schema)) });
+  const writeErrors = {
+    '400': errorResponse('BadRequest'),
+    '403': errorResponse('Forbidden'),
+    '409': errorResponse('Conflict'),
+    '413': errorResponse('PayloadTooLarge'),
+    '415': errorResponse('UnsupportedMediaType'),
+    '422': errorResponse('UnprocessableEntity'),
+    '503': errorResponse('ServiceUnavailable'),
+  };
+  return {
+    [`/api/${entity.collection}`]: {
+      get: secured('read', {
+        operationId: `list${n}s`,
+        tags: [n],
+        summary: `List ${n} records, ordered by id`,
+        parameters: [
+          { name: 'limit', in: 'query', required: false, schema: { type: 'integer', minimum: 1, maximum: 1000, default: 100 } },
+          { name: 'offset', in: 'query', required: false, schema: { type: 'integer', minimum: 0, default: 0 } },
+        ],
+        responses: { '200': ok(`A page of ${n} records`, ref(`${n}List`)), '400': errorResponse('BadRequest') },
+      }),
+      post: secured('create', {
+        operationId: `create${n}`,
+        tags: [n],
+        summary: `Create a ${n}`,
+        parameters: [IDEMPOTENCY_HEADER, RUN_ID_HEADER],
+        requestBody: body(`${n}Create`),
+        responses: {
+          '201': { ...ok(`The stored ${n}`, ref(n)), headers: { ...TRACE_HEADER, Location: { schema: { type: 'string' } } } },
+          ...writeErrors,
+        },
+      }),
+    },
+    [`/api/${entity.collection}/{id}`]: {
+      parameters: [idParam],
+      get: secured('read', {
+        operationId: `get${n}`,
+        tags: [n],
+        summary: `Get one ${n}`,
+        responses: { '200': ok(`The ${n}`, ref(n)), '404': errorResponse('NotFound') },
+      }),
+      put: secured('update', {
+        operationId: `update${n}`,
+        tags: [n],
+        summary: `Change the given fields of a ${n}`,
+        parameters: [IDEMPOTENCY_HEADER, RUN_ID_HEADER],
+        requestBody: body(`${n}Update`),
+        responses: { '200': ok(`The updated ${n}`, ref(n)), '404': errorResponse('NotFound'), ...writeErrors },
+      }),
+      delete: secured('delete', {
+        operationId: `delete${n}`,
+        tags: [n],
+        summary: `Delete a ${n}`,
+        parameters: [IDEMPOTENCY_HEADER, RUN_ID_HEADER],
+        responses: {
+          '204': { description: 'Deleted', headers: TRACE_HEADER },
+          '400': errorResponse('BadRequest'),
+          '404': errorResponse('NotFound'),
+          '409': errorResponse('Conflict'),
+          '503': errorResponse('ServiceUnavailable'),
+        },
+      }),
+    },
+  };
+}

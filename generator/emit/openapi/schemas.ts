@@ -1,0 +1,200 @@
+// Schemas of the OpenAPI document: one per field type, the entity record, create, update and
+// list bodies, the session, the error envelope and the audit trail.
+
+import { ERROR_CODES } from '../../../runtime-lib/core/errors.ts';
+import type { Blueprint, Entity, Field } from '../../model/types.ts';
+import { ref, ULID_PATTERN, type Schema } from './common.ts';
+
+export function fieldSchema(bp: Blueprint, field: Field): Schema {
+  let s: Schema;
+  switch (field.type) {
+    case 'ULID':
+      s = { type: 'string', pattern: ULID_PATTERN };
+      break;
+    case 'UUID':
+      s = { type: 'string', format: 'uuid' };
+      break;
+    case 'Email':
+      s = { type: 'string', format: 'email', maxLength: 254 };
+      break;
+    case 'Integer':
+      s = { type: 'integer', minimum: Number.MIN_SAFE_INTEGER, maximum: Number.MAX_SAFE_INTEGER };
+      break;
+    case 'Float':
+      s = { type: 'number' };
+      break;
+    case 'Boolean':
+      s = { type: 'boolean' };
+      break;
+    case 'Date':
+      s = { type: 'string', format: 'date' };
+      break;
+    case 'DateTime':
+      s = { type: 'string', format: 'date-time' };
+      break;
+    case 'JSON':
+      s = {};
+      break;
+    case 'Enum':
+      s = { type: 'string', enum: [...(field.values ?? [])] };
+      break;
+    case 'Ref': {
+      const target = bp.entities.find((e) => e.name === field.ref?.entity);
+      const targetField = target?.fields.find((f) => f.name === field.ref?.field);
+      s = targetField?.type === 'ULID' ? { type: 'string', pattern: ULID_PATTERN } : targetField?.type === 'UUID' ? { type: 'string', format: 'uuid' } : { type: 'string' };
+      s.description = `${field.ref?.entity}.${field.ref?.field} of an existing ${field.ref?.entity}`;
+      break;
+    }
+    case 'file':
+      s = { type: 'string', format: 'uri-reference' };
+      break;
+    default:
+      s = { type: 'string' };
+  }
+  if (field.nullable && field.type !== 'JSON') {
+    s.type = [s.type as string, 'null'];
+    if (Array.isArray(s.enum)) s.enum = [...(s.enum as unknown[]), null];
+  }
+  const notes = [
+    field.description,
+    field.access.read ? 'Present only for actors its read rule allows.' : undefined,
+    field.access.write ? 'Writable only by actors its write rule allows.' : undefined,
+    field.commandOnly ? `Command-only: changed only by ${field.commands?.join(', ') ?? 'commands'}.` : undefined]
+    .filter(Boolean)
+    .join(' ');
+  if (notes) s.description = s.description ? `${s.description as string}. ${notes}` : notes;
+  if (field.default?.kind === 'value' && field.type !== 'JSON') s.default = field.default.value;
+  return s;
+}
+
+export function entitySchemas(bp: Blueprint, entity: Entity): Record<string, Schema> {
+  const all = Object.fromEntries(entity.fields.map((f) => [f.name, f.primaryKey ? { ...fieldSchema(bp, f), readOnly: true } : fieldSchema(bp, f)]));
+  const writable = entity.fields.filter((f) => !f.primaryKey && !f.commandOnly);
+  const input = Object.fromEntries(writable.map((f) => [f.name, fieldSchema(bp, f)]));
+  return {
+    [entity.name]: {
+      type: 'object',
+      ...(entity.description ? { description: entity.description } : {}),
+      properties: all,
+      // A field with a read rule is left out of responses for actors who may not read it.
+      required: entity.fields.filter((f) => !f.access.read).map((f) => f.name),
+      additionalProperties: false,
+    },
+    [`${entity.name}Create`]: {
+      type: 'object',
+      properties: input,
+      required: writable.filter((f) => f.required && !f.default).map((f) => f.name),
+      additionalProperties: false,
+    },
+    [`${entity.name}Update`]: {
+      type: 'object',
+      description: 'The given fields change; others keep their values.',
+      properties: input,
+      additionalProperties: false,
+    },
+    [`${entity.name}List`]: {
+      type: 'object',
+      properties: {
+        items: { type: 'array', items: ref(entity.name) },
+        limit: { type: 'integer', minimum: 1, maximum: 1000 },
+        offset: { type: 'integer', minimum: 0 },
+        hasMore: { type: 'boolean' },
+      },
+      required: ['items', 'limit', 'offset', 'hasMore'],
+      additionalProperties: false,
+    },
+  };
+}
+
+/** The signed-in actor (or null) and the CSRF token, as GET /api/auth/session returns them. */
+export const SESSION_SCHEMA: Schema = {
+  type: 'object',
+  properties: {
+    actor: {
+      oneOf: [
+        { type: 'null' },
+        {
+          type: 'object',
+          properties: { kind: { type: 'string' }, id: { type: 'string' }, email: { type: 'string' }, roles: { type: 'array', items: { type: 'string' } } },
+          required: ['kind', 'id', 'roles'],
+        },
+      ],
+    },
+    csrfToken: { type: 'string' },
+  },
+  required: ['actor', 'csrfToken'],
+};
+
+/** What GET /healthz and GET /readyz answer when all is well. */
+export const HEALTH_STATUS_SCHEMA: Schema = {
+  type: 'object',
+  properties: { status: { type: 'string', const: 'ok' } },
+  required: ['status'],
+  additionalProperties: false,
+};
+
+/** The error envelope every failure is sent in (runtime-lib/core/errors.ts). */
+export const ERROR_SCHEMA: Schema = {
+  type: 'object',
+  properties: {
+    error: {
+      type: 'object',
+      properties: {
+        code: { type: 'string', enum: Object.keys(ERROR_CODES) },
+        message: { type: 'string' },
+        retryable: { type: 'boolean', description: 'Retry (same Idempotency-Key, honouring Retry-After) only when true.' },
+        details: {
+          type: 'array',
+          items: {
+            type: 'object',
+            properties: { field: { type: 'string' }, code: { type: 'string' }, message: { type: 'string' } },
+            required: ['code', 'message'],
+            additionalProperties: false,
+          },
+        },
+        traceId: { type: 'string' },
+      },
+      required: ['code', 'message', 'retryable', 'traceId'],
+      additionalProperties: false,
+    },
+  },
+  required: ['error'],
+  additionalProperties: false,
+};
+
+export const AUDIT_SCHEMAS: Record<string, Schema> = {
+  AuditRecord: {
+    type: 'object',
+    properties: {
+      id: { type: 'string' },
+      at: { type: 'string', format: 'date-time' },
+      operation: { type: 'string', description: '"Entity.create|update|delete", "command:Name", or "command:Name:<handler action>"' },
+      entity: { type: 'string' },
+      recordId: { type: 'string' },
+      actorId: { type: 'string' },
+      credentialId: { type: ['string', 'null'] },
+      delegatedBy: { type: ['string', 'null'] },
+      agentRunId: { type: ['string', 'null'] },
+      idempotencyKey: { type: ['string', 'null'] },
+      traceId: { type: ['string', 'null'] },
+      changes: {
+        type: 'object',
+        additionalProperties: { type: 'object', properties: { before: {}, after: {} }, required: ['before', 'after'] },
+      },
+      detail: { type: ['object', 'null'] },
+    },
+    required: ['id', 'at', 'operation', 'entity', 'recordId', 'actorId', 'credentialId', 'delegatedBy', 'agentRunId', 'idempotencyKey', 'traceId', 'changes', 'detail'],
+    additionalProperties: false,
+  },
+  AuditList: {
+    type: 'object',
+    properties: {
+      items: { type: 'array', items: ref('AuditRecord') },
+      limit: { type: 'integer', minimum: 1, maximum: 1000 },
+      offset: { type: 'integer', minimum: 0 },
+      hasMore: { type: 'boolean' },
+    },
+    required: ['items', 'limit', 'offset', 'hasMore'],
+    additionalProperties: false,
+  },
+};

@@ -1,0 +1,137 @@
+// Paths that do not come from one entity or command: the document itself, health checks, sign-up
+// (unless auth.signup = false), sign-in and sessions (email provider), and the audit trail.
+
+import type { Blueprint } from '../../model/types.ts';
+import { errorResponse, ref, schemeNames, type Schema } from './common.ts';
+
+/** The document describes itself. */
+export const META_PATHS: Record<string, Schema> = {
+  '/api/openapi.json': {
+    get: {
+      operationId: 'getOpenApi',
+      tags: ['Meta'],
+      summary: 'This OpenAPI description',
+      responses: { '200': { description: 'OpenAPI 3.1 document', content: { 'application/json': { schema: { type: 'object' } } } } },
+    },
+  },
+  // Probes for orchestrators: no credentials, nothing about the app beyond "ok".
+  '/healthz': {
+    get: {
+      operationId: 'getHealth',
+      tags: ['Meta'],
+      summary: 'Liveness: the process answers',
+      responses: { '200': { description: 'Alive', content: { 'application/json': { schema: ref('HealthStatus') } } } },
+    },
+  },
+  '/readyz': {
+    get: {
+      operationId: 'getReadiness',
+      tags: ['Meta'],
+      summary: 'Readiness: storage answers, so requests can be served',
+      responses: {
+        '200': { description: 'Ready', content: { 'application/json': { schema: ref('HealthStatus') } } },
+        '503': errorResponse('StorageUnavailable'),
+      },
+    },
+  },
+};
+
+export function authPaths(bp: Blueprint): Record<string, Schema> {
+  const credentials = {
+    required: true,
+    content: {
+      'application/json': {
+        schema: {
+          type: 'object',
+          properties: { email: { type: 'string', format: 'email' }, password: { type: 'string', minLength: 12, maxLength: 1024 }, _csrf: { type: 'string' } },
+          required: ['email', 'password'],
+        },
+      },
+      'application/x-www-form-urlencoded': {
+        schema: {
+          type: 'object',
+          properties: { email: { type: 'string' }, password: { type: 'string' }, _csrf: { type: 'string' }, next: { type: 'string' } },
+          required: ['email', 'password'],
+        },
+      },
+    },
+  };
+  const session = { 'application/json': { schema: ref('Session') } };
+  const open = [{}];
+  const signup = {
+    post: {
+      operationId: 'signUp',
+      tags: ['Auth'],
+      summary: 'Create an account (no roles) and start a session',
+      security: open,
+      requestBody: credentials,
+      responses: { '201': { description: 'Signed up and signed in', content: session }, '400': errorResponse('BadRequest'), '403': errorResponse('Forbidden'), '409': errorResponse('Conflict') },
+    },
+  };
+  return {
+    // With auth.signup = false the users command adds people; there is no route for it.
+    ...(bp.auth.signup ? { '/api/auth/signup': signup } : {}),
+    '/api/auth/login': {
+      post: {
+        operationId: 'logIn',
+        tags: ['Auth'],
+        summary: 'Start a session (a new session id)',
+        security: open,
+        requestBody: credentials,
+        responses: {
+          '200': { description: 'Signed in', content: session },
+          '303': { description: 'Form post: signed in, redirected to next' },
+          '400': errorResponse('BadRequest'),
+          '401': errorResponse('Unauthenticated'),
+          '403': errorResponse('Forbidden'),
+          '429': errorResponse('TooManyRequests'),
+        },
+      },
+    },
+    '/api/auth/logout': {
+      post: {
+        operationId: 'logOut',
+        tags: ['Auth'],
+        summary: 'End the session',
+        security: [{ session: [] }],
+        responses: { '204': { description: 'Signed out' }, '403': errorResponse('Forbidden') },
+      },
+    },
+    '/api/auth/session': {
+      get: {
+        operationId: 'getSession',
+        tags: ['Auth'],
+        summary: 'The signed-in actor (or null) and the CSRF token for mutations',
+        security: open,
+        responses: { '200': { description: 'The session', content: session } },
+      },
+    },
+  };
+}
+
+export function auditPath(bp: Blueprint): Record<string, Schema> {
+  const schemes = schemeNames(bp);
+  return {
+    '/api/audit': {
+      get: {
+        operationId: 'listAudit',
+        tags: ['Audit'],
+        summary: 'The audit trail of one record, newest first (for actors who may read the record)',
+        ...(schemes.length ? { security: schemes.map((name) => ({ [name]: [] })) } : {}),
+        parameters: [
+          { name: 'entity', in: 'query', required: true, schema: { type: 'string', enum: bp.entities.map((e) => e.name) } },
+          { name: 'recordId', in: 'query', required: true, schema: { type: 'string' } },
+          { name: 'limit', in: 'query', required: false, schema: { type: 'integer', minimum: 1, maximum: 1000, default: 100 } },
+          { name: 'offset', in: 'query', required: false, schema: { type: 'integer', minimum: 0, default: 0 } },
+        ],
+        responses: {
+          '200': { description: 'Audit records', content: { 'application/json': { schema: ref('AuditList') } } },
+          '400': errorResponse('BadRequest'),
+          '401': errorResponse('Unauthenticated'),
+          '403': errorResponse('Forbidden'),
+          '404': errorResponse('NotFound'),
+        },
+      },
+    },
+  };
+}

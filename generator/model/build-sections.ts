@@ -1,0 +1,226 @@
+// Model build of the sections other than entities: commands, auth, skills, workflows, pages and
+// notifications. Pure normalization like build.ts; the declaration rules report.
+
+import * as path from 'node:path';
+import type { CompileContext } from '../context.ts';
+import { isTable, type Section } from '../parse/load.ts';
+import type { KeyPath } from '../parse/locate.ts';
+import { ACCESS_ROOTS, COMMAND_ROOTS, parseRule } from './conditions.ts';
+import { IDENTIFIER, snakeCase } from './names.ts';
+import { list, str, strList, strTable, table, text, type Raw } from './raw.ts';
+import { FIELD_TYPES, type ApiKey, type Auth, type Blueprint, type Command, type CommandInput, type FieldType, type MutationValue, type Page, type PermissionRule, type Skill, type Workflow, type WorkflowTrigger } from './types.ts';
+
+export function buildCommand(section: Section & { value: Raw }): Command {
+  const { name, value: raw } = section;
+  const input: CommandInput[] = Object.entries(table(raw.input))
+    .filter(([, def]) => isTable(def))
+    .map(([inputName, def]) => {
+      const d = def as Raw;
+      const written = text(d.type);
+      const known = isInputType(written);
+      return {
+        name: inputName,
+        type: known ? written : 'JSON',
+        ...(known ? {} : { unknownType: written }),
+        required: d.required === true,
+        label: str(d.label),
+        description: str(d.description),
+        values: d.values === undefined ? undefined : strList(d.values),
+      };
+    });
+  return {
+    name,
+    path: ['command', name],
+    operationId: snakeCase(name),
+    entity: text(raw.entity),
+    label: str(raw.label) ?? name,
+    description: str(raw.description),
+    policy: parseRule(raw.policy, COMMAND_ROOTS),
+    availableWhen: parseRule(raw.availableWhen, COMMAND_ROOTS),
+    confirm: str(raw.confirm),
+    style: str(raw.style) as Command['style'],
+    input,
+    mutations: Object.entries(table(raw.mutations)).map(([field, value]) => ({ field, value: mutationValue(value as string | number | boolean) })),
+    handler: typeof raw.handler === 'string' ? parseHandler(raw.handler, section.origin.file.absPath) : undefined,
+    scopes: strList(raw.scopes),
+  };
+}
+
+/** Command inputs take every field type but `file`: a command body is JSON. */
+export const isInputType = (type: string): type is FieldType => type !== 'file' && (FIELD_TYPES as readonly string[]).includes(type);
+
+/** `path/to/module.ts` or `path/to/module.ts#exportName`, resolved against the declaring file; undefined otherwise. */
+export function parseHandler(written: string, declaringFile: string): Command['handler'] {
+  const [file, ...rest] = written.split('#');
+  const exportName = rest.join('#');
+  if (file === '' || rest.length > 1 || (rest.length === 1 && !IDENTIFIER.test(exportName))) return undefined;
+  return { file: path.resolve(path.dirname(declaringFile), file), exportName: exportName || 'default', source: written };
+}
+
+/** Mutation values are not expressions: a reference, `now`, or a literal (format contract). */
+function mutationValue(value: string | number | boolean): MutationValue {
+  if (value === 'now') return { kind: 'now' };
+  if (typeof value === 'string') {
+    const m = /^(input|actor|record)\.([A-Za-z_][A-Za-z0-9_]*)$/.exec(value);
+    if (m) return { kind: 'ref', root: m[1] as 'input' | 'actor' | 'record', key: m[2] };
+  }
+  return { kind: 'literal', value };
+}
+
+export function buildAuth(ctx: CompileContext, raw: Raw): Auth {
+  const session = table(raw.session);
+  const apiKeys: ApiKey[] = list(raw.apiKeys).flatMap((k, i) => {
+    if (!isTable(k)) return [];
+    const key = {
+      name: text(k.name),
+      keyEnv: text(k.keyEnv),
+      agentId: text(k.agentId),
+      credentialId: str(k.credentialId) ?? `cred-${text(k.name)}`,
+      displayName: str(k.displayName),
+      roles: strList(k.roles),
+      scopes: strList(k.scopes),
+    };
+    ctx.declaredAt.set(key, ['auth', 'apiKeys', i]);
+    return [key];
+  });
+  let permissions: Auth['permissions'];
+  if (isTable(raw.permissions)) {
+    permissions = {};
+    for (const [role, rules] of Object.entries(raw.permissions)) {
+      if (!isTable(rules)) continue;
+      const at: KeyPath = ['auth', 'permissions', role];
+      permissions[role] = { allow: permissionRules(ctx, [...at, 'allow'], rules.allow), deny: permissionRules(ctx, [...at, 'deny'], rules.deny) };
+    }
+  }
+  return {
+    providers: strList(raw.providers),
+    loginPath: str(raw.loginPath) ?? '/login',
+    signup: raw.signup !== false,
+    trustedOrigins: strList(raw.trustedOrigins),
+    session: {
+      duration: typeof session.duration === 'number' ? session.duration : 86400,
+      idleTimeout: typeof session.idle_timeout === 'number' ? session.idle_timeout : 3600,
+    },
+    apiKeys,
+    permissions,
+  };
+}
+
+/** `Entity.action` as [entity, action], or undefined when the string is not that pattern. */
+export function permissionPattern(entry: string): [string, string] | undefined {
+  const parts = entry.split('.');
+  return parts.length === 2 && parts[0] && parts[1] ? [parts[0], parts[1]] : undefined;
+}
+
+function permissionRules(ctx: CompileContext, at: KeyPath, raw: unknown): PermissionRule[] {
+  return list(raw).flatMap((entry, i): PermissionRule[] => {
+    let rule: PermissionRule;
+    if (typeof entry === 'string') {
+      const pattern = permissionPattern(entry);
+      if (!pattern) return [];
+      rule = { entity: pattern[0], actions: [pattern[1]] };
+    } else if (isTable(entry)) {
+      rule = { entity: text(entry.entity), actions: strList(entry.actions), condition: parseRule(entry.condition, ACCESS_ROOTS) };
+    } else return [];
+    ctx.declaredAt.set(rule, [...at, i]);
+    return [rule];
+  });
+}
+
+export function buildSkill(name: string, raw: Raw): Skill {
+  return {
+    name,
+    description: str(raw.description),
+    // Indexes are taken before malformed entries are left out, so paths match the source.
+    actions: list(raw.actions).flatMap((a, i) =>
+      isTable(a)
+        ? [
+            {
+              name: text(a.name),
+              path: ['skill', name, 'actions', i],
+              description: str(a.description),
+              method: str(a.method) as Skill['actions'][number]['method'],
+              route: str(a.path) ?? '',
+              body: strTable(a.body),
+              entity: str(a.entity),
+              action: str(a.action) as Skill['actions'][number]['action'],
+              workflow: str(a.workflow),
+              mapParams: strTable(a.mapParams),
+              scopes: strList(a.scopes),
+            },
+          ]
+        : [],
+    ),
+  };
+}
+
+/** How many of the trigger forms (manual, entity event, webhook) a trigger table uses. */
+export function triggerForms(t: Raw): number {
+  return [t.manual !== undefined, t.entity !== undefined || t.event !== undefined, t.webhook !== undefined].filter(Boolean).length;
+}
+
+export function buildWorkflow(ctx: CompileContext, name: string, raw: Raw): Workflow {
+  const at: KeyPath = ['workflow', name];
+  const t = table(raw.trigger);
+  let trigger: WorkflowTrigger = { kind: 'manual' };
+  if (triggerForms(t) === 1 && t.webhook !== undefined) {
+    trigger = { kind: 'webhook', route: text(t.webhook), secretEnv: str(t.webhookSecretEnv) };
+  } else if (triggerForms(t) === 1 && (t.entity !== undefined || t.event !== undefined)) {
+    trigger = { kind: 'entity', entity: text(t.entity), event: str(t.event) as 'create', condition: table(t.condition) };
+  }
+  return {
+    name,
+    path: at,
+    description: str(raw.description),
+    trigger,
+    precondition: table(raw.precondition),
+    transactional: raw.transactional === true,
+    maxConcurrent: typeof raw.maxConcurrent === 'number' ? raw.maxConcurrent : 10,
+    steps: list(raw.steps).flatMap((s, i) => {
+      if (!isTable(s)) return [];
+      const step = { type: str(s.type) as Workflow['steps'][number]['type'], spec: s };
+      ctx.declaredAt.set(step, [...at, 'steps', i]);
+      return [step];
+    }),
+  };
+}
+
+export function buildPage(route: string, raw: Raw): Page {
+  const form = isTable(raw.form) ? raw.form : undefined;
+  return {
+    route,
+    path: ['page', route],
+    title: str(raw.title),
+    auth: (str(raw.auth) as Page['auth']) ?? 'required',
+    layout: (str(raw.layout) as Page['layout']) ?? 'list',
+    queries: Object.entries(table(raw.query))
+      .filter(([, q]) => isTable(q))
+      .map(([name, q]) => {
+        const query = q as Raw;
+        return {
+          name,
+          entity: text(query.entity),
+          where: table(query.where),
+          orderBy: Object.entries(table(query.orderBy)).map(([field, dir]) => ({ field, direction: str(dir) as 'asc' | 'desc' })),
+          limit: typeof query.limit === 'number' ? query.limit : undefined,
+          include: strList(query.include),
+        };
+      }),
+    actionBar: isTable(raw.actionBar) ? { statusField: text(raw.actionBar.statusField) } : undefined,
+    form: form && {
+      entity: text(form.entity),
+      method: (str(form.method) as 'create') ?? 'create',
+      fields: list(form.fields).filter(isTable),
+      onSuccess: isTable(form.onSuccess) ? { redirect: str(form.onSuccess.redirect), message: str(form.onSuccess.message) } : undefined,
+    },
+  };
+}
+
+export function buildNotifications(raw: Raw): Blueprint['notifications'] {
+  return {
+    default: str(raw.default),
+    adapters: list(raw.adapters)
+      .filter(isTable)
+      .map((a) => ({ name: text(a.name), type: text(a.type) })),
+  };
+}

@@ -1,0 +1,58 @@
+// Literal values of a field type: what fits (defaults, mutation literals), how a default is
+// stored, and how a value reads in a message.
+
+import { isCalendarDate, isEmail, parseDateTime } from '../../runtime-lib/core/values.ts';
+import type { FieldType } from './types.ts';
+
+/** What a literal for a field of `type` must look like, or undefined when `value` fits. */
+export function expectedLiteral(type: FieldType, value: unknown, values: readonly string[] | undefined): string | undefined {
+  switch (type) {
+    case 'Text':
+    case 'LongText':
+    case 'file':
+      return typeof value === 'string' ? undefined : 'a string';
+    case 'Email':
+      return typeof value === 'string' && isEmail(value) ? undefined : 'an e-mail address';
+    case 'Integer':
+      return Number.isSafeInteger(value) ? undefined : 'an integer';
+    case 'Float':
+      return typeof value === 'number' && Number.isFinite(value) ? undefined : 'a number';
+    case 'Boolean':
+      return typeof value === 'boolean' ? undefined : 'true or false';
+    case 'Date':
+      return value === 'now' || value instanceof Date || (typeof value === 'string' && isCalendarDate(value)) ? undefined : '"now" or a date (YYYY-MM-DD)';
+    case 'DateTime':
+      return value === 'now' || value instanceof Date || (typeof value === 'string' && parseDateTime(value) !== undefined)
+        ? undefined
+        : '"now" or an ISO 8601 date-time';
+    case 'JSON':
+      return undefined;
+    case 'Enum':
+      return typeof value === 'string' && (values ?? []).includes(value) ? undefined : `one of ${(values ?? []).map((v) => JSON.stringify(v)).join(', ')}`;
+    case 'Ref':
+    case 'ULID':
+    case 'UUID':
+      return typeof value === 'string' ? undefined : 'a string id';
+  }
+}
+
+/** Why a default does not fit its field's type, or undefined when it does. */
+export function defaultProblem(type: FieldType, value: unknown, values: string[] | undefined, primaryKey: boolean): string | undefined {
+  if (primaryKey) return 'a primary key has no default: ids are generated';
+  if (type === 'file') return 'file fields have no default';
+  const expected = expectedLiteral(type, value, values);
+  return expected && `default ${showLiteral(value)} does not fit ${type}: expected ${expected}`;
+}
+
+/** A default as the app stores it: dates as ISO strings. */
+export function normalizeDefault(type: FieldType, value: unknown): unknown {
+  if (value instanceof Date) return type === 'Date' ? value.toISOString().slice(0, 10) : value.toISOString();
+  if (type === 'DateTime' && typeof value === 'string') return (parseDateTime(value) as Date).toISOString();
+  return value;
+}
+
+/** A value as it appears in a message: JSON, cut short so a large table cannot swamp the line. */
+export function showLiteral(value: unknown): string {
+  const json = value instanceof Date ? value.toISOString() : JSON.stringify(value);
+  return json.length > 40 ? `${json.slice(0, 39)}…` : json;
+}

@@ -1,0 +1,23 @@
+// Declaration rules: everything that can be checked from one declaration as written, before the
+// model is built (Wasp's AppSpec/Valid.hs style: small named rules, each reporting). Rules that
+// need other declarations run on the model (validate/references.ts and after).
+
+import type { CompileContext } from '../../context.ts';
+import { namedSections, singleSection } from '../../model/raw.ts';
+import { checkAuth } from './auth.ts';
+import { checkCommand } from './commands.ts';
+import { checkEntity } from './entities.ts';
+import { notGenerated } from './not-generated.ts';
+import { checkPage } from './pages.ts';
+import { checkWorkflow } from './workflows.ts';
+
+export function checkDeclarations(ctx: CompileContext): void {
+  const entities = namedSections(ctx.parsed, 'entity');
+  const entityNames = entities.map((s) => s.name);
+  for (const s of entities) checkEntity(ctx, s.name, s.value, entityNames);
+  for (const s of namedSections(ctx.parsed, 'command')) checkCommand(ctx, s);
+  checkAuth(ctx, singleSection(ctx.parsed, 'auth'));
+  for (const s of namedSections(ctx.parsed, 'workflow')) checkWorkflow(ctx, s.name, s.value);
+  for (const s of namedSections(ctx.parsed, 'page')) checkPage(ctx, s.name, s.value);
+  notGenerated(ctx);
+}

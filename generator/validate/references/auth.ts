@@ -1,0 +1,33 @@
+// Cross-reference rules of [auth]: permission entities and actions, API key names.
+
+import type { CompileContext } from '../../context.ts';
+import type { Blueprint } from '../../model/types.ts';
+import { didYouMean } from '../../suggest.ts';
+import { entityNamed, unknownEntity } from './common.ts';
+
+export function permissionPatterns(ctx: CompileContext, bp: Blueprint): void {
+  const actions = ['read', 'create', 'update', 'delete', '*'];
+  for (const [role, rules] of Object.entries(bp.auth.permissions ?? {})) {
+    for (const kind of ['allow', 'deny'] as const) {
+      rules[kind].forEach((rule) => {
+        const at = ctx.declaredAt.get(rule) ?? ['auth', 'permissions', role, kind];
+        if (rule.entity !== '*' && !entityNamed(bp, rule.entity)) unknownEntity(ctx, bp, at, rule.entity);
+        for (const a of rule.actions) {
+          if (!actions.includes(a)) ctx.report('INVALID_PERMISSION', at, `"${a}" is not an entity action (read, create, update, delete or *)`, { hint: didYouMean(a, actions) });
+        }
+      });
+    }
+  }
+}
+
+export function apiKeyNames(ctx: CompileContext, bp: Blueprint): void {
+  const keyNames = new Set<string>();
+  const credentials = new Set<string>();
+  for (const key of bp.auth.apiKeys) {
+    const at = ctx.declaredAt.get(key) ?? ['auth', 'apiKeys'];
+    if (keyNames.has(key.name)) ctx.report('DUPLICATE_DEFINITION', [...at, 'name'], `two API keys are named "${key.name}"`);
+    if (credentials.has(key.credentialId)) ctx.report('DUPLICATE_DEFINITION', [...at, 'credentialId'], `credential id "${key.credentialId}" is used by two API keys`);
+    keyNames.add(key.name);
+    credentials.add(key.credentialId);
+  }
+}

@@ -1,0 +1,79 @@
+// Cross-reference rules of skills: action names and routes, their entity or workflow, path parameters.
+
+import type { CompileContext } from '../../context.ts';
+import { FIELD_TYPES, type Blueprint, type Entity } from '../../model/types.ts';
+import { didYouMean } from '../../suggest.ts';
+import { entityNamed, fieldNamed, names, unknownEntity, unknownField } from './common.ts';
+
+export function skillActions(ctx: CompileContext, bp: Blueprint): void {
+  const routes = new Map<string, string>();
+  for (const skill of bp.skills) {
+    const seenNames = new Set<string>();
+    for (const action of skill.actions) {
+      const at = action.path;
+      if (seenNames.has(action.name)) ctx.report('DUPLICATE_DEFINITION', [...at, 'name'], `skill "${skill.name}" has two actions named "${action.name}"`);
+      seenNames.add(action.name);
+      if (action.route && action.method) {
+        const routeKey = `${action.method} ${action.route.replace(/\{[^}]*\}/g, '{}')}`;
+        const clash = routes.get(routeKey);
+        if (clash) ctx.report('DUPLICATE_ROUTE', [...at, 'path'], `${action.method} ${action.route} is also the route of ${clash}`);
+        routes.set(routeKey, `${skill.name}.${action.name}`);
+      }
+
+      if (action.action === undefined && action.workflow === undefined) {
+        ctx.report('INVALID_SKILL_ACTION', [...at, 'action'], `skill action "${action.name}" needs either action (a CRUD operation) or workflow`, {
+          hint: 'add action = "create", "list", "get", "update" or "delete", or workflow = "<workflow name>"',
+        });
+      } else if (action.action !== undefined && action.workflow !== undefined) {
+        ctx.report('INVALID_SKILL_ACTION', at, `skill action "${action.name}" has both action and workflow`, {
+          hint: 'an action either runs a CRUD operation or starts a workflow; keep one of the two',
+        });
+      }
+      const entity = action.entity === undefined ? undefined : entityNamed(bp, action.entity);
+      if (action.entity !== undefined && !entity) unknownEntity(ctx, bp, [...at, 'entity'], action.entity);
+      if (action.action !== undefined && action.entity === undefined) {
+        ctx.report('MISSING_KEY', [...at, 'entity'], `CRUD skill action "${action.name}" needs entity`);
+      }
+      if (action.workflow !== undefined && !bp.workflows.some((w) => w.name === action.workflow)) {
+        ctx.report('UNKNOWN_WORKFLOW', [...at, 'workflow'], `workflow "${action.workflow}" does not exist`, { hint: didYouMean(action.workflow, names(bp.workflows)) });
+      }
+      skillActionParams(ctx, action, entity);
+      for (const [key, type] of Object.entries(action.body)) {
+        if (!(FIELD_TYPES as readonly string[]).includes(type)) {
+          ctx.report('UNKNOWN_FIELD_TYPE', [...at, 'body', key], `unknown field type "${type}" for body key "${key}"`, {
+            hint: didYouMean(type, FIELD_TYPES) ?? `field types: ${FIELD_TYPES.join(', ')}`,
+          });
+        }
+      }
+    }
+  }
+}
+
+/** Every `{param}` of the path names a field (through mapParams or by its own name), and only those. */
+function skillActionParams(ctx: CompileContext, action: Blueprint['skills'][number]['actions'][number], entity: Entity | undefined): void {
+  const at = action.path;
+  const params = [...action.route.matchAll(/\{([^}]*)\}/g)].map((m) => m[1]);
+  for (const p of params) {
+    if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(p)) {
+      ctx.report('INVALID_PATH_PARAM', [...at, 'path'], `path parameter {${p}} of ${action.route} must be an identifier`);
+    } else if (entity && action.mapParams[p] === undefined && !fieldNamed(entity, p)) {
+      ctx.report('UNKNOWN_PATH_PARAM', [...at, 'path'], `path parameter {${p}} is not a field of entity "${entity.name}" and has no mapParams entry`, {
+        hint: `map it to a field: mapParams = { ${p} = "${entity.primaryKey?.name ?? 'id'}" }`,
+      });
+    }
+  }
+  const identifiesRecord = action.action === 'get' || action.action === 'update' || action.action === 'delete';
+  if (identifiesRecord && action.route && params.length === 0) {
+    ctx.report('MISSING_PATH_PARAM', [...at, 'path'], `a "${action.action}" skill action needs a {param} in its path to find the record`, {
+      hint: `e.g. path = "${action.route.replace(/\/$/, '')}/{id}"`,
+    });
+  }
+  for (const [param, fieldName] of Object.entries(action.mapParams)) {
+    if (action.route && !params.includes(param)) {
+      ctx.report('UNKNOWN_PATH_PARAM', [...at, 'mapParams', param], `mapParams names {${param}}, which is not a parameter of ${action.route}`, {
+        hint: didYouMean(param, params) ?? (params.length ? `path parameters: ${params.map((p) => `{${p}}`).join(', ')}` : 'the path has no parameters'),
+      });
+    }
+    if (entity && !fieldNamed(entity, fieldName)) unknownField(ctx, entity, [...at, 'mapParams', param], fieldName);
+  }
+}
