@@ -4,6 +4,7 @@
 
 import { GENERATED_HEADER } from './header.ts';
 import { emailIndexesOf, withEmailIndexes } from './migrations/email-indexes.ts';
+import { wrapSqlLines } from './migrations/layout.ts';
 import { diffSchemas } from './migrations/schema-engine.ts';
 
 export interface PreviousOutput {
@@ -27,8 +28,9 @@ export async function emitMigrations(schema: string, previous: PreviousOutput): 
     // Sequence numbers, not timestamps: generating twice must give identical bytes.
     const seq = String(names.length + 1).padStart(4, '0');
     const name = `${seq}_${names.length === 0 ? 'init' : 'blueprint_change'}`;
-    files.set(`prisma/migrations/${name}/migration.sql`, `-- ${GENERATED_HEADER}\n${sql}`);
+    files.set(`prisma/migrations/${name}/migration.sql`, `-- ${GENERATED_HEADER}\n${wrapSqlLines(sql)}`);
   }
-  files.set('prisma/migrations/migration_lock.toml', `# ${GENERATED_HEADER}\n# Prisma Migrate reads the provider from here.\nprovider = "sqlite"\n`);
+  const lock = `# ${GENERATED_HEADER}\n# Prisma Migrate reads the provider from here.\nprovider = "sqlite"\n`;
+  files.set('prisma/migrations/migration_lock.toml', lock);
   return files;
 }

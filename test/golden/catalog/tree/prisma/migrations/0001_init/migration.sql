@@ -5,7 +5,8 @@ CREATE TABLE "Category" (
     "slug" TEXT NOT NULL,
     "title" TEXT NOT NULL,
     "parentId" TEXT,
-    CONSTRAINT "Category_parentId_fkey" FOREIGN KEY ("parentId") REFERENCES "Category" ("id") ON DELETE SET NULL ON UPDATE CASCADE
+    CONSTRAINT "Category_parentId_fkey" FOREIGN KEY ("parentId") REFERENCES "Category" ("id") ON DELETE SET NULL
+        ON UPDATE CASCADE
 );
 
 -- CreateTable
@@ -25,7 +26,8 @@ CREATE TABLE "Product" (
     "lifecycle" TEXT NOT NULL DEFAULT 'draft',
     "categoryId" TEXT,
     "manual" TEXT,
-    CONSTRAINT "Product_categoryId_fkey" FOREIGN KEY ("categoryId") REFERENCES "Category" ("id") ON DELETE SET NULL ON UPDATE CASCADE
+    CONSTRAINT "Product_categoryId_fkey" FOREIGN KEY ("categoryId") REFERENCES "Category" ("id") ON DELETE SET NULL
+        ON UPDATE CASCADE
 );
 
 -- CreateTable
@@ -35,7 +37,8 @@ CREATE TABLE "StockMovement" (
     "quantity" INTEGER NOT NULL,
     "note" TEXT,
     "at" DATETIME NOT NULL DEFAULT CURRENT_TIMESTAMP,
-    CONSTRAINT "StockMovement_productId_fkey" FOREIGN KEY ("productId") REFERENCES "Product" ("id") ON DELETE RESTRICT ON UPDATE CASCADE
+    CONSTRAINT "StockMovement_productId_fkey" FOREIGN KEY ("productId") REFERENCES "Product" ("id") ON DELETE RESTRICT
+        ON UPDATE CASCADE
 );
 
 -- CreateTable
