@@ -109,7 +109,7 @@ function buildField(ctx: CompileContext, at: KeyPath, raw: Raw, entityNames: rea
   const ref = type === 'Ref' && typeof raw.ref === 'string' ? parseRef(raw.ref, entityNames) : undefined;
 
   let fieldDefault: FieldDefault | undefined;
-  const defaultFits = () => known && !(type === 'Enum' && values?.length === 0) && !defaultProblem(type, raw.default, values, primaryKey);
+  const defaultFits = () => known && !(type === 'Enum' && values?.length === 0) && !defaultProblem(type, raw.default, values, { primaryKey, required: raw.required === true });
   if (raw.default !== undefined && defaultFits()) {
     fieldDefault = raw.default === 'now' && (type === 'DateTime' || type === 'Date') ? { kind: 'now' } : { kind: 'value', value: normalizeDefault(type, raw.default) };
   }

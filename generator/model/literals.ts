@@ -1,11 +1,15 @@
 // Literal values of a field type: what fits (defaults, mutation literals), how a default is
 // stored, and how a value reads in a message.
 
-import { isCalendarDate, isEmail, parseDateTime } from '../../runtime-lib/core/values.ts';
+import { isBlank, isCalendarDate, isEmail, parseDateTime, textProblem } from '../../runtime-lib/core/values.ts';
 import type { FieldType } from './types.ts';
 
 /** What a literal for a field of `type` must look like, or undefined when `value` fits. */
 export function expectedLiteral(type: FieldType, value: unknown, values: readonly string[] | undefined): string | undefined {
+  // The app refuses such text in every request (runtime-lib/core/values.ts): a literal must not carry it in.
+  if (typeof value === 'string' && type !== 'JSON' && textProblem(value, type === 'LongText')) {
+    return type === 'LongText' ? 'text without control characters other than tab and line breaks' : 'text without control characters';
+  }
   switch (type) {
     case 'Text':
     case 'LongText':
@@ -37,9 +41,16 @@ export function expectedLiteral(type: FieldType, value: unknown, values: readonl
 }
 
 /** Why a default does not fit its field's type, or undefined when it does. */
-export function defaultProblem(type: FieldType, value: unknown, values: string[] | undefined, primaryKey: boolean): string | undefined {
-  if (primaryKey) return 'a primary key has no default: ids are generated';
+export function defaultProblem(
+  type: FieldType,
+  value: unknown,
+  values: string[] | undefined,
+  options: { primaryKey: boolean; required: boolean },
+): string | undefined {
+  if (options.primaryKey) return 'a primary key has no default: ids are generated';
   if (type === 'file') return 'file fields have no default';
+  // The app answers 400 REQUIRED for a blank value of a required field: so would every create.
+  if (options.required && typeof value === 'string' && isBlank(value)) return 'the default of a required field cannot be blank';
   const expected = expectedLiteral(type, value, values);
   return expected && `default ${showLiteral(value)} does not fit ${type}: expected ${expected}`;
 }

@@ -6,6 +6,7 @@ import * as path from 'node:path';
 import { parse as parseToml, TomlError } from 'smol-toml';
 import type { Diagnostic, SourceLocation } from '../diagnostics.ts';
 import { formatPath } from '../diagnostics.ts';
+import { isCalendarDate } from '../../runtime-lib/core/values.ts';
 import { isInside, type SourceHost } from '../source.ts';
 import { buildLocator, type KeyPath, type Locator } from './locate.ts';
 
@@ -138,6 +139,7 @@ export function parseBlueprint(rootPath: string, host: SourceHost): ParseResult 
     }
     const file: SourceFile = { absPath: real, display, text, data, locator: buildLocator(text) };
     files.push(file);
+    diagnostics.push(...impossibleDates(file));
     collectSections(file);
     importsOf(file).forEach(({ written, keys }) => {
       loadFile(path.resolve(path.dirname(real), written), [...stack, real], { file, keys, written });
@@ -312,4 +314,40 @@ function describe(value: unknown): string {
   if (value instanceof Date) return 'a date';
   if (isTable(value)) return 'a table';
   return typeof value === 'number' ? 'a number' : `a ${typeof value}`;
+}
+
+/**
+ * TOML dates name days that exist (RFC 3339), but smol-toml rolls an impossible one over
+ * (2023-02-29 becomes March 1st) instead of refusing it. Each date value is checked here against
+ * the text as written.
+ */
+function impossibleDates(file: SourceFile): Diagnostic[] {
+  const out: Diagnostic[] = [];
+  const visit = (value: unknown, keys: KeyPath): void => {
+    if (value instanceof Date) {
+      const written = file.locator.bareValue(keys);
+      if (written !== undefined && !dateExists(written)) {
+        const pos = file.locator.locateWithin(keys, 0, 'value') ?? file.locator.locate(keys);
+        out.push({
+          code: 'TOML_SYNTAX',
+          severity: 'error',
+          path: '',
+          message: `TOML syntax error: ${written} is not a date and time that exists`,
+          location: pos && { file: file.display, ...pos },
+        });
+      }
+    } else if (Array.isArray(value)) value.forEach((item, i) => visit(item, [...keys, i]));
+    else if (isTable(value)) for (const [key, item] of Object.entries(value)) visit(item, [...keys, key]);
+  };
+  visit(file.data, []);
+  return out;
+}
+
+/** A TOML date, date-time or time of day whose day, hour, minute and second exist. */
+function dateExists(written: string): boolean {
+  const date = /^(\d{4}-\d{2}-\d{2})/.exec(written);
+  if (date && !isCalendarDate(date[1])) return false;
+  const time = /(?:^|[Tt ])(\d{2}):(\d{2})(?::(\d{2}))?/.exec(written);
+  // RFC 3339 allows a leap second (60).
+  return !time || (Number(time[1]) <= 23 && Number(time[2]) <= 59 && Number(time[3] ?? 0) <= 60);
 }

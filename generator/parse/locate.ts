@@ -23,6 +23,8 @@ export interface Locator {
    * Undefined when nothing is written at `path` (no fallback: the caller knows the key).
    */
   locateWithin(path: KeyPath, offset: number, part: 'key' | 'value'): Position | undefined;
+  /** The text of a bare value (a number, boolean or date) written at `path`, as written. */
+  bareValue(path: KeyPath): string | undefined;
 }
 
 export function buildLocator(text: string): Locator {
@@ -42,6 +44,13 @@ export function buildLocator(text: string): Locator {
       const start = (part === 'key' ? scanner.keyStarts : scanner.valueStarts).get(pathKey(path));
       if (start === undefined) return undefined;
       return scanner.positionOf(indexWithin(scanner.chars, start, Math.max(0, offset)));
+    },
+    bareValue(path) {
+      const start = scanner.valueStarts.get(pathKey(path));
+      if (start === undefined) return undefined;
+      let end = start;
+      while (end < scanner.chars.length && !VALUE_END.has(scanner.chars[end])) end++;
+      return scanner.chars.slice(start, end).join('').trim();
     },
   };
 }

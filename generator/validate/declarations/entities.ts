@@ -123,6 +123,6 @@ function fieldDefault(ctx: CompileContext, at: KeyPath, raw: Raw, type: FieldTyp
   const values = type === 'Enum' ? strList(raw.values) : undefined;
   // An Enum without values already has its error; every default would "not fit" it.
   if (raw.default === undefined || (type === 'Enum' && values?.length === 0)) return;
-  const problem = defaultProblem(type, raw.default, values, raw.primary_key === true);
+  const problem = defaultProblem(type, raw.default, values, { primaryKey: raw.primary_key === true, required: raw.required === true });
   if (problem) ctx.report('INVALID_DEFAULT', [...at, 'default'], problem);
 }

@@ -1,0 +1,62 @@
+// Values written in a blueprint that the generated app would refuse in every request are refused
+// at generate time instead: impossible TOML dates (which the TOML parser silently rolls over),
+// defaults and mutation literals with control characters, and blank defaults of required fields.
+
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { expect } from 'chai';
+import { bp, freshDir } from './support/apps.ts';
+
+function validate(toml: string): { status: number | null; lines: string[] } {
+  const dir = freshDir('literal-checks');
+  const file = path.join(dir, 'app.toml');
+  fs.writeFileSync(file, toml);
+  const r = bp(['validate', file]);
+  return { status: r.status, lines: r.stderr.split('\n').filter((l) => /\[(error|warning) /.test(l)) };
+}
+
+const HEAD = '[project]\nname = "Literals"\n\n[entity.Event]\nfields = [\n  { name = "id", type = "ULID", primary_key = true },\n';
+
+describe('literals the app would refuse', () => {
+  it('refuses unquoted TOML dates that do not exist, where they are written', () => {
+    const r = validate(
+      `${HEAD}  { name = "at", type = "DateTime", default = 2023-02-29T12:00:00Z },\n` +
+        '  { name = "day", type = "Date", default = 2023-04-31 },\n' +
+        '  { name = "leap", type = "DateTime", default = 2024-02-29T12:00:00Z },\n]\n',
+    );
+    expect(r.status).to.equal(1);
+    // Pointed at the value itself, not its key.
+    expect(r.lines.map((l) => l.replace(/^.*?app\.toml:/, ''))).to.deep.equal([
+      '7:47 TOML syntax error: 2023-02-29T12:00:00Z is not a date and time that exists [error TOML_SYNTAX]',
+      '8:44 TOML syntax error: 2023-04-31 is not a date and time that exists [error TOML_SYNTAX]',
+    ]);
+  });
+
+  it('refuses text defaults with control characters, allowing line breaks in LongText only', () => {
+    const r = validate(
+      `${HEAD}  { name = "title", type = "Text", default = "a\\u0000b" },\n` +
+        '  { name = "note", type = "Text", default = "two\\nlines" },\n' +
+        '  { name = "body", type = "LongText", default = "two\\nlines\\ttabbed" },\n' +
+        '  { name = "bell", type = "LongText", default = "ding\\u0007" },\n]\n',
+    );
+    expect(r.status).to.equal(1);
+    expect(r.lines.map((l) => l.replace(/^.*?app\.toml:/, ''))).to.deep.equal([
+      '7:36 entity.Event.fields.1.default: default "a\\u0000b" does not fit Text: expected text without control characters [error INVALID_DEFAULT]',
+      '8:35 entity.Event.fields.2.default: default "two\\nlines" does not fit Text: expected text without control characters [error INVALID_DEFAULT]',
+      '10:39 entity.Event.fields.4.default: default "ding\\u0007" does not fit LongText: expected text without control characters other than tab and line breaks [error INVALID_DEFAULT]',
+    ]);
+  });
+
+  it('refuses a blank default on a required field, and control characters in mutation literals', () => {
+    const r = validate(
+      `${HEAD}  { name = "title", type = "Text", required = true, default = "   " },\n` +
+        '  { name = "state", type = "Text", default = "" },\n]\n\n' +
+        '[command.Ring]\nentity = "Event"\nmutations = { state = "ding\\u0007" }\n',
+    );
+    expect(r.status).to.equal(1);
+    expect(r.lines.map((l) => l.replace(/^.*?app\.toml:/, ''))).to.deep.equal([
+      '7:53 entity.Event.fields.1.default: the default of a required field cannot be blank [error INVALID_DEFAULT]',
+      '13:15 command.Ring.mutations.state: "ding\\u0007" does not fit Text field "state": expected text without control characters [error INVALID_MUTATION]',
+    ]);
+  });
+});
