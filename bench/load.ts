@@ -8,6 +8,7 @@ import { readFileSync } from 'node:fs';
 import Database from 'better-sqlite3';
 import { performance } from 'node:perf_hooks';
 import autocannon from 'autocannon';
+import { ulid } from '../runtime-lib/core/ids.ts';
 import type { LoadPlan, Operation, RoundResult } from './plan.ts';
 
 interface Request {
@@ -44,7 +45,9 @@ function requestFor(operation: Operation, plan: LoadPlan, ids: string[]): () => 
         return { method: 'PUT', path: `/api/tickets/${someId()}`, headers: writeHeaders(i), body: JSON.stringify(body) };
       };
     case 'command':
-      // Each ticket once per round (the reset reopens them): StartTicket is available on every one.
+      // Each ticket at most once per round: the reset reopens them all before every round, and
+      // freshTicketsFor made the list long enough for the round. The cursor carries on from the
+      // last round, which is no matter: every ticket is open again.
       return () => {
         const i = ++n;
         return { method: 'POST', path: `/api/commands/start_ticket/${ids[i % ids.length]}`, headers: writeHeaders(i), body: '{}' };
@@ -58,6 +61,48 @@ function reopenTickets(file: string): void {
   db.pragma('busy_timeout = 5000');
   db.prepare('UPDATE "Ticket" SET "status" = \'open\', "assigneeId" = NULL').run();
   db.close();
+}
+
+/**
+ * How far the rate may exceed the fastest rate seen so far in this run (update or command, on the
+ * same server), for the tickets a command round may need: a command ran at 0.9 to 1.15× the update
+ * in every recorded run, and a later round can be faster than the earlier ones.
+ */
+const RATE_MARGIN = 2;
+
+/**
+ * Makes `ids` long enough for a command round of `seconds` at RATE_MARGIN × `fastest` requests/s,
+ * so that the round never meets a ticket it has already started (which would answer 409): adds
+ * copies of seeded tickets (new ULIDs) through a second connection while the server is idle. The
+ * number of tickets thus scales with the measured rate; on a slow machine none are added.
+ */
+function freshTicketsFor(file: string, ids: string[], fastest: number, seconds: number, connections: number): void {
+  const needed = Math.ceil(fastest * RATE_MARGIN * seconds) + connections;
+  if (ids.length >= needed) return;
+  const db = new Database(file);
+  db.pragma('busy_timeout = 5000');
+  const columns = db.prepare<[], string>('SELECT name FROM pragma_table_info(\'Ticket\') WHERE name <> \'id\'').pluck().all().map((c) => `"${c}"`).join(', ');
+  const copy = db.prepare(`INSERT INTO "Ticket" ("id", ${columns}) SELECT ?, ${columns} FROM "Ticket" WHERE "id" = ?`);
+  const seeded = ids.length;
+  db.transaction(() => {
+    for (let i = seeded; i < needed; i++) {
+      const id = ulid();
+      copy.run(id, ids[i % seeded]);
+      ids.push(id);
+    }
+  })();
+  db.close();
+  console.error(`command rounds: ${needed - seeded} tickets added for up to ${Math.round(fastest * RATE_MARGIN)} req/s over ${seconds} s (${ids.length} in all)`);
+}
+
+/** The resident set size of a process in bytes, or NaN where /proc is not available. */
+function residentBytes(pid: number): number {
+  try {
+    const kb = /^VmRSS:\s+(\d+) kB$/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1];
+    return kb === undefined ? NaN : Number(kb) * 1024;
+  } catch {
+    return NaN;
+  }
 }
 
 /** Linux reports process CPU time in clock ticks of 1/100 s (USER_HZ) on every common platform. */
@@ -122,23 +167,32 @@ async function round(plan: LoadPlan, operation: Operation, seconds: number, next
     serverCpuPerRequest: (serverSeconds * 1e6) / result.requests.total,
     loadCpu: loadSeconds / wall,
     otherCpu: Math.max(0, machineSeconds - serverSeconds - loadSeconds) / wall,
+    serverRss: residentBytes(plan.serverPid),
   };
 }
 
 async function main(plan: LoadPlan): Promise<void> {
   const ids = JSON.parse(readFileSync(plan.idsFile, 'utf8')) as string[];
+  /** The fastest update or command round so far: what sizes the tickets of a command round. */
+  let fastest = 0;
   for (const operation of plan.operations) {
     const next = requestFor(operation, plan, ids);
-    const reset = () => {
-      if (operation === 'command' && plan.resetDb) reopenTickets(plan.resetDb);
+    const run = async (seconds: number, r: number) => {
+      let freshRecords: number | undefined;
+      if (operation === 'command' && plan.resetDb) {
+        freshTicketsFor(plan.resetDb, ids, fastest, seconds, plan.connections);
+        reopenTickets(plan.resetDb);
+        freshRecords = ids.length;
+      }
+      const result = { ...(await round(plan, operation, seconds, next)), round: r, freshRecords };
+      if (operation === 'update' || operation === 'command') fastest = Math.max(fastest, result.requestsPerSecond);
+      if (freshRecords !== undefined && result.requests > freshRecords) {
+        console.error(`command round ${r}: ${result.requests} requests on ${freshRecords} open tickets, so some met a started one`);
+      }
+      console.log(JSON.stringify(result));
     };
-    reset();
-    const warmup = await round(plan, operation, plan.warmupSeconds, next);
-    console.log(JSON.stringify({ ...warmup, round: 0 }));
-    for (let r = 1; r <= plan.rounds; r++) {
-      reset();
-      console.log(JSON.stringify({ ...(await round(plan, operation, plan.roundSeconds, next)), round: r }));
-    }
+    await run(plan.warmupSeconds, 0);
+    for (let r = 1; r <= plan.rounds; r++) await run(plan.roundSeconds, r);
   }
 }
 

@@ -22,7 +22,9 @@ export interface LoadPlan {
   operations: Operation[];
   /**
    * For 'command': the server's SQLite file. Before every round the tickets are set back to
-   * 'open' through a second connection, so each round runs StartTicket on records it may start.
+   * 'open' through a second connection, so each round runs StartTicket on records it may start,
+   * each at most once; where the round could need more tickets than there are, copies of seeded
+   * tickets are added first (load.ts, freshTicketsFor).
    */
   resetDb?: string;
 }
@@ -49,4 +51,8 @@ export interface RoundResult {
   loadCpu: number;
   /** Everything else on the machine: above a few tenths, the round competed with other work. */
   otherCpu: number;
+  /** The server's resident set size when the round ended, in bytes (NaN without /proc). */
+  serverRss: number;
+  /** For 'command': the open tickets the round could use, each once. */
+  freshRecords?: number;
 }

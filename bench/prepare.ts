@@ -48,6 +48,11 @@ export function generateApp(): void {
   run(process.execPath, [path.join(ROOT, 'bin', 'bp'), 'generate', BLUEPRINT, '-o', APP_DIR], { cwd: ROOT });
 }
 
+/** `npm run build` in the generated app: the bench runs its production build, as `npm start` does. */
+export function buildApp(): void {
+  run(process.execPath, ['scripts/build.js'], { cwd: APP_DIR });
+}
+
 /**
  * Generates Prisma Client from the generated app's own schema, with the output moved into
  * bench/.work. The CLI cannot download its schema engine here and `generate` does not need it,

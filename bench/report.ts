@@ -34,6 +34,46 @@ export const OPERATION_LABELS: Record<Operation, string> = {
   command: 'command',
 };
 
+/**
+ * The generated app's own footprint, run from its production build: cold start (spawn to the first
+ * 200) and resident memory during the main run.
+ */
+export interface Footprint {
+  /** The request whose first 200 ends a cold start. */
+  probe: string;
+  coldStartsMs: number[];
+  /** Bytes, when the first warm-up round ended. */
+  rssAfterWarmup: number;
+  /** Bytes, when the last measured round ended. */
+  rssAfterLoad: number;
+  /** Bytes, the most seen at the end of any round. */
+  rssMax: number;
+}
+
+/** The issue's targets for the reference app. */
+export const FOOTPRINT_TARGETS = { coldStartMs: 300, rssBytes: 120 * 1024 * 1024 };
+
+const mb = (bytes: number) => (Number.isFinite(bytes) ? `${(bytes / 1024 / 1024).toFixed(0)} MB` : '—');
+
+/** The footprint with its targets, one line each; a missed target says so. */
+export function footprintLines(f: Footprint): string[] {
+  const sorted = [...f.coldStartsMs].sort((a, b) => a - b);
+  const median = sorted[Math.floor(sorted.length / 2)];
+  const coldPass = median < FOOTPRINT_TARGETS.coldStartMs;
+  const rssPass = Math.max(f.rssAfterWarmup, f.rssAfterLoad) < FOOTPRINT_TARGETS.rssBytes;
+  const target = (pass: boolean) => (pass ? 'PASS' : 'MISSED');
+  return [
+    'The generated app from its production build (node scripts/start.js server, NODE_ENV=production):',
+    `- ${target(coldPass)}: cold start, spawn to the first 200 on ${f.probe}: median ${Math.round(median)} ms ` +
+      `(${sorted.map((ms) => Math.round(ms)).join(', ')} ms over ${sorted.length} starts); target under ${FOOTPRINT_TARGETS.coldStartMs} ms`,
+    `- ${target(rssPass)}: resident memory ${mb(f.rssAfterWarmup)} after the warm-up, ${mb(f.rssAfterLoad)} after the load ` +
+      `(${mb(f.rssMax)} at most between rounds); target under ${mb(FOOTPRINT_TARGETS.rssBytes)}`,
+    ...(coldPass && rssPass
+      ? []
+      : ['Note: a target was missed on this run. The machine is shared: check the other-CPU column above before reading much into it.']),
+  ];
+}
+
 /** Cores of CPU used by other processes above which a round counts as disturbed. */
 export const DISTURBED_OTHER_CPU = 0.25;
 

@@ -8,27 +8,45 @@ import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
 import * as fs from 'node:fs';
+import * as http from 'node:http';
 import * as net from 'node:net';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { createInterface } from 'node:readline';
+import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { COMMAND_OPERATIONS, OPERATIONS, type LoadPlan, type RoundResult } from './plan.ts';
-import { APP_DIR, ROOT, TICKETS, WORK, cleanWork, generateApp, generatePrismaClient, seedDatabase, writerKeyEnv } from './prepare.ts';
-import { OPERATION_LABELS, buildReport, consoleReport, markdownReport, type ServerInfo, type Settings, type Target } from './report.ts';
+import { APP_DIR, ROOT, TICKETS, WORK, buildApp, cleanWork, generateApp, generatePrismaClient, seedDatabase, writerKeyEnv } from './prepare.ts';
+import {
+  OPERATION_LABELS,
+  buildReport,
+  consoleReport,
+  footprintLines,
+  markdownReport,
+  type Footprint,
+  type ServerInfo,
+  type Settings,
+  type Target,
+} from './report.ts';
 
 interface Server extends ServerInfo {
   cwd: string;
-  script: string;
+  /** node's arguments. */
+  args: string[];
 }
 
 const APP = 'bp-app';
+const baseline = (script: string) => ['--import', 'tsx', `bench/baselines/${script}`];
 const SERVERS: Server[] = [
-  { key: 'node-http-sqlite', label: 'node:http + better-sqlite3', cwd: ROOT, script: 'bench/baselines/node-http-sqlite.ts' },
-  { key: 'express-sqlite', label: 'Express + better-sqlite3', cwd: ROOT, script: 'bench/baselines/express-sqlite.ts' },
-  { key: 'express-prisma', label: 'Express + Prisma 7', cwd: ROOT, script: 'bench/baselines/express-prisma.ts' },
-  { key: APP, label: 'bp generated app', cwd: APP_DIR, script: 'src/server.ts' },
+  { key: 'node-http-sqlite', label: 'node:http + better-sqlite3', cwd: ROOT, args: baseline('node-http-sqlite.ts') },
+  { key: 'express-sqlite', label: 'Express + better-sqlite3', cwd: ROOT, args: baseline('express-sqlite.ts') },
+  { key: 'express-prisma', label: 'Express + Prisma 7', cwd: ROOT, args: baseline('express-prisma.ts') },
+  // The production build, as `npm start` runs it (without npm's own start-up): dist/ is fresh by then.
+  { key: APP, label: 'bp generated app', cwd: APP_DIR, args: ['scripts/start.js', 'server'] },
 ];
+
+/** Cold starts of the generated app measured, one fresh process each. */
+const COLD_STARTS = 5;
 
 const TARGETS: Target[] = [
   ...OPERATIONS.map((operation) => ({ operation, baseline: 'express-prisma', atLeast: 1.5 })),
@@ -64,7 +82,7 @@ const settings: Settings = {
 };
 
 function startChild(cwd: string, args: string[], env: NodeJS.ProcessEnv, stdio: 'pipe' | number, pin = false): ChildProcess {
-  const node = [process.execPath, '--import', 'tsx', ...args];
+  const node = [process.execPath, ...args];
   // taskset execs node, so the child's pid is node's.
   const [command, ...rest] = pin && TASKSET ? ['taskset', '-c', '1', ...node] : node;
   const child = spawn(command, rest, {
@@ -164,15 +182,19 @@ function describe(r: RoundResult): string {
   const failures = r.non2xx + r.errors + r.timeouts;
   return `    ${OPERATION_LABELS[r.operation].padEnd(12)} ${phase}  ${Math.round(r.requestsPerSecond).toLocaleString('en-US').padStart(7)} req/s  ` +
     `p99 ${r.p99.toFixed(2).padStart(6)} ms  ${Math.round(r.serverCpuPerRequest).toString().padStart(5)} µs CPU/req  ` +
-    `CPU server ${r.serverCpu.toFixed(2)} load ${r.loadCpu.toFixed(2)} other ${r.otherCpu.toFixed(2)}` +
+    `CPU server ${r.serverCpu.toFixed(2)} load ${r.loadCpu.toFixed(2)} other ${r.otherCpu.toFixed(2)}  ` +
+    `RSS ${Math.round(r.serverRss / 1024 / 1024)} MB` +
     (failures ? `  (${r.non2xx} non-2xx, ${r.errors} errors, ${r.timeouts} timeouts)` : '');
 }
 
 async function load(plan: LoadPlan): Promise<RoundResult[]> {
-  const child = startChild(ROOT, ['bench/load.ts', JSON.stringify(plan)], {}, 'pipe', true);
+  const child = startChild(ROOT, ['--import', 'tsx', 'bench/load.ts', JSON.stringify(plan)], {}, 'pipe', true);
   const rounds: RoundResult[] = [];
   let stderr = '';
-  child.stderr?.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+  child.stderr?.on('data', (chunk: Buffer) => {
+    stderr += chunk.toString();
+    process.stderr.write(`    ${chunk.toString().trimEnd().split('\n').join('\n    ')}\n`);
+  });
   for await (const line of createInterface({ input: child.stdout! })) {
     const round = JSON.parse(line) as RoundResult;
     rounds.push(round);
@@ -206,7 +228,7 @@ async function measure(
   const logFd = fs.openSync(log, 'w');
   const port = await freePort();
   const url = `http://127.0.0.1:${port}`;
-  const child = startChild(server.cwd, [server.script], { ...credentials.env, PORT: String(port), DATABASE_URL: `file:${dbFile}`, NODE_ENV: 'production' }, logFd);
+  const child = startChild(server.cwd, server.args, serverEnv(credentials, port, dbFile), logFd);
   try {
     await waitUntilAnswering(url, child, log);
     await checkResponses(url, credentials.apiKey, ids[0], fields);
@@ -226,12 +248,69 @@ async function measure(
   }
 }
 
+function serverEnv(credentials: Credentials, port: number, dbFile: string): NodeJS.ProcessEnv {
+  return { ...credentials.env, PORT: String(port), DATABASE_URL: `file:${dbFile}`, NODE_ENV: 'production' };
+}
+
+/** One GET on a fresh connection: its status, or undefined while nothing listens. */
+function probe(url: string): Promise<number | undefined> {
+  return new Promise((resolve) => {
+    const req = http.get(url, { agent: false }, (res) => {
+      res.resume();
+      resolve(res.statusCode);
+    });
+    req.on('error', () => resolve(undefined));
+  });
+}
+
+/**
+ * Cold start: from spawning the production build (what `npm start` runs, on a copy of the seeded
+ * database) to its first 200 on GET /healthz, or on GET /api/openapi.json where the app has no
+ * /healthz. Polled every 2 ms on fresh connections; each start is a new process, stopped after.
+ */
+async function coldStart(server: Server, seedFile: string, credentials: Credentials): Promise<{ ms: number; probe: string }> {
+  const dbFile = path.join(WORK, 'db', 'cold-start.db');
+  fs.copyFileSync(seedFile, dbFile);
+  const port = await freePort();
+  let route = '/healthz';
+  const log = path.join(WORK, 'logs', 'cold-start.log');
+  const logFd = fs.openSync(log, 'w');
+  const started = performance.now();
+  const child = startChild(server.cwd, server.args, serverEnv(credentials, port, dbFile), logFd);
+  try {
+    while (performance.now() - started < 30_000) {
+      if (child.exitCode !== null) throw new Error(`the app exited with ${child.exitCode}; see ${log}`);
+      const status = await probe(`http://127.0.0.1:${port}${route}`);
+      if (status === 200) return { ms: performance.now() - started, probe: `GET ${route}` };
+      if (status === 404 && route === '/healthz') route = '/api/openapi.json';
+      else if (status === undefined) await sleep(2);
+      else if (status !== 404) throw new Error(`GET ${route} answered ${status}; see ${log}`);
+    }
+    throw new Error(`the app did not answer within 30 s; see ${log}`);
+  } finally {
+    await stop(child);
+    fs.closeSync(logFd);
+  }
+}
+
+/** RSS of the generated app's main run: after the first warm-up, and after the last round. */
+function footprint(starts: Array<{ ms: number; probe: string }>, rounds: RoundResult[]): Footprint {
+  return {
+    probe: starts[0].probe,
+    coldStartsMs: starts.map((s) => s.ms),
+    rssAfterWarmup: rounds[0].serverRss,
+    rssAfterLoad: rounds[rounds.length - 1].serverRss,
+    rssMax: Math.max(...rounds.map((r) => r.serverRss)),
+  };
+}
+
 async function main(): Promise<void> {
   const began = Date.now();
   cleanWork();
   for (const dir of ['db', 'logs']) fs.mkdirSync(path.join(WORK, dir));
-  console.log('generating the reference app, Prisma Client and the seeded database…');
+  console.log('generating the reference app and its production build, Prisma Client and the seeded database…');
   generateApp();
+  buildApp();
   generatePrismaClient();
   const seedFile = path.join(WORK, 'seed.db');
   const { ids, columns } = seedDatabase(seedFile);
@@ -257,11 +336,22 @@ async function main(): Promise<void> {
     `${Math.round(best('command')).toLocaleString('en-US')} req/s against ${Math.round(best('update')).toLocaleString('en-US')} req/s for the plain update of the same record: ` +
     `${(best('command') / best('update')).toFixed(2)}×.`;
 
+  console.log(`\n${app.label}: ${COLD_STARTS} cold starts of the production build`);
+  const starts: Array<{ ms: number; probe: string }> = [];
+  for (let i = 0; i < COLD_STARTS; i++) {
+    starts.push(await coldStart(app, seedFile, credentials));
+    console.log(`    ${Math.round(starts[i].ms)} ms to the first 200 on ${starts[i].probe}`);
+  }
+  const measured = footprint(starts, rounds[APP]);
+  const footprintReport = footprintLines(measured);
+
   const report = buildReport(SERVERS, APP, [...OPERATIONS], rounds, settings, TARGETS);
-  fs.writeFileSync(path.join(WORK, 'results.json'), `${JSON.stringify({ ...report, commands: commandRounds }, null, 2)}\n`);
-  fs.writeFileSync(path.join(WORK, 'results.md'), `${markdownReport(report, APP)}\n${commandSummary}\n`);
+  const results = { ...report, commands: commandRounds, footprint: measured };
+  fs.writeFileSync(path.join(WORK, 'results.json'), `${JSON.stringify(results, null, 2)}\n`);
+  fs.writeFileSync(path.join(WORK, 'results.md'), `${markdownReport(report, APP)}\n${commandSummary}\n\n${footprintReport.join('\n')}\n`);
   console.log(consoleReport(report, APP));
   console.log(`\n${commandSummary}`);
+  console.log(`\n${footprintReport.join('\n')}`);
   console.log(`\n${settings.connections} connections${settings.pinned ? ' (load generator on CPU 1)' : ''}, best of ${settings.rounds} rounds of ${settings.roundSeconds} s after ${settings.warmupSeconds} s of warm-up, per operation.`);
   console.log(`Written: bench/.work/results.json, bench/.work/results.md (${Math.round((Date.now() - began) / 1000)} s in all)`);
 

@@ -41,25 +41,28 @@ async function generate(blueprint: string, opts: { out: string; check?: boolean 
   const outDir = path.resolve(opts.out);
   const result = await compile(blueprint, nodeSourceHost(), readPreviousOutput(outDir), outDir);
   printDiagnostics(result.diagnostics);
-  if (!result.files || hasErrors(result.diagnostics)) {
+  if (!result.files || !result.scaffold || hasErrors(result.diagnostics)) {
     console.error(`nothing written: fix the errors above (${path.relative(process.cwd(), outDir) || '.'} is unchanged)`);
     throw new ExitCode(1);
   }
-  const files = result.files;
-  const plan = planWrite(outDir, files);
+  const { files, scaffold } = result;
+  const plan = planWrite(outDir, files, scaffold);
   if (opts.check) {
+    // Files the team owns (src/extend.ts) are never compared; a missing one is, since the app imports it.
     const stale = [...plan.write, ...plan.conflicts.map((c) => c.file)].sort();
     for (const file of stale) {
       const target = path.join(outDir, file);
       const current = fs.existsSync(target) ? fs.readFileSync(target, 'utf8') : '';
       process.stdout.write(createTwoFilesPatch(`a/${file}`, `b/${file}`, current, files.get(file) as string));
     }
+    for (const file of plan.scaffold) console.log(`missing file bp would create for you to edit: ${file}`);
     for (const file of plan.remove) console.log(`stale file bp would remove: ${file}`);
-    if (stale.length || plan.remove.length) {
-      console.error(`${opts.out} is out of date: ${stale.length + plan.remove.length} file(s) differ from what bp generate writes now`);
+    const differ = stale.length + plan.scaffold.length + plan.remove.length;
+    if (differ) {
+      console.error(`${opts.out} is out of date: ${differ} file(s) differ from what bp generate writes now`);
       throw new ExitCode(1);
     }
-    console.log(`${opts.out} is up to date (${files.size} files)`);
+    console.log(`${opts.out} is up to date (${files.size} files, and ${plan.userOwned.length} of yours left alone)`);
     return;
   }
   if (plan.conflicts.length) {
@@ -67,9 +70,10 @@ async function generate(blueprint: string, opts: { out: string; check?: boolean 
     console.error('nothing written: bp never overwrites files it does not own; move them away or restore them');
     throw new ExitCode(1);
   }
-  applyWrite(outDir, files, plan, pkg.version);
+  applyWrite(outDir, files, scaffold, plan, pkg.version);
+  const created = plan.scaffold.length ? `, created for you to edit: ${plan.scaffold.join(', ')}` : '';
   console.log(
-    `generated ${opts.out}: ${plan.write.length} written, ${plan.unchanged.length} unchanged${plan.remove.length ? `, ${plan.remove.length} removed` : ''}`,
+    `generated ${opts.out}: ${plan.write.length} written, ${plan.unchanged.length} unchanged${plan.remove.length ? `, ${plan.remove.length} removed` : ''}${created}`,
   );
 }
 

@@ -41,14 +41,17 @@ export function validateBlueprint(rootPath: string, host: SourceHost): ValidateR
 }
 
 export interface CompileResult extends ValidateResult {
+  /** Files bp owns. */
   files?: Map<string, string>;
+  /** Files bp writes only where they are missing (src/extend.ts): the team's. */
+  scaffold?: Map<string, string>;
 }
 
 export async function compile(rootPath: string, host: SourceHost, previous: PreviousOutput, outDir: string): Promise<CompileResult> {
   const { model, diagnostics } = validateBlueprint(rootPath, host);
   if (!model || hasErrors(diagnostics)) return { model, diagnostics };
-  const files = await emitApp(model, { blueprintName: path.basename(rootPath), previous, outDir: path.resolve(outDir) });
-  return { model, diagnostics, files };
+  const { files, scaffold } = await emitApp(model, { blueprintName: path.basename(rootPath), previous, outDir: path.resolve(outDir) });
+  return { model, diagnostics, files, scaffold };
 }
 
 /** Source order (file, line, column), so output reads top to bottom like the blueprint. */

@@ -8,26 +8,33 @@ import { emitMigrations, type PreviousOutput } from './migrations.ts';
 import { emitOpenApi } from './openapi.ts';
 import { emitPermissions } from './permissions.ts';
 import { emitPrismaSchema } from './prisma-schema.ts';
+import { emitReadme } from './readme.ts';
 import { emitRuntime } from './runtime.ts';
 import { render } from './templates.ts';
 import { tsLiteral } from './ts-literal.ts';
 
-/** Versions the generated app depends on: the ones bp itself is built and tested with. */
+/**
+ * Versions the generated app depends on: the ones bp itself is built and tested with. Dependencies
+ * are what `npm ci --omit=dev` installs in production: what dist/ imports, and esbuild, so that
+ * `npm start` can build there too. Type checking, `npm run dev` (tsx) and the Prisma tools (the
+ * app itself runs SQL, not Prisma Client) are for development only.
+ */
 export const APP_DEPENDENCIES: Record<string, string> = {
-  '@prisma/adapter-better-sqlite3': '7.10.0',
-  '@prisma/client': '7.10.0',
   'better-sqlite3': '^12.6.0',
   'csrf-sync': '^4.2.1',
+  esbuild: '^0.28.2',
   express: '^5.3.0',
   'express-session': '^1.19.0',
-  tsx: '^4.23.0',
 };
 export const APP_DEV_DEPENDENCIES: Record<string, string> = {
+  '@prisma/adapter-better-sqlite3': '7.10.0',
+  '@prisma/client': '7.10.0',
   '@types/better-sqlite3': '^9.6.0',
   '@types/express': '^5.0.6',
   '@types/express-session': '^1.18.2',
   '@types/node': '^20.19.43',
   prisma: '7.10.1',
+  tsx: '^4.23.0',
   typescript: '^5.9.3',
 };
 
@@ -39,7 +46,14 @@ export interface EmitOptions {
   previous: PreviousOutput;
 }
 
-export async function emitApp(bp: Blueprint, options: EmitOptions): Promise<Map<string, string>> {
+export interface EmittedApp {
+  /** Files bp owns: rewritten on every generation. */
+  files: Map<string, string>;
+  /** The team's files (src/extend.ts): written only where missing, never overwritten or removed. */
+  scaffold: Map<string, string>;
+}
+
+export async function emitApp(bp: Blueprint, options: EmitOptions): Promise<EmittedApp> {
   const files = new Map<string, string>();
   const schema = emitPrismaSchema(bp);
   const entities = bp.entities.map((e) => ({
@@ -52,6 +66,8 @@ export async function emitApp(bp: Blueprint, options: EmitOptions): Promise<Map<
   }));
   const deps = (table: Record<string, string>) => Object.entries(table).map(([name, version]) => ({ name, version }));
   const emailAuth = bp.auth.providers.includes('email');
+  /** The entry points scripts/build.js bundles into dist/. */
+  const entries = emailAuth ? ['server', 'users'] : ['server'];
 
   files.set('package.json', render('app/package.json.hbs', {
     slug: bp.slug,
@@ -62,15 +78,10 @@ export async function emitApp(bp: Blueprint, options: EmitOptions): Promise<Map<
     devDependencies: deps(APP_DEV_DEPENDENCIES),
   }));
   files.set('tsconfig.json', render('app/tsconfig.json.hbs', {}));
+  files.set('scripts/build.js', render('app/scripts/build.js.hbs', { entries }));
+  files.set('scripts/start.js', render('app/scripts/start.js.hbs', {}));
   files.set('.gitignore', render('app/gitignore.hbs', {}));
-  files.set('README.md', render('app/README.md.hbs', {
-    name: bp.project.name,
-    description: bp.project.description ?? '',
-    blueprint: options.blueprintName,
-    emailAuth,
-    loginPath: bp.auth.loginPath,
-    entities,
-  }));
+  files.set('README.md', emitReadme(bp, { blueprintName: options.blueprintName, outDir: options.outDir, entries }));
   files.set('prisma.config.ts', render('app/prisma.config.ts.hbs', {}));
   files.set('prisma/schema.prisma', schema);
   for (const [p, content] of await emitMigrations(schema, options.previous)) files.set(p, content);
@@ -86,12 +97,16 @@ export async function emitApp(bp: Blueprint, options: EmitOptions): Promise<Map<
     signup: bp.auth.signup,
     sessionDuration: bp.auth.session.duration,
     idleTimeout: bp.auth.session.idleTimeout,
-    apiKeys: bp.auth.apiKeys.map((k) => tsLiteral(k)),
+    // One property a line: a key's roles and scopes make long lines otherwise.
+    apiKeys: bp.auth.apiKeys.map((k) =>
+      Object.entries(k).flatMap(([key, value]) => (value === undefined ? [] : [`${key}: ${tsLiteral(value)}`])),
+    ),
   }));
   files.set('src/permissions.ts', emitPermissions(bp));
   if (emailAuth) files.set('src/users.ts', render('app/src/users.ts.hbs', {}));
   files.set('src/commands.ts', emitCommands(bp, options.outDir));
   for (const entity of bp.entities) files.set(`src/entities/${entityFileName(entity)}.ts`, emitEntityModule(bp, entity));
   for (const [p, content] of emitRuntime()) files.set(p, content);
-  return new Map([...files].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
+  const scaffold = new Map([['src/extend.ts', render('app/src/extend.ts.hbs', { name: bp.project.name })]]);
+  return { files: new Map([...files].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))), scaffold };
 }

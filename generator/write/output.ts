@@ -1,6 +1,9 @@
 // Write stage, the only code that changes the disk. It writes into a folder only files bp
 // owns: new files, or files bp wrote before and nobody edited since (per the manifest's
 // hashes). Hand-edited or foreign files stop the write before anything changes.
+//
+// Scaffolded files (src/extend.ts) are the team's: written where missing, otherwise left as they
+// are, whatever they hold. They are never a conflict, never stale and never removed.
 
 import { createHash } from 'node:crypto';
 import * as fs from 'node:fs';
@@ -13,7 +16,10 @@ export const MANIFEST = '.bp-manifest.json';
 interface Manifest {
   '//': string;
   generatedBy: string;
+  /** Files bp owns, with the SHA-256 of what it wrote. */
   files: Record<string, string>;
+  /** Files bp scaffolded once and does not own: a record for the reader, never compared. */
+  userOwned?: string[];
 }
 
 const sha256 = (content: string | Buffer): string => createHash('sha256').update(content).digest('hex');
@@ -53,13 +59,23 @@ export interface WritePlan {
   write: string[];
   unchanged: string[];
   remove: string[];
+  /** Scaffolded files that are missing: written once, then the team's. */
+  scaffold: string[];
+  /** Scaffolded files that exist: left alone, whatever they hold. */
+  userOwned: string[];
   /** Files bp would have to overwrite but does not own, or that were edited by hand. */
   conflicts: Array<{ file: string; reason: string }>;
 }
 
-export function planWrite(outDir: string, files: Map<string, string>): WritePlan {
+export function planWrite(outDir: string, files: Map<string, string>, scaffold: Map<string, string>): WritePlan {
   const manifest = readManifest(outDir);
-  const plan: WritePlan = { write: [], unchanged: [], remove: [], conflicts: [] };
+  const plan: WritePlan = { write: [], unchanged: [], remove: [], scaffold: [], userOwned: [], conflicts: [] };
+  for (const file of scaffold.keys()) {
+    if (files.has(file)) throw new Error(`${file} cannot be both generated and scaffolded`);
+    // Any entry counts as present (a symlink, even a broken one): only a missing path is scaffolded.
+    if (exists(path.join(outDir, file))) plan.userOwned.push(file);
+    else plan.scaffold.push(file);
+  }
   for (const [file, content] of files) {
     const existing = readIfFile(path.join(outDir, file));
     if (existing === undefined) plan.write.push(file);
@@ -69,7 +85,7 @@ export function planWrite(outDir: string, files: Map<string, string>): WritePlan
     else plan.write.push(file);
   }
   for (const [file, hash] of Object.entries(manifest?.files ?? {})) {
-    if (files.has(file)) continue;
+    if (files.has(file) || scaffold.has(file)) continue;
     const existing = readIfFile(path.join(outDir, file));
     if (existing === undefined) continue;
     // A stale file that was edited by hand is left alone: it is the user's now.
@@ -79,14 +95,24 @@ export function planWrite(outDir: string, files: Map<string, string>): WritePlan
 }
 
 /** Applies a plan without conflicts. Each file is written to a temporary name, then renamed. */
-export function applyWrite(outDir: string, files: Map<string, string>, plan: WritePlan, version: string): void {
+export function applyWrite(
+  outDir: string,
+  files: Map<string, string>,
+  scaffold: Map<string, string>,
+  plan: WritePlan,
+  version: string,
+): void {
   if (plan.conflicts.length) throw new Error('refusing to write over files bp does not own');
-  for (const file of plan.write) {
+  for (const file of plan.write) writeFile(path.join(outDir, file), files.get(file) as string);
+  for (const file of plan.scaffold) {
     const target = path.join(outDir, file);
+    // A file that appeared since the plan was made is the team's: 'wx' never replaces it.
     fs.mkdirSync(path.dirname(target), { recursive: true });
-    const tmp = `${target}.bp-tmp`;
-    fs.writeFileSync(tmp, files.get(file) as string);
-    fs.renameSync(tmp, target);
+    try {
+      fs.writeFileSync(target, scaffold.get(file) as string, { flag: 'wx' });
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+    }
   }
   for (const file of plan.remove) {
     fs.rmSync(path.join(outDir, file), { force: true });
@@ -96,8 +122,25 @@ export function applyWrite(outDir: string, files: Map<string, string>, plan: Wri
     '//': GENERATED_HEADER,
     generatedBy: `bp ${version}`,
     files: Object.fromEntries([...files].map(([file, content]) => [file, sha256(content)])),
+    userOwned: [...scaffold.keys()].sort(),
   };
   fs.writeFileSync(path.join(outDir, MANIFEST), `${JSON.stringify(manifest, null, 2)}\n`);
+}
+
+function writeFile(target: string, content: string): void {
+  fs.mkdirSync(path.dirname(target), { recursive: true });
+  const tmp = `${target}.bp-tmp`;
+  fs.writeFileSync(tmp, content);
+  fs.renameSync(tmp, target);
+}
+
+function exists(p: string): boolean {
+  try {
+    fs.lstatSync(p);
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 function removeEmptyParents(root: string, dir: string): void {

@@ -1,5 +1,5 @@
 // Test support: generate a fixture with the real CLI, boot the generated app as its own process
-// (exactly as `npm start` does), and talk to it over HTTP.
+// (as `npm run dev` or `npm start` does), and talk to it over HTTP.
 
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
@@ -53,9 +53,14 @@ export interface RunningApp {
   stop(): Promise<void>;
 }
 
-/** Starts `npm start`'s command in the app folder on a free port and waits until it listens. */
-export async function startApp(appDir: string, env: Record<string, string> = {}): Promise<RunningApp> {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/server.ts'], {
+/** `npm run dev`'s command: the app straight from src/ through tsx. */
+export const DEV_COMMAND = ['--import', 'tsx', 'src/server.ts'];
+/** `npm start`'s command: the production build in dist/, built first when missing or stale. */
+export const START_COMMAND = ['scripts/start.js', 'server'];
+
+/** Starts the app (by default `npm run dev`'s command) on a free port and waits until it listens. */
+export async function startApp(appDir: string, env: Record<string, string> = {}, args = DEV_COMMAND): Promise<RunningApp> {
+  const child = spawn(process.execPath, args, {
     cwd: appDir,
     env: { ...process.env, PORT: '0', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],

@@ -280,7 +280,8 @@ function ignore(): void {}
 /**
  * Whose keys these are: the credential for API keys and signed-in people alike. Callers without a
  * credential have no scope of their own (every one of them is the same anonymous actor), unless
- * they hold an established session: see runIdempotent.
+ * they prove a browser of their own (the anonymous CSRF nonce, http/request.ts sessionId): see
+ * runIdempotent.
  */
 export function idempotencyScope(actor: Actor): string {
   return actor.credentialId ?? `${actor.kind}:${actor.id}`;
@@ -379,8 +380,9 @@ export async function runIdempotent(
   let scope: string;
   if (ctx.actor.kind !== 'anonymous') scope = idempotencyScope(ctx.actor);
   else {
-    // Every caller without a credential is the same anonymous actor: their keys are scoped to
-    // their established session, and refused without one, lest one replay or block another's.
+    // Every caller without a credential is the same anonymous actor: their keys are scoped to the
+    // anonymous CSRF nonce their browser proves, and refused without one, lest one replay or block
+    // another's.
     const problem = keyProblem(key);
     if (problem) return refuseAfterAccess(mayWrite, problem);
     if (ctx.sessionId === undefined) {
@@ -388,20 +390,21 @@ export async function runIdempotent(
         mayWrite,
         new AppError(
           'VALIDATION_FAILED',
-          'an Idempotency-Key needs a caller to belong to: send it with an API key or a session, or leave it out',
+          'an Idempotency-Key needs a caller to belong to: send it with an API key, a session, ' +
+            'or the CSRF token of GET /api/auth/session, or leave it out',
           {
             details: [
               {
                 field: 'Idempotency-Key',
                 code: 'NO_CALLER_SCOPE',
-                message: 'anonymous requests without a session cannot use an Idempotency-Key',
+                message: 'anonymous requests without a CSRF token of their own cannot use an Idempotency-Key',
               },
             ],
           },
         ),
       );
     }
-    // A digest: the session id is a credential, and this scope is stored.
+    // A digest: the nonce is a credential, and this scope is stored.
     scope = `anonymous-session:${createHash('sha256').update(ctx.sessionId).digest('hex').slice(0, 32)}`;
   }
   const hash = requestHash(input);

@@ -1,0 +1,87 @@
+// README.md of the generated app: how to run, configure, extend, build and deploy it, which handler
+// each command runs, and what of the blueprint it does not serve yet. Text that comes from the
+// blueprint is wrapped here, so that every line stays within 120 characters.
+
+import * as path from 'node:path';
+import type { Blueprint } from '../model/types.ts';
+import { render } from './templates.ts';
+
+const WIDTH = 120;
+
+/**
+ * Wraps `text` at spaces into lines of at most WIDTH characters, the first starting with `first`
+ * and the others with `rest` (a list item's hanging indent). A single word longer than a line stays
+ * whole.
+ */
+export function wrap(text: string, first = '', rest = first): string {
+  const lines: string[] = [];
+  let line = first;
+  let empty = true;
+  for (const word of text.split(/\s+/).filter(Boolean)) {
+    if (!empty && line.length + 1 + word.length > WIDTH) {
+      lines.push(line);
+      line = rest + word;
+    } else {
+      line += (empty ? '' : ' ') + word;
+    }
+    empty = false;
+  }
+  lines.push(line);
+  return lines.join('\n');
+}
+
+const code = (text: string) => `\`${text}\``;
+const list = (items: readonly string[]) => items.map(code).join(', ');
+
+export interface ReadmeOptions {
+  blueprintName: string;
+  /** Absolute output folder: handler paths are shown relative to it. */
+  outDir: string;
+  /** The entry points of the build (dist/<entry>.js). */
+  entries: string[];
+}
+
+export function emitReadme(bp: Blueprint, options: ReadmeOptions): string {
+  const emailAuth = bp.auth.providers.includes('email');
+  const apiKeys = bp.auth.apiKeys.map((k) =>
+    wrap(
+      `${code(k.keyEnv)}: the key of ${code(k.name)}${k.displayName ? ` (${k.displayName})` : ''}, agent id ` +
+        `${code(k.agentId)}; roles: ${k.roles.length ? list(k.roles) : 'none'}; scopes: ` +
+        `${k.scopes.length ? list(k.scopes) : 'none'}.`,
+      '- ',
+      '  ',
+    ),
+  );
+  const commands = bp.commands.map((c) => {
+    const route = `${code(`POST /api/commands/${c.operationId}/:id`)}`;
+    if (!c.handler) return wrap(`${code(c.name)} (${route}): no handler, the blueprint's mutations only.`, '- ', '  ');
+    const file = path.relative(options.outDir, c.handler.file).split(path.sep).join('/');
+    return wrap(
+      `${code(c.name)} (${route}): export ${code(c.handler.exportName)} of ${code(file)} ` +
+        `(${code(c.handler.source)} in the blueprint).`,
+      '- ',
+      '  ',
+    );
+  });
+  const notServed = [
+    bp.skills.length && `skills: ${bp.skills.map((s) => `${code(s.name)} (${s.actions.length} actions)`).join(', ')}`,
+    bp.workflows.length && `workflows: ${list(bp.workflows.map((w) => w.name))}`,
+    bp.pages.length && `pages: ${list(bp.pages.map((p) => p.route))}`,
+    bp.notifications.adapters.length && `notifications: adapters ${list(bp.notifications.adapters.map((a) => a.name))}`,
+  ]
+    .filter((line): line is string => typeof line === 'string')
+    .map((line) => wrap(line, '- ', '  '));
+  return render('app/README.md.hbs', {
+    name: bp.project.name,
+    description: bp.project.description ? wrap(bp.project.description) : '',
+    blueprint: options.blueprintName,
+    emailAuth,
+    signup: bp.auth.signup,
+    loginPath: bp.auth.loginPath,
+    entities: bp.entities.map((e) => ({ name: e.name, collection: e.collection })),
+    apiKeys,
+    commands,
+    notServed,
+    builds: options.entries.map((entry) => `dist/${entry}.js`).join(', '),
+  });
+}

@@ -1,0 +1,83 @@
+// The contract of src/extend.ts, the one file of a generated app that belongs to its team: bp
+// scaffolds it once and never changes it. Through it a team adds middleware for every request,
+// routes of its own, services for command handlers and the delegation hook, without editing a
+// generated file. src/app.ts checks the extension once at start and composes it.
+
+import type { Router } from 'express';
+import type { Actor } from '../core/actor.ts';
+import type { Db } from '../data/db.ts';
+import type { EventBus } from '../commands/events.ts';
+import type { ApiRequest, Middleware } from './request.ts';
+
+/** What `routes` gets besides the router: the app's own database and event bus. */
+export interface ExtensionContext {
+  /** The app's SQLite connection. No access rule applies to what you run on it: check it yourself. */
+  db: Db;
+  /** Events of committed commands: `events.subscribe((event) => ...)`. */
+  events: EventBus;
+}
+
+export interface Extension {
+  /**
+   * Steps run, in order, for every request (the entity and command routes included), after its
+   * trace starts and BEFORE credentials are checked: `req.actor` is not known yet (read it in a
+   * `res.on('finish', ...)` listener), the body is not read yet (leave the stream alone). They get
+   * node's request and response, not Express's (no `req.path`, no `res.json`). Call `next()` to go
+   * on, `next(err)` to answer with the error envelope (an `AppError` keeps its status), or answer
+   * yourself without calling `next` (a CORS preflight, say); no credential is checked then.
+   */
+  middleware?: readonly Middleware[];
+  /**
+   * Adds routes to an Express router served after the generated routes (which win on the same
+   * path), behind the whole pipeline: `req.actor` is known, a session's mutations passed CSRF.
+   * No access rule of the blueprint applies to these routes: check `req.actor` yourself.
+   */
+  routes?: (router: Router, app: ExtensionContext) => void;
+  /** Handed to every command handler as `ctx.services`. */
+  services?: Readonly<Record<string, unknown>>;
+  /**
+   * The trusted delegation hook: for an authenticated actor, return the id of the person on
+   * whose behalf it acts, from something your code verified (never a header taken as is); it
+   * becomes `actor.delegatedBy` in audit records. Undefined: the actor acts for itself.
+   */
+  delegate?: (req: ApiRequest, actor: Actor) => string | undefined;
+}
+
+/** Types the default export of src/extend.ts: `export default defineExtension({ ... })`. */
+export function defineExtension(extension: Extension): Extension {
+  return extension;
+}
+
+/**
+ * Checks an extension's shape when the app starts, so a mistake in src/extend.ts stops the app
+ * with a message naming it instead of failing on some later request.
+ */
+export function checkExtension(extension: unknown): Extension {
+  const where = 'src/extend.ts';
+  if (extension === undefined) return {};
+  if (!isPlainObject(extension)) throw new Error(`${where} must export default defineExtension({ ... })`);
+  const known = new Set(['middleware', 'routes', 'services', 'delegate']);
+  const unknown = Object.keys(extension).filter((key) => !known.has(key));
+  if (unknown.length) {
+    const expected = [...known].join(', ');
+    throw new Error(`${where}: unknown key(s) ${unknown.join(', ')} (expected ${expected})`);
+  }
+  const { middleware, routes, services, delegate } = extension as Record<string, unknown>;
+  if (middleware !== undefined) {
+    if (!Array.isArray(middleware)) throw new Error(`${where}: middleware must be an array of functions`);
+    middleware.forEach((step, i) => {
+      if (typeof step !== 'function') throw new Error(`${where}: middleware[${i}] is not a function`);
+    });
+  }
+  for (const [key, value] of Object.entries({ routes, delegate })) {
+    if (value !== undefined && typeof value !== 'function') throw new Error(`${where}: ${key} must be a function`);
+  }
+  if (services !== undefined && !isPlainObject(services)) throw new Error(`${where}: services must be an object`);
+  return extension as Extension;
+}
+
+function isPlainObject(value: unknown): value is Record<string, unknown> {
+  if (typeof value !== 'object' || value === null) return false;
+  const proto = Object.getPrototypeOf(value);
+  return proto === Object.prototype || proto === null;
+}
