@@ -17,8 +17,8 @@ const ENV = { TRIAGE_API_KEY: KEY };
 const agent = () => ({ authorization: `Bearer ${KEY}`, 'idempotency-key': freshKey() });
 
 /** Runs `node <args>` in `cwd` (e.g. `npm run build`'s command). */
-function node(cwd: string, args: string[]) {
-  return spawnSync(process.execPath, args, { cwd, encoding: 'utf8' });
+function node(cwd: string, args: string[], input = '') {
+  return spawnSync(process.execPath, args, { cwd, encoding: 'utf8', input });
 }
 
 /** Creates a ticket and walks it through start, resolve and close (close_ticket runs the fixture's handler). */
@@ -80,7 +80,7 @@ describe('a generated app outside bp\'s checkout', function () {
       await app.stop();
     }
     // npm run users runs through the build too; its output stays its own.
-    const added = node(out, ['scripts/start.js', 'users', 'add', '--email', 'ada@example.com', '--password', 'a long password 123', '--role', 'agent']);
+    const added = node(out, ['scripts/start.js', 'users', 'add', '--email', 'ada@example.com', '--role', 'agent'], 'a long password 123\n');
     expect(added.status, added.stderr).to.equal(0);
     expect(added.stderr).to.equal('');
     const listed = node(out, ['scripts/start.js', 'users', 'list']);
