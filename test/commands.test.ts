@@ -402,7 +402,7 @@ describe('domain commands on the reference helpdesk (in-process, over HTTP)', fu
     it('records delegatedBy for an actor trusted server code marked as delegated (the executor needs no HTTP)', async () => {
       type Mod = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
       const [{ executeCommand }, { EntityStore }, { AuditLog }, { IdempotencyStore }, { EventBus }, actorMod, commands] = await Promise.all(
-        ['src/runtime/commands/executor.ts', 'src/runtime/data/entity-store.ts', 'src/runtime/data/audit.ts', 'src/runtime/data/idempotency.ts', 'src/runtime/commands/events.ts', 'src/runtime/core/actor.ts', 'src/commands.ts'].map((f) => hd.load<Mod>(f)),
+        ['src/runtime/commands/executor.ts', 'src/runtime/data/entity-store.ts', 'src/runtime/data/audit.ts', 'src/runtime/data/idempotency-store.ts', 'src/runtime/commands/events.ts', 'src/runtime/core/actor.ts', 'src/commands.ts'].map((f) => hd.load<Mod>(f)),
       );
       const specs = await Promise.all(['ticket', 'customer', 'comment'].map((e) => hd.load<Mod>(`src/entities/${e}.ts`)));
       const audit = new AuditLog(hd.db);

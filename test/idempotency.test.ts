@@ -460,7 +460,7 @@ describe('Idempotency-Key (lab app as its own process)', function () {
           'src/runtime/commands/executor.ts',
           'src/runtime/data/entity-store.ts',
           'src/runtime/data/audit.ts',
-          'src/runtime/data/idempotency.ts',
+          'src/runtime/data/idempotency-store.ts',
           'src/runtime/commands/events.ts',
           'src/runtime/core/errors.ts',
           'src/commands.ts',

@@ -166,7 +166,7 @@ model BpAudit {
   @@map("_bp_audit")
 }
 
-/// Idempotency keys, kept 24 hours (runtime/data/idempotency.ts); times are epoch milliseconds.
+/// Idempotency keys, kept 24 hours (runtime/data/idempotency-store.ts); times are epoch milliseconds.
 /// A running request's claim has an id and a lease it renews; both are cleared once it is done.
 model BpIdempotency {
   scope          String

@@ -2,7 +2,8 @@
 
 import { Router } from 'express';
 import type { AuditLog } from '../data/audit.ts';
-import { type EntityStore, parseListQuery } from '../data/entity-store.ts';
+import type { EntityStore } from '../data/entity-store.ts';
+import { parseListQuery } from './list-query.ts';
 import { AppError } from '../core/errors.ts';
 import { requestContext } from './context.ts';
 import { matched } from './pipeline.ts';

@@ -156,11 +156,7 @@ export function createSessions(options: SessionOptions): Sessions {
 }
 
 /** SESSION_SECRET: required (and long) in production; a random one in development, with a warning. */
-export function sessionSecret(options: {
-  secret?: string;
-  production: boolean;
-  warn(message: string): void;
-}): string {
+export function sessionSecret(options: { secret?: string; production: boolean; warn(message: string): void }): string {
   if (options.secret) {
     if (options.production && options.secret.length < MIN_SECRET_LENGTH) {
       throw new Error(

@@ -13,7 +13,7 @@ import { auditRoutes } from './runtime/http/audit-routes.ts';
 import { commandRouter, commandRoutes } from './runtime/http/command-routes.ts';
 import { EntityStore } from './runtime/data/entity-store.ts';
 import { EventBus } from './runtime/commands/events.ts';
-import { IdempotencyStore } from './runtime/data/idempotency.ts';
+import { IdempotencyStore } from './runtime/data/idempotency-store.ts';
 import { COMMANDS } from './commands.ts';
 import extension from './extend.ts';
 import { createEmailAuth } from './runtime/auth/email/provider.ts';

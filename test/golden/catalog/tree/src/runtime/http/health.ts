@@ -48,14 +48,16 @@ export function healthProbes(db: Db): Probes {
       answer(res, OK);
       return true;
     }
-    commits.run(() => mark.run(Date.now()), trace).then(
-      () => answer(res, OK),
-      (err: unknown) => {
-        // Whatever stops the write (corruption too, which requests see as a 500) means not ready.
-        const mapped = mapSqliteError(err);
-        sendError(mapped instanceof AppError && mapped.status === 503 ? mapped : storageUnavailable(err), req, res);
-      },
-    );
+    commits
+      .run(() => mark.run(Date.now()), trace)
+      .then(
+        () => answer(res, OK),
+        (err: unknown) => {
+          // Whatever stops the write (corruption too, which requests see as a 500) means not ready.
+          const mapped = mapSqliteError(err);
+          sendError(mapped instanceof AppError && mapped.status === 503 ? mapped : storageUnavailable(err), req, res);
+        },
+      );
     return true;
   };
 }

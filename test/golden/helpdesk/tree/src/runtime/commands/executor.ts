@@ -5,7 +5,7 @@
 // Order of checks: authenticated actor (401); API-key scopes (403); input (400); record loaded
 // with the relations its conditions read (404); policy (403); availableWhen (409). Then the
 // handler runs with writes staged, and one synchronous transaction checks that the request still
-// holds its Idempotency-Key (data/idempotency.ts), re-reads the row, checks it is unchanged and
+// holds its Idempotency-Key (data/idempotency-store.ts), re-reads the row, checks it is unchanged and
 // that availableWhen still holds (else STATE_CONFLICT), applies mutations and staged writes,
 // records the audit entries and the idempotent response, and commits. Events the handler
 // published are delivered after the commit; a throw anywhere leaves nothing behind.
@@ -18,7 +18,8 @@ import type { EntityStore, RequestContext } from '../data/entity-store.ts';
 import { checkBody, type FieldType, normalizeValue, type Row, sameValue, validationError } from '../data/fields.ts';
 import { AppError, type ErrorDetail } from '../core/errors.ts';
 import type { AppEvent, EventBus } from './events.ts';
-import { type Claim, idempotencyScope, type IdempotencyStore, requestHash } from '../data/idempotency.ts';
+import { idempotencyScope, requestHash } from '../data/idempotency.ts';
+import type { Claim, IdempotencyStore } from '../data/idempotency-store.ts';
 
 export interface CommandInputSpec {
   name: string;

@@ -57,8 +57,7 @@ export function anonymousTokens(options: {
   // A key of its own, derived from the secret: express-session signs its cookie with HMAC(secret,
   // sid), and a token must never double as a signed session id (or the reverse).
   const key = createHmac('sha256', options.secret).update('bp anonymous CSRF token v1').digest();
-  const tokenFor = (nonce: string): string =>
-    `${nonce}.${createHmac('sha256', key).update(nonce).digest('base64url')}`;
+  const tokenFor = (nonce: string): string => `${nonce}.${createHmac('sha256', key).update(nonce).digest('base64url')}`;
   const nonceOf = (req: ApiRequest): string | undefined => {
     const value = readCookie(req, options.cookieName);
     return value !== undefined && NONCE.test(value) ? value : undefined;

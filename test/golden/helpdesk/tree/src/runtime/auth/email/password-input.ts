@@ -29,7 +29,9 @@ async function readPipedLine(input: Readable): Promise<string> {
     if (size > MAX_PIPED_BYTES) throw new Error('stdin holds more than a password: pipe one line');
     chunks.push(buffer);
   }
-  const text = Buffer.concat(chunks).toString('utf8').replace(/\r?\n$/, '');
+  const text = Buffer.concat(chunks)
+    .toString('utf8')
+    .replace(/\r?\n$/, '');
   if (/[\r\n]/.test(text)) throw new Error('stdin holds several lines: pipe the password alone, on one line');
   if (text === '') {
     throw new Error(
