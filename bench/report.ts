@@ -48,6 +48,10 @@ export interface Footprint {
   rssAfterLoad: number;
   /** Bytes, the most seen at the end of any round. */
   rssMax: number;
+  /** The same most for each hand-written server under the same load, for comparison. */
+  baselineRssMax: Array<{ label: string; bytes: number }>;
+  /** How the app was started. */
+  command: string;
 }
 
 /** The issue's targets for the reference app. */
@@ -63,11 +67,13 @@ export function footprintLines(f: Footprint): string[] {
   const rssPass = Math.max(f.rssAfterWarmup, f.rssAfterLoad) < FOOTPRINT_TARGETS.rssBytes;
   const target = (pass: boolean) => (pass ? 'PASS' : 'MISSED');
   return [
-    'The generated app from its production build (node scripts/start.js server, NODE_ENV=production):',
+    `The generated app from its production build (${f.command}, NODE_ENV=production):`,
     `- ${target(coldPass)}: cold start, spawn to the first 200 on ${f.probe}: median ${Math.round(median)} ms ` +
       `(${sorted.map((ms) => Math.round(ms)).join(', ')} ms over ${sorted.length} starts); target under ${FOOTPRINT_TARGETS.coldStartMs} ms`,
     `- ${target(rssPass)}: resident memory ${mb(f.rssAfterWarmup)} after the warm-up, ${mb(f.rssAfterLoad)} after the load ` +
       `(${mb(f.rssMax)} at most between rounds); target under ${mb(FOOTPRINT_TARGETS.rssBytes)}`,
+    `  for comparison, the most at the end of a round under the same load: ` +
+      f.baselineRssMax.map((b) => `${b.label} ${mb(b.bytes)}`).join(', '),
     ...(coldPass && rssPass
       ? []
       : ['Note: a target was missed on this run. The machine is shared: check the other-CPU column above before reading much into it.']),

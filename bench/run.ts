@@ -16,6 +16,7 @@ import { createInterface } from 'node:readline';
 import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { COMMAND_OPERATIONS, OPERATIONS, type LoadPlan, type RoundResult } from './plan.ts';
+import { START_NODE_FLAGS } from '../generator/emit/index.ts';
 import { APP_DIR, ROOT, TICKETS, WORK, buildApp, cleanWork, generateApp, generatePrismaClient, seedDatabase, writerKeyEnv } from './prepare.ts';
 import {
   OPERATION_LABELS,
@@ -42,7 +43,7 @@ const SERVERS: Server[] = [
   { key: 'express-sqlite', label: 'Express + better-sqlite3', cwd: ROOT, args: baseline('express-sqlite.ts') },
   { key: 'express-prisma', label: 'Express + Prisma 7', cwd: ROOT, args: baseline('express-prisma.ts') },
   // The production build, as `npm start` runs it (without npm's own start-up): dist/ is fresh by then.
-  { key: APP, label: 'bp generated app', cwd: APP_DIR, args: ['scripts/start.js', 'server'] },
+  { key: APP, label: 'bp generated app', cwd: APP_DIR, args: [...START_NODE_FLAGS, 'scripts/start.js', 'server'] },
 ];
 
 /** Cold starts of the generated app measured, one fresh process each. */
@@ -294,8 +295,12 @@ async function coldStart(server: Server, seedFile: string, credentials: Credenti
 }
 
 /** RSS of the generated app's main run: after the first warm-up, and after the last round. */
-function footprint(starts: Array<{ ms: number; probe: string }>, rounds: RoundResult[]): Footprint {
+function footprint(starts: Array<{ ms: number; probe: string }>, all: Record<string, RoundResult[]>): Footprint {
+  const rounds = all[APP];
+  const baselines = SERVERS.filter((s) => s.key !== APP && all[s.key]?.length);
   return {
+    command: `node ${[...START_NODE_FLAGS, 'scripts/start.js', 'server'].join(' ')}`,
+    baselineRssMax: baselines.map((s) => ({ label: s.label, bytes: Math.max(...all[s.key].map((r) => r.serverRss)) })),
     probe: starts[0].probe,
     coldStartsMs: starts.map((s) => s.ms),
     rssAfterWarmup: rounds[0].serverRss,
@@ -342,7 +347,7 @@ async function main(): Promise<void> {
     starts.push(await coldStart(app, seedFile, credentials));
     console.log(`    ${Math.round(starts[i].ms)} ms to the first 200 on ${starts[i].probe}`);
   }
-  const measured = footprint(starts, rounds[APP]);
+  const measured = footprint(starts, rounds);
   const footprintReport = footprintLines(measured);
 
   const report = buildReport(SERVERS, APP, [...OPERATIONS], rounds, settings, TARGETS);

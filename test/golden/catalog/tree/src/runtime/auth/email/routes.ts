@@ -17,7 +17,7 @@ import { clientKey, EMAIL_FAILURE_THRESHOLD, FailureLimiter, IP_FAILURE_THRESHOL
 import { authBody, credentials, field, isForm, queryParam } from './forms.ts';
 import { LOGIN_PAGE_CSP, renderLoginPage, renderSignedInPage, type LoginPageOptions } from './login-page.ts';
 import { safeNext } from './origins.ts';
-import { hashPassword, hashPasswordSync, PASSWORD_MAX_LENGTH, passwordProblem, verifyPassword } from './password.ts';
+import { hashPassword, PASSWORD_MAX_LENGTH, passwordProblem, verifyPassword } from './password.ts';
 import type { SessionRequest, Sessions } from './session.ts';
 import { isoNow, type UserRow, userActor, type UserStatements } from './users.ts';
 
@@ -53,8 +53,11 @@ export interface AuthRoutes {
 export function authRoutes(options: RoutesOptions): AuthRoutes {
   const { users, loginPath, sessions, anonymous } = options;
   const limits = { email: new FailureLimiter(EMAIL_FAILURE_THRESHOLD), ip: new FailureLimiter(IP_FAILURE_THRESHOLD) };
-  // Verified against when the e-mail is unknown, so that case costs the same scrypt work.
-  const dummyHash = hashPasswordSync(randomBytes(16).toString('hex'));
+  // Verified against when the e-mail is unknown, so that case costs the same scrypt work. Hashed in
+  // libuv's thread pool while the app starts: synchronously it cost every boot about 40 ms.
+  const dummyHash = hashPassword(randomBytes(16).toString('hex'));
+  // Should hashing ever fail, the sign-in that awaits it answers 500; it must not crash the process first.
+  dummyHash.catch(() => undefined);
 
   function formToken(req: SessionRequest, res: ServerResponse): string {
     return sessions.signedIn(req) ? sessions.token(req) : anonymous.issue(req, res);
@@ -170,7 +173,7 @@ export function authRoutes(options: RoutesOptions): AuthRoutes {
       limits.email.fail(email, now);
       limits.ip.fail(ip, now);
       const user = query(req.trace, users.byEmail, 'get', [email]) as UserRow | undefined;
-      const ok = await verifyPassword(password, user?.passwordHash ?? dummyHash);
+      const ok = await verifyPassword(password, user?.passwordHash ?? (await dummyHash));
       if (!user || !ok) throw new AppError('INVALID_CREDENTIALS', 'the e-mail or password is incorrect');
       limits.email.clear(email);
       limits.ip.forgive(ip);
