@@ -8,7 +8,8 @@ import type { KeyPath } from '../parse/locate.ts';
 import { ACCESS_ROOTS, COMMAND_ROOTS, parseRule } from './conditions.ts';
 import { IDENTIFIER, snakeCase } from './names.ts';
 import { list, str, strList, strTable, table, text, type Raw } from './raw.ts';
-import { FIELD_TYPES, type ApiKey, type Auth, type Blueprint, type Command, type CommandInput, type FieldType, type MutationValue, type Page, type PermissionRule, type Skill, type Workflow, type WorkflowTrigger } from './types.ts';
+import { type ApiKey, type Auth, type Blueprint, type Command, type CommandInput, type MutationValue, type Page, type PermissionRule, type Skill, type Workflow, type WorkflowTrigger } from './types.ts';
+import { FIELD_TYPES, type FieldType } from '../../runtime-lib/core/values.ts';
 
 export function buildCommand(section: Section & { value: Raw }): Command {
   const { name, value: raw } = section;

@@ -13,7 +13,8 @@ import { ACCESS_ROOTS, parseRule } from './conditions.ts';
 import { defaultProblem, normalizeDefault } from './literals.ts';
 import { IDENTIFIER, kebab } from './names.ts';
 import { list, namedSections, singleSection, str, strList, table, text, type Raw } from './raw.ts';
-import { FIELD_TYPES, type Blueprint, type Entity, type EntityAction, type Field, type FieldDefault, type FieldType, type Rule } from './types.ts';
+import { type Blueprint, type Entity, type EntityAction, type Field, type FieldDefault, type Rule } from './types.ts';
+import { FIELD_TYPES, type FieldType } from '../../runtime-lib/core/values.ts';
 
 const RELATION_TYPES = ['belongsTo', 'hasOne', 'hasMany', 'manyToMany'] as const;
 const REF_TARGET = /^[A-Za-z][A-Za-z0-9_]*(\.[A-Za-z][A-Za-z0-9_]*)?$/;

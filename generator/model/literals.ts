@@ -2,7 +2,7 @@
 // stored, and how a value reads in a message.
 
 import { isBlank, isCalendarDate, isEmail, parseDateTime, textProblem } from '../../runtime-lib/core/values.ts';
-import type { FieldType } from './types.ts';
+import type { FieldType } from '../../runtime-lib/core/values.ts';
 
 /** What a literal for a field of `type` must look like, or undefined when `value` fits. */
 export function expectedLiteral(type: FieldType, value: unknown, values: readonly string[] | undefined): string | undefined {

@@ -5,10 +5,7 @@
 import type { Condition } from '../../runtime-lib/rules/conditions.ts';
 import type { KeyPath } from '../parse/locate.ts';
 
-export const FIELD_TYPES = [
-  'ULID', 'UUID', 'Text', 'LongText', 'Email', 'Integer', 'Float', 'Boolean', 'Date', 'DateTime', 'JSON', 'Enum', 'Ref', 'file',
-] as const;
-export type FieldType = (typeof FIELD_TYPES)[number];
+import type { FieldType } from '../../runtime-lib/core/values.ts';
 
 /**
  * A condition as the blueprint wrote it (`source`: true/false, a string or a table) and parsed.

@@ -4,6 +4,7 @@
 import { AppError, type ErrorDetail } from '../core/errors.ts';
 import { ULID_PATTERN, UUID_PATTERN } from '../core/ids.ts';
 import {
+  type FieldType,
   isBlank,
   isCalendarDate,
   isEmail,
@@ -15,21 +16,6 @@ import {
 
 export type Row = Record<string, unknown>;
 
-export type FieldType =
-  | 'ULID'
-  | 'UUID'
-  | 'Text'
-  | 'LongText'
-  | 'Email'
-  | 'Integer'
-  | 'Float'
-  | 'Boolean'
-  | 'Date'
-  | 'DateTime'
-  | 'JSON'
-  | 'Enum'
-  | 'Ref'
-  | 'file';
 
 export interface FieldSpec {
   name: string;

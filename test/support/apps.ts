@@ -5,6 +5,7 @@ import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { START_NODE_FLAGS } from '../../generator/emit/index.ts';
 
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 export const BP = path.join(ROOT, 'bin', 'bp');
@@ -56,7 +57,7 @@ export interface RunningApp {
 /** `npm run dev`'s command: the app straight from src/ through tsx. */
 export const DEV_COMMAND = ['--import', 'tsx', 'src/server.ts'];
 /** `npm start`'s command: the production build in dist/, built first when missing or stale. */
-export const START_COMMAND = ['scripts/start.js', 'server'];
+export const START_COMMAND = [...START_NODE_FLAGS, 'scripts/start.js', 'server'];
 
 /** Starts the app (by default `npm run dev`'s command) on a free port and waits until it listens. */
 export async function startApp(appDir: string, env: Record<string, string> = {}, args = DEV_COMMAND): Promise<RunningApp> {

@@ -4,7 +4,7 @@ import type { CompileContext } from '../../context.ts';
 import { isInputType, parseHandler } from '../../model/build-sections.ts';
 import { COMMAND_ROOTS } from '../../model/conditions.ts';
 import { strList, table, text, type Raw } from '../../model/raw.ts';
-import { FIELD_TYPES } from '../../model/types.ts';
+import { FIELD_TYPES } from '../../../runtime-lib/core/values.ts';
 import { isTable, type Section } from '../../parse/load.ts';
 import type { KeyPath } from '../../parse/locate.ts';
 import { didYouMean } from '../../suggest.ts';

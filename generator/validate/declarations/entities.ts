@@ -6,7 +6,7 @@ import { isFieldType, parseRef } from '../../model/build.ts';
 import { ACCESS_ROOTS } from '../../model/conditions.ts';
 import { defaultProblem } from '../../model/literals.ts';
 import { list, strList, table, text, type Raw } from '../../model/raw.ts';
-import { FIELD_TYPES, type FieldType } from '../../model/types.ts';
+import { FIELD_TYPES, type FieldType } from '../../../runtime-lib/core/values.ts';
 import { isTable } from '../../parse/load.ts';
 import type { KeyPath } from '../../parse/locate.ts';
 import { didYouMean } from '../../suggest.ts';

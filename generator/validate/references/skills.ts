@@ -1,7 +1,8 @@
 // Cross-reference rules of skills: action names and routes, their entity or workflow, path parameters.
 
 import type { CompileContext } from '../../context.ts';
-import { FIELD_TYPES, type Blueprint, type Entity } from '../../model/types.ts';
+import { type Blueprint, type Entity } from '../../model/types.ts';
+import { FIELD_TYPES } from '../../../runtime-lib/core/values.ts';
 import { didYouMean } from '../../suggest.ts';
 import { entityNamed, fieldNamed, names, unknownEntity, unknownField } from './common.ts';
 

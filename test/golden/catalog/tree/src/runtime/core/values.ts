@@ -4,6 +4,25 @@
 // checks blueprint defaults with these, the app checks request bodies and command inputs,
 // sign-up checks addresses: one definition each.
 
+/** The field types of the format contract, in the order it lists them. */
+export const FIELD_TYPES = [
+  'ULID',
+  'UUID',
+  'Text',
+  'LongText',
+  'Email',
+  'Integer',
+  'Float',
+  'Boolean',
+  'Date',
+  'DateTime',
+  'JSON',
+  'Enum',
+  'Ref',
+  'file',
+] as const;
+export type FieldType = (typeof FIELD_TYPES)[number];
+
 // local@domain.tld: no spaces, controls or characters that need quoting in the local part; a
 // dotted domain of letters, digits and hyphens (any script) ending in a letters-only label.
 const EMAIL = /^[^\s\p{Cc}@"<>(),;:\\[\]]{1,64}@(?:[\p{L}\p{N}](?:[\p{L}\p{N}-]{0,61}[\p{L}\p{N}])?\.)+\p{L}{2,63}$/u;

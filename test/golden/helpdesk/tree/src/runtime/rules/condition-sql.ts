@@ -5,6 +5,7 @@
 // (never NULL), only `true` is true, missing values never match. A condition the translation
 // cannot express returns undefined; the generator refuses such read rules at generate time.
 
+import type { FieldType } from '../core/values.ts';
 import {
   type Condition,
   type ConditionActor,
@@ -16,21 +17,8 @@ import {
 import { evaluate } from './expression-eval.ts';
 import type { Expr } from './expression-parse.ts';
 
-export type ColumnType =
-  | 'ULID'
-  | 'UUID'
-  | 'Text'
-  | 'LongText'
-  | 'Email'
-  | 'Integer'
-  | 'Float'
-  | 'Boolean'
-  | 'Date'
-  | 'DateTime'
-  | 'JSON'
-  | 'Enum'
-  | 'Ref'
-  | 'file';
+/** A column's field type: what the SQL of a comparison must account for. */
+export type ColumnType = FieldType;
 
 export interface SqlPredicate {
   sql: string;
