@@ -586,10 +586,17 @@ describe('email auth', function () {
       expect(client.lastSetCookie).to.deep.equal([]);
       const https = new Client(app.base);
       await https.login('alice@example.com', PASSWORD, { 'x-forwarded-proto': 'https' });
-      const cookie = https.lastSetCookie.find((c) => c.startsWith('hd.sid=')) as string;
+      // __Host-: Secure, path /, no Domain, so no sibling subdomain can set these cookies for us.
+      const cookie = https.lastSetCookie.find((c) => c.startsWith('__Host-hd.sid=')) as string;
       expect(cookie).to.match(/; Secure/);
       expect(cookie).to.match(/; HttpOnly/);
       expect(cookie).to.match(/; SameSite=Lax/);
+      expect(cookie).to.match(/; Path=\/(;|$)/);
+      expect(cookie).to.not.match(/Domain=/i);
+      const anonymous = new Client(app.base);
+      await anonymous.send('GET', '/api/auth/session', { headers: { 'x-forwarded-proto': 'https' } });
+      const nonce = anonymous.lastSetCookie.find((c) => c.startsWith('__Host-hd.csrf=')) as string;
+      expect(nonce, anonymous.lastSetCookie.join(' | ')).to.match(/; Path=\/; HttpOnly; Secure; SameSite=Lax$/);
     });
 
     it('ends a session after the idle timeout, while activity keeps it alive', async () => {
