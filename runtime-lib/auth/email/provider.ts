@@ -19,7 +19,10 @@ import { type UserRow, userActor, userStatements } from './users.ts';
 
 export interface EmailAuthOptions {
   db: Db;
-  /** Cookie name prefix: the cookies are `<appSlug>.sid` (sessions) and `<appSlug>.csrf`, `__Host-` first in production. */
+  /**
+   * Cookie name prefix: the cookies are `<appSlug>.sid` (sessions) and `<appSlug>.csrf`, with
+   * `__Host-` first in production.
+   */
   appSlug: string;
   /** Shown on the sign-in page; defaults to appSlug. */
   appTitle?: string;

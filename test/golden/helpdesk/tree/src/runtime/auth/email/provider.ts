@@ -20,7 +20,10 @@ import { type UserRow, userActor, userStatements } from './users.ts';
 
 export interface EmailAuthOptions {
   db: Db;
-  /** Cookie name prefix: the cookies are `<appSlug>.sid` (sessions) and `<appSlug>.csrf`. */
+  /**
+   * Cookie name prefix: the cookies are `<appSlug>.sid` (sessions) and `<appSlug>.csrf`, with
+   * `__Host-` first in production.
+   */
   appSlug: string;
   /** Shown on the sign-in page; defaults to appSlug. */
   appTitle?: string;
@@ -67,9 +70,13 @@ export function createEmailAuth(options: EmailAuthOptions): EmailAuth {
   const secret = sessionSecret(options);
   const signup = options.signup ?? true;
   const cookie = { path: '/', httpOnly: true, secure: production };
+  // In production (HTTPS) both cookies carry the __Host- prefix: the browser then accepts them only
+  // Secure, for this host alone and path /, so a sibling subdomain cannot plant its own nonce or
+  // session id beside ours (cookie tossing).
+  const prefix = production ? '__Host-' : '';
   const sessions = createSessions({
     db,
-    cookieName: `${options.appSlug}.sid`,
+    cookieName: `${prefix}${options.appSlug}.sid`,
     cookie,
     secret,
     durationMs: options.sessionDuration * 1000,
@@ -77,7 +84,7 @@ export function createEmailAuth(options: EmailAuthOptions): EmailAuth {
     production,
     warn: options.warn,
   });
-  const anonymous = anonymousTokens({ cookieName: `${options.appSlug}.csrf`, cookie, secret });
+  const anonymous = anonymousTokens({ cookieName: `${prefix}${options.appSlug}.csrf`, cookie, secret });
   const users = userStatements(db);
   const { router, formToken, expiredForm } = authRoutes({
     users,
