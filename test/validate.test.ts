@@ -124,11 +124,11 @@ const CASES: Array<{ fixture: string; root?: string; expected: Expected[] }> = [
         hint: 'declare it under [[notifications.adapters]]',
       },
       {
-        at: 'app.toml:36:12',
-        code: 'INVALID_SKILL_ACTION',
-        path: 'skill.expenses.actions.0.action',
-        message: 'skill action "list" needs either action (a CRUD operation) or workflow',
-        hint: 'add action = "create", "list", "get", "update" or "delete", or workflow = "<workflow name>"',
+        at: 'app.toml:36:96',
+        code: 'INVALID_RISK',
+        path: 'skill.expenses.actions.0.risk',
+        message: 'a GET skill action reads, so its risk is "read", not "write"',
+        hint: 'write risk = "read", or leave it out',
       },
     ],
   },
@@ -959,18 +959,6 @@ const CASES: Array<{ fixture: string; root?: string; expected: Expected[] }> = [
     ],
   },
   {
-    fixture: 'skill-action-neither',
-    expected: [
-      {
-        at: 'app.toml:11:1',
-        code: 'INVALID_SKILL_ACTION',
-        path: 'skill.expenses.actions.0.action',
-        message: 'skill action "get_expense" needs either action (a CRUD operation) or workflow',
-        hint: 'add action = "create", "list", "get", "update" or "delete", or workflow = "<workflow name>"',
-      },
-    ],
-  },
-  {
     fixture: 'skill-map-params-unknown-field',
     expected: [
       {
@@ -1254,29 +1242,31 @@ describe('validateBlueprint', () => {
     });
   });
 
-  it('accepts keys of other UI systems with a warning that they are ignored', () => {
-    const { diagnostics } = validate(path.join(VALID, 'foreign-keys', 'app.toml'));
+  it('accepts presentational sections and page keys with one warning each, whatever they hold', () => {
+    const { diagnostics } = validate(path.join(VALID, 'presentational', 'app.toml'));
     const ignored = (at: string, key: string, keyPath = key): Expected => ({
       at,
       code: 'IGNORED_KEY',
       severity: 'warning',
       path: keyPath,
-      message: `"${key}" belongs to another UI system and is ignored`,
+      message: `"${key}" is presentational and is ignored`,
       hint: undefined,
     });
     expect(diagnostics.map(seen)).to.deep.equal([
-      ignored('app.toml:5:2', 'ui'),
-      ignored('app.toml:8:2', 'ux'),
-      ignored('app.toml:11:2', 'design_system'),
+      ignored('app.toml:6:2', 'ui'),
+      ignored('app.toml:10:2', 'ux'),
+      ignored('app.toml:14:2', 'design_adapter'),
+      ignored('app.toml:17:2', 'design_system'),
       {
-        at: 'app.toml:20:7',
+        at: 'app.toml:27:7',
         code: 'NOT_GENERATED',
         severity: 'warning',
         path: 'page."/expenses"',
         message: 'page "/expenses" is accepted but not generated yet: nothing is served at this path',
         hint: undefined,
       },
-      ignored('app.toml:22:1', 'widget', 'page."/expenses".widget'),
+      ignored('app.toml:29:1', 'meta', 'page."/expenses".meta'),
+      ignored('app.toml:30:1', 'ux', 'page."/expenses".ux'),
     ]);
   });
 
@@ -1323,9 +1313,16 @@ describe('validateBlueprint', () => {
       'actions', 'method', 'path', 'action', 'workflow', 'mapParams', 'body', 'trigger', 'steps', 'manual', 'event', 'webhook',
       'command', 'adapter', 'adapters', 'query', 'queries', 'where', 'data', 'orderBy', 'include', 'form', 'read', 'create',
       'or', 'and', 'allow', 'deny', 'apiKeys', 'permissions', 'statusField', 'actionBar',
+      'operations', 'result', 'items', 'then', 'else', 'do', 'if', 'service', 'operation', 'schedule', 'risk', 'board', 'widget',
+      'lookup', 'optionsFrom', 'card', 'columns', 'groupBy', 'search', 'pages', 'runtime', 'min_version', 'enabled', 'href',
+      'redirect', 'onSuccess', 'layout', 'pattern', 'payload', 'message', 'on_move', 'layoutSlots', 'behavior',
     ];
     const leaf = fc.oneof(
-      fc.constantFrom('ULID', 'Text', 'Enum', 'Ref', 'file', 'X', 'X.id', 'now', 'input.a', 'actor.id', 'record.a', 'a == 1', '/x/{id}', 'h.ts#f', 'command-only', 'belongsTo', 'query', 'notify'),
+      fc.constantFrom(
+        'ULID', 'Text', 'Enum', 'Ref', 'file', 'X', 'X.id', 'now', 'input.a', 'actor.id', 'record.a', 'a == 1', '/x/{id}', 'h.ts#f',
+        'command-only', 'belongsTo', 'query', 'notify', 'condition', 'loop', 'service', 'webhook', 'email', 'lookup', 'select',
+        'board', 'Object', 'Array', 'GET', 'read', '0 0 * * *', '[a-', '0.7.0',
+      ),
       fc.string({ maxLength: 6 }),
       fc.integer(),
       fc.boolean(),
@@ -1347,6 +1344,10 @@ describe('validateBlueprint', () => {
         entity: named,
         entities: fc.array(section, { maxLength: 2 }),
         command: named,
+        service: named,
+        services: fc.oneof(named, fc.array(section, { maxLength: 2 })),
+        plugin: named,
+        plugins: fc.array(section, { maxLength: 2 }),
         skill: named,
         workflow: named,
         page: named,

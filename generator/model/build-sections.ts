@@ -8,7 +8,28 @@ import type { KeyPath } from '../parse/locate.ts';
 import { ACCESS_ROOTS, COMMAND_ROOTS, parseRule } from './conditions.ts';
 import { IDENTIFIER, snakeCase } from './names.ts';
 import { list, str, strList, strTable, table, text, type Raw } from './raw.ts';
-import { type ApiKey, type Auth, type Blueprint, type Command, type CommandInput, type MutationValue, type Page, type PermissionRule, type Skill, type Workflow, type WorkflowTrigger } from './types.ts';
+import type {
+  ActionBar,
+  ActionBarAction,
+  ApiKey,
+  Auth,
+  Blueprint,
+  Board,
+  Command,
+  CommandInput,
+  MutationValue,
+  Page,
+  PageTemplate,
+  PermissionRule,
+  Skill,
+  SkillAction,
+  SkillQueryParam,
+  SkillRisk,
+  Workflow,
+  WorkflowStep,
+  WorkflowStepType,
+  WorkflowTrigger,
+} from './types.ts';
 import { FIELD_TYPES, type FieldType } from '../../runtime-lib/core/values.ts';
 
 export function buildCommand(section: Section & { value: Raw }): Command {
@@ -132,6 +153,7 @@ export function buildSkill(name: string, raw: Raw): Skill {
   return {
     name,
     description: str(raw.description),
+    auth: raw.auth === 'none' ? 'none' : 'required',
     // Indexes are taken before malformed entries are left out, so paths match the source.
     actions: list(raw.actions).flatMap((a, i) =>
       isTable(a)
@@ -140,14 +162,16 @@ export function buildSkill(name: string, raw: Raw): Skill {
               name: text(a.name),
               path: ['skill', name, 'actions', i],
               description: str(a.description),
-              method: str(a.method) as Skill['actions'][number]['method'],
+              method: str(a.method) as SkillAction['method'],
               route: str(a.path) ?? '',
               body: strTable(a.body),
+              query: Object.entries(table(a.query)).flatMap(([param, q]) => (isTable(q) ? [queryParam(param, q)] : [])),
               entity: str(a.entity),
-              action: str(a.action) as Skill['actions'][number]['action'],
+              action: str(a.action) as SkillAction['action'],
               workflow: str(a.workflow),
               mapParams: strTable(a.mapParams),
               scopes: strList(a.scopes),
+              risk: str(a.risk) as SkillRisk | undefined,
             },
           ]
         : [],
@@ -155,19 +179,42 @@ export function buildSkill(name: string, raw: Raw): Skill {
   };
 }
 
-/** How many of the trigger forms (manual, entity event, webhook) a trigger table uses. */
-export function triggerForms(t: Raw): number {
-  return [t.manual !== undefined, t.entity !== undefined || t.event !== undefined, t.webhook !== undefined].filter(Boolean).length;
+function queryParam(name: string, q: Raw): SkillQueryParam {
+  const type = text(q.type);
+  const value = q.default;
+  return {
+    name,
+    // An unknown type has its error; the parameter stays so that its field still resolves.
+    type: isInputType(type) ? type : 'Text',
+    field: str(q.field) ?? name,
+    values: q.values === undefined ? undefined : strList(q.values),
+    required: q.required === true,
+    default: typeof value === 'string' || typeof value === 'number' || typeof value === 'boolean' ? value : undefined,
+    description: str(q.description),
+  };
+}
+
+/** The trigger forms (manual, entity event, webhook, schedule) a trigger table uses. */
+export function triggerForms(t: Raw): Array<'manual' | 'entity' | 'webhook' | 'schedule'> {
+  const forms: Array<'manual' | 'entity' | 'webhook' | 'schedule'> = [];
+  if (t.manual !== undefined) forms.push('manual');
+  if (t.entity !== undefined || t.event !== undefined) forms.push('entity');
+  if (t.webhook !== undefined) forms.push('webhook');
+  if (t.schedule !== undefined) forms.push('schedule');
+  return forms;
 }
 
 export function buildWorkflow(ctx: CompileContext, name: string, raw: Raw): Workflow {
   const at: KeyPath = ['workflow', name];
   const t = table(raw.trigger);
+  const forms = triggerForms(t);
   let trigger: WorkflowTrigger = { kind: 'manual' };
-  if (triggerForms(t) === 1 && t.webhook !== undefined) {
+  if (forms.length === 1 && forms[0] === 'webhook') {
     trigger = { kind: 'webhook', route: text(t.webhook), secretEnv: str(t.webhookSecretEnv) };
-  } else if (triggerForms(t) === 1 && (t.entity !== undefined || t.event !== undefined)) {
+  } else if (forms.length === 1 && forms[0] === 'entity') {
     trigger = { kind: 'entity', entity: text(t.entity), event: str(t.event) as 'create', condition: table(t.condition) };
+  } else if (forms.length === 1 && forms[0] === 'schedule') {
+    trigger = { kind: 'schedule', cron: text(t.schedule) };
   }
   return {
     name,
@@ -176,14 +223,24 @@ export function buildWorkflow(ctx: CompileContext, name: string, raw: Raw): Work
     trigger,
     precondition: table(raw.precondition),
     transactional: raw.transactional === true,
+    retries: typeof raw.retries === 'number' ? raw.retries : 3,
     maxConcurrent: typeof raw.maxConcurrent === 'number' ? raw.maxConcurrent : 10,
-    steps: list(raw.steps).flatMap((s, i) => {
-      if (!isTable(s)) return [];
-      const step = { type: str(s.type) as Workflow['steps'][number]['type'], spec: s };
-      ctx.declaredAt.set(step, [...at, 'steps', i]);
-      return [step];
-    }),
+    steps: buildSteps(ctx, [...at, 'steps'], raw.steps),
   };
+}
+
+/** Steps as written, each registered where it was declared; nested branches the same way. */
+function buildSteps(ctx: CompileContext, at: KeyPath, raw: unknown): WorkflowStep[] {
+  return list(raw).flatMap((s, i) => {
+    if (!isTable(s)) return [];
+    const branches: WorkflowStep['branches'] = {};
+    for (const key of ['then', 'else', 'do'] as const) {
+      if (Array.isArray(s[key])) branches[key] = buildSteps(ctx, [...at, i, key], s[key]);
+    }
+    const step: WorkflowStep = { type: str(s.type) as WorkflowStepType, spec: s, branches };
+    ctx.declaredAt.set(step, [...at, i]);
+    return [step];
+  });
 }
 
 export function buildPage(route: string, raw: Raw): Page {
@@ -193,7 +250,7 @@ export function buildPage(route: string, raw: Raw): Page {
     path: ['page', route],
     title: str(raw.title),
     auth: (str(raw.auth) as Page['auth']) ?? 'required',
-    layout: (str(raw.layout) as Page['layout']) ?? 'list',
+    layout: str(raw.layout) ?? 'list',
     queries: Object.entries(table(raw.query))
       .filter(([, q]) => isTable(q))
       .map(([name, q]) => {
@@ -204,15 +261,94 @@ export function buildPage(route: string, raw: Raw): Page {
           where: table(query.where),
           orderBy: Object.entries(table(query.orderBy)).map(([field, dir]) => ({ field, direction: str(dir) as 'asc' | 'desc' })),
           limit: typeof query.limit === 'number' ? query.limit : undefined,
+          offset: typeof query.offset === 'number' ? query.offset : undefined,
           include: strList(query.include),
         };
       }),
-    actionBar: isTable(raw.actionBar) ? { statusField: text(raw.actionBar.statusField) } : undefined,
+    actionBar: isTable(raw.actionBar) ? actionBar(raw.actionBar) : undefined,
+    board: isTable(raw.board) ? board(raw.board) : undefined,
+    widget: isTable(raw.widget) ? raw.widget : undefined,
+    template: isTable(raw.template) ? pageTemplate(raw.template, 'file') : undefined,
+    // Slot templates are inline unless they say otherwise (Zebric).
+    layoutSlots: Object.fromEntries(Object.entries(table(raw.layoutSlots)).flatMap(([slot, t]) => (isTable(t) ? [[slot, pageTemplate(t, 'inline')]] : []))),
+    behavior: isTable(raw.behavior) ? raw.behavior : undefined,
     form: form && {
       entity: text(form.entity),
       method: (str(form.method) as 'create') ?? 'create',
       fields: list(form.fields).filter(isTable),
+      mode: str(form.mode) as 'page' | undefined,
+      sections: list(form.sections)
+        .filter(isTable)
+        .map((section) => ({
+          title: str(section.title),
+          description: str(section.description),
+          layout: str(section.layout),
+          fields: list(section.fields).flatMap((f) => (isTable(f) && typeof f.name === 'string' ? [f.name] : [])),
+        })),
+      interaction: isTable(form.interaction)
+        ? { validation: str(form.interaction.validation) as 'inline' | undefined, save_behavior: str(form.interaction.save_behavior) as 'standard' | undefined }
+        : undefined,
       onSuccess: isTable(form.onSuccess) ? { redirect: str(form.onSuccess.redirect), message: str(form.onSuccess.message) } : undefined,
+      onError: isTable(form.onError) ? { message: str(form.onError.message) } : undefined,
+    },
+  };
+}
+
+function pageTemplate(raw: Raw, defaultType: PageTemplate['type']): PageTemplate {
+  return {
+    engine: raw.engine === 'handlebars' ? 'handlebars' : 'liquid',
+    source: text(raw.source),
+    type: (str(raw.type) as PageTemplate['type']) ?? defaultType,
+  };
+}
+
+function actionBar(raw: Raw): ActionBar {
+  const actions = (v: unknown): ActionBarAction[] =>
+    list(v)
+      .filter(isTable)
+      .map((a) => ({
+        label: text(a.label),
+        href: str(a.href),
+        method: str(a.method) as ActionBarAction['method'],
+        style: str(a.style) as ActionBarAction['style'],
+        confirm: str(a.confirm),
+        target: str(a.target) as ActionBarAction['target'],
+        icon: str(a.icon),
+        workflow: str(a.workflow),
+        payload: table(a.payload),
+        visibleWhen: isTable(a.visibleWhen) ? a.visibleWhen : undefined,
+        enabledWhen: isTable(a.enabledWhen) ? a.enabledWhen : undefined,
+        redirect: str(a.redirect),
+        successMessage: str(a.successMessage),
+        errorMessage: str(a.errorMessage),
+      }));
+  return {
+    title: str(raw.title),
+    description: str(raw.description),
+    statusField: str(raw.statusField),
+    statusLabel: str(raw.statusLabel),
+    showStatus: raw.showStatus !== false,
+    actions: actions(raw.actions),
+    secondaryActions: actions(raw.secondaryActions),
+  };
+}
+
+function board(raw: Raw): Board {
+  const card = table(raw.card);
+  const move = isTable(raw.move) ? raw.move : undefined;
+  return {
+    query: text(raw.query),
+    groupBy: text(raw.groupBy),
+    orderBy: str(raw.orderBy),
+    columns: list(raw.columns)
+      .filter(isTable)
+      .map((c) => ({ value: text(c.value), label: text(c.label), description: str(c.description) })),
+    card: { title: text(card.title), description: str(card.description), href: str(card.href), fields: strList(card.fields) },
+    move: move && {
+      workflow: text(move.workflow),
+      payloadField: str(move.payloadField),
+      successMessage: str(move.successMessage),
+      errorMessage: str(move.errorMessage),
     },
   };
 }
@@ -222,6 +358,6 @@ export function buildNotifications(raw: Raw): Blueprint['notifications'] {
     default: str(raw.default),
     adapters: list(raw.adapters)
       .filter(isTable)
-      .map((a) => ({ name: text(a.name), type: text(a.type) })),
+      .map((a) => ({ name: text(a.name), type: text(a.type), config: table(a.config) })),
   };
 }

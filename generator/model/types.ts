@@ -138,6 +138,19 @@ export interface Auth {
   permissions?: Record<string, { allow: PermissionRule[]; deny: PermissionRule[] }>;
 }
 
+/** A typed query parameter of a `list` skill action: an equality filter on `field` (default: its name). */
+export interface SkillQueryParam {
+  name: string;
+  type: FieldType;
+  field: string;
+  values?: string[];
+  required: boolean;
+  default?: string | number | boolean;
+  description?: string;
+}
+
+export type SkillRisk = 'read' | 'write' | 'destructive' | 'external';
+
 export interface SkillAction {
   name: string;
   path: KeyPath;
@@ -145,28 +158,38 @@ export interface SkillAction {
   method: 'GET' | 'POST' | 'PUT' | 'DELETE';
   route: string;
   body: Record<string, string>;
+  query: SkillQueryParam[];
   entity?: string;
   action?: 'create' | 'list' | 'get' | 'update' | 'delete';
   workflow?: string;
   mapParams: Record<string, string>;
   scopes: string[];
+  /** As written; Zebric infers it from the method when absent (GET read, DELETE destructive, else write). */
+  risk?: SkillRisk;
 }
 
 export interface Skill {
   name: string;
   description?: string;
+  /** `none` lets anonymous callers through (scopes and access rules still apply); default `required`. */
+  auth: 'required' | 'none';
   actions: SkillAction[];
 }
 
 export type WorkflowTrigger =
   | { kind: 'manual' }
   | { kind: 'entity'; entity: string; event: 'create' | 'update' | 'delete'; condition: Record<string, unknown> }
-  | { kind: 'webhook'; route: string; secretEnv?: string };
+  | { kind: 'webhook'; route: string; secretEnv?: string }
+  | { kind: 'schedule'; cron: string };
+
+export type WorkflowStepType = 'query' | 'command' | 'notify' | 'webhook' | 'email' | 'plugin' | 'service' | 'condition' | 'loop' | 'delay';
 
 export interface WorkflowStep {
-  type: 'query' | 'command' | 'notify' | 'webhook';
+  type: WorkflowStepType;
   /** The step as written: step kinds come with their runtime; the model keeps every key. */
   spec: Record<string, unknown>;
+  /** The steps of a condition's `then` / `else` and of a loop's `do`, built like top-level steps. */
+  branches: Partial<Record<'then' | 'else' | 'do', WorkflowStep[]>>;
 }
 
 export interface Workflow {
@@ -176,6 +199,8 @@ export interface Workflow {
   trigger: WorkflowTrigger;
   precondition: Record<string, unknown>;
   transactional: boolean;
+  /** Maximum attempts of a run (Zebric's `retries`, default 3). */
+  retries: number;
   maxConcurrent: number;
   steps: WorkflowStep[];
 }
@@ -186,7 +211,56 @@ export interface PageQuery {
   where: Record<string, unknown>;
   orderBy: Array<{ field: string; direction: 'asc' | 'desc' }>;
   limit?: number;
+  offset?: number;
   include: string[];
+}
+
+export interface PageTemplate {
+  engine: 'handlebars' | 'liquid';
+  source: string;
+  type: 'file' | 'inline';
+}
+
+export interface ActionBarAction {
+  label: string;
+  href?: string;
+  method?: 'GET' | 'POST';
+  style?: 'primary' | 'secondary' | 'danger' | 'ghost';
+  confirm?: string;
+  target?: '_self' | '_blank';
+  icon?: string;
+  workflow?: string;
+  payload: Record<string, unknown>;
+  visibleWhen?: Record<string, unknown>;
+  enabledWhen?: Record<string, unknown>;
+  redirect?: string;
+  successMessage?: string;
+  errorMessage?: string;
+}
+
+export interface ActionBar {
+  title?: string;
+  description?: string;
+  statusField?: string;
+  statusLabel?: string;
+  showStatus: boolean;
+  actions: ActionBarAction[];
+  secondaryActions: ActionBarAction[];
+}
+
+export interface BoardColumn {
+  value: string;
+  label: string;
+  description?: string;
+}
+
+export interface Board {
+  query: string;
+  groupBy: string;
+  orderBy?: string;
+  columns: BoardColumn[];
+  card: { title: string; description?: string; href?: string; fields: string[] };
+  move?: { workflow: string; payloadField?: string; successMessage?: string; errorMessage?: string };
 }
 
 export interface Page {
@@ -194,10 +268,27 @@ export interface Page {
   path: KeyPath;
   title?: string;
   auth: 'required' | 'optional' | 'none';
-  layout: 'list' | 'detail' | 'form' | 'dashboard';
+  /** list, detail, form, dashboard, board or auth; any other name is a custom layout. */
+  layout: string;
   queries: PageQuery[];
-  actionBar?: { statusField: string };
-  form?: { entity: string; method: 'create' | 'update' | 'delete'; fields: Record<string, unknown>[]; onSuccess?: { redirect?: string; message?: string } };
+  actionBar?: ActionBar;
+  board?: Board;
+  /** A client-side widget as written (Zebric passes its keys through to the widget kind). */
+  widget?: Record<string, unknown>;
+  template?: PageTemplate;
+  layoutSlots: Record<string, PageTemplate>;
+  /** `intent`, `render` and `on_*` handler paths, as written. */
+  behavior?: Record<string, unknown>;
+  form?: {
+    entity: string;
+    method: 'create' | 'update' | 'delete';
+    fields: Record<string, unknown>[];
+    mode?: 'page' | 'modal' | 'inline';
+    sections: Array<{ title?: string; description?: string; layout?: string; fields: string[] }>;
+    interaction?: { validation?: 'inline' | 'summary' | 'none'; save_behavior?: 'standard' | 'optimistic' };
+    onSuccess?: { redirect?: string; message?: string };
+    onError?: { message?: string };
+  };
 }
 
 export interface Blueprint {
@@ -211,5 +302,5 @@ export interface Blueprint {
   skills: Skill[];
   workflows: Workflow[];
   pages: Page[];
-  notifications: { default?: string; adapters: Array<{ name: string; type: string }> };
+  notifications: { default?: string; adapters: Array<{ name: string; type: string; config: Record<string, unknown> }> };
 }

@@ -24,22 +24,31 @@ export interface Origin {
   keys: KeyPath;
 }
 
-export const NAMED_KINDS = ['entity', 'command', 'skill', 'workflow', 'page'] as const;
+export const NAMED_KINDS = ['entity', 'command', 'service', 'plugin', 'skill', 'workflow', 'page'] as const;
 export type NamedKind = (typeof NAMED_KINDS)[number];
-export const SINGLETON_KINDS = ['version', 'project', 'auth', 'notifications'] as const;
+/** `hash` is Zebric's: its loader overwrites whatever the file says, so bp reads it as nothing too. */
+export const SINGLETON_KINDS = ['version', 'hash', 'project', 'auth', 'notifications'] as const;
 export type SingletonKind = (typeof SINGLETON_KINDS)[number];
 
 /** Array form of each named section and the key that names its elements. */
-const ARRAY_FORMS: Record<string, { kind: NamedKind; nameKey: string }> = {
+export const ARRAY_FORMS: Record<string, { kind: NamedKind; nameKey: string }> = {
   entities: { kind: 'entity', nameKey: 'name' },
   commands: { kind: 'command', nameKey: 'name' },
+  services: { kind: 'service', nameKey: 'name' },
+  plugins: { kind: 'plugin', nameKey: 'name' },
   skills: { kind: 'skill', nameKey: 'name' },
   workflows: { kind: 'workflow', nameKey: 'name' },
   pages: { kind: 'page', nameKey: 'path' },
 };
 
-/** Top-level keys of other UI systems: accepted with a warning so foreign blueprints still build. */
-export const FOREIGN_KEYS = ['ui', 'ux', 'design_system'];
+/** Plural spellings that are also keyed forms when written as a table (`[services.mailer]`, as in Zebric). */
+const KEYED_PLURALS: Record<string, NamedKind> = { services: 'service' };
+
+/**
+ * Purely presentational top-level sections (Zebric's theme, UX and design settings): bp renders
+ * no UI from them, so each is accepted whatever its content, with one IGNORED_KEY warning.
+ */
+export const PRESENTATIONAL_KEYS = ['ui', 'ux', 'design_adapter', 'design_system'];
 
 export interface Section {
   kind: NamedKind | SingletonKind | 'unknown';
@@ -178,15 +187,17 @@ export function parseBlueprint(rootPath: string, host: SourceHost): ParseResult 
   const collectSections = (file: SourceFile): void => {
     for (const [key, value] of Object.entries(file.data)) {
       if (key === 'imports') continue;
-      if ((NAMED_KINDS as readonly string[]).includes(key)) {
+      const plural = isTable(value) && Object.hasOwn(KEYED_PLURALS, key) ? KEYED_PLURALS[key] : undefined;
+      const keyedKind = (NAMED_KINDS as readonly string[]).includes(key) ? (key as NamedKind) : plural;
+      if (keyedKind) {
         if (!isTable(value)) {
           diagnostics.push(shapeError(file, [key], `${key} must be a table of named ${key} definitions`));
           continue;
         }
         for (const [name, item] of Object.entries(value)) {
-          addSection({ kind: key as NamedKind, name, value: item, origin: { file, keys: [key, name] } });
+          addSection({ kind: keyedKind, name, value: item, origin: { file, keys: [key, name] } });
         }
-      } else if (key in ARRAY_FORMS) {
+      } else if (Object.hasOwn(ARRAY_FORMS, key)) {
         const form = ARRAY_FORMS[key];
         if (!Array.isArray(value)) {
           diagnostics.push(shapeError(file, [key], `${key} must be an array of tables ([[${key}]])`));
@@ -203,12 +214,12 @@ export function parseBlueprint(rootPath: string, host: SourceHost): ParseResult 
         });
       } else if ((SINGLETON_KINDS as readonly string[]).includes(key)) {
         addSection({ kind: key as SingletonKind, name: '', value, origin: { file, keys: [key] } });
-      } else if (FOREIGN_KEYS.includes(key)) {
+      } else if (PRESENTATIONAL_KEYS.includes(key)) {
         diagnostics.push({
           code: 'IGNORED_KEY',
           severity: 'warning',
           path: key,
-          message: `"${key}" belongs to another UI system and is ignored`,
+          message: `"${key}" is presentational and is ignored`,
           location: where(file, [key]),
         });
       } else {

@@ -2,24 +2,33 @@
 // keyed form. It fixes shapes only; meanings (types that exist, references that resolve) are the
 // semantic rules' job, so their messages can say more than "must be equal to one of".
 // `additionalProperties: false` everywhere: unknown keys surface as warnings with a suggestion.
+// The keys are Zebric 0.6's (its schema.ts at f8e7362; docs/zebric-compatibility.md lists each
+// with what bp does) plus bp's own. Where Zebric passes unknown keys through (widgets, page
+// behaviours, workflow steps), the keys its runtime reads are listed and any other is reported
+// as a likely typo.
 
 type Schema = Record<string, unknown>;
 
 const str: Schema = { type: 'string' };
 const nonEmptyStr: Schema = { type: 'string', minLength: 1 };
 const bool: Schema = { type: 'boolean' };
+const num: Schema = { type: 'number' };
+const anyTable: Schema = { type: 'object' };
 const strList: Schema = { type: 'array', items: str };
 const nonEmptyStrList: Schema = { type: 'array', items: nonEmptyStr };
+const enumOf = (...values: string[]): Schema => ({ enum: values });
 /** Conditions have several forms; parseCondition checks their inner shape with better messages. */
 const condition: Schema = { type: ['boolean', 'string', 'object'] };
 
-const obj = (properties: Record<string, Schema>, required: string[] = []): Schema => ({
+const obj = (properties: Record<string, Schema>, required: string[] = [], extra: Schema = {}): Schema => ({
   type: 'object',
   properties,
   required,
   additionalProperties: false,
+  ...extra,
 });
 const tableOf = (item: Schema): Schema => ({ type: 'object', additionalProperties: item });
+const listOf = (item: Schema, minItems?: number): Schema => ({ type: 'array', items: item, ...(minItems ? { minItems } : {}) });
 
 const field = obj(
   {
@@ -60,6 +69,8 @@ const entity = obj(
       ),
     ),
     access: obj({ read: condition, create: condition, update: condition, delete: condition }),
+    // Shape only: the model and the migrations read indexes (issue 9, keys).
+    indexes: listOf(obj({ fields: nonEmptyStrList, unique: bool, name: nonEmptyStr }, ['fields'])),
     protection: obj({ fields: nonEmptyStrList, commands: nonEmptyStrList }),
     scopes: obj({ read: nonEmptyStrList, write: nonEmptyStrList }),
   },
@@ -79,7 +90,7 @@ const command = obj(
     policy: condition,
     availableWhen: condition,
     confirm: str,
-    style: { enum: ['primary', 'secondary', 'danger', 'ghost'] },
+    style: enumOf('primary', 'secondary', 'danger', 'ghost'),
     input: tableOf(commandInput),
     mutations: { type: 'object', additionalProperties: { type: ['string', 'number', 'boolean'] } },
     handler: nonEmptyStr,
@@ -88,47 +99,114 @@ const command = obj(
   ['entity'],
 );
 
+/** A service's typed value (Zebric's ExternalValueSchema), recursive through `fields` and `items`. */
+const VALUE_REF: Schema = { $ref: '#/$defs/value' };
+const service = obj(
+  {
+    description: str,
+    plugin: nonEmptyStr,
+    operations: {
+      ...tableOf(obj({ description: str, input: tableOf(VALUE_REF), result: VALUE_REF, transform: anyTable })),
+      minProperties: 1,
+    },
+  },
+  ['operations'],
+  {
+    $defs: {
+      value: obj(
+        { type: nonEmptyStr, required: bool, values: nonEmptyStrList, fields: tableOf(VALUE_REF), items: VALUE_REF, allowUnknown: bool },
+        ['type'],
+      ),
+    },
+  },
+);
+
+const plugin = obj(
+  {
+    version: str,
+    enabled: bool,
+    trust_level: enumOf('limited', 'full'),
+    capabilities: listOf(enumOf('database', 'network', 'storage', 'filesystem')),
+    config: anyTable,
+  },
+  ['enabled'],
+);
+
+const skillQueryParam = obj(
+  { type: nonEmptyStr, field: nonEmptyStr, values: nonEmptyStrList, required: bool, default: { type: ['string', 'number', 'boolean'] }, description: str },
+  ['type'],
+);
+
 const skillAction = obj(
   {
     name: nonEmptyStr,
     description: str,
-    method: { enum: ['GET', 'POST', 'PUT', 'DELETE'] },
+    method: enumOf('GET', 'POST', 'PUT', 'DELETE'),
     path: { type: 'string', pattern: '^/' },
     body: tableOf(nonEmptyStr),
+    query: tableOf(skillQueryParam),
     entity: nonEmptyStr,
-    action: { enum: ['create', 'list', 'get', 'update', 'delete'] },
+    action: enumOf('create', 'list', 'get', 'update', 'delete'),
     workflow: nonEmptyStr,
     mapParams: tableOf(nonEmptyStr),
     scopes: nonEmptyStrList,
+    risk: enumOf('read', 'write', 'destructive', 'external'),
   },
   ['name', 'method', 'path'],
 );
 
-const skill = obj({ description: str, actions: { type: 'array', items: skillAction } }, ['actions']);
+const skill = obj({ description: str, auth: enumOf('required', 'none'), actions: { type: 'array', items: skillAction } }, ['actions']);
+
+/** Workflow step types; which keys each reads is STEP_KEYS (validate/declarations/workflow-steps.ts). */
+export const STEP_TYPES = ['query', 'command', 'notify', 'webhook', 'email', 'plugin', 'service', 'condition', 'loop', 'delay'] as const;
 
 const templateValue: Schema = {};
-const step = obj(
-  {
-    type: { enum: ['query', 'command', 'notify', 'webhook'] },
+const STEP_REF: Schema = { $ref: '#/$defs/step' };
+/**
+ * Every key a step of some type reads, with its shape. Which keys apply to which type (and which
+ * are required) is a declaration rule, so that a key of another type gets a message naming the
+ * step's type and a "did you mean" among its own keys.
+ */
+const step: Schema = {
+  type: 'object',
+  properties: {
+    type: { enum: [...STEP_TYPES] },
     name: str,
-    entity: nonEmptyStr,
-    action: { enum: ['create', 'update', 'delete', 'find'] },
-    where: { type: 'object' },
-    data: { type: 'object' },
     assignTo: nonEmptyStr,
+    entity: nonEmptyStr,
+    action: enumOf('create', 'update', 'delete', 'find'),
+    // Zebric also takes the record id itself as a string.
+    where: { type: ['object', 'string'] },
+    data: anyTable,
     command: nonEmptyStr,
     recordId: str,
-    input: { type: 'object' },
+    input: anyTable,
     adapter: nonEmptyStr,
-    body: templateValue,
-    subject: str,
+    channel: str,
     to: str,
+    subject: str,
+    body: templateValue,
+    message: templateValue,
+    template: str,
+    params: anyTable,
+    metadata: anyTable,
     url: nonEmptyStr,
-    method: { enum: ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'] },
+    method: enumOf('GET', 'POST', 'PUT', 'PATCH', 'DELETE'),
     headers: tableOf(str),
+    payload: templateValue,
+    plugin: nonEmptyStr,
+    action_name: nonEmptyStr,
+    service: nonEmptyStr,
+    operation: nonEmptyStr,
+    if: anyTable,
+    then: listOf(STEP_REF),
+    else: listOf(STEP_REF),
+    items: { type: ['string', 'array'] },
+    do: listOf(STEP_REF),
+    duration: { anyOf: [{ type: 'integer', minimum: 0 }, nonEmptyStr] },
   },
-  ['type'],
-);
+  required: ['type'],
+};
 
 const workflow = obj(
   {
@@ -136,65 +214,186 @@ const workflow = obj(
     trigger: obj({
       manual: bool,
       entity: nonEmptyStr,
-      event: { enum: ['create', 'update', 'delete'] },
-      condition: { type: 'object' },
+      event: enumOf('create', 'update', 'delete'),
+      condition: anyTable,
       webhook: { type: 'string', pattern: '^/webhooks/' },
       webhookSecretEnv: nonEmptyStr,
+      schedule: str,
     }),
-    precondition: { type: 'object' },
+    precondition: anyTable,
     transactional: bool,
+    retries: { type: 'integer', minimum: 1 },
     maxConcurrent: { type: 'integer', minimum: 1 },
-    steps: { type: 'array', items: step, minItems: 1 },
+    steps: { type: 'array', items: STEP_REF, minItems: 1 },
   },
   ['trigger', 'steps'],
+  { $defs: { step } },
 );
 
 const pageQuery = obj(
   {
     entity: nonEmptyStr,
-    where: { type: 'object' },
-    orderBy: tableOf({ enum: ['asc', 'desc'] }),
+    where: anyTable,
+    orderBy: tableOf(enumOf('asc', 'desc')),
     limit: { type: 'integer', minimum: 1, maximum: 1000 },
+    offset: { type: 'integer', minimum: 0 },
     include: nonEmptyStrList,
   },
   ['entity'],
 );
 
+/** Zebric's lookup control: a form field's `lookup` block, and a `kind = "lookup"` widget's keys. */
+const LOOKUP_KEYS: Record<string, Schema> = {
+  entity: nonEmptyStr,
+  search: listOf(nonEmptyStr, 1),
+  display: str,
+  limit: { type: 'integer', minimum: 1, maximum: 100 },
+  placeholder: str,
+  filter: anyTable,
+};
+
+export const FORM_FIELD_TYPES = [
+  'text', 'textarea', 'email', 'password', 'number', 'select', 'checkbox', 'radio', 'file', 'date', 'datetime', 'hidden', 'lookup',
+] as const;
+
 const formField = obj(
   {
     name: nonEmptyStr,
-    type: {
-      enum: ['text', 'textarea', 'email', 'password', 'number', 'select', 'checkbox', 'radio', 'file', 'date', 'datetime', 'hidden'],
-    },
+    type: { enum: [...FORM_FIELD_TYPES] },
     required: bool,
     label: str,
-    options: { type: 'array' },
-    optionsFrom: {},
-    accept: strList,
-    max: { type: 'integer', minimum: 1 },
-    value: {},
     placeholder: str,
+    default: {},
+    options: { type: 'array' },
+    optionsFrom: obj({ query: nonEmptyStr, value: nonEmptyStr, label: nonEmptyStr, emptyLabel: str }, ['query', 'label']),
+    rows: num,
+    accept: strList,
+    pattern: str,
+    min: num,
+    // A number input's bound, or a file input's size limit in bytes.
+    max: num,
+    error_message: str,
+    lookup: obj(LOOKUP_KEYS, ['entity', 'search']),
+    value: {},
   },
   ['name'],
+);
+
+const formSection = obj(
+  {
+    title: str,
+    description: str,
+    layout: enumOf('single-column', 'two-column', 'inline', 'card-group'),
+    fields: listOf(obj({ name: nonEmptyStr }, ['name'])),
+  },
+  ['fields'],
+);
+const formInteraction = obj({ validation: enumOf('inline', 'summary', 'none'), save_behavior: enumOf('standard', 'optimistic') });
+
+const pageTemplate = obj({ engine: enumOf('handlebars', 'liquid'), source: str, type: enumOf('file', 'inline') }, ['source']);
+/** Slots of the built-in layouts a `layoutSlots` template may replace. */
+export const LAYOUT_SLOTS = ['list.header', 'list.body', 'list.empty', 'detail.main', 'detail.related', 'form.form', 'dashboard.widgets'];
+
+const actionBarAction = obj(
+  {
+    label: str,
+    href: str,
+    method: enumOf('GET', 'POST'),
+    style: enumOf('primary', 'secondary', 'danger', 'ghost'),
+    confirm: str,
+    target: enumOf('_self', '_blank'),
+    icon: str,
+    workflow: nonEmptyStr,
+    payload: anyTable,
+    visibleWhen: anyTable,
+    enabledWhen: anyTable,
+    redirect: str,
+    successMessage: str,
+    errorMessage: str,
+  },
+  ['label'],
+);
+
+const column = obj({ value: str, label: str, description: str }, ['value', 'label']);
+
+const board = obj(
+  {
+    query: nonEmptyStr,
+    groupBy: nonEmptyStr,
+    orderBy: nonEmptyStr,
+    columns: listOf(column, 1),
+    card: obj({ title: nonEmptyStr, description: nonEmptyStr, href: str, fields: nonEmptyStrList }, ['title']),
+    move: obj({ workflow: nonEmptyStr, payloadField: nonEmptyStr, successMessage: str, errorMessage: str }, ['workflow']),
+  },
+  ['query', 'groupBy', 'columns', 'card'],
+);
+
+/** A widget event: the update template and the workflow to fire; Zebric passes other keys through. */
+const widgetAction = obj({ update: anyTable, workflow: nonEmptyStr });
+const widget = obj(
+  {
+    kind: nonEmptyStr,
+    ...LOOKUP_KEYS,
+    group_by: nonEmptyStr,
+    columns: listOf(column),
+    column_entity: nonEmptyStr,
+    column_label: nonEmptyStr,
+    column_order: nonEmptyStr,
+    rank_field: nonEmptyStr,
+    card: obj({
+      title: nonEmptyStr,
+      subtitle: nonEmptyStr,
+      meta: nonEmptyStrList,
+      href: str,
+      toggles: listOf(obj({ field: nonEmptyStr, label: str, label_on: str, label_off: str }, ['field'])),
+    }),
+    on_move: widgetAction,
+    on_edit: widgetAction,
+    on_column_rename: widgetAction,
+    on_toggle: widgetAction,
+  },
+  ['kind', 'entity'],
 );
 
 const page = obj({
   title: str,
   description: str,
-  auth: { enum: ['required', 'optional', 'none'] },
-  layout: { enum: ['list', 'detail', 'form', 'dashboard'] },
+  auth: enumOf('required', 'optional', 'none'),
+  // Any string: list, detail, form, dashboard, board and auth are built in; others are custom.
+  layout: str,
   query: tableOf(pageQuery),
   queries: tableOf(pageQuery),
-  actionBar: obj({ statusField: nonEmptyStr }),
   form: obj(
     {
       entity: nonEmptyStr,
-      method: { enum: ['create', 'update', 'delete'] },
+      method: enumOf('create', 'update', 'delete'),
       fields: { type: 'array', items: formField },
+      mode: enumOf('page', 'modal', 'inline'),
+      sections: listOf(formSection),
+      interaction: formInteraction,
       onSuccess: obj({ redirect: str, message: str }),
+      onError: obj({ message: str }),
     },
     ['entity'],
   ),
+  actionBar: obj({
+    title: str,
+    description: str,
+    statusField: nonEmptyStr,
+    statusLabel: str,
+    showStatus: bool,
+    actions: listOf(actionBarAction),
+    secondaryActions: listOf(actionBarAction),
+  }),
+  board,
+  widget,
+  template: pageTemplate,
+  layoutSlots: obj(Object.fromEntries(LAYOUT_SLOTS.map((slot) => [slot, pageTemplate]))),
+  // `on_*` keys name handler files as `render` does.
+  behavior: obj({ intent: str, render: nonEmptyStr }, [], { patternProperties: { '^on_': nonEmptyStr } }),
+  // Presentational: accepted whatever their content, reported once as IGNORED_KEY.
+  ux: {},
+  meta: {},
 });
 
 const apiKey = obj(
@@ -206,6 +405,8 @@ const apiKey = obj(
     displayName: str,
     roles: nonEmptyStrList,
     scopes: nonEmptyStrList,
+    // Shape only: carried on the actor (issue 9, identity).
+    constraints: tableOf(strList),
   },
   ['name', 'keyEnv', 'agentId'],
 );
@@ -218,25 +419,28 @@ const permissionEntry: Schema = {
 };
 
 const auth = obj({
-  providers: { type: 'array', items: { enum: ['email'] } },
+  providers: nonEmptyStrList,
   loginPath: { type: 'string', pattern: '^/' },
   signup: bool,
   trustedOrigins: strList,
   session: obj({ duration: { type: 'integer', minimum: 1 }, idle_timeout: { type: 'integer', minimum: 1 } }),
   apiKeys: { type: 'array', items: apiKey },
   permissions: tableOf(obj({ allow: { type: 'array', items: permissionEntry }, deny: { type: 'array', items: permissionEntry } })),
+  pages: obj({ signIn: pageTemplate, signUp: pageTemplate, signOut: pageTemplate, loginRequired: pageTemplate }),
 });
 
 const notifications = obj({
   default: nonEmptyStr,
-  adapters: { type: 'array', items: obj({ name: nonEmptyStr, type: nonEmptyStr }, ['name', 'type']) },
+  adapters: { type: 'array', items: obj({ name: nonEmptyStr, type: nonEmptyStr, config: anyTable }, ['name', 'type']) },
 });
 
-const project = obj({ name: nonEmptyStr, version: str, description: str });
+const project = obj({ name: nonEmptyStr, version: str, description: str, runtime: obj({ min_version: nonEmptyStr }, ['min_version']) });
 
 export const SECTION_SCHEMAS: Record<string, Schema> = {
   entity,
   command,
+  service,
+  plugin,
   skill,
   workflow,
   page,
@@ -244,4 +448,5 @@ export const SECTION_SCHEMAS: Record<string, Schema> = {
   notifications,
   project,
   version: str,
+  hash: str,
 };

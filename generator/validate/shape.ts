@@ -1,10 +1,10 @@
 // Shape check: every section against its JSON Schema (ajv). Unknown keys become warnings with a
-// "did you mean", keys of other UI systems warnings that they are ignored; the rest are errors.
+// "did you mean"; the rest are errors.
 
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
 import type { Diagnostic } from '../diagnostics.ts';
 import { formatPath } from '../diagnostics.ts';
-import { canonicalOf, FOREIGN_KEYS, NAMED_KINDS, SINGLETON_KINDS, type ParsedBlueprint, type Section } from '../parse/load.ts';
+import { ARRAY_FORMS, canonicalOf, NAMED_KINDS, PRESENTATIONAL_KEYS, SINGLETON_KINDS, type ParsedBlueprint, type Section } from '../parse/load.ts';
 import type { KeyPath } from '../parse/locate.ts';
 import { didYouMean } from '../suggest.ts';
 import { SECTION_SCHEMAS } from './schema.ts';
@@ -21,7 +21,7 @@ function validatorFor(kind: string): ValidateFunction {
   return v;
 }
 
-const TOP_LEVEL_KEYS = ['imports', ...SINGLETON_KINDS, ...NAMED_KINDS, 'entities', 'commands', 'skills', 'workflows', 'pages'];
+const TOP_LEVEL_KEYS = ['imports', ...SINGLETON_KINDS, ...NAMED_KINDS, ...Object.keys(ARRAY_FORMS), ...PRESENTATIONAL_KEYS];
 
 export function checkShapes(bp: ParsedBlueprint): Diagnostic[] {
   const out: Diagnostic[] = [];
@@ -45,10 +45,11 @@ export function checkShapes(bp: ParsedBlueprint): Diagnostic[] {
 }
 
 function mapErrors(bp: ParsedBlueprint, section: Section, errors: ErrorObject[]): Diagnostic[] {
-  // A failed oneOf also reports every branch's failures; keep only the oneOf summary.
-  const oneOfPaths = errors.filter((e) => e.keyword === 'oneOf').map((e) => e.instancePath);
+  // A failed oneOf or anyOf also reports every branch's failures; keep only its summary.
+  const isAlternatives = (e: ErrorObject) => e.keyword === 'oneOf' || e.keyword === 'anyOf';
+  const alternativePaths = errors.filter(isAlternatives).map((e) => e.instancePath);
   const kept = errors.filter(
-    (e) => e.keyword === 'oneOf' || !oneOfPaths.some((p) => e.instancePath === p || e.instancePath.startsWith(`${p}/`)),
+    (e) => isAlternatives(e) || !alternativePaths.some((p) => e.instancePath === p || e.instancePath.startsWith(`${p}/`)),
   );
   const seen = new Set<string>();
   const out: Diagnostic[] = [];
@@ -57,13 +58,12 @@ function mapErrors(bp: ParsedBlueprint, section: Section, errors: ErrorObject[])
     if (e.keyword === 'additionalProperties') {
       const key = String((e.params as { additionalProperty: string }).additionalProperty);
       const known = Object.keys(((e.parentSchema ?? {}) as { properties?: object }).properties ?? {});
-      const foreign = FOREIGN_KEYS.includes(key) || (section.kind === 'page' && keys.length === 2 && key === 'widget');
       out.push({
-        code: foreign ? 'IGNORED_KEY' : 'UNKNOWN_KEY',
+        code: 'UNKNOWN_KEY',
         severity: 'warning',
         path: formatPath([...keys, key]),
-        message: foreign ? `"${key}" belongs to another UI system and is ignored` : `unknown key "${key}" is ignored`,
-        hint: foreign ? undefined : didYouMean(key, known),
+        message: `unknown key "${key}" is ignored`,
+        hint: didYouMean(key, known),
         location: bp.locate([...keys, key]),
       });
       continue;
@@ -118,8 +118,13 @@ function describe(e: ErrorObject): string {
       return `must be at least ${String(p.limit)}`;
     case 'maximum':
       return `must be at most ${String(p.limit)}`;
+    case 'minProperties':
+      return 'must not be empty';
     case 'oneOf':
       return 'must be an "Entity.action" pattern or a { entity, actions, condition } table';
+    case 'anyOf':
+      // The one anyOf: a delay step's duration.
+      return 'must be a number of milliseconds (0 or more) or a template string';
     default:
       return e.message ?? 'is invalid';
   }

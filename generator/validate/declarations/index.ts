@@ -9,14 +9,20 @@ import { checkCommand } from './commands.ts';
 import { checkEntity } from './entities.ts';
 import { notGenerated } from './not-generated.ts';
 import { checkPage } from './pages.ts';
+import { checkProject } from './project.ts';
+import { checkService } from './services.ts';
+import { checkSkill } from './skills.ts';
 import { checkWorkflow } from './workflows.ts';
 
 export function checkDeclarations(ctx: CompileContext): void {
+  checkProject(ctx, singleSection(ctx.parsed, 'project'));
   const entities = namedSections(ctx.parsed, 'entity');
   const entityNames = entities.map((s) => s.name);
   for (const s of entities) checkEntity(ctx, s.name, s.value, entityNames);
   for (const s of namedSections(ctx.parsed, 'command')) checkCommand(ctx, s);
+  for (const s of namedSections(ctx.parsed, 'service')) checkService(ctx, s.name, s.value);
   checkAuth(ctx, singleSection(ctx.parsed, 'auth'));
+  for (const s of namedSections(ctx.parsed, 'skill')) checkSkill(ctx, s.name, s.value);
   for (const s of namedSections(ctx.parsed, 'workflow')) checkWorkflow(ctx, s.name, s.value);
   for (const s of namedSections(ctx.parsed, 'page')) checkPage(ctx, s.name, s.value);
   notGenerated(ctx);

@@ -1,11 +1,19 @@
 // Sections bp accepts (so Zebric blueprints validate) but does not generate yet: one warning per
-// declaration, so nobody expects a route or a job that the generated app does not have.
+// declaration, so nobody expects a route, a job or a plugin that the generated app does not have.
+// Everything inside such a declaration (a page's board, a step's keys) is covered by its warning.
 
 import type { CompileContext } from '../../context.ts';
-import { namedSections, table } from '../../model/raw.ts';
+import { list, namedSections, singleSection, table } from '../../model/raw.ts';
 
 export function notGenerated(ctx: CompileContext): void {
   const warn = (keys: (string | number)[], message: string) => ctx.report('NOT_GENERATED', keys, message, { severity: 'warning' });
+  for (const { name } of namedSections(ctx.parsed, 'service')) {
+    warn(['service', name], `service "${name}" is accepted but not generated yet: nothing calls it`);
+  }
+  for (const { name, value } of namedSections(ctx.parsed, 'plugin')) {
+    // A disabled plugin is skipped by Zebric too: there is nothing missing to warn about.
+    if (value.enabled !== false) warn(['plugin', name], `plugin "${name}" is accepted but not loaded: the generated app has no plugin host yet`);
+  }
   for (const { name } of namedSections(ctx.parsed, 'skill')) {
     warn(['skill', name], `skill "${name}" is accepted but not generated yet: its actions are not served`);
   }
@@ -18,6 +26,15 @@ export function notGenerated(ctx: CompileContext): void {
   }
   for (const { name } of namedSections(ctx.parsed, 'page')) {
     warn(['page', name], `page "${name}" is accepted but not generated yet: nothing is served at this path`);
+  }
+  const auth = singleSection(ctx.parsed, 'auth');
+  list(auth.providers).forEach((provider, i) => {
+    if (typeof provider === 'string' && provider !== '' && provider !== 'email') {
+      warn(['auth', 'providers', i], `auth provider "${provider}" is accepted but not generated yet: only "email" signs people in`);
+    }
+  });
+  if (auth.pages !== undefined) {
+    warn(['auth', 'pages'], '[auth.pages] is accepted but not used yet: the generated app serves its own sign-in and sign-up pages');
   }
   if (ctx.parsed.sections.some((s) => s.kind === 'notifications')) {
     warn(['notifications'], '[notifications] is accepted but not used yet: only workflows send notifications');

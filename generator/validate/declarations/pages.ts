@@ -1,12 +1,49 @@
-// Rules on one page declaration that need nothing else: its form fields' MIME types.
+// Rules on one page declaration that need nothing else: form fields (MIME types, the lookup
+// block a lookup field needs, optionsFrom only on a select, patterns that compile), the board a
+// board layout needs, and the presentational keys bp ignores.
 
 import type { CompileContext } from '../../context.ts';
 import { list, table, type Raw } from '../../model/raw.ts';
 import { isTable } from '../../parse/load.ts';
+import type { KeyPath } from '../../parse/locate.ts';
 import { checkMimeTypes } from './common.ts';
 
+/** Page keys that only style what a page renders (Zebric's per-page UX settings and HTML meta). */
+const PRESENTATIONAL = ['ux', 'meta'];
+
 export function checkPage(ctx: CompileContext, route: string, raw: Raw): void {
+  const at: KeyPath = ['page', route];
   list(table(raw.form).fields).forEach((f, i) => {
-    if (isTable(f)) checkMimeTypes(ctx, ['page', route, 'form', 'fields', i, 'accept'], f.accept);
+    if (isTable(f)) checkFormField(ctx, [...at, 'form', 'fields', i], f);
   });
+  if (raw.layout === 'board' && raw.board === undefined) {
+    ctx.report('MISSING_KEY', [...at, 'board'], `page "${route}" has layout = "board" but no board`, {
+      hint: `add [page."${route}".board] with query, groupBy, columns and card`,
+    });
+  }
+  for (const key of PRESENTATIONAL) {
+    if (raw[key] !== undefined) ctx.report('IGNORED_KEY', [...at, key], `"${key}" is presentational and is ignored`, { severity: 'warning' });
+  }
+}
+
+function checkFormField(ctx: CompileContext, at: KeyPath, f: Raw): void {
+  checkMimeTypes(ctx, [...at, 'accept'], f.accept);
+  const name = typeof f.name === 'string' ? f.name : '';
+  if (f.type === 'lookup' && f.lookup === undefined) {
+    ctx.report('MISSING_KEY', [...at, 'lookup'], `lookup field "${name}" needs a lookup block`, {
+      hint: 'add lookup = { entity = "Customer", search = ["name"] }',
+    });
+  }
+  if (f.optionsFrom !== undefined && f.type !== 'select') {
+    ctx.report('OPTION_NOT_APPLICABLE', [...at, 'optionsFrom'], `"optionsFrom" applies only to select fields, not ${typeof f.type === 'string' ? f.type : 'text'}`);
+  }
+  if (typeof f.pattern === 'string') {
+    try {
+      // The pattern is checked with JavaScript's RegExp, in the browser and on the server alike.
+      new RegExp(f.pattern);
+    } catch (err) {
+      const reason = (err as Error).message.replace(/^Invalid regular expression: \/.*\/[a-z]*: /s, '');
+      ctx.report('INVALID_PATTERN', [...at, 'pattern'], `pattern of field "${name}" is not a regular expression: ${reason}`);
+    }
+  }
 }

@@ -1,8 +1,9 @@
-// Cross-reference rules of skills: action names and routes, their entity or workflow, path parameters.
+// Cross-reference rules of skills: action names and routes, their entity or workflow, path and query parameters.
 
 import type { CompileContext } from '../../context.ts';
 import { type Blueprint, type Entity } from '../../model/types.ts';
 import { FIELD_TYPES } from '../../../runtime-lib/core/values.ts';
+import type { KeyPath } from '../../parse/locate.ts';
 import { didYouMean } from '../../suggest.ts';
 import { entityNamed, fieldNamed, names, unknownEntity, unknownField } from './common.ts';
 
@@ -21,11 +22,8 @@ export function skillActions(ctx: CompileContext, bp: Blueprint): void {
         routes.set(routeKey, `${skill.name}.${action.name}`);
       }
 
-      if (action.action === undefined && action.workflow === undefined) {
-        ctx.report('INVALID_SKILL_ACTION', [...at, 'action'], `skill action "${action.name}" needs either action (a CRUD operation) or workflow`, {
-          hint: 'add action = "create", "list", "get", "update" or "delete", or workflow = "<workflow name>"',
-        });
-      } else if (action.action !== undefined && action.workflow !== undefined) {
+      // With neither action nor workflow, an action only documents a route served elsewhere (Zebric's pass-through).
+      if (action.action !== undefined && action.workflow !== undefined) {
         ctx.report('INVALID_SKILL_ACTION', at, `skill action "${action.name}" has both action and workflow`, {
           hint: 'an action either runs a CRUD operation or starts a workflow; keep one of the two',
         });
@@ -39,6 +37,14 @@ export function skillActions(ctx: CompileContext, bp: Blueprint): void {
         ctx.report('UNKNOWN_WORKFLOW', [...at, 'workflow'], `workflow "${action.workflow}" does not exist`, { hint: didYouMean(action.workflow, names(bp.workflows)) });
       }
       skillActionParams(ctx, action, entity);
+      for (const param of action.query) {
+        // Parameters named limit and offset page the list (their field is unused); the others filter on it.
+        const filters = param.name !== 'limit' && param.name !== 'offset';
+        if (entity && filters && !fieldNamed(entity, param.field)) {
+          const paramAt: KeyPath = [...at, 'query', param.name, ...(param.field === param.name ? [] : ['field'])];
+          unknownField(ctx, entity, paramAt, param.field);
+        }
+      }
       for (const [key, type] of Object.entries(action.body)) {
         if (!(FIELD_TYPES as readonly string[]).includes(type)) {
           ctx.report('UNKNOWN_FIELD_TYPE', [...at, 'body', key], `unknown field type "${type}" for body key "${key}"`, {
