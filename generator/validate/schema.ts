@@ -62,6 +62,7 @@ const entity = obj(
     access: obj({ read: condition, create: condition, update: condition, delete: condition }),
     protection: obj({ fields: nonEmptyStrList, commands: nonEmptyStrList }),
     scopes: obj({ read: nonEmptyStrList, write: nonEmptyStrList }),
+    indexes: { type: 'array', items: obj({ fields: strList, unique: bool, name: str }, ['fields']) },
   },
   ['fields'],
 );
