@@ -30,6 +30,8 @@ function fixtures(): string[] {
     'fixtures/catalog/catalog.toml',
     ...inFolder('test/fixtures/valid'),
     ...inFolder('test/fixtures/commands'),
+    // The Zebric constructs' fixtures (test/fixtures/zebric/invalid holds folders, not an app.toml).
+    ...inFolder('test/fixtures/zebric').filter((f) => fs.existsSync(path.join(ROOT, f))),
   ].filter((f) => !INVALID.includes(f));
 }
 

@@ -827,13 +827,13 @@ const CASES: Array<{ fixture: string; root?: string; expected: Expected[] }> = [
     ],
   },
   {
-    fixture: 'primary-key-not-ulid',
+    fixture: 'primary-key-type',
     expected: [
       {
         at: 'app.toml:3:18',
         code: 'INVALID_PRIMARY_KEY',
         path: 'entity.Expense.fields.0.type',
-        message: 'primary key "id" must be ULID or UUID, not Integer',
+        message: 'primary key "id" must be ULID, UUID, Text or Integer, not Float',
       },
     ],
   },
@@ -1312,7 +1312,7 @@ describe('validateBlueprint', () => {
       'relations', 'protection', 'entity', 'foreign_key', 'through', 'mutations', 'handler', 'policy', 'availableWhen', 'input',
       'actions', 'method', 'path', 'action', 'workflow', 'mapParams', 'body', 'trigger', 'steps', 'manual', 'event', 'webhook',
       'command', 'adapter', 'adapters', 'query', 'queries', 'where', 'data', 'orderBy', 'include', 'form', 'read', 'create',
-      'or', 'and', 'allow', 'deny', 'apiKeys', 'permissions', 'statusField', 'actionBar',
+      'or', 'and', 'allow', 'deny', 'apiKeys', 'permissions', 'statusField', 'actionBar', 'indexes', 'unique',
       'operations', 'result', 'items', 'then', 'else', 'do', 'if', 'service', 'operation', 'schedule', 'risk', 'board', 'widget',
       'lookup', 'optionsFrom', 'card', 'columns', 'groupBy', 'search', 'pages', 'runtime', 'min_version', 'enabled', 'href',
       'redirect', 'onSuccess', 'layout', 'pattern', 'payload', 'message', 'on_move', 'layoutSlots', 'behavior',

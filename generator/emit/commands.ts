@@ -5,9 +5,10 @@
 import * as path from 'node:path';
 import type { Condition } from '../../runtime-lib/rules/conditions.ts';
 import { pathsOf } from '../../runtime-lib/rules/expression-parse.ts';
+import { inputRefTarget } from '../model/keys.ts';
 import type { Blueprint, Command, CommandInput, Entity } from '../model/types.ts';
 import { entityFileName, tsTypeMembers } from './entities.ts';
-import { lowerFirst, refRelations, upperFirst, type RefRelation } from './relations.ts';
+import { lowerFirst, type MatchRelation, matchRelations, refRelations, upperFirst, type RefRelation } from './relations.ts';
 import { ruleCall } from './rules.ts';
 import { render } from './templates.ts';
 import { code, MAX_WIDTH, tsDocComment, tsLiteral, tsProperties, tsString, tsTypeMember } from './ts-literal.ts';
@@ -31,7 +32,7 @@ function recordPaths(condition: Condition | undefined): string[][] {
 }
 
 /** The relations the command's policy and availableWhen read, to load with the record. */
-function includesOf(command: Command, entity: Entity, relations: RefRelation[]): Array<Record<string, unknown>> {
+function includesOf(command: Command, entity: Entity, relations: RefRelation[], matches: MatchRelation[]): Array<Record<string, unknown>> {
   const paths = [...recordPaths(command.policy?.condition), ...recordPaths(command.availableWhen?.condition)];
   const names = [...new Set(paths.filter((keys) => keys.length > 1).map((keys) => keys[0]))].sort();
   return names.flatMap((name): Array<Record<string, unknown>> => {
@@ -55,6 +56,11 @@ function includesOf(command: Command, entity: Entity, relations: RefRelation[]):
         foreignKey: back.field.name,
       }];
     }
+    // A plain-field relation: the records whose foreign key equals this record's primary key.
+    const match = matches.find((m) => m.from === entity && m.name === name);
+    if (match) {
+      return [{ name, entity: match.to.name, kind: match.kind, localKey: entity.primaryKey.name, foreignKey: match.field.name }];
+    }
     return [];
   });
 }
@@ -65,9 +71,15 @@ function mutationSpec(m: Command['mutations'][number]['value']): unknown {
   return { [m.root]: m.key };
 }
 
-function inputMember(input: CommandInput): string {
-  const members = tsTypeMembers({ type: input.type, values: input.values, nullable: false });
+function inputMember(bp: Blueprint, command: Command, input: CommandInput): string {
+  const members = tsTypeMembers({ type: input.type, values: input.values, nullable: false }, inputRefTarget(bp, command, input)?.field.type);
   return tsTypeMember(`${input.name}${input.required ? '' : '?'}:`, members, 2);
+}
+
+/** What a Ref input must hold: the ids of the Ref fields its mutations write it to (when they agree). */
+function inputRef(bp: Blueprint, command: Command, input: CommandInput): Record<string, unknown> | undefined {
+  const target = inputRefTarget(bp, command, input);
+  return target && { idType: target.field.type, primaryKey: target.field.primaryKey || undefined };
 }
 
 /** Import specifier from the generated file to a handler module, always relative, with '/' separators. */
@@ -97,6 +109,7 @@ function importStatement(from: string, names: HandlerImport[]): string {
 
 export function emitCommands(bp: Blueprint, outDir: string): string {
   const relations = refRelations(bp);
+  const matches = matchRelations(bp);
   const handlerModules = new Map<string, HandlerImport[]>();
   const commands = bp.commands.map((c) => {
     const entity = bp.entities.find((e) => e.name === c.entity) as Entity;
@@ -116,7 +129,7 @@ export function emitCommands(bp: Blueprint, outDir: string): string {
       entityType: entity.name,
       entityFile: entityFileName(entity),
       inputName,
-      inputMembers: c.input.map(inputMember),
+      inputMembers: c.input.map((i) => inputMember(bp, c, i)),
       properties: tsProperties({
         name: c.name,
         operationId: c.operationId,
@@ -124,9 +137,9 @@ export function emitCommands(bp: Blueprint, outDir: string): string {
         scopes: c.scopes,
         policy: c.policy && ruleCall(c.policy),
         availableWhen: c.availableWhen && ruleCall(c.availableWhen),
-        input: c.input.map((i) => ({ name: i.name, type: i.type, required: i.required, values: i.values })),
+        input: c.input.map((i) => ({ name: i.name, type: i.type, required: i.required, values: i.values, ref: inputRef(bp, c, i) })),
         mutations: Object.fromEntries(c.mutations.map((m) => [m.field, mutationSpec(m.value)])),
-        includes: includesOf(c, entity, relations),
+        includes: includesOf(c, entity, relations, matches),
         handler: handler && code(handler),
       }, 2),
     };

@@ -1,6 +1,7 @@
 // src/entities/<entity>.ts: one route module per entity. The generator writes every SQL
 // statement here, at compile time, so the app prepares them once and never builds queries.
 
+import { refTarget, refValueType } from '../model/keys.ts';
 import type { Blueprint, Entity, Field } from '../model/types.ts';
 import { lowerFirst } from './relations.ts';
 import { ruleCalls } from './rules.ts';
@@ -24,6 +25,15 @@ export function routesName(entity: Entity): string {
 function entitySql(entity: Entity): Record<string, unknown> {
   const table = q(entity.name);
   const pk = q(entity.primaryKey.name);
+  // The database assigns Integer ids: the insert leaves that column out.
+  const written = entity.fields.filter((f) => !(f.primaryKey && f.type === 'Integer'));
+  const values = `VALUES (${written.map((f) => `@${f.name}`).join(', ')})`;
+  const insert =
+    written.length === 0
+      ? [`INSERT INTO ${table} DEFAULT VALUES`]
+      : written.length === entity.fields.length
+        ? [`INSERT INTO ${table} (\${COLUMNS})`, values]
+        : [`INSERT INTO ${table} (${written.map((f) => q(f.name)).join(', ')})`, values];
   return {
     table,
     columns: code('COLUMNS'),
@@ -31,18 +41,14 @@ function entitySql(entity: Entity): Record<string, unknown> {
     orderBy: pk,
     get: clauses('SELECT ${COLUMNS}', `FROM ${table}`, `WHERE ${pk} = ?`),
     list: clauses('SELECT ${COLUMNS}', `FROM ${table}`, `ORDER BY ${pk}`, 'LIMIT ? OFFSET ?'),
-    insert: clauses(
-      `INSERT INTO ${table} (\${COLUMNS})`,
-      `VALUES (${entity.fields.map((f) => `@${f.name}`).join(', ')})`,
-      'RETURNING ${COLUMNS}',
-    ),
+    insert: clauses(...insert, 'RETURNING ${COLUMNS}'),
     delete: clauses(`DELETE FROM ${table}`, `WHERE ${pk} = ?`),
   };
 }
 
 function fieldSpec(bp: Blueprint, field: Field): Record<string, unknown> {
-  const target = field.ref && bp.entities.find((e) => e.name === field.ref?.entity);
-  const targetField = target?.fields.find((f) => f.name === field.ref?.field);
+  const resolved = refTarget(bp, field);
+  const [target, targetField] = [resolved?.entity, resolved?.field];
   return {
     name: field.name,
     type: field.type,
@@ -56,16 +62,22 @@ function fieldSpec(bp: Blueprint, field: Field): Record<string, unknown> {
     ref: target && targetField && {
       entity: target.name,
       idType: targetField.type,
+      primaryKey: targetField.primaryKey || undefined,
       exists: clauses(`SELECT 1 FROM ${q(target.name)}`, `WHERE ${q(targetField.name)} = ?`),
     },
   };
 }
 
-/** The TypeScript type of a field's values, as the members of a union. */
-export function tsTypeMembers(field: Pick<Field, 'type' | 'values' | 'nullable'>): string[] {
+/**
+ * The TypeScript type of a field's values, as the members of a union. A Ref holds its target's
+ * ids (`refType`): numbers for an Integer key; a Ref of unknown target (a command input no
+ * mutation ties to a field) takes either.
+ */
+export function tsTypeMembers(field: Pick<Field, 'type' | 'values' | 'nullable'>, refType?: Field['type']): string[] {
+  const ref = refType === undefined ? ['string', 'number'] : refType === 'Integer' ? ['number'] : ['string'];
   const base: Record<Field['type'], string[]> = {
     ULID: ['string'], UUID: ['string'], Text: ['string'], LongText: ['string'], Email: ['string'],
-    Date: ['string'], DateTime: ['string'], Ref: ['string'], file: ['string'],
+    Date: ['string'], DateTime: ['string'], Ref: ref, file: ['string'],
     Integer: ['number'], Float: ['number'], Boolean: ['boolean'], JSON: ['unknown'],
     Enum: field.values?.length ? field.values.map(tsString) : ['string'],
   };
@@ -85,7 +97,7 @@ export function emitEntityModule(bp: Blueprint, entity: Entity): string {
     specName: `${lowerFirst(entity.name)}Spec`,
     routesName: routesName(entity),
     usesRules: Object.keys(rules).length > 0 || Object.keys(fieldRules).length > 0,
-    members: entity.fields.map((f) => tsTypeMember(`${f.name}:`, tsTypeMembers(f), 2)),
+    members: entity.fields.map((f) => tsTypeMember(`${f.name}:`, tsTypeMembers(f, refValueType(bp, f)), 2)),
     columns: tsAssign('const COLUMNS =', entity.fields.map((f) => q(f.name)).join(', '), 0, 1),
     head: tsProperties({
       name: entity.name,

@@ -2,6 +2,8 @@
 // (Prisma's engine diffs it) and of a Prisma Client for user code that wants one.
 
 import { GENERATED_HEADER } from './header.ts';
+import { generatedIndexes } from '../model/indexes.ts';
+import { refValueType } from '../model/keys.ts';
 import type { Blueprint, Entity, Field } from '../model/types.ts';
 import { EMAIL_INDEX_MARKER } from './migrations/email-indexes.ts';
 import { refRelations, type RefRelation } from './relations.ts';
@@ -25,9 +27,14 @@ const SCALAR: Record<Field['type'], string> = {
   file: 'String',
 };
 
+/** A field's Prisma type: a Ref takes its target's (Int for an Integer key). */
+function scalarOf(bp: Blueprint, field: Field): string {
+  return SCALAR[field.type === 'Ref' ? refValueType(bp, field) : field.type];
+}
+
 export function emitPrismaSchema(bp: Blueprint): string {
   const relations = refRelations(bp);
-  const models = bp.entities.map((e) => emitModel(e, relations));
+  const models = bp.entities.map((e) => emitModel(bp, e, relations));
   return [
     `// ${GENERATED_HEADER}`,
     'generator client {',
@@ -57,17 +64,18 @@ interface Row {
   marker?: string;
 }
 
-function emitModel(entity: Entity, relations: RefRelation[]): string {
+function emitModel(bp: Blueprint, entity: Entity, relations: RefRelation[]): string {
   const rows: Row[] = [];
   for (const field of entity.fields) {
     const attrs: string[] = [];
     if (field.primaryKey) attrs.push('@id');
     else if (field.unique) attrs.push('@unique');
-    const dflt = defaultAttribute(field);
+    // INTEGER PRIMARY KEY AUTOINCREMENT in SQLite: ids are never reused, even after a delete.
+    const dflt = field.primaryKey && field.type === 'Integer' ? '@default(autoincrement())' : defaultAttribute(field);
     if (dflt) attrs.push(dflt);
     rows.push({
       name: field.name,
-      type: `${SCALAR[field.type]}${field.nullable ? '?' : ''}`,
+      type: `${scalarOf(bp, field)}${field.nullable ? '?' : ''}`,
       attributes: attrs.join(' '),
       note: field.type === 'Enum' ? `one of: ${field.values?.join(', ')}` : undefined,
       // A unique e-mail address is unique in any letter case: the migrations index lower(field).
@@ -99,7 +107,13 @@ function emitModel(entity: Entity, relations: RefRelation[]): string {
       ? [...marker, trailing]
       : [...marker, ...docLines(r.note, 2), line.trimEnd()];
   });
-  const indexes = entity.fields.filter((f) => f.index && !f.unique).map((f) => `  @@index([${f.name}])`);
+  const indexes = [
+    ...entity.fields.filter((f) => f.index && !f.unique).map((f) => `  @@index([${f.name}])`),
+    ...generatedIndexes(entity).map((i) => {
+      const map = i.name === undefined ? '' : `, map: ${JSON.stringify(i.name)}`;
+      return `  @@${i.unique ? 'unique' : 'index'}([${i.fields.join(', ')}]${map})`;
+    }),
+  ];
   const doc = entity.description ? docLines(entity.description, 0).map((l) => `${l}\n`).join('') : '';
   return `${doc}model ${entity.name} {\n${lines.join('\n')}${indexes.length ? `\n\n${indexes.join('\n')}` : ''}\n}`;
 }

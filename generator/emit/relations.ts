@@ -1,6 +1,7 @@
 // Relation fields derived from Ref fields, named once here for every emitter (Prisma schema
 // now; includes and page queries later). A Ref field F on entity E to T gives E a singular
 // relation and T a back-relation, named after the blueprint's relations when it declares them.
+// A declared hasMany/hasOne on a plain field is an equality match (matchRelations).
 
 import type { Blueprint, Entity, Field } from '../model/types.ts';
 
@@ -18,8 +19,37 @@ export interface RefRelation {
   backIsOne: boolean;
 }
 
+/**
+ * A declared hasMany or hasOne whose foreign key is a plain field, not a Ref (a polymorphic
+ * subject such as `relatedEntityId`): the records of `to` whose `field` equals the primary key of
+ * a `from` record. No foreign-key constraint and no Prisma relation (Prisma's need a real foreign
+ * key); the app loads it where it loads relations (a command's policy and availableWhen).
+ */
+export interface MatchRelation {
+  /** The relation's declared name, on `from`. */
+  name: string;
+  from: Entity;
+  to: Entity;
+  field: Field;
+  kind: 'one' | 'many';
+}
+
+export function matchRelations(bp: Blueprint): MatchRelation[] {
+  return bp.entities.flatMap((from) =>
+    from.relations.flatMap((rel): MatchRelation[] => {
+      if (rel.type !== 'hasMany' && rel.type !== 'hasOne') return [];
+      const to = bp.entities.find((e) => e.name === rel.entity);
+      const field = to?.fields.find((f) => f.name === rel.foreignKey);
+      if (!to || !field || field.type === 'Ref') return [];
+      return [{ name: rel.name, from, to, field, kind: rel.type === 'hasOne' ? 'one' : 'many' }];
+    }),
+  );
+}
+
 export function refRelations(bp: Blueprint): RefRelation[] {
+  // Field names, and the names of declared relations matched on plain fields, are taken.
   const taken = new Map<string, Set<string>>(bp.entities.map((e) => [e.name, new Set(e.fields.map((f) => f.name))]));
+  for (const m of matchRelations(bp)) taken.get(m.from.name)?.add(m.name);
   const claim = (entity: string, wanted: string): string => {
     const names = taken.get(entity) as Set<string>;
     let name = wanted;

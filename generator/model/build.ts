@@ -83,6 +83,11 @@ function buildEntity(ctx: CompileContext, name: string, raw: Raw, entityNames: r
       };
     });
 
+  const indexes = list(raw.indexes).flatMap((x, i): Entity['indexes'] => {
+    if (!isTable(x)) return [];
+    return [{ fields: strList(x.fields), unique: x.unique === true, name: str(x.name), path: [...at, 'indexes', i] }];
+  });
+
   const scopes = table(raw.scopes);
   return {
     name,
@@ -92,6 +97,7 @@ function buildEntity(ctx: CompileContext, name: string, raw: Raw, entityNames: r
     fields,
     primaryKey: keys[0] ?? fields[0],
     relations,
+    indexes,
     access,
     protection: { fields: protectedFields, commands: protectionCommands },
     scopes: { read: strList(scopes.read), write: strList(scopes.write) },

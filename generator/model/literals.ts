@@ -33,7 +33,9 @@ export function expectedLiteral(type: FieldType, value: unknown, values: readonl
       return undefined;
     case 'Enum':
       return typeof value === 'string' && (values ?? []).includes(value) ? undefined : `one of ${(values ?? []).map((v) => JSON.stringify(v)).join(', ')}`;
+    // A Ref takes its target's ids, strings or integers: the Ref rules check against the target.
     case 'Ref':
+      return typeof value === 'string' || Number.isSafeInteger(value) ? undefined : 'a record id (a string or an integer)';
     case 'ULID':
     case 'UUID':
       return typeof value === 'string' ? undefined : 'a string id';

@@ -62,6 +62,16 @@ export interface Relation {
 
 export type EntityAction = 'read' | 'create' | 'update' | 'delete';
 
+/** An entry of an entity's `indexes`: a database index, or a unique constraint when `unique`. */
+export interface Index {
+  fields: string[];
+  unique: boolean;
+  /** The index's name in the database; Prisma's default (`Entity_a_b_idx` / `_key`) when absent. */
+  name?: string;
+  /** Where the entry is declared, e.g. entity.Card.indexes.0 */
+  path: KeyPath;
+}
+
 export interface Entity {
   name: string;
   path: KeyPath;
@@ -71,6 +81,7 @@ export interface Entity {
   fields: Field[];
   primaryKey: Field;
   relations: Relation[];
+  indexes: Index[];
   access: Partial<Record<EntityAction, Rule>>;
   /** Entity-level command-only protection as written (already applied to the fields). */
   protection: { fields: string[]; commands?: string[] };

@@ -73,6 +73,7 @@ const entity = obj(
     indexes: listOf(obj({ fields: nonEmptyStrList, unique: bool, name: nonEmptyStr }, ['fields'])),
     protection: obj({ fields: nonEmptyStrList, commands: nonEmptyStrList }),
     scopes: obj({ read: nonEmptyStrList, write: nonEmptyStrList }),
+    indexes: { type: 'array', items: obj({ fields: strList, unique: bool, name: str }, ['fields']) },
   },
   ['fields'],
 );

@@ -2,7 +2,7 @@
 // value is checked against it, stored in SQLite and read back.
 
 import { AppError, type ErrorDetail } from '../core/errors.ts';
-import { ULID_PATTERN, UUID_PATTERN } from '../core/ids.ts';
+import { KEY_TYPES, keyProblem, type KeyProblem, type KeyType, TEXT_PROBLEMS } from '../core/ids.ts';
 import {
   type FieldType,
   isBlank,
@@ -29,7 +29,16 @@ export interface FieldSpec {
   default?: { now: true } | { value: unknown };
   values?: readonly string[];
   /** For Ref fields: the target and the generated existence query. */
-  ref?: { entity: string; idType: FieldType; exists: string };
+  ref?: RefTarget & { entity: string; exists: string };
+}
+
+/**
+ * What a Ref value must be: the type of the field it points at, and whether that field is the
+ * target's primary key (then the key's rules apply: an Integer, a ULID, a UUID or a Text id).
+ */
+export interface RefTarget {
+  idType: FieldType;
+  primaryKey?: true;
 }
 
 /** Keys that could reach or replace an object's prototype: refused wherever they appear. */
@@ -74,11 +83,6 @@ export function decodeRow(decoded: readonly FieldSpec[], row: Row): Row {
 /** Types whose values are text a person wrote or chose: `required` means not blank for them. */
 const TEXT_TYPES: ReadonlySet<FieldType> = new Set(['Text', 'LongText', 'Email', 'Enum', 'file']);
 
-const TEXT_PROBLEMS = {
-  CONTROL_CHARACTER: 'must not contain control characters',
-  LONE_SURROGATE: 'must not contain unpaired UTF-16 surrogates',
-} as const;
-
 /**
  * Checks a JSON value against a field (or command input) declaration and returns it in its
  * canonical JSON form (date-times as toISOString); problems are added to `issues`. Every string
@@ -86,7 +90,7 @@ const TEXT_PROBLEMS = {
  * answer does not depend on which format check would have failed), and never altered.
  */
 export function normalizeValue(
-  f: Pick<FieldSpec, 'name' | 'type' | 'values' | 'ref'> & { required?: boolean },
+  f: Pick<FieldSpec, 'name' | 'type' | 'values'> & { required?: boolean; ref?: RefTarget },
   value: unknown,
   issues: ErrorDetail[],
 ): unknown {
@@ -127,15 +131,30 @@ export function normalizeValue(
         ? value
         : bad(`must be one of ${f.values?.join(', ')}`);
     case 'ULID':
-      return typeof value === 'string' && ULID_PATTERN.test(value) ? value : bad('must be a ULID');
-    case 'UUID':
-      return typeof value === 'string' && UUID_PATTERN.test(value) ? value : bad('must be a UUID');
+    case 'UUID': {
+      const problem = keyProblem(f.type, value);
+      return problem ? bad(problem.message, problem.code) : value;
+    }
     case 'Ref': {
-      if (typeof value !== 'string') return bad('must be a record id (string)');
-      const pattern = f.ref?.idType === 'ULID' ? ULID_PATTERN : f.ref?.idType === 'UUID' ? UUID_PATTERN : undefined;
-      return !pattern || pattern.test(value) ? value : bad(`must be a ${f.ref?.idType}`);
+      const problem = refProblem(f.ref, value);
+      return problem ? bad(problem.message, problem.code) : value;
     }
   }
+}
+
+const isKeyType = (type: FieldType): type is KeyType => (KEY_TYPES as readonly string[]).includes(type);
+
+/**
+ * A Ref value against what it points at: a key's own rules, or a string for another unique
+ * field. Without a known target (a command input no mutation writes to a Ref) any id will do.
+ */
+function refProblem(ref: RefTarget | undefined, value: unknown): KeyProblem | undefined {
+  if (!ref) {
+    if (typeof value === 'string' || Number.isSafeInteger(value)) return undefined;
+    return { code: 'INVALID_TYPE', message: 'must be a record id (a string or an integer)' };
+  }
+  if (isKeyType(ref.idType) && (ref.primaryKey || ref.idType !== 'Text')) return keyProblem(ref.idType, value);
+  return typeof value === 'string' ? undefined : { code: 'INVALID_TYPE', message: 'must be a record id (string)' };
 }
 
 export function defaultNow(f: FieldSpec, now: Date): string {

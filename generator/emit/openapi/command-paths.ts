@@ -1,12 +1,20 @@
 // The path of one command: POST /api/commands/<operationId>/{id}, its input and its rules.
 
-import type { Blueprint, Command, Entity, Field, Rule } from '../../model/types.ts';
+import { inputRefTarget } from '../../model/keys.ts';
+import type { Blueprint, Command, CommandInput, Entity, Field, Rule } from '../../model/types.ts';
+import { idParameter } from './entity-paths.ts';
 import { errorResponse, IDEMPOTENCY_HEADER, json, ref, RUN_ID_HEADER, schemeNames, TRACE_HEADER, type Schema } from './common.ts';
 import { fieldSchema } from './schemas.ts';
 
 function conditionText(rule: Rule | undefined): string | undefined {
   if (!rule) return undefined;
   return typeof rule.source === 'string' ? rule.source : JSON.stringify(rule.source);
+}
+
+/** A Ref input's target, as a field's `ref`: from the mutations that write it, if they agree. */
+function inputRef(bp: Blueprint, command: Command, input: CommandInput): Field['ref'] {
+  const target = inputRefTarget(bp, command, input);
+  return target && { entity: target.entity.name, field: target.field.name };
 }
 
 export function commandPath(bp: Blueprint, command: Command): Record<string, Schema> {
@@ -16,7 +24,7 @@ export function commandPath(bp: Blueprint, command: Command): Record<string, Sch
     properties: Object.fromEntries(
       command.input.map((i) => [
         i.name,
-        { ...fieldSchema(bp, { ...i, nullable: false, primaryKey: false, commandOnly: false, access: {} } as unknown as Field), ...(i.description ? { description: i.description } : {}) },
+        { ...fieldSchema(bp, { ...i, ref: inputRef(bp, command, i), nullable: false, primaryKey: false, commandOnly: false, access: {} } as unknown as Field), ...(i.description ? { description: i.description } : {}) },
       ]),
     ),
     required: command.input.filter((i) => i.required).map((i) => i.name),
@@ -35,7 +43,7 @@ export function commandPath(bp: Blueprint, command: Command): Record<string, Sch
         'x-scopes': [...command.scopes],
         ...(schemes.length ? { security: schemes.map((name) => ({ [name]: name === 'apiKey' ? [...command.scopes] : [] })) } : {}),
         parameters: [
-          { name: 'id', in: 'path', required: true, description: `${command.entity} id`, schema: { type: 'string' } },
+          idParameter(entity),
           IDEMPOTENCY_HEADER,
           RUN_ID_HEADER,
         ],

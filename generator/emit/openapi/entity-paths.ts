@@ -2,6 +2,7 @@
 // its access rules and scopes call for.
 
 import type { Blueprint, Entity } from '../../model/types.ts';
+import { keySchema } from './schemas.ts';
 import { errorResponse, IDEMPOTENCY_HEADER, json, ref, RUN_ID_HEADER, schemeNames, TRACE_HEADER, type Schema } from './common.ts';
 
 /** Security requirements of one operation: any credential, plus anonymous when its rule is public. */
@@ -12,6 +13,16 @@ function securityFor(bp: Blueprint, entity: Entity, action: 'read' | 'create' | 
   const open = rule !== undefined && (rule.condition.kind === 'public' || (rule.condition.kind === 'const' && rule.condition.value));
   const scopes = action === 'read' ? entity.scopes.read : entity.scopes.write;
   return [...schemes.map((name) => ({ [name]: name === 'apiKey' ? [...scopes] : [] })), ...(open ? [{}] : [])];
+}
+
+/**
+ * The `{id}` of a record's path: an id of the entity's key type (percent-encoded, for a Text id).
+ * An id of another form names no record: 404, as for one that does not exist.
+ */
+export function idParameter(entity: Entity): Schema {
+  const text = entity.primaryKey.type === 'Text' ? ', percent-encoded' : '';
+  const { description: _, ...schema } = keySchema(entity.primaryKey.type);
+  return { name: 'id', in: 'path', required: true, description: `${entity.name} id${text}`, schema };
 }
 
 export function entityPaths(bp: Blueprint, entity: Entity): Record<string, Schema> {
@@ -27,7 +38,7 @@ export function entityPaths(bp: Blueprint, entity: Entity): Record<string, Schem
     };
   };
   const ok = (description: string, schema: Schema) => ({ description, headers: TRACE_HEADER, content: json(schema) });
-  const idParam = { name: 'id', in: 'path', required: true, description: `${n} id`, schema: { type: 'string' } };
+  const idParam = idParameter(entity);
   const body = (schema: string) => ({ required: true, content: json(ref(schema)) });
   const writeErrors = {
     '400': errorResponse('BadRequest'),

@@ -32,6 +32,8 @@ export function errorResponses(bp: Blueprint): Record<string, Schema> {
     Object.entries(ERROR_RESPONSES)
       // Sign-in throttling exists only with the email provider.
       .filter(([name]) => name !== 'TooManyRequests' || bp.auth.providers.includes('email'))
+      // Only command routes declare a 500 (a handler that threw): unused, it would be noise.
+      .filter(([name]) => name !== 'InternalError' || bp.commands.length > 0)
       .map(([name, { description, codes, retry }]) => [
         name,
         {

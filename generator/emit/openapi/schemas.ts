@@ -3,11 +3,51 @@
 
 import { ERROR_CODES } from '../../../runtime-lib/core/errors.ts';
 import type { Blueprint, Entity, Field } from '../../model/types.ts';
+import { TEXT_KEY_MAX_LENGTH } from '../../../runtime-lib/core/ids.ts';
+import { refTarget } from '../../model/keys.ts';
 import { ref, ULID_PATTERN, type Schema } from './common.ts';
 
+/**
+ * The schema of an id of a key of this type: in records, Refs and path parameters. A Text id is
+ * what runtime-lib/core/ids.ts keyProblem accepts (the length, at least).
+ */
+export function keySchema(type: Field['type']): Schema {
+  switch (type) {
+    case 'ULID':
+      return { type: 'string', pattern: ULID_PATTERN };
+    case 'UUID':
+      return { type: 'string', format: 'uuid' };
+    case 'Integer':
+      return { type: 'integer', minimum: Number.MIN_SAFE_INTEGER, maximum: Number.MAX_SAFE_INTEGER };
+    case 'Text':
+      return {
+        type: 'string',
+        minLength: 1,
+        maxLength: TEXT_KEY_MAX_LENGTH,
+        description: 'A Text id: no control characters or white space at either end, not "." or ".."',
+      };
+    default:
+      return { type: 'string' };
+  }
+}
+
+/**
+ * A Ref's values: its target key's ids, or a string for a unique Text field that is not the key;
+ * either kind of id when the target is unknown (a command input no mutation ties to a field).
+ */
+function refSchema(target: { entity: Entity; field: Field } | undefined): Schema {
+  if (!target) return { type: ['string', 'integer'] };
+  if (target.field.primaryKey || target.field.type !== 'Text') {
+    const { description: _, ...schema } = keySchema(target.field.type);
+    return schema;
+  }
+  return { type: 'string' };
+}
+
 export function fieldSchema(bp: Blueprint, field: Field): Schema {
-  let s: Schema;
-  switch (field.type) {
+  let s: Schema = {};
+  if (field.primaryKey) s = keySchema(field.type);
+  else switch (field.type) {
     case 'ULID':
       s = { type: 'string', pattern: ULID_PATTERN };
       break;
@@ -39,10 +79,9 @@ export function fieldSchema(bp: Blueprint, field: Field): Schema {
       s = { type: 'string', enum: [...(field.values ?? [])] };
       break;
     case 'Ref': {
-      const target = bp.entities.find((e) => e.name === field.ref?.entity);
-      const targetField = target?.fields.find((f) => f.name === field.ref?.field);
-      s = targetField?.type === 'ULID' ? { type: 'string', pattern: ULID_PATTERN } : targetField?.type === 'UUID' ? { type: 'string', format: 'uuid' } : { type: 'string' };
-      s.description = `${field.ref?.entity}.${field.ref?.field} of an existing ${field.ref?.entity}`;
+      const target = refTarget(bp, field);
+      s = refSchema(target);
+      s.description = target ? `${target.entity.name}.${target.field.name} of an existing ${target.entity.name}` : 'The id of an existing record';
       break;
     }
     case 'file':
@@ -52,7 +91,7 @@ export function fieldSchema(bp: Blueprint, field: Field): Schema {
       s = { type: 'string' };
   }
   if (field.nullable && field.type !== 'JSON') {
-    s.type = [s.type as string, 'null'];
+    s.type = [...(Array.isArray(s.type) ? s.type : [s.type]), 'null'];
     if (Array.isArray(s.enum)) s.enum = [...(s.enum as unknown[]), null];
   }
   const notes = [
@@ -68,9 +107,13 @@ export function fieldSchema(bp: Blueprint, field: Field): Schema {
 }
 
 export function entitySchemas(bp: Blueprint, entity: Entity): Record<string, Schema> {
-  const all = Object.fromEntries(entity.fields.map((f) => [f.name, f.primaryKey ? { ...fieldSchema(bp, f), readOnly: true } : fieldSchema(bp, f)]));
+  // Ids are the server's (ULID, UUID) or the database's (Integer); a Text id may come with a create.
+  const clientKey = entity.primaryKey.type === 'Text';
+  const all = Object.fromEntries(entity.fields.map((f) => [f.name, f.primaryKey && !clientKey ? { ...fieldSchema(bp, f), readOnly: true } : fieldSchema(bp, f)]));
   const writable = entity.fields.filter((f) => !f.primaryKey && !f.commandOnly);
   const input = Object.fromEntries(writable.map((f) => [f.name, fieldSchema(bp, f)]));
+  const key = { ...fieldSchema(bp, entity.primaryKey), description: 'The Text id; when absent, a ULID is generated.' };
+  const createInput = clientKey ? { [entity.primaryKey.name]: key, ...input } : input;
   return {
     [entity.name]: {
       type: 'object',
@@ -82,7 +125,7 @@ export function entitySchemas(bp: Blueprint, entity: Entity): Record<string, Sch
     },
     [`${entity.name}Create`]: {
       type: 'object',
-      properties: input,
+      properties: createInput,
       required: writable.filter((f) => f.required && !f.default).map((f) => f.name),
       additionalProperties: false,
     },

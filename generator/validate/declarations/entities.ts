@@ -4,6 +4,7 @@
 import type { CompileContext } from '../../context.ts';
 import { isFieldType, parseRef } from '../../model/build.ts';
 import { ACCESS_ROOTS } from '../../model/conditions.ts';
+import { isKeyType } from '../../model/keys.ts';
 import { defaultProblem } from '../../model/literals.ts';
 import { list, strList, table, text, type Raw } from '../../model/raw.ts';
 import { FIELD_TYPES, type FieldType } from '../../../runtime-lib/core/values.ts';
@@ -77,8 +78,8 @@ function checkField(ctx: CompileContext, at: KeyPath, raw: Raw, entityNames: rea
 }
 
 function primaryKeyType(ctx: CompileContext, at: KeyPath, raw: Raw, name: string, type: FieldType): void {
-  if (raw.primary_key === true && type !== 'ULID' && type !== 'UUID') {
-    ctx.report('INVALID_PRIMARY_KEY', [...at, 'type'], `primary key "${name}" must be ULID or UUID, not ${type}`);
+  if (raw.primary_key === true && !isKeyType(type)) {
+    ctx.report('INVALID_PRIMARY_KEY', [...at, 'type'], `primary key "${name}" must be ULID, UUID, Text or Integer, not ${type}`);
   }
 }
 

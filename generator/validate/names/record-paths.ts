@@ -2,7 +2,7 @@
 // condition runs (a command's policy and availableWhen), one relation deep through the relations
 // named as generator/emit/relations.ts names them and emit/commands.ts loads them.
 
-import { refRelations, type RefRelation } from '../../emit/relations.ts';
+import { type MatchRelation, matchRelations, refRelations, type RefRelation } from '../../emit/relations.ts';
 import type { Blueprint, Entity, Field } from '../../model/types.ts';
 import { didYouMean } from '../../suggest.ts';
 
@@ -21,9 +21,11 @@ interface Reachable {
 
 export class RecordPaths {
   private readonly relations: RefRelation[];
+  private readonly matches: MatchRelation[];
 
   constructor(bp: Blueprint) {
     this.relations = refRelations(bp);
+    this.matches = matchRelations(bp);
   }
 
   /** Relations of `entity` a command condition may read through (`record.customer.name`). */
@@ -31,6 +33,7 @@ export class RecordPaths {
     return [
       ...this.relations.filter((r) => r.from === entity).map((r) => ({ name: r.forward, target: r.to })),
       ...this.relations.filter((r) => r.to === entity).map((r) => ({ name: r.back, target: r.from })),
+      ...this.matches.filter((m) => m.from === entity).map((m) => ({ name: m.name, target: m.to })),
     ];
   }
 

@@ -2,6 +2,7 @@
 
 import * as path from 'node:path';
 import type { CompileContext } from '../../context.ts';
+import { refTarget, refValueProblem } from '../../model/keys.ts';
 import { expectedLiteral, showLiteral } from '../../model/literals.ts';
 import type { Blueprint, Command, Entity, Field, MutationValue } from '../../model/types.ts';
 import type { KeyPath } from '../../parse/locate.ts';
@@ -33,7 +34,7 @@ export function commandMutations(ctx: CompileContext, bp: Blueprint): void {
           hint: `add "${command.name}" to the field's commands list`,
         });
       }
-      mutationValueType(ctx, at, field, value);
+      mutationValueType(ctx, bp, at, field, value);
     }
   }
 }
@@ -63,7 +64,7 @@ function mutationValueNames(ctx: CompileContext, command: Command, entity: Entit
 }
 
 /** A literal or `now` must fit the field; a field of unknown type or an Enum without values has its own error. */
-function mutationValueType(ctx: CompileContext, at: KeyPath, field: Field, value: MutationValue): void {
+function mutationValueType(ctx: CompileContext, bp: Blueprint, at: KeyPath, field: Field, value: MutationValue): void {
   if (field.unknownType !== undefined || (field.type === 'Enum' && !field.values?.length)) return;
   if (value.kind === 'now' && field.type !== 'DateTime' && field.type !== 'Date') {
     ctx.report('INVALID_MUTATION', at, `"now" is a time but ${field.name} is ${field.type}`);
@@ -71,6 +72,11 @@ function mutationValueType(ctx: CompileContext, at: KeyPath, field: Field, value
   const expected = value.kind === 'literal' ? expectedLiteral(field.type, value.value, field.values) : undefined;
   if (value.kind === 'literal' && expected) {
     ctx.report('INVALID_MUTATION', at, `${showLiteral(value.value)} does not fit ${field.type} field "${field.name}": expected ${expected}`);
+  } else if (value.kind === 'literal' && field.type === 'Ref') {
+    // A literal id must be one the Ref's target can hold (a broken Ref has its own error).
+    const target = refTarget(bp, field);
+    const problem = target && refValueProblem(target, value.value);
+    if (problem) ctx.report('INVALID_MUTATION', at, `${showLiteral(value.value)} does not fit field "${field.name}", a ${problem}`);
   }
 }
 

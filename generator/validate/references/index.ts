@@ -8,7 +8,7 @@ import { conditionNameRules } from '../names/check-names.ts';
 import { apiKeyNames, permissionPatterns } from './auth.ts';
 import { commandEntities, commandHandlers, commandMutations, operationIds } from './commands.ts';
 import type { ReferenceRule } from './common.ts';
-import { entityCollections, protection, refTargets, relations } from './entities.ts';
+import { entityCollections, indexes, protection, refTargets, relations } from './entities.ts';
 import { skillActions } from './skills.ts';
 import { pageReferences, workflowReferences } from './workflows-pages.ts';
 
@@ -16,6 +16,7 @@ const RULES: ReferenceRule[] = [
   entityCollections,
   refTargets,
   relations,
+  indexes,
   protection,
   commandEntities,
   commandMutations,

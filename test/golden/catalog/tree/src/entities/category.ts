@@ -37,7 +37,7 @@ export const categorySpec: EntitySpec = {
       type: 'Ref',
       required: false,
       nullable: true,
-      ref: { entity: 'Category', idType: 'UUID', exists: 'SELECT 1 FROM "Category" WHERE "id" = ?' },
+      ref: { entity: 'Category', idType: 'UUID', primaryKey: true, exists: 'SELECT 1 FROM "Category" WHERE "id" = ?' },
     },
   ],
   // The SQL, fixed when the app was generated: the runtime only prepares it. Lists are ordered by
@@ -90,7 +90,9 @@ export function categoryRoutes(store: EntityStore, idempotency: IdempotencyStore
       const mayWrite = () => store.access.filter(ctx.actor, 'create');
       const result = await runIdempotent(idempotency, ctx, OPERATION.create, req.body ?? null, mayWrite, () => {
         const record = store.create(ctx, req.body);
-        return { status: 201, body: record, location: `/api/categorys/${String(record.id)}` };
+        // Any id stays one path segment: a Text id may hold "/", "?", "%" or spaces.
+        const location = `/api/categorys/${encodeURIComponent(String(record.id))}`;
+        return { status: 201, body: record, location };
       });
       sendStored(res, result);
     },

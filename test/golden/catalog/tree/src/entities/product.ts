@@ -75,7 +75,7 @@ export const productSpec: EntitySpec = {
       type: 'Ref',
       required: false,
       nullable: true,
-      ref: { entity: 'Category', idType: 'UUID', exists: 'SELECT 1 FROM "Category" WHERE "id" = ?' },
+      ref: { entity: 'Category', idType: 'UUID', primaryKey: true, exists: 'SELECT 1 FROM "Category" WHERE "id" = ?' },
     },
     { name: 'manual', type: 'file', required: false, nullable: true },
   ],
@@ -136,7 +136,9 @@ export function productRoutes(store: EntityStore, idempotency: IdempotencyStore)
       const mayWrite = () => store.access.filter(ctx.actor, 'create');
       const result = await runIdempotent(idempotency, ctx, OPERATION.create, req.body ?? null, mayWrite, () => {
         const record = store.create(ctx, req.body);
-        return { status: 201, body: record, location: `/api/products/${String(record.id)}` };
+        // Any id stays one path segment: a Text id may hold "/", "?", "%" or spaces.
+        const location = `/api/products/${encodeURIComponent(String(record.id))}`;
+        return { status: 201, body: record, location };
       });
       sendStored(res, result);
     },

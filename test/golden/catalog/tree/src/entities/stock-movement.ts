@@ -35,7 +35,7 @@ export const stockMovementSpec: EntitySpec = {
       type: 'Ref',
       required: true,
       nullable: false,
-      ref: { entity: 'Product', idType: 'ULID', exists: 'SELECT 1 FROM "Product" WHERE "id" = ?' },
+      ref: { entity: 'Product', idType: 'ULID', primaryKey: true, exists: 'SELECT 1 FROM "Product" WHERE "id" = ?' },
     },
     { name: 'quantity', type: 'Integer', required: true, nullable: false },
     { name: 'note', type: 'Text', required: false, nullable: true },
@@ -89,7 +89,9 @@ export function stockMovementRoutes(store: EntityStore, idempotency: Idempotency
       const mayWrite = () => store.access.filter(ctx.actor, 'create');
       const result = await runIdempotent(idempotency, ctx, OPERATION.create, req.body ?? null, mayWrite, () => {
         const record = store.create(ctx, req.body);
-        return { status: 201, body: record, location: `/api/stockmovements/${String(record.id)}` };
+        // Any id stays one path segment: a Text id may hold "/", "?", "%" or spaces.
+        const location = `/api/stockmovements/${encodeURIComponent(String(record.id))}`;
+        return { status: 201, body: record, location };
       });
       sendStored(res, result);
     },

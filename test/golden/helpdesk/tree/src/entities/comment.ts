@@ -35,7 +35,7 @@ export const commentSpec: EntitySpec = {
       type: 'Ref',
       required: true,
       nullable: false,
-      ref: { entity: 'Ticket', idType: 'ULID', exists: 'SELECT 1 FROM "Ticket" WHERE "id" = ?' },
+      ref: { entity: 'Ticket', idType: 'ULID', primaryKey: true, exists: 'SELECT 1 FROM "Ticket" WHERE "id" = ?' },
     },
     { name: 'authorId', type: 'Text', required: true, nullable: false },
     { name: 'body', type: 'LongText', required: true, nullable: false },
@@ -89,7 +89,9 @@ export function commentRoutes(store: EntityStore, idempotency: IdempotencyStore)
       const mayWrite = () => store.access.filter(ctx.actor, 'create');
       const result = await runIdempotent(idempotency, ctx, OPERATION.create, req.body ?? null, mayWrite, () => {
         const record = store.create(ctx, req.body);
-        return { status: 201, body: record, location: `/api/comments/${String(record.id)}` };
+        // Any id stays one path segment: a Text id may hold "/", "?", "%" or spaces.
+        const location = `/api/comments/${encodeURIComponent(String(record.id))}`;
+        return { status: 201, body: record, location };
       });
       sendStored(res, result);
     },

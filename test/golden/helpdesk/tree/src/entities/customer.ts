@@ -84,7 +84,9 @@ export function customerRoutes(store: EntityStore, idempotency: IdempotencyStore
       const mayWrite = () => store.access.filter(ctx.actor, 'create');
       const result = await runIdempotent(idempotency, ctx, OPERATION.create, req.body ?? null, mayWrite, () => {
         const record = store.create(ctx, req.body);
-        return { status: 201, body: record, location: `/api/customers/${String(record.id)}` };
+        // Any id stays one path segment: a Text id may hold "/", "?", "%" or spaces.
+        const location = `/api/customers/${encodeURIComponent(String(record.id))}`;
+        return { status: 201, body: record, location };
       });
       sendStored(res, result);
     },

@@ -64,7 +64,7 @@ export const ticketSpec: EntitySpec = {
       type: 'Ref',
       required: false,
       nullable: true,
-      ref: { entity: 'Customer', idType: 'UUID', exists: 'SELECT 1 FROM "Customer" WHERE "id" = ?' },
+      ref: { entity: 'Customer', idType: 'UUID', primaryKey: true, exists: 'SELECT 1 FROM "Customer" WHERE "id" = ?' },
     },
     { name: 'assigneeId', type: 'Text', required: false, nullable: true },
     {
@@ -140,7 +140,9 @@ export function ticketRoutes(store: EntityStore, idempotency: IdempotencyStore):
       const mayWrite = () => store.access.filter(ctx.actor, 'create');
       const result = await runIdempotent(idempotency, ctx, OPERATION.create, req.body ?? null, mayWrite, () => {
         const record = store.create(ctx, req.body);
-        return { status: 201, body: record, location: `/api/tickets/${String(record.id)}` };
+        // Any id stays one path segment: a Text id may hold "/", "?", "%" or spaces.
+        const location = `/api/tickets/${encodeURIComponent(String(record.id))}`;
+        return { status: 201, body: record, location };
       });
       sendStored(res, result);
     },

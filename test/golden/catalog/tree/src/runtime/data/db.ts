@@ -283,19 +283,23 @@ export function mapSqliteError(err: unknown): unknown {
   const code = (err as { code?: string } | null)?.code;
   if (typeof code !== 'string' || !code.startsWith('SQLITE_') || err instanceof AppError) return err;
   if (code === 'SQLITE_CONSTRAINT_UNIQUE' || code === 'SQLITE_CONSTRAINT_PRIMARYKEY') {
-    // A column's own index reports "Table.column"; the index on lower() of a unique e-mail field
-    // (addresses are unique in any letter case) reports "index 'Table.column_lower_key'".
+    // An index on columns reports "Table.a" or, for a composite one (an entity's `indexes`),
+    // "Table.a, Table.b"; the index on lower() of a unique e-mail field (addresses are unique in
+    // any letter case) reports "index 'Table.column_lower_key'".
     const message = (err as Error).message;
-    const column =
-      /UNIQUE constraint failed: \w+\.(\w+)/.exec(message)?.[1] ??
-      /UNIQUE constraint failed: index '\w+\.(\w+)_lower_key'$/.exec(message)?.[1];
-    return new AppError(
-      'UNIQUE_CONFLICT',
-      column ? `another record already has this ${column}` : 'a unique value is already taken',
-      {
-        details: column ? [{ field: column, code: 'UNIQUE', message: 'already taken' }] : undefined,
-      },
-    );
+    const columns = /^UNIQUE constraint failed: (\w+\.\w+(?:, \w+\.\w+)*)$/.exec(message)?.[1];
+    const fields = columns
+      ? columns.split(', ').map((c) => c.slice(c.indexOf('.') + 1))
+      : /^UNIQUE constraint failed: index '\w+\.(\w+)_lower_key'$/.exec(message)?.slice(1);
+    if (!fields) return new AppError('UNIQUE_CONFLICT', 'a unique value is already taken');
+    const others = (field: string) => fields.filter((f) => f !== field);
+    return new AppError('UNIQUE_CONFLICT', `another record already has this ${fields.join(' and ')}`, {
+      details: fields.map((field) => ({
+        field,
+        code: 'UNIQUE',
+        message: others(field).length ? `already taken together with ${others(field).join(' and ')}` : 'already taken',
+      })),
+    });
   }
   // RESTRICT actions report as a trigger constraint; the message is what names the foreign key.
   if (

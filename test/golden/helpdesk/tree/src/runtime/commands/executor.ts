@@ -15,8 +15,9 @@ import type { CommandHandler, ScopedDb } from './handler.ts';
 import type { AuditLog } from '../data/audit.ts';
 import { checkCondition, type Condition } from '../rules/conditions.ts';
 import type { EntityStore, RequestContext } from '../data/entity-store.ts';
-import { checkBody, normalizeValue, type Row, sameValue, validationError } from '../data/fields.ts';
+import { checkBody, normalizeValue, type RefTarget, type Row, sameValue, validationError } from '../data/fields.ts';
 import type { FieldType } from '../core/values.ts';
+import { recordKey, type RecordKey } from '../core/ids.ts';
 import { AppError, type ErrorDetail } from '../core/errors.ts';
 import type { AppEvent, EventBus } from './events.ts';
 import { idempotencyScope, requestHash } from '../data/idempotency.ts';
@@ -27,6 +28,8 @@ export interface CommandInputSpec {
   type: FieldType;
   required: boolean;
   values?: readonly string[];
+  /** A Ref input's target, when the mutations tie it to Ref fields; without it, any record id. */
+  ref?: RefTarget;
 }
 
 /** A mutation value as the blueprint wrote it: a literal, a reference, or the time of execution. */
@@ -303,7 +306,7 @@ function scopedDb(
     async update(entity, id, changes) {
       guard();
       const store = storeOf(entity);
-      if (entity === spec.entity && id === call.recordId) {
+      if (entity === spec.entity && sameKey(store, id, call.recordId)) {
         // The command's own record: the entity's update rule and field rules apply as to any
         // actor-scoped write; the change merges with the mutations and is written at commit.
         const current = store.fetch(call.trace, id) ?? {};
@@ -342,6 +345,12 @@ function scopedDb(
       staged.push(() => store.delete(call, id));
     },
   };
+}
+
+/** Whether two ids name one record of `store` (a handler may pass an Integer id as a number). */
+function sameKey(store: EntityStore, a: RecordKey, b: RecordKey): boolean {
+  const key = recordKey(store.spec.idType, a);
+  return key !== undefined && key === recordKey(store.spec.idType, b);
 }
 
 function sameRecord(a: Row, b: Row): boolean {

@@ -27,13 +27,14 @@ export type CommandHandler<I = Record<string, unknown>, R = Record<string, unkno
   ctx: HandlerContext<I, R>,
 ) => Promise<Record<string, unknown> | void> | Record<string, unknown> | void;
 
+/** Ids are strings, or numbers for entities with an Integer primary key. */
 export interface ScopedDb {
-  get(entity: string, id: string): Promise<Record<string, unknown>>;
+  get(entity: string, id: string | number): Promise<Record<string, unknown>>;
   list(entity: string, page?: { limit?: number; offset?: number }): Promise<Record<string, unknown>[]>;
   /** Stages a change; returns the record as it will be after the commit. */
-  update(entity: string, id: string, changes: Record<string, unknown>): Promise<Record<string, unknown>>;
+  update(entity: string, id: string | number, changes: Record<string, unknown>): Promise<Record<string, unknown>>;
   create(entity: string, data: Record<string, unknown>): Promise<void>;
-  delete(entity: string, id: string): Promise<void>;
+  delete(entity: string, id: string | number): Promise<void>;
 }
 
 /** Helps handler authors: `export const closeTicket = defineHandler<Input, Ticket>(async (ctx) => ...)`. */
