@@ -1,13 +1,13 @@
 // Zebric keys at generate time (issue 9): what bp refuses, with exact diagnostics, in blueprints
 // that use keys of every type, Refs with defaults, plain-field relations and entity indexes.
-// Each invalid fixture of test/fixtures/zebric/invalid/ breaks these rules only.
+// Each fixture of test/fixtures/zebric/invalid-keys/ breaks these rules only.
 
 import { expect } from 'chai';
 import { diagnosticsOf } from './support/zebric.ts';
 
 describe('Zebric keys: generate-time checks', () => {
   it('a Ref default, or a mutation literal for a Ref, must be an id its target can hold (INVALID_DEFAULT, INVALID_MUTATION)', () => {
-    expect(diagnosticsOf('invalid/ref-default-key-type')).to.deep.equal([
+    expect(diagnosticsOf('invalid-keys/ref-default-key-type')).to.deep.equal([
       'app.toml:14:52 error INVALID_DEFAULT entity.Card.fields.1.default: default "backlog" does not fit the Ref to Board.id, a ULID key: an id must be a ULID',
       'app.toml:15:57 error INVALID_DEFAULT entity.Card.fields.2.default: default "backlog" does not fit the Ref to Column.id, an Integer key: an id must be an integer',
       'app.toml:16:50 error INVALID_DEFAULT entity.Card.fields.3.default: default " todo" does not fit the Ref to Lane.id, a Text key: an id must not begin or end with white space',
@@ -20,7 +20,7 @@ describe('Zebric keys: generate-time checks', () => {
   });
 
   it('an index names known fields, each once, and a name SQLite and Prisma accept that no table or index has; repeats are warnings', () => {
-    expect(diagnosticsOf('invalid/index-errors')).to.deep.equal([
+    expect(diagnosticsOf('invalid-keys/index-errors')).to.deep.equal([
       'app.toml:20:26 error UNKNOWN_FIELD entity.Seat.indexes.0.fields.1: entity "Seat" has no field "rwo" (hint: did you mean "row"?)',
       'app.toml:21:33 error INVALID_INDEX entity.Seat.indexes.1.fields.2: field "eventId" is listed twice in this index',
       'app.toml:22:5 error INVALID_INDEX entity.Seat.indexes.2.fields: an index needs at least one field',
@@ -35,7 +35,7 @@ describe('Zebric keys: generate-time checks', () => {
   });
 
   it('a hasMany / hasOne foreign key is a Ref to the parent or a field that can hold its ids; a belongsTo needs a Ref (INVALID_RELATION)', () => {
-    expect(diagnosticsOf('invalid/relation-key-type')).to.deep.equal([
+    expect(diagnosticsOf('invalid-keys/relation-key-type')).to.deep.equal([
       'app.toml:7:46 error INVALID_RELATION entity.Order.relations.notes.foreign_key: Note.subjectId is Text: it cannot hold ids of Order (Integer) (hint: make it a Ref to Order, or an Integer field)',
       'app.toml:17:46 error INVALID_RELATION entity.Ticket.relations.notes.foreign_key: Note.orderNo is Integer: it cannot hold ids of Ticket (ULID) (hint: make it a Ref to Ticket, or a Text, ULID or UUID field)',
       'app.toml:18:44 error INVALID_RELATION entity.Ticket.relations.flag.foreign_key: Note.score is Float: it cannot hold ids of Ticket (ULID) (hint: make it a Ref to Ticket, or a Text, ULID or UUID field)',

@@ -69,11 +69,9 @@ const entity = obj(
       ),
     ),
     access: obj({ read: condition, create: condition, update: condition, delete: condition }),
-    // Shape only: the model and the migrations read indexes (issue 9, keys).
     indexes: listOf(obj({ fields: nonEmptyStrList, unique: bool, name: nonEmptyStr }, ['fields'])),
     protection: obj({ fields: nonEmptyStrList, commands: nonEmptyStrList }),
     scopes: obj({ read: nonEmptyStrList, write: nonEmptyStrList }),
-    indexes: { type: 'array', items: obj({ fields: strList, unique: bool, name: str }, ['fields']) },
   },
   ['fields'],
 );

@@ -96,8 +96,8 @@ export function fieldSchema(bp: Blueprint, field: Field): Schema {
   }
   const notes = [
     field.description,
-    field.access.read ? 'Present only for actors its read rule allows.' : undefined,
-    field.access.write ? 'Writable only by actors its write rule allows.' : undefined,
+    field.access.read ? 'Shown only to actors its read rule allows.' : undefined,
+    field.access.write ? 'Written only by actors its write rule allows.' : undefined,
     field.commandOnly ? `Command-only: changed only by ${field.commands?.join(', ') ?? 'commands'}.` : undefined]
     .filter(Boolean)
     .join(' ');
