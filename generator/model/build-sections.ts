@@ -8,7 +8,7 @@ import type { KeyPath } from '../parse/locate.ts';
 import { ACCESS_ROOTS, COMMAND_ROOTS, parseRule } from './conditions.ts';
 import { IDENTIFIER, snakeCase } from './names.ts';
 import { list, str, strList, strTable, table, text, type Raw } from './raw.ts';
-import { type ApiKey, type Auth, type Blueprint, type Command, type CommandInput, type MutationValue, type Page, type PermissionRule, type Skill, type Workflow, type WorkflowTrigger } from './types.ts';
+import { type ApiKey, type Auth, type Blueprint, type Command, type CommandInput, type Entity, type MutationValue, type Page, type PermissionRule, type Skill, type UserRecords, type Workflow, type WorkflowTrigger } from './types.ts';
 import { FIELD_TYPES, type FieldType } from '../../runtime-lib/core/values.ts';
 
 export function buildCommand(section: Section & { value: Raw }): Command {
@@ -58,26 +58,35 @@ export function parseHandler(written: string, declaringFile: string): Command['h
   return { file: path.resolve(path.dirname(declaringFile), file), exportName: exportName || 'default', source: written };
 }
 
-/** Mutation values are not expressions: a reference, `now`, or a literal (format contract). */
+/**
+ * Mutation values are not expressions: a reference, `now`, or a literal (format contract). An
+ * actor reference may read a key of its metadata (`actor.metadata.email`, as in Zebric).
+ */
 function mutationValue(value: string | number | boolean): MutationValue {
   if (value === 'now') return { kind: 'now' };
   if (typeof value === 'string') {
-    const m = /^(input|actor|record)\.([A-Za-z_][A-Za-z0-9_]*)$/.exec(value);
+    const m = /^(input|actor|record)\.([A-Za-z_][A-Za-z0-9_]*)$/.exec(value) ?? /^(actor)\.(metadata\.[A-Za-z_][A-Za-z0-9_]*)$/.exec(value);
     if (m) return { kind: 'ref', root: m[1] as 'input' | 'actor' | 'record', key: m[2] };
   }
   return { kind: 'literal', value };
 }
 
-export function buildAuth(ctx: CompileContext, raw: Raw): Auth {
+/**
+ * `entities` are the blueprint's, built already: when people are `User` records, the login field
+ * is made unique here (unique in any letter case: the lower() index of unique Email fields).
+ */
+export function buildAuth(ctx: CompileContext, raw: Raw, entities: readonly Entity[]): Auth {
   const session = table(raw.session);
   const apiKeys: ApiKey[] = list(raw.apiKeys).flatMap((k, i) => {
     if (!isTable(k)) return [];
+    const name = text(k.name);
+    // Zebric 0.6's defaults: the key's name stands for whatever it does not say.
     const key = {
-      name: text(k.name),
+      name,
       keyEnv: text(k.keyEnv),
-      agentId: text(k.agentId),
-      credentialId: str(k.credentialId) ?? `cred-${text(k.name)}`,
-      displayName: str(k.displayName),
+      agentId: str(k.agentId) ?? name,
+      credentialId: str(k.credentialId) ?? name,
+      displayName: str(k.displayName) ?? name,
       roles: strList(k.roles),
       scopes: strList(k.scopes),
     };
@@ -93,8 +102,10 @@ export function buildAuth(ctx: CompileContext, raw: Raw): Auth {
       permissions[role] = { allow: permissionRules(ctx, [...at, 'allow'], rules.allow), deny: permissionRules(ctx, [...at, 'deny'], rules.deny) };
     }
   }
+  const providers = strList(raw.providers);
   return {
-    providers: strList(raw.providers),
+    declared: ctx.parsed.sections.some((s) => s.kind === 'auth'),
+    providers,
     loginPath: str(raw.loginPath) ?? '/login',
     signup: raw.signup !== false,
     trustedOrigins: strList(raw.trustedOrigins),
@@ -104,6 +115,23 @@ export function buildAuth(ctx: CompileContext, raw: Raw): Auth {
     },
     apiKeys,
     permissions,
+    userRecords: providers.includes('email') ? userRecordsOf(entities) : undefined,
+  };
+}
+
+/** People are the records of `User` when it has an Email field; its login field becomes unique. */
+function userRecordsOf(entities: readonly Entity[]): UserRecords | undefined {
+  const user = entities.find((e) => e.name === 'User');
+  const emails = user?.fields.filter((f) => f.type === 'Email' && f.unknownType === undefined && !f.primaryKey) ?? [];
+  const login = emails.find((f) => f.name === 'email') ?? emails[0];
+  if (!user || !login) return undefined;
+  login.unique = true;
+  const named = (name: string) => user.fields.some((f) => f.name === name);
+  return {
+    entity: user.name,
+    loginField: login.name,
+    roleFields: ['role', 'roles'].filter(named),
+    nameField: named('name') ? 'name' : undefined,
   };
 }
 

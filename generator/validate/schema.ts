@@ -207,7 +207,7 @@ const apiKey = obj(
     roles: nonEmptyStrList,
     scopes: nonEmptyStrList,
   },
-  ['name', 'keyEnv', 'agentId'],
+  ['name', 'keyEnv'],
 );
 
 const permissionEntry: Schema = {
