@@ -89,7 +89,10 @@ CREATE TABLE "_bp_users" (
 CREATE TABLE "_bp_sessions" (
     "sid" TEXT NOT NULL PRIMARY KEY,
     "data" TEXT NOT NULL,
-    "expiresAt" BIGINT NOT NULL
+    "expiresAt" BIGINT NOT NULL,
+    "userId" TEXT,
+    CONSTRAINT "_bp_sessions_userId_fkey" FOREIGN KEY ("userId") REFERENCES "_bp_users" ("id") ON DELETE CASCADE
+        ON UPDATE CASCADE
 );
 
 -- CreateIndex
@@ -115,6 +118,9 @@ CREATE UNIQUE INDEX "_bp_users_email_key" ON "_bp_users"("email");
 
 -- CreateIndex
 CREATE INDEX "_bp_sessions_expiresAt_idx" ON "_bp_sessions"("expiresAt");
+
+-- CreateIndex
+CREATE INDEX "_bp_sessions_userId_idx" ON "_bp_sessions"("userId");
 
 -- CreateIndex (unique e-mail, any letter case)
 CREATE UNIQUE INDEX "Customer.email_lower_key" ON "Customer"(lower("email"));
