@@ -62,7 +62,13 @@ export class Access {
     this.hasFieldReadRules = Object.values(policy.fields).some((f) => f.read !== undefined);
     const readRules = [this.rule('read'), ...this.permissionConditions('read')];
     this.ownershipFields = [...new Set(readRules.flatMap(actorComparedFields))].sort();
+    const permissions = policy.permissions ?? {};
+    const roleless = ROLELESS.find((r) => Object.prototype.hasOwnProperty.call(permissions, r));
+    this.roleless = roleless === undefined ? [] : [roleless];
   }
+
+  /** The permission role of an actor without roles (ROLELESS), when [auth.permissions] declares one. */
+  private readonly roleless: readonly string[];
 
   /**
    * The fields the read rule (or a read permission) compares with the actor: `authorId` in
@@ -213,8 +219,7 @@ export class Access {
     const deny: PermissionRule[] = [];
     // Permissions grant to roles; a caller without any is held to the rules of the roleless.
     const held = isAuthenticated(actor) ? actor.roles : [];
-    const roleless = ROLELESS.find((r) => Object.prototype.hasOwnProperty.call(permissions, r));
-    const roles = held.length ? held : roleless === undefined ? [] : [roleless];
+    const roles = held.length ? held : this.roleless;
     for (const role of roles) {
       const entry = Object.prototype.hasOwnProperty.call(permissions, role) ? permissions[role] : undefined;
       if (!entry) continue;
