@@ -9,8 +9,11 @@
 // the database when no actor may. Entities whose read rule depends on a Boolean field get a
 // record for each value, so row-level rules show a visible and a hidden record.
 //
-// Besides the two reference fixtures, the `keyed` test fixture runs too: it is the one blueprint
-// that declares [auth.permissions] (with a deny and a row-level permission condition).
+// Besides the two reference fixtures, the `keyed` test fixture runs too: it declares
+// [auth.permissions] (with a deny and a row-level permission condition); and so do the Zebric
+// identity fixtures: a blueprint without [auth] (public entities), people as User records (roles
+// from the record), the actor's Zebric keys (effectiveId, type, metadata read from the person's
+// record, in rules and SQL row filters), and API keys without roles under `anonymous` permissions.
 //
 // The oracle reads conditions with its own small reader (support/access/condition.ts and
 // expression.ts), written from the format contract: it must never import runtime-lib/rules, the
@@ -63,6 +66,10 @@ const FIXTURES = [
   { name: 'helpdesk', blueprint: 'fixtures/helpdesk/helpdesk.toml' },
   { name: 'catalog', blueprint: 'fixtures/catalog/catalog.toml' },
   { name: 'keyed', blueprint: 'test/fixtures/valid/keyed/app.toml' },
+  { name: 'no-auth', blueprint: 'test/fixtures/zebric/no-auth/app.toml' },
+  { name: 'user-entity', blueprint: 'test/fixtures/zebric/user-entity/app.toml' },
+  { name: 'actor-keys', blueprint: 'test/fixtures/zebric/actor-keys/app.toml' },
+  { name: 'agent-defaults', blueprint: 'test/fixtures/zebric/agent-defaults/app.toml' },
 ];
 
 const PASSWORD = 'matrix-password-123';
@@ -113,6 +120,22 @@ function sample(field: Field): unknown {
     default:
       throw new Error(`no sample for ${field.type}`);
   }
+}
+
+/** The record a create makes of `body`: rules judge it with its defaults applied. */
+function withDefaults(entity: Entity, body: Rec): Rec {
+  const record: Rec = {};
+  for (const f of entity.fields) if (!f.primaryKey && f.default !== undefined) record[f.name] = defaultOf(f);
+  return { ...record, ...body };
+}
+
+/** A stored value as the API (and the actor's metadata) has it. */
+function decoded(field: Field, value: unknown): unknown {
+  if (value === null || value === undefined) return null;
+  if (field.type === 'Boolean') return value === 1;
+  if (field.type === 'JSON') return JSON.parse(value as string);
+  if (field.type === 'DateTime') return new Date(value as string).toISOString();
+  return value;
 }
 
 function defaultOf(field: Field): unknown {
@@ -176,18 +199,18 @@ class MatrixApp {
       const used = rolesUsed(model);
       const people = [[], ...used.map((r) => [r]), ...(used.length > 1 ? [[...used].reverse()] : [])].map((roles) => ({
         label: `person(${roles.join(',') || 'no roles'})`,
-        spec: { email: `${roles.join('-') || 'noroles'}@matrix.example`, password: PASSWORD, roles },
+        spec: { email: `${roles.join('-') || 'noroles'}@matrix.example`, password: PASSWORD, roles, fields: this.requiredUserFields() },
       }));
       await Promise.all(people.map((p) => addUser(appDir, env, p.spec)));
       for (const p of people) {
         const session = await signIn(this.app.url, `${model.slug}.sid`, p.spec.email, PASSWORD);
+        const oracle = this.person(session.actor.id, p.spec.email, p.spec.roles);
         // The app's view of the person must match the one the oracle uses.
-        expect(session.actor).to.include({ kind: 'user', email: p.spec.email });
-        expect(session.actor.roles).to.deep.equal(p.spec.roles);
+        expect(session.actor).to.include({ kind: 'user', type: 'user', email: p.spec.email, effectiveId: session.actor.id });
+        expect(session.actor.roles).to.deep.equal(oracle.roles);
         this.actors.push({
           label: p.label,
-          // The contract's actor: `role` is the first role, for people as for API keys.
-          oracle: { kind: 'user', id: session.actor.id, email: p.spec.email, roles: p.spec.roles, role: p.spec.roles[0] },
+          oracle,
           headers: { cookie: session.cookie },
           mutationHeaders: () => ({ 'x-csrf-token': session.csrfToken }),
         });
@@ -196,7 +219,18 @@ class MatrixApp {
     for (const key of model.auth.apiKeys) {
       this.actors.push({
         label: `key:${key.name}`,
-        oracle: { kind: 'agent', id: key.agentId, credentialId: key.credentialId, roles: key.roles, role: key.roles[0], scopes: key.scopes },
+        // The contract's API-key actor: its metadata is Zebric's agent session user (name, role).
+        oracle: {
+          kind: 'agent',
+          type: 'agent',
+          id: key.agentId,
+          effectiveId: key.agentId,
+          credentialId: key.credentialId,
+          roles: key.roles,
+          role: key.roles[0],
+          scopes: key.scopes,
+          metadata: { name: key.displayName, role: key.roles[0] },
+        },
         headers: { authorization: `Bearer ${env[key.keyEnv]}` },
         mutationHeaders: () => ({ 'idempotency-key': idempotencyKey() }),
       });
@@ -220,6 +254,34 @@ class MatrixApp {
       for (const v of list) records.set(v.label, await this.seed(entity, v));
       this.seeded.set(entity.name, records);
     }
+  }
+
+  /** `--field` values for the users command: the User record's required fields without a default. */
+  private requiredUserFields(): Record<string, string> {
+    const records = this.model.auth.userRecords;
+    const user = records && this.model.entities.find((e) => e.name === records.entity);
+    if (!records || !user) return {};
+    const needed = user.fields.filter((f) => f.required && !f.default && !f.primaryKey && f.name !== records.loginField);
+    return Object.fromEntries(needed.map((f) => [f.name, String(sample(f))]));
+  }
+
+  /**
+   * The contract's person: without a User entity, the roles given and `role` their first; when
+   * people are User records, its record as metadata, and the roles of its role fields and those
+   * given, `user` when there are none (read from the database, not from the app's answer).
+   */
+  private person(id: string, email: string, given: string[]): OracleActor {
+    const records = this.model.auth.userRecords;
+    const base = { kind: 'user' as const, type: 'user' as const, id, effectiveId: id, email };
+    if (!records) return { ...base, roles: given, role: given[0], metadata: { email, role: given[0] } };
+    const user = this.model.entities.find((e) => e.name === records.entity)!;
+    const row = this.db.prepare(`SELECT * FROM "${user.name}" WHERE "${user.primaryKey.name}" = ?`).get(id) as Rec;
+    const record = Object.fromEntries(user.fields.map((f) => [f.name, decoded(f, row[f.name])]));
+    const fromRecord = records.roleFields.flatMap((f) => (typeof record[f] === 'string' ? [record[f] as string] : Array.isArray(record[f]) ? (record[f] as string[]) : []));
+    const held = [...new Set([...fromRecord, ...given])];
+    const roles = held.length ? held : ['user'];
+    const name = records.nameField ? record[records.nameField] : undefined;
+    return { ...base, roles, role: roles[0], metadata: { email, name, role: roles[0], ...record } };
   }
 
   async stop(): Promise<void> {
@@ -266,7 +328,7 @@ class MatrixApp {
 
   /** The oracle picks who seeds: an actor that may create the entity. */
   private seedActor(entity: Entity, body: Rec): MatrixActor | undefined {
-    return this.actors.find((a) => this.oracle.expect(entity.name, 'create', a.oracle, body, body).status === 201);
+    return this.actors.find((a) => this.oracle.expect(entity.name, 'create', a.oracle, withDefaults(entity, body), body).status === 201);
   }
 
   /** Creates a record as a privileged actor, or straight in the database when no actor may create it. */
@@ -388,7 +450,7 @@ describe('access matrix', function () {
         for (const entity of m.model.entities) {
           for (const actor of m.actors) {
             const body = m.body(entity, { label: '', overrides: {} }, false);
-            const expected = m.oracle.expect(entity.name, 'create', actor.oracle, body, body);
+            const expected = m.oracle.expect(entity.name, 'create', actor.oracle, withDefaults(entity, body), body);
             const before = m.count(entity);
             const res = await m.call(actor, 'POST', `/api/${entity.collection}`, body);
             const mismatch = m.cell(actor, `${entity.name}.create`, 'create', expected, { status: res.status, code: codeOf(res) });
@@ -602,6 +664,22 @@ describe('access oracle condition reader (the contract, independently)', () => {
     expect(judge("record.active == true && actor.roles contains 'admin'", agent, UNKNOWN)).to.equal(false);
     expect(judge('!(record.active == true)', undefined, UNKNOWN)).to.equal('depends');
     expect(judge('record.active == true', undefined, { active: true })).to.equal(true);
+  });
+
+  it("Zebric's actor keys: effectiveId, type, metadata; $currentUser.id is the effective id, other keys fall back to the metadata", () => {
+    const person: ConditionActor = { kind: 'user', type: 'user', id: 'u1', effectiveId: 'u1', email: 'a@x.example', roles: ['user'], role: 'user', metadata: { email: 'a@x.example', name: 'Ann', role: 'user', team: 'blue' } };
+    const delegated: ConditionActor = { kind: 'agent', type: 'agent', id: 'agent-1', effectiveId: 'sarah', roles: [], metadata: { name: 'Bot' } };
+    expect(judge("actor.effectiveId == 'sarah' && actor.id == 'agent-1' && actor.type == 'agent'", delegated)).to.equal(true);
+    expect(judge({ ownerId: '$currentUser.id' }, delegated, { ownerId: 'sarah' })).to.equal(true);
+    expect(judge({ ownerId: '$currentUser.id' }, delegated, { ownerId: 'agent-1' })).to.equal(false);
+    expect(judge('owner', delegated, { ownerId: 'sarah' })).to.equal(true);
+    expect(judge('owner', delegated, { ownerId: 'agent-1' })).to.equal(false);
+    expect(judge({ team: '$currentUser.team' }, person, { team: 'blue' })).to.equal(true);
+    expect(judge({ team: '$currentUser.team' }, delegated, { team: 'blue' }), 'no such metadata: missing').to.equal(false);
+    expect(judge({ '$currentUser.name': 'Ann', '$currentUser.email': 'a@x.example' }, person)).to.equal(true);
+    expect(judge('record.team == actor.metadata.team', person, UNKNOWN)).to.equal('depends');
+    expect(judge("actor.metadata.name == 'Bot' && actor.metadata.email != 'a@x.example'", delegated)).to.equal(true);
+    expect(judge("actor.type == 'user'", undefined)).to.equal(false);
   });
 
   it('collects record paths and role literals', () => {

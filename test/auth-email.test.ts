@@ -25,7 +25,8 @@ import { CookieClient } from './support/access/client.ts';
 /** The tables the app's migrations create; the session DDL is the one the generator emits. */
 const AUTH_DDL = `
 CREATE TABLE "_bp_users" (id TEXT PRIMARY KEY, email TEXT NOT NULL UNIQUE, passwordHash TEXT NOT NULL, roles TEXT NOT NULL DEFAULT '[]', createdAt DATETIME NOT NULL);
-CREATE TABLE "_bp_sessions" (sid TEXT PRIMARY KEY, data TEXT NOT NULL, expiresAt INTEGER NOT NULL);
+CREATE TABLE "_bp_sessions" (sid TEXT PRIMARY KEY, data TEXT NOT NULL, expiresAt INTEGER NOT NULL,
+  userId TEXT REFERENCES "_bp_users" (id) ON DELETE CASCADE);
 CREATE INDEX "_bp_sessions_expiresAt_idx" ON "_bp_sessions"("expiresAt");
 `;
 
@@ -687,6 +688,22 @@ describe('email auth', function () {
       expect(await get('dead')).to.equal(null);
       expect(store.prune()).to.equal(1);
       expect((app.db.prepare('SELECT sid FROM _bp_sessions').all() as { sid: string }[]).map((r) => r.sid)).to.deep.equal(['live']);
+      store.close();
+    });
+
+    it("names its person in a foreign key: removing them ends their sessions, and none is saved back to life", async () => {
+      const store = new SqliteSessionStore(app.db, { pruneIntervalMs: 0 });
+      const future = new Date(Date.now() + 60_000);
+      const set = (sid: string, userId: string) =>
+        new Promise<void>((resolve, reject) => store.set(sid, { cookie: { expires: future }, userId } as never, (err) => (err ? reject(err) : resolve())));
+      app.db.prepare(`INSERT INTO _bp_users (id, email, passwordHash, createdAt) VALUES ('p1', 'p1@example.com', 'x', '2024-01-01')`).run();
+      await set('mine', 'p1');
+      expect(app.db.prepare('SELECT "userId" FROM _bp_sessions WHERE sid = ?').get('mine')).to.deep.equal({ userId: 'p1' });
+      app.db.prepare(`DELETE FROM _bp_users WHERE id = 'p1'`).run();
+      expect(app.db.prepare('SELECT 1 FROM _bp_sessions WHERE sid = ?').get('mine')).to.equal(undefined);
+      // A request of the removed person that ends after the removal saves nothing, and fails nothing.
+      await set('mine', 'p1');
+      expect(app.db.prepare('SELECT 1 FROM _bp_sessions WHERE sid = ?').get('mine')).to.equal(undefined);
       store.close();
     });
   });

@@ -57,7 +57,8 @@ describe('bp validate', () => {
     const file = 'test/fixtures/invalid/condition-unknown-field/app.toml';
     const run = bp('validate', file);
     expect(run.status).to.equal(1);
-    expect(run.stderr.split('\n').slice(0, 4)).to.deep.equal([
+    // The blueprint has no [auth]: its PUBLIC_ENTITY warning comes first, then the names.
+    expect(run.stderr.split('\n').slice(2, 6)).to.deep.equal([
       `${file}:16:61 entity.Ticket.fields.4.access.read: entity "Ticket" has no field "stauts" [error UNKNOWN_FIELD]`,
       '  hint: did you mean "status"?',
       `${file}:20:10 entity.Ticket.access.read.stauts: entity "Ticket" has no field "stauts" [error UNKNOWN_FIELD]`,
@@ -74,13 +75,15 @@ describe('bp validate', () => {
       [
         `${file}:3:1 project.verison: unknown key "verison" is ignored [warning UNKNOWN_KEY]`,
         '  hint: did you mean "version"?',
+        `${file}:5:9 entity.Expense: the blueprint has no [auth], so anyone may read, create, update and delete Expense records [warning PUBLIC_ENTITY]`,
+        `  hint: add [auth] (people or API keys) and access rules, or write the rules you mean, e.g. access = { read = "public", create = false }`,
         `${file}:8:36 entity.Expense.fields.1.requird: unknown key "requird" is ignored [warning UNKNOWN_KEY]`,
         '  hint: did you mean "required"?',
         `${file}:11:17 entity.Expense.acess: unknown key "acess" is ignored [warning UNKNOWN_KEY]`,
         '  hint: did you mean "access"?',
         `${file}:14:2 entitys: unknown top-level key "entitys" is ignored [warning UNKNOWN_KEY]`,
         '  hint: did you mean "entity"?',
-        '0 error(s), 4 warning(s)',
+        '0 error(s), 5 warning(s)',
         '',
       ].join('\n'),
     );
@@ -93,14 +96,20 @@ describe('bp validate', () => {
     expect(run.stdout).to.equal('');
     expect(run.stderr).to.equal(
       [
+        `${dir}/app.toml:4:9 entity.Expense: the blueprint has no [auth], so anyone may read, create, update and delete Expense records [warning PUBLIC_ENTITY]`,
+        `  hint: add [auth] (people or API keys) and access rules, or write the rules you mean, e.g. access = { read = "public", create = false }`,
         `${dir}/app.toml:7:38 entity.Expense.fields.1.default: default "zero" does not fit Float: expected a number [error INVALID_DEFAULT]`,
         `${dir}/app.toml:9:3 entity.Expense.fields.3: Enum field "kind" has no values [error ENUM_WITHOUT_VALUES]`,
         '  hint: add values = ["a", "b"]',
+        `${dir}/app.toml:12:9 entity.Employee: the blueprint has no [auth], so anyone may read, create, update and delete Employee records [warning PUBLIC_ENTITY]`,
+        `  hint: add [auth] (people or API keys) and access rules, or write the rules you mean, e.g. access = { read = "public", create = false }`,
         `${dir}/app.toml:15:20 entity.Employee.fields.1.type: unknown field type "Txt" [error UNKNOWN_FIELD_TYPE]`,
         '  hint: did you mean "Text"?',
+        `${dir}/commands.toml:1:10 command.ApproveExpense: the blueprint has no [auth], so nobody can run ApproveExpense: a command needs a signed-in person or an API key [warning COMMAND_WITHOUT_AUTH]`,
+        '  hint: add [auth] with providers = ["email"] or [[auth.apiKeys]]',
         `${dir}/commands.toml:3:31 command.ApproveExpense.policy: expression does not parse: expected expression after "contains" [error INVALID_CONDITION]`,
         `${dir}/commands.toml:4:36 command.ApproveExpense.mutations.approvedAt: entity "Expense" has no field "approvedAt" [error UNKNOWN_FIELD]`,
-        '5 error(s), 0 warning(s)',
+        '5 error(s), 3 warning(s)',
         '',
       ].join('\n'),
     );

@@ -98,7 +98,7 @@ describe('session flow (generated helpdesk app)', function () {
     expect(res.status).to.equal(200);
     expect(res.headers.get('cache-control')).to.equal('no-store');
     expect(res.body).to.deep.equal({
-      actor: { kind: 'user', id: actor.id, email, roles: [], credentialId: `session:${actor.id}` },
+      actor: { kind: 'user', type: 'user', id: actor.id, effectiveId: actor.id, email, roles: [], credentialId: `session:${actor.id}` },
       csrfToken: token,
     });
   });
@@ -228,7 +228,7 @@ describe('session flow (generated helpdesk app)', function () {
         json: { email, password: PASSWORD, delegatedBy: 'mallory', roles: ['admin'], kind: 'system', id: 'mallory', credentialId: 'cred-triage-1' },
       });
       expect(login.status).to.equal(200);
-      const expected = { kind: 'user', id: actor.id, email, roles: [], credentialId: `session:${actor.id}` };
+      const expected = { kind: 'user', type: 'user', id: actor.id, effectiveId: actor.id, email, roles: [], credentialId: `session:${actor.id}` };
       expect(login.body.actor).to.deep.equal(expected);
       const session = await client.send('GET', `/api/auth/session${FORGED_QUERY}`, { headers: FORGED_HEADERS });
       expect(session.body.actor).to.deep.equal(expected);
@@ -252,7 +252,9 @@ describe('session flow (generated helpdesk app)', function () {
       const session = await asTriage('GET', `/api/auth/session${FORGED_QUERY}`, undefined, FORGED_HEADERS);
       expect((session.body as { actor: Record<string, unknown> }).actor).to.deep.equal({
         kind: 'agent',
+        type: 'agent',
         id: 'agent-triage',
+        effectiveId: 'agent-triage',
         credentialId: 'cred-triage-1',
         roles: ['agent'],
         role: 'agent',

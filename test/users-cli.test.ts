@@ -17,7 +17,8 @@ import { freshDir, generate, ROOT } from './support/apps.ts';
 // The auth tables as the app's migrations create them (same DDL as test/auth-email.test.ts).
 const AUTH_DDL = `
 CREATE TABLE "_bp_users" (id TEXT PRIMARY KEY, email TEXT NOT NULL UNIQUE, passwordHash TEXT NOT NULL, roles TEXT NOT NULL DEFAULT '[]', createdAt DATETIME NOT NULL);
-CREATE TABLE "_bp_sessions" (sid TEXT PRIMARY KEY, data TEXT NOT NULL, expiresAt INTEGER NOT NULL);
+CREATE TABLE "_bp_sessions" (sid TEXT PRIMARY KEY, data TEXT NOT NULL, expiresAt INTEGER NOT NULL,
+  userId TEXT REFERENCES "_bp_users" (id) ON DELETE CASCADE);
 CREATE INDEX "_bp_sessions_expiresAt_idx" ON "_bp_sessions"("expiresAt");
 `;
 const PASSWORD = 'a long enough password';
@@ -84,11 +85,14 @@ describe('users CLI', () => {
     await run('add', '--email', 'a@example.com');
     await run('add', '--email', 'b@example.com');
     const ids = ['a', 'b'].map((n) => user(`${n}@example.com`)?.id);
-    const insert = db.prepare('INSERT INTO _bp_sessions (sid, data, expiresAt) VALUES (?, ?, ?)');
-    insert.run('s1', JSON.stringify({ cookie: {}, userId: ids[0] }), Date.now() + 60_000);
-    insert.run('s2', JSON.stringify({ cookie: {}, userId: ids[0] }), Date.now() + 60_000);
-    insert.run('s3', JSON.stringify({ cookie: {}, userId: ids[1] }), Date.now() + 60_000);
-    insert.run('s4', 'not json', Date.now() + 60_000);
+    // As in the app: foreign keys on, so the session whose userId column names the person goes
+    // with them (and must still be counted); s2 was saved before sessions had that column.
+    db.pragma('foreign_keys = ON');
+    const insert = db.prepare('INSERT INTO _bp_sessions (sid, data, expiresAt, userId) VALUES (?, ?, ?, ?)');
+    insert.run('s1', JSON.stringify({ cookie: {}, userId: ids[0] }), Date.now() + 60_000, ids[0]);
+    insert.run('s2', JSON.stringify({ cookie: {}, userId: ids[0] }), Date.now() + 60_000, null);
+    insert.run('s3', JSON.stringify({ cookie: {}, userId: ids[1] }), Date.now() + 60_000, ids[1]);
+    insert.run('s4', 'not json', Date.now() + 60_000, null);
 
     expect(await run('remove', '--email', 'a@example.com')).to.equal(0);
     expect(lines).to.deep.equal(['removed a@example.com (2 sessions ended)']);

@@ -1,6 +1,7 @@
 // src/entities/<entity>.ts: one route module per entity. The generator writes every SQL
 // statement here, at compile time, so the app prepares them once and never builds queries.
 
+import { effectiveAccess } from '../model/access-defaults.ts';
 import { refTarget, refValueType } from '../model/keys.ts';
 import type { Blueprint, Entity, Field } from '../model/types.ts';
 import { lowerFirst } from './relations.ts';
@@ -86,7 +87,8 @@ export function tsTypeMembers(field: Pick<Field, 'type' | 'values' | 'nullable'>
 }
 
 export function emitEntityModule(bp: Blueprint, entity: Entity): string {
-  const rules = ruleCalls(entity.access);
+  // Without [auth], a missing rule is written as `public` (model/access-defaults.ts).
+  const rules = ruleCalls(effectiveAccess(bp, entity));
   const fieldRules = Object.fromEntries(
     entity.fields.filter((f) => f.access.read || f.access.write).map((f) => [f.name, ruleCalls(f.access)]),
   );

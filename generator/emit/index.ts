@@ -11,7 +11,8 @@ import { emitPrismaSchema } from './prisma-schema.ts';
 import { emitReadme } from './readme.ts';
 import { emitRuntime } from './runtime.ts';
 import { render } from './templates.ts';
-import { tsLiteral } from './ts-literal.ts';
+import { code, tsLiteral, tsProperties } from './ts-literal.ts';
+import { publicActions } from '../model/access-defaults.ts';
 
 /**
  * Versions the generated app depends on: the ones bp itself is built and tested with. Dependencies
@@ -73,6 +74,7 @@ export async function emitApp(bp: Blueprint, options: EmitOptions): Promise<Emit
   }));
   const deps = (table: Record<string, string>) => Object.entries(table).map(([name, version]) => ({ name, version }));
   const emailAuth = bp.auth.providers.includes('email');
+  const userRecords = bp.auth.userRecords;
   /** The entry points scripts/build.js bundles into dist/. */
   const entries = emailAuth ? ['server', 'users'] : ['server'];
 
@@ -109,9 +111,39 @@ export async function emitApp(bp: Blueprint, options: EmitOptions): Promise<Emit
     apiKeys: bp.auth.apiKeys.map((k) =>
       Object.entries(k).flatMap(([key, value]) => (value === undefined ? [] : [`${key}: ${tsLiteral(value)}`])),
     ),
+    publicEntities: publicActions(bp).map((p) => tsLiteral(p, { indent: 2, trail: 1 })),
+    userRecords: userRecords && {
+      entity: userRecords.entity,
+      properties: tsProperties(
+        {
+          store: code(`${lowerFirst(userRecords.entity)}Store`),
+          loginField: userRecords.loginField,
+          roleFields: userRecords.roleFields,
+          ...(userRecords.nameField ? { nameField: userRecords.nameField } : {}),
+        },
+        6,
+      ),
+    },
   }));
   files.set('src/permissions.ts', emitPermissions(bp));
-  if (emailAuth) files.set('src/users.ts', render('app/src/users.ts.hbs', {}));
+  if (emailAuth) {
+    files.set('src/users.ts', render('app/src/users.ts.hbs', {
+      userRecords: userRecords && {
+        entity: userRecords.entity,
+        file: entityFileName(bp.entities.find((e) => e.name === userRecords.entity) as Blueprint['entities'][number]),
+        specName: `${lowerFirst(userRecords.entity)}Spec`,
+        properties: tsProperties(
+          {
+            store: code(`new EntityStore(db, ${lowerFirst(userRecords.entity)}Spec, new AuditLog(db))`),
+            loginField: userRecords.loginField,
+            roleFields: userRecords.roleFields,
+            ...(userRecords.nameField ? { nameField: userRecords.nameField } : {}),
+          },
+          2,
+        ),
+      },
+    }));
+  }
   files.set('src/commands.ts', emitCommands(bp, options.outDir));
   for (const entity of bp.entities) files.set(`src/entities/${entityFileName(entity)}.ts`, emitEntityModule(bp, entity));
   for (const [p, content] of emitRuntime()) files.set(p, content);

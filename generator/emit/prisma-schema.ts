@@ -34,7 +34,8 @@ function scalarOf(bp: Blueprint, field: Field): string {
 
 export function emitPrismaSchema(bp: Blueprint): string {
   const relations = refRelations(bp);
-  const models = bp.entities.map((e) => emitModel(bp, e, relations));
+  const people = bp.auth.userRecords?.entity;
+  const models = bp.entities.map((e) => emitModel(bp, e, relations, e.name === people ? [CREDENTIALS_RELATION] : []));
   return [
     `// ${GENERATED_HEADER}`,
     'generator client {',
@@ -49,7 +50,7 @@ export function emitPrismaSchema(bp: Blueprint): string {
     models.join('\n\n'),
     '',
     RUNTIME_MODELS,
-    ...(bp.auth.providers.includes('email') ? ['', EMAIL_AUTH_MODELS] : []),
+    ...(bp.auth.providers.includes('email') ? ['', emailAuthModels(bp)] : []),
     '',
   ].join('\n');
 }
@@ -64,7 +65,8 @@ interface Row {
   marker?: string;
 }
 
-function emitModel(bp: Blueprint, entity: Entity, relations: RefRelation[]): string {
+/** `extra`: relation fields of bp's own tables (the credentials of a User record). */
+function emitModel(bp: Blueprint, entity: Entity, relations: RefRelation[], extra: readonly Row[] = []): string {
   const rows: Row[] = [];
   for (const field of entity.fields) {
     const attrs: string[] = [];
@@ -94,6 +96,7 @@ function emitModel(bp: Blueprint, entity: Entity, relations: RefRelation[]): str
     const type = back.backIsOne ? `${back.from.name}?` : `${back.from.name}[]`;
     rows.push({ name: back.back, type, attributes: `@relation("${back.name}")` });
   }
+  rows.push(...extra);
   const nameWidth = Math.max(...rows.map((r) => r.name.length));
   const typeWidth = Math.max(...rows.map((r) => r.type.length));
   const lines = rows.flatMap((r) => {
@@ -137,27 +140,60 @@ function defaultAttribute(field: Field): string | undefined {
   return undefined;
 }
 
-/** Tables of the email provider (runtime-lib/auth/email); prefixed so they never clash with entities. */
-const EMAIL_AUTH_MODELS = `/// People who sign in with e-mail and password. Managed by bp's runtime; roles is a JSON list.
+/** The User record's side of its credentials (Prisma wants both sides of a relation). */
+const CREDENTIALS_RELATION: Row = { name: 'bpCredentials', type: 'BpUser?', attributes: '@relation("BpUserCredentials")' };
+
+/**
+ * Tables of the email provider (runtime-lib/auth/email); prefixed so they never clash with
+ * entities. People live in BpUser, or, when they are the records of the blueprint's `User`
+ * entity, BpUser keeps only their credentials, keyed by the record's id. Sessions name their
+ * person by a foreign key: removing the person (or deleting the User record) ends them.
+ */
+function emailAuthModels(bp: Blueprint): string {
+  const records = bp.auth.userRecords;
+  const user = records && bp.entities.find((e) => e.name === records.entity);
+  const key = user?.primaryKey;
+  const people = key
+    ? `/// Credentials of the people who sign in: their ${user.name} record's id, the password hash and the roles
+/// the users command gave (a JSON list). Managed by bp's runtime; deleting the ${user.name} deletes them.
 model BpUser {
-  id           String   @id
-  email        String   @unique
+  id           ${SCALAR[key.type].padEnd(11)} @id
   passwordHash String
-  roles        String   @default("[]")
+  roles        String      @default("[]")
   createdAt    DateTime
+  user         ${user.name.padEnd(11)} @relation("BpUserCredentials", fields: [id], references: [${key.name}], onDelete: Cascade)
+  sessions     BpSession[]
 
   @@map("_bp_users")
-}
+}`
+    : `/// People who sign in with e-mail and password. Managed by bp's runtime; roles is a JSON list.
+model BpUser {
+  id           String      @id
+  email        String      @unique
+  passwordHash String
+  roles        String      @default("[]")
+  createdAt    DateTime
+  sessions     BpSession[]
 
-/// Sessions of signed-in people (express-session store); expiresAt is epoch milliseconds.
+  @@map("_bp_users")
+}`;
+  const userId = key ? SCALAR[key.type] : 'String';
+  return `${people}
+
+/// Sessions of signed-in people (express-session store); expiresAt is epoch milliseconds. A session ends
+/// with its person's row (ON DELETE CASCADE).
 model BpSession {
-  sid       String @id
+  sid       String  @id
   data      String
   expiresAt BigInt
+  userId    ${userId}?
+  user      BpUser? @relation(fields: [userId], references: [id], onDelete: Cascade)
 
   @@index([expiresAt])
+  @@index([userId])
   @@map("_bp_sessions")
 }`;
+}
 
 /** Tables of the runtime itself: the audit trail, remembered idempotency keys, the readiness row. */
 const RUNTIME_MODELS = `/// Audit trail of every command and entity write (runtime/data/audit.ts); changes and detail are JSON.

@@ -3,6 +3,7 @@
 // blueprint is wrapped here, so that every line stays within 120 characters.
 
 import * as path from 'node:path';
+import { publicActions } from '../model/access-defaults.ts';
 import type { Blueprint } from '../model/types.ts';
 import { render } from './templates.ts';
 
@@ -45,7 +46,7 @@ export function emitReadme(bp: Blueprint, options: ReadmeOptions): string {
   const emailAuth = bp.auth.providers.includes('email');
   const apiKeys = bp.auth.apiKeys.map((k) =>
     wrap(
-      `${code(k.keyEnv)}: the key of ${code(k.name)}${k.displayName ? ` (${k.displayName})` : ''}, agent id ` +
+      `${code(k.keyEnv)}: the key of ${code(k.name)}${k.displayName !== k.name ? ` (${k.displayName})` : ''}, agent id ` +
         `${code(k.agentId)}; roles: ${k.roles.length ? list(k.roles) : 'none'}; scopes: ` +
         `${k.scopes.length ? list(k.scopes) : 'none'}.`,
       '- ',
@@ -71,11 +72,28 @@ export function emitReadme(bp: Blueprint, options: ReadmeOptions): string {
   ]
     .filter((line): line is string => typeof line === 'string')
     .map((line) => wrap(line, '- ', '  '));
+  const records = bp.auth.userRecords;
+  const userRecords =
+    records &&
+    wrap(
+      `People are the records of ${code(records.entity)}: sign-up (\`POST /api/auth/signup\`, \`{ email, password, ...fields }\`) ` +
+        `creates one, and people sign in with its ${code(records.loginField)} in any letter case. ` +
+        `${records.roleFields.length ? `Its ${list(records.roleFields)} give roles, with those of \`set-roles\`; ` : ''}` +
+        'someone with no role at all holds `user`. Passwords stay out of the record (in `_bp_users`). ' +
+        '`npm run users -- add --email E --field name=value` creates a record with a password, ' +
+        '`update --email E --field name=value` changes one, and `list` shows their ids.',
+    );
+  const publicEntities = publicActions(bp).map((p) =>
+    wrap(`${code(p.entity)} (${code(`/api/${p.collection}`)}): anyone may ${p.actions.join(', ')}.`, '- ', '  '),
+  );
   return render('app/README.md.hbs', {
     name: bp.project.name,
     description: bp.project.description ? wrap(bp.project.description) : '',
     blueprint: options.blueprintName,
     emailAuth,
+    authDeclared: bp.auth.declared,
+    userRecords,
+    publicEntities,
     signup: bp.auth.signup,
     loginPath: bp.auth.loginPath,
     entities: bp.entities.map((e) => ({ name: e.name, collection: e.collection })),

@@ -17,6 +17,7 @@ import type {
   Board,
   Command,
   CommandInput,
+  Entity,
   MutationValue,
   Page,
   PageTemplate,
@@ -25,6 +26,7 @@ import type {
   SkillAction,
   SkillQueryParam,
   SkillRisk,
+  UserRecords,
   Workflow,
   WorkflowStep,
   WorkflowStepType,
@@ -79,26 +81,35 @@ export function parseHandler(written: string, declaringFile: string): Command['h
   return { file: path.resolve(path.dirname(declaringFile), file), exportName: exportName || 'default', source: written };
 }
 
-/** Mutation values are not expressions: a reference, `now`, or a literal (format contract). */
+/**
+ * Mutation values are not expressions: a reference, `now`, or a literal (format contract). An
+ * actor reference may read a key of its metadata (`actor.metadata.email`, as in Zebric).
+ */
 function mutationValue(value: string | number | boolean): MutationValue {
   if (value === 'now') return { kind: 'now' };
   if (typeof value === 'string') {
-    const m = /^(input|actor|record)\.([A-Za-z_][A-Za-z0-9_]*)$/.exec(value);
+    const m = /^(input|actor|record)\.([A-Za-z_][A-Za-z0-9_]*)$/.exec(value) ?? /^(actor)\.(metadata\.[A-Za-z_][A-Za-z0-9_]*)$/.exec(value);
     if (m) return { kind: 'ref', root: m[1] as 'input' | 'actor' | 'record', key: m[2] };
   }
   return { kind: 'literal', value };
 }
 
-export function buildAuth(ctx: CompileContext, raw: Raw): Auth {
+/**
+ * `entities` are the blueprint's, built already: when people are `User` records, the login field
+ * is made unique here (unique in any letter case: the lower() index of unique Email fields).
+ */
+export function buildAuth(ctx: CompileContext, raw: Raw, entities: readonly Entity[]): Auth {
   const session = table(raw.session);
   const apiKeys: ApiKey[] = list(raw.apiKeys).flatMap((k, i) => {
     if (!isTable(k)) return [];
+    const name = text(k.name);
+    // Zebric 0.6's defaults: the key's name stands for whatever it does not say.
     const key = {
-      name: text(k.name),
+      name,
       keyEnv: text(k.keyEnv),
-      agentId: text(k.agentId),
-      credentialId: str(k.credentialId) ?? `cred-${text(k.name)}`,
-      displayName: str(k.displayName),
+      agentId: str(k.agentId) ?? name,
+      credentialId: str(k.credentialId) ?? name,
+      displayName: str(k.displayName) ?? name,
       roles: strList(k.roles),
       scopes: strList(k.scopes),
     };
@@ -114,8 +125,10 @@ export function buildAuth(ctx: CompileContext, raw: Raw): Auth {
       permissions[role] = { allow: permissionRules(ctx, [...at, 'allow'], rules.allow), deny: permissionRules(ctx, [...at, 'deny'], rules.deny) };
     }
   }
+  const providers = strList(raw.providers);
   return {
-    providers: strList(raw.providers),
+    declared: ctx.parsed.sections.some((s) => s.kind === 'auth'),
+    providers,
     loginPath: str(raw.loginPath) ?? '/login',
     signup: raw.signup !== false,
     trustedOrigins: strList(raw.trustedOrigins),
@@ -125,6 +138,23 @@ export function buildAuth(ctx: CompileContext, raw: Raw): Auth {
     },
     apiKeys,
     permissions,
+    userRecords: providers.includes('email') ? userRecordsOf(entities) : undefined,
+  };
+}
+
+/** People are the records of `User` when it has an Email field; its login field becomes unique. */
+function userRecordsOf(entities: readonly Entity[]): UserRecords | undefined {
+  const user = entities.find((e) => e.name === 'User');
+  const emails = user?.fields.filter((f) => f.type === 'Email' && f.unknownType === undefined && !f.primaryKey) ?? [];
+  const login = emails.find((f) => f.name === 'email') ?? emails[0];
+  if (!user || !login) return undefined;
+  login.unique = true;
+  const named = (name: string) => user.fields.some((f) => f.name === name);
+  return {
+    entity: user.name,
+    loginField: login.name,
+    roleFields: ['role', 'roles'].filter(named),
+    nameField: named('name') ? 'name' : undefined,
   };
 }
 

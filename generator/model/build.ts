@@ -26,14 +26,15 @@ export function buildModel(ctx: CompileContext): Blueprint {
   const projectName = str(projectRaw.name) ?? path.basename(parsed.rootFile.absPath).replace(/\.toml$/, '');
   const versionSection = parsed.sections.find((s) => s.kind === 'version');
   const entityNames = namedSections(parsed, 'entity').map((s) => s.name);
+  const entities = namedSections(parsed, 'entity').map((s) => buildEntity(ctx, s.name, s.value, entityNames));
 
   return {
     version: typeof versionSection?.value === 'string' ? versionSection.value : undefined,
     project: { name: projectName, version: str(projectRaw.version) ?? '0.0.0', description: str(projectRaw.description) },
     slug: kebab(projectName) || 'app',
-    entities: namedSections(parsed, 'entity').map((s) => buildEntity(ctx, s.name, s.value, entityNames)),
+    entities,
     commands: namedSections(parsed, 'command').map((s) => buildCommand(s)),
-    auth: buildAuth(ctx, singleSection(parsed, 'auth')),
+    auth: buildAuth(ctx, singleSection(parsed, 'auth'), entities),
     skills: namedSections(parsed, 'skill').map((s) => buildSkill(s.name, s.value)),
     workflows: namedSections(parsed, 'workflow').map((s) => buildWorkflow(ctx, s.name, s.value)),
     pages: namedSections(parsed, 'page').map((s) => buildPage(s.name, s.value)),

@@ -121,14 +121,29 @@ export interface Command {
   scopes: string[];
 }
 
+/** An API key with Zebric's defaults applied: agentId, credentialId and displayName default to its name. */
 export interface ApiKey {
   name: string;
   keyEnv: string;
   agentId: string;
   credentialId: string;
-  displayName?: string;
+  displayName: string;
   roles: string[];
   scopes: string[];
+}
+
+/**
+ * People as the records of the blueprint's `User` entity: present when it has an Email field and
+ * the email provider is on (runtime-lib/auth/email/user-records.ts).
+ */
+export interface UserRecords {
+  entity: string;
+  /** The field people sign in with: `email` when it is an Email field, else the first Email field. */
+  loginField: string;
+  /** The record's fields that give roles: `role` and `roles`, those the entity has. */
+  roleFields: string[];
+  /** `name`, when the entity has it: what `actor.metadata.name` reads. */
+  nameField?: string;
 }
 
 export interface PermissionRule {
@@ -138,6 +153,12 @@ export interface PermissionRule {
 }
 
 export interface Auth {
+  /**
+   * Whether the blueprint has an [auth] section. Without one nobody signs in, and an entity's
+   * missing access rules are public (model/access-defaults.ts); with one they allow authenticated
+   * actors only.
+   */
+  declared: boolean;
   providers: string[];
   loginPath: string;
   /** Whether people may create their own account (auth.signup, default true); else only the users command adds them. */
@@ -147,6 +168,7 @@ export interface Auth {
   apiKeys: ApiKey[];
   /** Present only when the blueprint declares [auth.permissions]. */
   permissions?: Record<string, { allow: PermissionRule[]; deny: PermissionRule[] }>;
+  userRecords?: UserRecords;
 }
 
 /** A typed query parameter of a `list` skill action: an equality filter on `field` (default: its name). */

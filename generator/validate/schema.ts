@@ -407,7 +407,7 @@ const apiKey = obj(
     // Shape only: carried on the actor (issue 9, identity).
     constraints: tableOf(strList),
   },
-  ['name', 'keyEnv', 'agentId'],
+  ['name', 'keyEnv'],
 );
 
 const permissionEntry: Schema = {

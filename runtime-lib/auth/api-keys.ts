@@ -3,14 +3,15 @@
 // with timingSafeEqual against every configured digest, so timing reveals nothing about keys.
 
 import { hash, timingSafeEqual } from 'node:crypto';
-import type { Actor } from '../core/actor.ts';
+import { type Actor, makeActor } from '../core/actor.ts';
 
+/** A key as the generator resolved it: agentId, credentialId and displayName default to its name. */
 export interface ApiKeyConfig {
   name: string;
   keyEnv: string;
   agentId: string;
   credentialId: string;
-  displayName?: string;
+  displayName: string;
   roles: readonly string[];
   scopes: readonly string[];
 }
@@ -49,7 +50,10 @@ export function loadApiKeys(
     }
     entries.push({
       hash: digest(value),
-      actor: Object.freeze({
+      // A key without roles has none (as in Zebric 0.6): [auth.permissions] then treats it as it
+      // treats anonymous callers. Its metadata is what Zebric's agent session user carries, less the
+      // empty e-mail: a missing value never matches, an empty one could.
+      actor: makeActor({
         kind: 'agent',
         id: config.agentId,
         credentialId: config.credentialId,
@@ -57,6 +61,7 @@ export function loadApiKeys(
         role: config.roles[0],
         scopes: Object.freeze([...config.scopes]),
         displayName: config.displayName,
+        metadata: Object.freeze({ name: config.displayName, role: config.roles[0] }),
       }),
     });
   }

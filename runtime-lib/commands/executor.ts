@@ -9,10 +9,11 @@
 // records the audit entries and the idempotent response, and commits. Events the handler
 // published are delivered after the commit; a throw anywhere leaves nothing behind.
 
-import { type Actor, isAuthenticated } from '../core/actor.ts';
+import { type Actor, effectiveIdOf, isAuthenticated } from '../core/actor.ts';
 import type { CommandHandler, ScopedDb } from './handler.ts';
 import type { AuditLog } from '../data/audit.ts';
 import { checkCondition, type Condition } from '../rules/conditions.ts';
+import { readPath } from '../rules/expression-eval.ts';
 import type { EntityStore, RequestContext } from '../data/entity-store.ts';
 import { checkBody, normalizeValue, type RefTarget, type Row, sameValue, validationError } from '../data/fields.ts';
 import type { FieldType } from '../core/values.ts';
@@ -250,14 +251,20 @@ function resolveMutations(
     else if ('now' in m) changes[field] = now;
     else if ('input' in m) {
       if (Object.prototype.hasOwnProperty.call(input, m.input)) changes[field] = input[m.input];
-    } else if ('actor' in m)
-      changes[field] =
-        m.actor === 'role'
-          ? (actor.role ?? actor.roles[0] ?? null)
-          : ((actor as unknown as Record<string, unknown>)[m.actor] ?? null);
+    } else if ('actor' in m) changes[field] = actorValue(actor, m.actor) ?? null;
     else changes[field] = record[m.record] ?? null;
   }
   return changes;
+}
+
+/**
+ * `actor.<key>` of a mutation: `role` is the first role, `effectiveId` is delegatedBy ?? id (as in
+ * Zebric's executor), `metadata.<k>` a key of the actor's metadata; own properties only.
+ */
+function actorValue(actor: Actor, key: string): unknown {
+  if (key === 'role') return actor.role ?? actor.roles[0];
+  if (key === 'effectiveId') return effectiveIdOf(actor);
+  return readPath(actor, key.split('.'));
 }
 
 function withRelations(rt: CommandRuntime, spec: CommandSpec, record: Row, call: CommandCall): Row {

@@ -1,9 +1,11 @@
 // Who may do what to which records: entity and field `access` conditions, role permissions
 // ([auth.permissions]) and API-key scopes, decided in one place for every entity route.
-// Fails closed: a missing rule allows authenticated actors only; anonymous refusals are 401,
-// authenticated ones 403, and records the actor may not read are simply not found (404).
-// Writes are checked twice, like PostgreSQL's row security: on the stored record (USING) and on
-// the record as the write leaves it (WITH CHECK, checkWrite).
+// Fails closed: a missing rule allows authenticated actors only (the generator writes `public`
+// for the missing rules of an app without [auth]); anonymous refusals are 401, authenticated ones
+// 403, and records the actor may not read are simply not found (404). Writes are checked twice,
+// like PostgreSQL's row security: on the stored record (USING) and on the record as the write
+// leaves it (WITH CHECK, checkWrite). The app's own trusted work (the SYSTEM actor) passes every
+// check, as Zebric's system session does.
 
 import { isAuthenticated, type Actor } from '../core/actor.ts';
 import { andFilters, type ColumnType, conditionToSql, notFilter, orFilters, type RowFilter } from './condition-sql.ts';
@@ -34,6 +36,14 @@ export interface AccessPolicy {
 
 const AUTHENTICATED: Condition = { kind: 'authenticated' };
 const conditionActor = (actor: Actor) => (isAuthenticated(actor) ? actor : null);
+const isSystem = (actor: Actor) => actor.kind === 'system';
+
+/**
+ * Permission roles of an actor without roles (an anonymous caller, an API key declaring none), as
+ * Zebric's permission manager reads them: the `anonymous` entry of [auth.permissions], else the
+ * `public` one.
+ */
+const ROLELESS = ['anonymous', 'public'] as const;
 
 export class Access {
   /** Actions whose rule does not read the record: decided per actor without building SQL. */
@@ -51,7 +61,13 @@ export class Access {
     this.hasFieldReadRules = Object.values(policy.fields).some((f) => f.read !== undefined);
     const readRules = [this.rule('read'), ...this.permissionConditions('read')];
     this.ownershipFields = [...new Set(readRules.flatMap(actorComparedFields))].sort();
+    const permissions = policy.permissions ?? {};
+    const roleless = ROLELESS.find((r) => Object.prototype.hasOwnProperty.call(permissions, r));
+    this.roleless = roleless === undefined ? [] : [roleless];
   }
+
+  /** The permission role of an actor without roles (ROLELESS), when [auth.permissions] declares one. */
+  private readonly roleless: readonly string[];
 
   /**
    * The fields the read rule (or a read permission) compares with the actor: `authorId` in
@@ -65,6 +81,7 @@ export class Access {
    * returns the SQL filter of the records the actor may act on.
    */
   filter(actor: Actor, action: EntityAction): RowFilter {
+    if (isSystem(actor)) return true;
     this.requireScopes(actor, action);
     const who = conditionActor(actor);
     const rule = this.actorOnly.has(action)
@@ -86,6 +103,7 @@ export class Access {
 
   /** Checks a concrete record (the stored one for update/delete, the new one for create). */
   check(actor: Actor, action: EntityAction, record: Record<string, unknown>): void {
+    if (isSystem(actor)) return;
     this.requireScopes(actor, action);
     if (!this.holds(actor, action, record)) throw this.refusal(actor, action);
   }
@@ -110,6 +128,7 @@ export class Access {
     after: Record<string, unknown>,
     written: readonly string[],
   ): void {
+    if (isSystem(actor)) return;
     const entity = this.policy.entity;
     const failed: ErrorDetail[] = [];
     if (before !== null && !this.holds(actor, 'update', after)) {
@@ -142,6 +161,7 @@ export class Access {
 
   /** Fields of `record` the actor may not read are removed (field `access.read`). */
   hideFields(actor: Actor, record: Record<string, unknown>): Record<string, unknown> {
+    if (isSystem(actor)) return record;
     const who = conditionActor(actor);
     for (const [name, rules] of Object.entries(this.policy.fields)) {
       if (rules.read && !checkCondition(rules.read, { actor: who, record })) delete record[name];
@@ -151,6 +171,7 @@ export class Access {
 
   /** Refuses a write to any field whose `access.write` the actor does not pass. */
   checkFieldWrites(actor: Actor, fields: readonly string[], record: Record<string, unknown>): void {
+    if (isSystem(actor)) return;
     const who = conditionActor(actor);
     const refused = fields.filter((name) => {
       const write = this.policy.fields[name]?.write;
@@ -190,13 +211,15 @@ export class Access {
     action: EntityAction,
   ): { allow: PermissionRule[]; deny: PermissionRule[] } | undefined {
     const permissions = this.policy.permissions;
-    // Permissions grant to roles; an anonymous caller has none and is governed by `access` alone.
-    if (!permissions || !isAuthenticated(actor)) return undefined;
+    if (!permissions) return undefined;
     const matches = (r: PermissionRule) =>
       (r.entity === '*' || r.entity === this.policy.entity) && (r.actions.includes('*') || r.actions.includes(action));
     const allow: PermissionRule[] = [];
     const deny: PermissionRule[] = [];
-    for (const role of actor.roles) {
+    // Permissions grant to roles; a caller without any is held to the rules of the roleless.
+    const held = isAuthenticated(actor) ? actor.roles : [];
+    const roles = held.length ? held : this.roleless;
+    for (const role of roles) {
       const entry = Object.prototype.hasOwnProperty.call(permissions, role) ? permissions[role] : undefined;
       if (!entry) continue;
       allow.push(...entry.allow.filter(matches));
@@ -217,7 +240,8 @@ export class Access {
   private permissionFilter(actor: Actor, action: EntityAction): RowFilter | undefined {
     const rules = this.rulesFor(actor, action);
     if (!rules) return true;
-    const toFilter = (r: PermissionRule) => (r.condition ? conditionToSql(r.condition, actor, this.columns) : true);
+    const who = conditionActor(actor);
+    const toFilter = (r: PermissionRule) => (r.condition ? conditionToSql(r.condition, who, this.columns) : true);
     const allows = rules.allow.map(toFilter);
     const denies = rules.deny.map(toFilter);
     if ([...allows, ...denies].some((f) => f === undefined)) return undefined;
@@ -227,7 +251,8 @@ export class Access {
   private permitted(actor: Actor, action: EntityAction, record: Record<string, unknown>): boolean {
     const rules = this.rulesFor(actor, action);
     if (!rules) return true;
-    const holds = (r: PermissionRule) => !r.condition || checkCondition(r.condition, { actor, record });
+    const who = conditionActor(actor);
+    const holds = (r: PermissionRule) => !r.condition || checkCondition(r.condition, { actor: who, record });
     return rules.allow.some(holds) && !rules.deny.some(holds);
   }
 

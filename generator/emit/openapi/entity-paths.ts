@@ -1,16 +1,21 @@
 // The REST paths of one entity: list and create, get, update and delete, each with the security
 // its access rules and scopes call for.
 
-import type { Blueprint, Entity } from '../../model/types.ts';
+import { accessRule } from '../../model/access-defaults.ts';
+import type { Blueprint, Entity, Rule } from '../../model/types.ts';
 import { keySchema } from './schemas.ts';
 import { errorResponse, IDEMPOTENCY_HEADER, json, ref, RUN_ID_HEADER, schemeNames, TRACE_HEADER, type Schema } from './common.ts';
+
+/** A rule that lets every caller through: `public` or `true`. */
+function isOpen(rule: Rule | undefined): boolean {
+  return rule !== undefined && (rule.condition.kind === 'public' || (rule.condition.kind === 'const' && rule.condition.value));
+}
 
 /** Security requirements of one operation: any credential, plus anonymous when its rule is public. */
 function securityFor(bp: Blueprint, entity: Entity, action: 'read' | 'create' | 'update' | 'delete'): Schema[] | undefined {
   const schemes = schemeNames(bp);
   if (schemes.length === 0) return undefined;
-  const rule = entity.access[action];
-  const open = rule !== undefined && (rule.condition.kind === 'public' || (rule.condition.kind === 'const' && rule.condition.value));
+  const open = isOpen(accessRule(bp, entity, action));
   const scopes = action === 'read' ? entity.scopes.read : entity.scopes.write;
   return [...schemes.map((name) => ({ [name]: name === 'apiKey' ? [...scopes] : [] })), ...(open ? [{}] : [])];
 }
@@ -29,8 +34,13 @@ export function entityPaths(bp: Blueprint, entity: Entity): Record<string, Schem
   const n = entity.name;
   const secured = (action: 'read' | 'create' | 'update' | 'delete', op: Schema): Schema => {
     const security = securityFor(bp, entity, action);
-    if (!security) return op;
     const responses = op.responses as Record<string, Schema>;
+    if (!security) {
+      // No credentials at all (no [auth]): a public operation needs none; a written rule that is
+      // not public may still refuse every caller, who is anonymous: 401.
+      const rule = accessRule(bp, entity, action);
+      return isOpen(rule) ? op : { ...op, responses: { ...responses, '401': errorResponse('Unauthenticated') } };
+    }
     return {
       ...op,
       security,

@@ -158,7 +158,14 @@ export const SESSION_SCHEMA: Schema = {
         { type: 'null' },
         {
           type: 'object',
-          properties: { kind: { type: 'string' }, id: { type: 'string' }, email: { type: 'string' }, roles: { type: 'array', items: { type: 'string' } } },
+          properties: {
+            kind: { type: 'string' },
+            type: { type: 'string', description: 'The kind under Zebric\'s name' },
+            id: { type: 'string' },
+            effectiveId: { type: 'string', description: 'delegatedBy when set, else id' },
+            email: { type: 'string' },
+            roles: { type: 'array', items: { type: 'string' } },
+          },
           required: ['kind', 'id', 'roles'],
         },
       ],

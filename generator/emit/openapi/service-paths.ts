@@ -1,8 +1,9 @@
 // Paths that do not come from one entity or command: the document itself, health checks, sign-up
 // (unless auth.signup = false), sign-in and sessions (email provider), and the audit trail.
 
-import type { Blueprint } from '../../model/types.ts';
+import type { Blueprint, Entity } from '../../model/types.ts';
 import { errorResponse, ref, schemeNames, type Schema } from './common.ts';
+import { fieldSchema } from './schemas.ts';
 
 /** The document describes itself. */
 export const META_PATHS: Record<string, Schema> = {
@@ -58,13 +59,16 @@ export function authPaths(bp: Blueprint): Record<string, Schema> {
   };
   const session = { 'application/json': { schema: ref('Session') } };
   const open = [{}];
+  const records = bp.auth.userRecords;
   const signup = {
     post: {
       operationId: 'signUp',
       tags: ['Auth'],
-      summary: 'Create an account (no roles) and start a session',
+      summary: records
+        ? `Create a ${records.entity} record (its ${records.loginField} is the e-mail) with a password, and start a session`
+        : 'Create an account (no roles) and start a session',
       security: open,
-      requestBody: credentials,
+      requestBody: records ? signupBody(bp, credentials) : credentials,
       responses: { '201': { description: 'Signed up and signed in', content: session }, '400': errorResponse('BadRequest'), '403': errorResponse('Forbidden'), '409': errorResponse('Conflict') },
     },
   };
@@ -105,6 +109,34 @@ export function authPaths(bp: Blueprint): Record<string, Schema> {
         security: open,
         responses: { '200': { description: 'The session', content: session } },
       },
+    },
+  };
+}
+
+/**
+ * Sign-up when people are User records: e-mail and password, and the record's fields an anonymous
+ * caller may set (runtime-lib/auth/email/user-records.ts): neither its id, its role fields,
+ * command-only fields nor fields behind a write rule. Anything else is refused.
+ */
+function signupBody(bp: Blueprint, credentials: { content: Record<string, { schema: Schema }> }): Schema {
+  const records = bp.auth.userRecords as NonNullable<Blueprint['auth']['userRecords']>;
+  const user = bp.entities.find((e) => e.name === records.entity) as Entity;
+  const fields = user.fields.filter(
+    (f) => !f.primaryKey && !f.commandOnly && !records.roleFields.includes(f.name) && f.name !== records.loginField && f.type !== 'file' && !f.access.write,
+  );
+  const json = credentials.content['application/json'].schema as { properties: Record<string, Schema>; required: string[] };
+  return {
+    required: true,
+    content: {
+      'application/json': {
+        schema: {
+          type: 'object',
+          properties: { ...json.properties, ...Object.fromEntries(fields.map((f) => [f.name, fieldSchema(bp, f)])) },
+          required: [...json.required, ...fields.filter((f) => f.required && !f.default).map((f) => f.name)],
+          additionalProperties: false,
+        },
+      },
+      'application/x-www-form-urlencoded': credentials.content['application/x-www-form-urlencoded'],
     },
   };
 }

@@ -7,7 +7,7 @@ import type { CompileContext } from '../../context.ts';
 import type { Blueprint, CommandInput, Entity, Rule } from '../../model/types.ts';
 import type { KeyPath } from '../../parse/locate.ts';
 import { didYouMean } from '../../suggest.ts';
-import { ACTOR_KEYS } from './actor.ts';
+import { actorKeyProblem } from './actor.ts';
 import { conditionNames, type NameRef } from './condition-names.ts';
 import { RecordPaths, type PathProblem } from './record-paths.ts';
 
@@ -21,7 +21,7 @@ interface Scope {
 export function conditionNameRules(ctx: CompileContext, bp: Blueprint): void {
   const paths = new RecordPaths(bp);
   const check = (at: KeyPath, rule: Rule | undefined, scope: Scope) => {
-    if (rule) for (const ref of conditionNames(rule.source)) checkName(ctx, paths, at, ref, scope);
+    if (rule) for (const ref of conditionNames(rule.source)) checkName(ctx, bp, paths, at, ref, scope);
   };
   for (const entity of bp.entities) {
     const scope: Scope = { records: [entity], loadsRelations: false };
@@ -47,13 +47,16 @@ export function conditionNameRules(ctx: CompileContext, bp: Blueprint): void {
   }
 }
 
-function checkName(ctx: CompileContext, paths: RecordPaths, at: KeyPath, ref: NameRef, scope: Scope): void {
+function checkName(ctx: CompileContext, bp: Blueprint, paths: RecordPaths, at: KeyPath, ref: NameRef, scope: Scope): void {
   const report = (code: string, index: number, message: string, hint?: string) =>
     ctx.report(code, [...at, ...ref.at], message, { hint, within: { offset: ref.offsets[index], part: ref.part } });
   const key = ref.keys[0];
   if (key === undefined) return;
-  if (ref.root === 'actor' && !ACTOR_KEYS.includes(key)) {
-    report('UNKNOWN_ACTOR_KEY', 0, `the actor has no "${key}"`, didYouMean(key, ACTOR_KEYS) ?? `actor keys: ${ACTOR_KEYS.join(', ')}`);
+  const actorProblem = ref.root === 'actor' ? actorKeyProblem(bp, ref.keys, ref.currentUser ? 'currentUser' : 'expression') : undefined;
+  if (actorProblem) {
+    report('UNKNOWN_ACTOR_KEY', actorProblem.index, actorProblem.message, actorProblem.hint);
+  } else if (ref.root === 'actor') {
+    return;
   } else if (ref.root === 'input' && scope.command && !scope.command.input.some((i) => i.name === key)) {
     const inputs = scope.command.input.map((i) => i.name);
     const hint = didYouMean(key, inputs) ?? (inputs.length ? `inputs: ${inputs.join(', ')}` : 'the command declares no input');

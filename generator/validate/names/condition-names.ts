@@ -16,6 +16,8 @@ export interface NameRef {
   part: 'key' | 'value';
   /** Offset of each key in that string. */
   offsets: number[];
+  /** `$currentUser.<key>`, which reads the actor's key or else its metadata's (root `actor`). */
+  currentUser?: true;
 }
 
 const CURRENT_USER = '$currentUser.';
@@ -45,7 +47,7 @@ export function conditionNames(source: Rule['source']): NameRef[] {
 }
 
 function currentUser(text: string, at: (string | number)[], part: 'key' | 'value'): NameRef {
-  return { root: 'actor', keys: [text.slice(CURRENT_USER.length)], at, part, offsets: [CURRENT_USER.length] };
+  return { root: 'actor', keys: [text.slice(CURRENT_USER.length)], at, part, offsets: [CURRENT_USER.length], currentUser: true };
 }
 
 function recordPath(text: string, at: (string | number)[]): NameRef {

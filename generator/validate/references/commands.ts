@@ -9,7 +9,7 @@ import type { KeyPath } from '../../parse/locate.ts';
 import { isInside } from '../../source.ts';
 import { didYouMean } from '../../suggest.ts';
 import { moduleExports } from '../handler-exports.ts';
-import { ACTOR_KEYS } from '../names/actor.ts';
+import { actorKeyProblem } from '../names/actor.ts';
 import { entityNamed, fieldNamed, names, unknownEntity, unknownField } from './common.ts';
 
 export function commandEntities(ctx: CompileContext, bp: Blueprint): void {
@@ -22,7 +22,7 @@ export function commandMutations(ctx: CompileContext, bp: Blueprint): void {
     if (!entity) continue;
     for (const { field: name, value } of command.mutations) {
       const at: KeyPath = [...command.path, 'mutations', name];
-      mutationValueNames(ctx, command, entity, at, value);
+      mutationValueNames(ctx, bp, command, entity, at, value);
       const field = fieldNamed(entity, name);
       if (!field) {
         unknownField(ctx, entity, at, name);
@@ -40,7 +40,7 @@ export function commandMutations(ctx: CompileContext, bp: Blueprint): void {
 }
 
 /** `input.<k>`, `record.<k>` and `actor.<k>` must name something; reported at the name. */
-function mutationValueNames(ctx: CompileContext, command: Command, entity: Entity, at: KeyPath, value: MutationValue): void {
+function mutationValueNames(ctx: CompileContext, bp: Blueprint, command: Command, entity: Entity, at: KeyPath, value: MutationValue): void {
   if (value.kind !== 'ref') return;
   const within = { offset: value.root.length + 1, part: 'value' as const };
   if (value.root === 'input' && !command.input.some((i) => i.name === value.key)) {
@@ -55,10 +55,14 @@ function mutationValueNames(ctx: CompileContext, command: Command, entity: Entit
       within,
     });
   }
-  if (value.root === 'actor' && !ACTOR_KEYS.includes(value.key)) {
-    ctx.report('UNKNOWN_ACTOR_KEY', at, `actor.${value.key} is not part of the actor`, {
-      hint: didYouMean(value.key, ACTOR_KEYS) ?? `actor keys: ${ACTOR_KEYS.join(', ')}`,
-      within,
+  const keys = value.key.split('.');
+  const problem = value.root === 'actor' ? actorKeyProblem(bp, keys, 'mutation') : undefined;
+  if (problem) {
+    const offset = within.offset + keys.slice(0, problem.index).reduce((sum, k) => sum + k.length + 1, 0);
+    const message = problem.index === 0 && keys.length === 1 ? `actor.${value.key} is not part of the actor` : problem.message;
+    ctx.report('UNKNOWN_ACTOR_KEY', at, message, {
+      hint: problem.hint,
+      within: { ...within, offset },
     });
   }
 }

@@ -46,19 +46,26 @@ export function mayHold(condition: Condition, actor: ActorFacts): Tri {
 
 function pairHolds(pair: { left: Operand; right: Operand }, actor: ActorFacts): Tri {
   const operands = [pair.left, pair.right];
-  const unknownSide = operands.some((o) => o.kind === 'record' || (o.kind === 'actor' && actor.unknown.has(o.key)));
-  if (!unknownSide) return checkCondition({ kind: 'match', pairs: [pair] }, { actor: actor.values, record: null }) ? 'yes' : 'no';
+  const values = operands.map((o): Value => (o.kind === 'record' ? UNKNOWN : o.kind === 'actor' ? currentUser(actor, o.key) : known(o.value)));
+  if (values.every((v) => v.known)) return checkCondition({ kind: 'match', pairs: [pair] }, { actor: actor.values, record: null }) ? 'yes' : 'no';
   // `$currentUser.role` matches one of the actor's roles: none, and nothing can match.
-  if (operands.some((o) => o.kind === 'actor' && o.key === 'role') && actorKey(actor, 'role') === undefined) return 'no';
+  const role = currentUser(actor, 'role') as { value: unknown };
+  if (operands.some((o) => o.kind === 'actor' && o.key === 'role') && role.value === undefined) return 'no';
   // A known side that is missing never matches (conditions.ts valuesMatch).
-  const missing = (o: Operand) =>
-    (o.kind === 'literal' && o.value === null) || (o.kind === 'actor' && !actor.unknown.has(o.key) && actorKey(actor, o.key) == null);
-  return operands.some(missing) ? 'no' : 'maybe';
+  return values.some((v) => v.known && (v.value === undefined || v.value === null)) ? 'no' : 'maybe';
 }
 
-/** `$currentUser.<key>`; `role` falls back to the first role, as conditions.ts reads it. */
-function actorKey(actor: ActorFacts, key: string): unknown {
-  return key === 'role' ? (actor.values.role ?? actor.values.roles[0]) : actor.values[key];
+/**
+ * `$currentUser.<key>` as conditions.ts reads it (readActorKey): `id` is the effective id, `role`
+ * the first role, any other key the actor's own, else its metadata's.
+ */
+function currentUser(actor: ActorFacts, key: string): Value {
+  if (key === 'id') return actor.unknown.has('effectiveId') ? UNKNOWN : known(actor.values.effectiveId ?? actor.values.id);
+  if (key === 'role') return known(actor.values.role ?? actor.values.roles[0]);
+  if (actor.unknown.has(key)) return UNKNOWN;
+  if (actor.values[key] !== undefined) return known(actor.values[key]);
+  if (actor.unknown.has('metadata')) return UNKNOWN;
+  return known(readPath(actor.values.metadata, [key]));
 }
 
 const truth = (v: Value): Tri => (v.known ? (v.value === true ? 'yes' : 'no') : 'maybe');

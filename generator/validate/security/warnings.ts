@@ -1,12 +1,15 @@
-// Warnings about what the rules let a known actor do, which the author may not have meant:
-// OPEN_SIGNUP (anyone can sign up and then write) and UNSCOPED_WRITE (an API key's scopes do not
-// limit writes to entities that declare no write scopes). Both read the rules three-valued: a
-// rule that depends on the record counts as letting the actor.
+// Warnings about what the rules let an actor do, which the author may not have meant:
+// OPEN_SIGNUP (anyone can sign up and then write), UNSCOPED_WRITE (an API key's scopes do not
+// limit writes to entities that declare no write scopes), PUBLIC_ENTITY (without [auth], anyone
+// may act on an entity), COMMAND_WITHOUT_AUTH (without [auth], nobody can run a command) and
+// ROLE_FIELD_WRITABLE (a person could give themselves roles through their User record). They read
+// the rules three-valued: a rule that depends on the record counts as letting the actor.
 
 import type { CompileContext } from '../../context.ts';
+import { publicActions } from '../../model/access-defaults.ts';
 import { singleSection } from '../../model/raw.ts';
 import type { Blueprint, EntityAction } from '../../model/types.ts';
-import { apiKeyActor, mayAct, SIGNED_UP } from './may-act.ts';
+import { apiKeyActor, mayAct, signedUpActor } from './may-act.ts';
 import type { ActorFacts } from './three-valued.ts';
 
 const WRITES: EntityAction[] = ['create', 'update', 'delete'];
@@ -14,6 +17,55 @@ const WRITES: EntityAction[] = ['create', 'update', 'delete'];
 export function checkSecurity(ctx: CompileContext, bp: Blueprint): void {
   openSignup(ctx, bp);
   unscopedWrites(ctx, bp);
+  publicEntities(ctx, bp);
+  commandsWithoutAuth(ctx, bp);
+  writableRoleFields(ctx, bp);
+}
+
+function publicEntities(ctx: CompileContext, bp: Blueprint): void {
+  for (const { entity, actions } of publicActions(bp)) {
+    const model = bp.entities.find((e) => e.name === entity);
+    if (!model || ctx.failed([...model.path, 'access'])) continue;
+    ctx.report('PUBLIC_ENTITY', model.path, `the blueprint has no [auth], so anyone may ${listActions(actions)} ${entity} records`, {
+      severity: 'warning',
+      hint: 'add [auth] (people or API keys) and access rules, or write the rules you mean, e.g. access = { read = "public", create = false }',
+    });
+  }
+}
+
+function commandsWithoutAuth(ctx: CompileContext, bp: Blueprint): void {
+  if (bp.auth.declared) return;
+  for (const command of bp.commands) {
+    ctx.report('COMMAND_WITHOUT_AUTH', command.path, `the blueprint has no [auth], so nobody can run ${command.name}: a command needs a signed-in person or an API key`, {
+      severity: 'warning',
+      hint: 'add [auth] with providers = ["email"] or [[auth.apiKeys]]',
+    });
+  }
+}
+
+/**
+ * When people are User records, its `role` / `roles` fields give roles: a person who may update
+ * User records, and so possibly their own, could give themselves any role, unless the field is
+ * command-only or has a write rule.
+ */
+function writableRoleFields(ctx: CompileContext, bp: Blueprint): void {
+  const records = bp.auth.userRecords;
+  const user = records && bp.entities.find((e) => e.name === records.entity);
+  if (!records || !user) return;
+  const may = mayAct(ctx, bp, user, 'update', signedUpActor(bp));
+  if (may === undefined || may === 'no') return;
+  for (const name of records.roleFields) {
+    const field = user.fields.find((f) => f.name === name);
+    if (!field || field.commandOnly || field.access.write) continue;
+    ctx.report('ROLE_FIELD_WRITABLE', field.path, `${user.name}.${name} gives its person roles, and a person who signs up may update ${user.name} records: they could give themselves any role`, {
+      severity: 'warning',
+      hint: `make it write = "command-only", or give it access = { write = "actor.roles contains 'admin'" }`,
+    });
+  }
+}
+
+function listActions(actions: readonly string[]): string {
+  return actions.length < 2 ? actions.join('') : `${actions.slice(0, -1).join(', ')} and ${actions[actions.length - 1]}`;
 }
 
 /** Writes `actor` may make, per entity: `Comment (create, update, delete)`. */
@@ -29,10 +81,12 @@ function writesOf(ctx: CompileContext, bp: Blueprint, actor: ActorFacts, entitie
 
 function openSignup(ctx: CompileContext, bp: Blueprint): void {
   if (!bp.auth.providers.includes('email') || !bp.auth.signup) return;
-  const writes = writesOf(ctx, bp, SIGNED_UP);
+  const writes = writesOf(ctx, bp, signedUpActor(bp));
   if (!writes.length) return;
   const written = singleSection(ctx.parsed, 'auth').signup !== undefined;
-  const message = `anyone may sign up, and a new account (no roles) may write ${writes.join(', ')}`;
+  const roles = signedUpActor(bp).values.roles;
+  const who = roles.length ? `roles: ${roles.join(', ')}` : 'no roles';
+  const message = `anyone may sign up, and a new account (${who}) may write ${writes.join(', ')}`;
   ctx.report('OPEN_SIGNUP', written ? ['auth', 'signup'] : ['auth'], message, {
     severity: 'warning',
     hint: 'set auth.signup = false and add people with the users command, or require a role in these rules',

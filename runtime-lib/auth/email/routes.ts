@@ -5,20 +5,26 @@
 import { randomBytes } from 'node:crypto';
 import type { ServerResponse } from 'node:http';
 import { Router, type NextFunction, type Request, type Response } from 'express';
-import { ANONYMOUS } from '../../core/actor.ts';
+import { type Actor, actorView, ANONYMOUS } from '../../core/actor.ts';
 import { AppError } from '../../core/errors.ts';
-import { ulid } from '../../core/ids.ts';
-import { query } from '../../data/db.ts';
+import { checkBody } from '../../data/fields.ts';
 import { matched } from '../../http/pipeline.ts';
 import type { ApiRequest } from '../../http/request.ts';
 import type { AnonymousTokens } from './csrf.ts';
 import { clientKey, EMAIL_FAILURE_THRESHOLD, FailureLimiter, IP_FAILURE_THRESHOLD } from './failure-limiter.ts';
-import { authBody, credentials, field, isForm, queryParam } from './forms.ts';
-import { LOGIN_PAGE_CSP, renderLoginPage, renderSignedInPage, type LoginPageOptions } from './login-page.ts';
+import { authBody, credentials, field, isForm, isPlainObject, queryParam } from './forms.ts';
+import { valueFromText } from './field-text.ts';
+import {
+  LOGIN_PAGE_CSP,
+  renderLoginPage,
+  renderSignedInPage,
+  type LoginPageOptions,
+  type SignupInput,
+} from './login-page.ts';
 import { safeNext } from './origins.ts';
 import { hashPassword, PASSWORD_MAX_LENGTH, passwordProblem, verifyPassword } from './password.ts';
+import { emailTaken, type People } from './people.ts';
 import type { SessionRequest, Sessions } from './session.ts';
-import { isoNow, type UserRow, userActor, type UserStatements } from './users.ts';
 
 export const AUTH_ROUTES = {
   signup: '/api/auth/signup',
@@ -31,7 +37,7 @@ export const AUTH_ROUTES = {
 const SIGNUP_MODE = 'signup';
 
 export interface RoutesOptions {
-  users: UserStatements;
+  people: People;
   loginPath: string;
   /** Shown on the pages. */
   title: string;
@@ -50,7 +56,7 @@ export interface AuthRoutes {
 }
 
 export function authRoutes(options: RoutesOptions): AuthRoutes {
-  const { users, loginPath, sessions, anonymous } = options;
+  const { people, loginPath, sessions, anonymous } = options;
   const limits = { email: new FailureLimiter(EMAIL_FAILURE_THRESHOLD), ip: new FailureLimiter(IP_FAILURE_THRESHOLD) };
   // Verified against when the e-mail is unknown, so that case costs the same scrypt work. Hashed in
   // libuv's thread pool while the app starts: synchronously it cost every boot about 40 ms.
@@ -93,6 +99,7 @@ export function authRoutes(options: RoutesOptions): AuthRoutes {
       error: form.error,
       email: form.email,
       next,
+      ...(signup && people.signupFields.length ? { fields: signupInputs(form.values) } : {}),
       ...(signup ? { submitLabel: 'Create account', passwordAutocomplete: 'new-password' as const } : {}),
       ...(options.signup
         ? {
@@ -105,30 +112,76 @@ export function authRoutes(options: RoutesOptions): AuthRoutes {
     sendHtml(res, status, renderLoginPage(page));
   }
 
+  /** The sign-up form's inputs for the User record's fields, filled with what was sent. */
+  function signupInputs(values: Record<string, string> = {}): SignupInput[] {
+    return people.signupFields.map((f) => ({
+      name: f.name,
+      type: f.type,
+      // Required and without a default: the form cannot be sent without it.
+      required: f.required && f.default === undefined,
+      values: f.values,
+      value: Object.hasOwn(values, f.name) ? values[f.name] : undefined,
+    }));
+  }
+
   function expiredForm(req: ApiRequest, res: ServerResponse, path: string): void {
     sendForm(req, res, 403, {
       error: 'The form expired. Please try again.',
       email: field(req.body, 'email'),
       signup: path === AUTH_ROUTES.signup,
+      values: sentValues(req.body),
     });
   }
 
-  async function signedIn(req: Request, res: Response, status: number, row: UserRow): Promise<void> {
-    await sessions.start(req, row.id);
-    req.actor = userActor(row);
+  async function signedIn(req: Request, res: Response, status: number, actor: Actor): Promise<void> {
+    await sessions.start(req, actor.id);
+    req.actor = actor;
     if (isForm(req)) {
       // Without a `next`, the sign-in page itself, which now shows who is signed in.
       res.redirect(303, safeNext(field(req.body, 'next')) ?? loginPath);
       return;
     }
-    res.status(status).json({ actor: req.actor, csrfToken: sessions.token(req) });
+    res.status(status).json({ actor: actorView(actor), csrfToken: sessions.token(req) });
   }
 
   /** Form posts get the page back with the message; JSON callers get the error envelope. */
   function failed(err: unknown, req: Request, res: Response, next: NextFunction, signup: boolean): void {
     if (!(isForm(req) && err instanceof AppError && err.status < 500)) return next(err);
     if (err.retryAfter !== undefined) res.setHeader('Retry-After', String(err.retryAfter));
-    sendForm(req, res, err.status, { error: err.message, email: field(req.body, 'email')?.trim(), signup });
+    const email = field(req.body, 'email')?.trim();
+    sendForm(req, res, err.status, { error: err.message, email, signup, values: sentValues(req.body) });
+  }
+
+  /**
+   * The User fields of a sign-up body: everything but the sign-in keys. A form sends text, which
+   * becomes the value of the field's type (an empty input: no value, so the default applies).
+   */
+  function signupFields(req: Request): Record<string, unknown> {
+    // Prototype keys are refused, never copied (checkBody).
+    const body = checkBody(req.body);
+    const out: Record<string, unknown> = {};
+    const form = isForm(req);
+    for (const [name, value] of Object.entries(body)) {
+      if (SIGN_IN_KEYS.has(name)) continue;
+      if (!form) {
+        out[name] = value;
+        continue;
+      }
+      const spec = people.signupFields.find((f) => f.name === name);
+      if (typeof value !== 'string' || value === '') continue;
+      if (!spec) {
+        out[name] = value;
+        continue;
+      }
+      const parsed = valueFromText(spec, value);
+      if (!parsed.ok) {
+        throw new AppError('VALIDATION_FAILED', parsed.message, {
+          details: [{ field: name, code: 'INVALID_VALUE', message: parsed.message }],
+        });
+      }
+      out[name] = parsed.value;
+    }
+    return out;
   }
 
   const router = Router();
@@ -155,7 +208,7 @@ export function authRoutes(options: RoutesOptions): AuthRoutes {
   router.get(AUTH_ROUTES.session, matched('auth.session'), (req, res) => {
     const actor = req.actor ?? ANONYMOUS;
     // API-key callers skip CSRF, so they get no token.
-    res.json({ actor, csrfToken: actor.kind === 'agent' ? null : formToken(req, res) });
+    res.json({ actor: actorView(actor), csrfToken: actor.kind === 'agent' ? null : formToken(req, res) });
   });
 
   router.post(AUTH_ROUTES.login, matched('auth.login'), authBody, async (req, res, next) => {
@@ -171,12 +224,14 @@ export function authRoutes(options: RoutesOptions): AuthRoutes {
       // success takes it back below.
       limits.email.fail(email, now);
       limits.ip.fail(ip, now);
-      const user = query(req.trace, users.byEmail, 'get', [email]) as UserRow | undefined;
-      const ok = await verifyPassword(password, user?.passwordHash ?? (await dummyHash));
-      if (!user || !ok) throw new AppError('INVALID_CREDENTIALS', 'the e-mail or password is incorrect');
+      const person = people.login(req.trace, email);
+      const ok = await verifyPassword(password, person?.passwordHash ?? (await dummyHash));
+      // Read again after the hash: the person may have been removed meanwhile.
+      const actor = person && ok ? people.actor(req.trace, person.id) : undefined;
+      if (!actor) throw new AppError('INVALID_CREDENTIALS', 'the e-mail or password is incorrect');
       limits.email.clear(email);
       limits.ip.forgive(ip);
-      await signedIn(req, res, 200, user);
+      await signedIn(req, res, 200, actor);
     } catch (err) {
       failed(err, req, res, next, false);
     }
@@ -189,25 +244,25 @@ export function authRoutes(options: RoutesOptions): AuthRoutes {
         const { email, password } = credentials(req.body);
         const problem = passwordProblem(password);
         if (problem) throw new AppError('WEAK_PASSWORD', problem);
+        const fields = signupFields(req);
         const ip = clientKey(req);
         const wait = limits.ip.wait(ip, Date.now());
         if (wait > 0) throw tooManyAttempts(wait);
         // Sign-up has to say the e-mail is taken; counting that per IP slows down probing with it.
-        const taken = (): AppError => {
-          limits.ip.fail(ip, Date.now());
-          return new AppError('EMAIL_TAKEN', 'an account with this e-mail already exists; sign in instead');
+        const taken = (err: unknown): unknown => {
+          if (err instanceof AppError && err.code === 'EMAIL_TAKEN') limits.ip.fail(ip, Date.now());
+          return err;
         };
-        if (query(req.trace, users.byEmail, 'get', [email])) throw taken();
+        if (people.emailTaken(req.trace, email)) throw taken(emailTaken());
         const passwordHash = await hashPassword(password);
-        const user: UserRow = { id: ulid(), email, passwordHash, roles: '[]' };
+        let actor: Actor;
         try {
-          query(req.trace, users.insert, 'run', [user.id, email, passwordHash, isoNow()]);
+          actor = await people.signUp(req.trace, email, fields, passwordHash);
         } catch (err) {
-          // Another sign-up with the same e-mail won the race while this one was hashing.
-          if (err instanceof AppError && err.code === 'UNIQUE_CONFLICT') throw taken();
-          throw err;
+          // Another sign-up with the same e-mail may have won the race while this one was hashing.
+          throw taken(err);
         }
-        await signedIn(req, res, 201, user);
+        await signedIn(req, res, 201, actor);
       } catch (err) {
         failed(err, req, res, next, true);
       }
@@ -231,6 +286,20 @@ interface FormState {
   error?: string;
   email?: string;
   signup?: boolean;
+  /** The sign-up form's other inputs as sent, to fill the form again. */
+  values?: Record<string, string>;
+}
+
+/** Keys of the sign-in and sign-up bodies that are not fields of a User record. */
+const SIGN_IN_KEYS = new Set(['email', 'password', 'next', '_csrf']);
+
+function sentValues(body: unknown): Record<string, string> {
+  if (!isPlainObject(body)) return {};
+  const out: Record<string, string> = {};
+  for (const [name, value] of Object.entries(body)) {
+    if (!SIGN_IN_KEYS.has(name) && typeof value === 'string') out[name] = value;
+  }
+  return out;
 }
 
 function tooManyAttempts(waitMs: number): AppError {

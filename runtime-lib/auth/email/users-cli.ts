@@ -1,14 +1,19 @@
 // `npm run users -- <command>`: manage the people who sign in with e-mail and password from the
 // command line, which is also how the first administrator gets a role (sign-up grants none) and,
-// with auth.signup = false, the only way anyone gets an account.
+// with auth.signup = false, the only way anyone gets an account. When people are the records of
+// the blueprint's `User` entity, `add` and `update` create and change those records (`--field`),
+// validated as any create or update, and written as the app's own trusted work (SYSTEM).
 // Exit codes: 0 done, 1 bad input (unknown user, weak password, ...), 2 bad usage.
 
 import { parseArgs } from 'node:util';
 import { isoNow, normalizeEmail, parseRoles, USERS_TABLE } from './users.ts';
 import type { Db } from '../../data/db.ts';
+import type { Row } from '../../data/fields.ts';
 import { ulid } from '../../core/ids.ts';
+import { valueFromText } from './field-text.ts';
 import { hashPasswordSync, passwordProblem } from './password.ts';
 import { SESSIONS_TABLE } from './session-store.ts';
+import type { UserRecordsAdmin } from './user-records.ts';
 
 const PIPE_EXAMPLE = `printf '%s\\n' "$PASSWORD" | npm run users -- add --email E`;
 
@@ -23,6 +28,24 @@ commands:
 add asks for the password twice at a terminal, without showing it, or reads it from stdin
 (one line) when piped: ${PIPE_EXAMPLE}`;
 
+/** The usage when people are User records: fields of the record, and its id in the list. */
+export const USER_RECORDS_USAGE = `usage: npm run users -- <command> [options]
+
+commands:
+  add --email E [--field name=value ...] [--role R ...]
+                                       create a User record that signs in with E and a password
+                                       (or give an existing record without one a password)
+  update --email E --field name=value [--field ...]
+                                       change fields of the User record
+  list                                 list User records: id, e-mail, roles, password
+  set-roles --email E [--role R ...]   replace the roles given to a person (no --role removes them)
+  remove --email E                     remove a person's password and given roles and end their
+                                       sessions (the User record stays)
+
+--field values are read as the field's type: numbers, true or false, JSON.
+add asks for the password twice at a terminal, without showing it, or reads it from stdin
+(one line) when piped: ${PIPE_EXAMPLE}`;
+
 /**
  * Why the password is never an argument: what to say to `--password`. Every user of the machine
  * can read a process's arguments (ps, /proc), and the shell keeps them in its history.
@@ -31,8 +54,9 @@ export const PASSWORD_ARGUMENT_REFUSED =
   '--password is not accepted: a password in the arguments is visible to other users (ps) and stays ' +
   `in the shell history. Type it when asked, or pipe it on stdin: ${PIPE_EXAMPLE}`;
 
-const COMMANDS: Record<string, { required: string[]; allowed: string[] }> = {
-  add: { required: ['email'], allowed: ['email', 'role'] },
+const COMMANDS: Record<string, { required: string[]; allowed: string[]; records?: true }> = {
+  add: { required: ['email'], allowed: ['email', 'role', 'field'] },
+  update: { required: ['email', 'field'], allowed: ['email', 'field'], records: true },
   list: { required: [], allowed: [] },
   'set-roles': { required: ['email'], allowed: ['email', 'role'] },
   remove: { required: ['email'], allowed: ['email'] },
@@ -51,16 +75,19 @@ const ROLE = /^[A-Za-z][A-Za-z0-9_.:-]{0,63}$/;
 class InputError extends Error {}
 class UsageError extends Error {}
 
-export async function runUsersCli(db: Db, argv: string[], io: UsersCliIo): Promise<number> {
+/** `records`: given when people are the records of the blueprint's `User` entity. */
+export async function runUsersCli(db: Db, argv: string[], io: UsersCliIo, records?: UserRecordsAdmin): Promise<number> {
   const { out } = io;
   const errOut = io.err ?? out;
+  const usage = records ? USER_RECORDS_USAGE : USERS_USAGE;
   try {
-    const { command, values } = parse(argv);
+    const { command, values } = parse(argv, records !== undefined);
     if (command === 'help') {
-      out(USERS_USAGE);
+      out(usage);
       return 0;
     }
-    if (command === 'list') list(db, out);
+    if (records) await recordsCommand(records, command, values, io);
+    else if (command === 'list') list(db, out);
     else if (command === 'add') await add(db, values, io);
     else if (command === 'set-roles') setRoles(db, values, out);
     else remove(db, values, out);
@@ -68,17 +95,18 @@ export async function runUsersCli(db: Db, argv: string[], io: UsersCliIo): Promi
   } catch (err) {
     if (err instanceof UsageError) {
       errOut(`error: ${err.message}`);
-      errOut(USERS_USAGE);
+      errOut(usage);
       return 2;
     }
+    // The User entity's refusals name their fields in the message (as the API's do).
     errOut(`error: ${err instanceof Error ? err.message : String(err)}`);
     return 1;
   }
 }
 
-type Values = { email?: string; role?: string[] };
+type Values = { email?: string; role?: string[]; field?: string[] };
 
-function parse(argv: string[]): { command: string; values: Values } {
+function parse(argv: string[], withRecords: boolean): { command: string; values: Values } {
   if (argv.some((arg) => arg === '--password' || arg.startsWith('--password=')))
     throw new UsageError(PASSWORD_ARGUMENT_REFUSED);
   let parsed;
@@ -88,6 +116,7 @@ function parse(argv: string[]): { command: string; values: Values } {
       options: {
         email: { type: 'string' },
         role: { type: 'string', multiple: true },
+        field: { type: 'string', multiple: true },
         help: { type: 'boolean', short: 'h' },
       },
       allowPositionals: true,
@@ -100,11 +129,14 @@ function parse(argv: string[]): { command: string; values: Values } {
   if (values.help || positionals[0] === 'help') return { command: 'help', values: {} };
   if (positionals.length === 0) throw new UsageError('missing command');
   const [command, ...extra] = positionals;
-  if (!Object.hasOwn(COMMANDS, command)) throw new UsageError(`unknown command "${command}"`);
+  if (!Object.hasOwn(COMMANDS, command) || (COMMANDS[command].records && !withRecords))
+    throw new UsageError(`unknown command "${command}"`);
   const spec = COMMANDS[command];
   if (extra.length) throw new UsageError(`unexpected argument "${extra[0]}"`);
   for (const name of Object.keys(values)) {
     if (!spec.allowed.includes(name)) throw new UsageError(`${command} does not take --${name}`);
+    // People without a User entity have an e-mail, a password and roles: nothing else.
+    if (name === 'field' && !withRecords) throw new UsageError('--field needs a User entity in the blueprint');
   }
   for (const name of spec.required) {
     if (values[name as keyof typeof values] === undefined) throw new UsageError(`${command} needs --${name}`);
@@ -184,15 +216,101 @@ function remove(db: Db, values: Values, out: (line: string) => void): void {
     { id: string } | undefined;
   if (!user) throw new InputError(`no user with the e-mail ${address}`);
   const ended = db.transaction(() => {
+    // Deleted (and counted) before the person: their foreign key would take them silently. Sessions
+    // saved before sessions had a userId column name the person in their data only; a damaged row
+    // must not make json_extract fail the whole removal.
+    const sql = `DELETE FROM "${SESSIONS_TABLE}" WHERE "userId" = ?
+      OR CASE WHEN json_valid("data") THEN json_extract("data", '$.userId') END = ?`;
+    const sessions = db.prepare(sql).run(user.id, user.id).changes;
     db.prepare(`DELETE FROM "${USERS_TABLE}" WHERE "id" = ?`).run(user.id);
-    // A damaged row must not make json_extract fail the whole removal.
-    const sql = `DELETE FROM "${SESSIONS_TABLE}"
-      WHERE CASE WHEN json_valid("data") THEN json_extract("data", '$.userId') END = ?`;
-    return db.prepare(sql).run(user.id).changes;
+    return sessions;
   })();
   out(`removed ${address} (${ended} session${ended === 1 ? '' : 's'} ended)`);
 }
 
-function describeRoles(list: string[]): string {
+function describeRoles(list: readonly string[]): string {
   return list.length ? `roles: ${list.join(', ')}` : 'no roles';
+}
+
+async function recordsCommand(
+  records: UserRecordsAdmin,
+  command: string,
+  values: Values,
+  io: UsersCliIo,
+): Promise<void> {
+  const { out } = io;
+  if (command === 'list') return listRecords(records, out);
+  const address = email(values);
+  const found = records.find(address);
+  if (command === 'add') {
+    const granted = roles(values);
+    const fields = fieldValues(records, values);
+    if (Object.hasOwn(fields, records.loginField))
+      throw new UsageError(`the e-mail is --email, not --field ${records.loginField}=...`);
+    if (found?.credentials)
+      throw new InputError(`${address} can already sign in (use update or set-roles to change them)`);
+    if (found && Object.keys(fields).length)
+      throw new InputError(`a User with the e-mail ${address} exists: add gives it a password; change it with update`);
+    const password = await readValidPassword(io);
+    if (found) {
+      records.addCredentials(found.id, hashPasswordSync(password), granted);
+      out(`${address} (User ${found.id}) can now sign in (${describeRoles(granted)})`);
+      return;
+    }
+    const id = records.add({ ...fields, [records.loginField]: address }, hashPasswordSync(password), granted);
+    out(`added ${address} (User ${id}, ${describeRoles(granted)})`);
+    return;
+  }
+  if (!found) throw new InputError(`no User with the e-mail ${address}`);
+  if (command === 'update') {
+    records.update(found.id, fieldValues(records, values));
+    out(`updated User ${found.id} (${address})`);
+  } else if (command === 'set-roles') {
+    const granted = roles(values);
+    if (!records.setRoles(found.id, granted)) throw new InputError(`${address} has no password: add one with add`);
+    out(`${address} now has ${describeRoles(granted)} given`);
+  } else {
+    if (!found.credentials) throw new InputError(`${address} has no password to remove`);
+    const ended = records.removeCredentials(found.id);
+    out(`${address} can no longer sign in (${ended} session${ended === 1 ? '' : 's'} ended; User ${found.id} stays)`);
+  }
+}
+
+/** `--field name=value`, each read as its field's type; the entity's validation does the rest. */
+function fieldValues(records: UserRecordsAdmin, values: Values): Row {
+  const out: Row = {};
+  for (const written of values.field ?? []) {
+    const eq = written.indexOf('=');
+    if (eq <= 0) throw new UsageError(`--field takes name=value (got "${written}")`);
+    const name = written.slice(0, eq);
+    if (Object.hasOwn(out, name)) throw new UsageError(`--field ${name} is given twice`);
+    const spec = records.fields.find((f) => f.name === name);
+    // An unknown name goes on as text: the entity refuses it with its list of fields.
+    const text = written.slice(eq + 1);
+    const parsed = spec ? valueFromText(spec, text) : { ok: true as const, value: text };
+    if (!parsed.ok) throw new InputError(parsed.message);
+    Object.defineProperty(out, name, { value: parsed.value, enumerable: true, writable: true, configurable: true });
+  }
+  return out;
+}
+
+async function readValidPassword(io: UsersCliIo): Promise<string> {
+  const password = await io.readPassword();
+  const problem = passwordProblem(password);
+  if (problem) throw new InputError(problem);
+  return password;
+}
+
+function listRecords(records: UserRecordsAdmin, out: (line: string) => void): void {
+  const rows = records.list();
+  if (rows.length === 0) {
+    out('no users');
+    return;
+  }
+  const table = [
+    ['ID', 'EMAIL', 'ROLES', 'PASSWORD'],
+    ...rows.map((r) => [r.id, r.email || '-', r.roles.join(',') || '-', r.password ? 'set' : 'none']),
+  ];
+  const widths = [0, 1, 2].map((i) => Math.max(...table.map((row) => row[i].length)));
+  for (const row of table) out(row.map((cell, i) => (i < 3 ? cell.padEnd(widths[i]) : cell)).join('  '));
 }

@@ -1,7 +1,9 @@
 // The people table of the email provider: one row per person, e-mail unique (lower-cased),
-// roles a JSON list. Shared by the provider and the users command.
+// roles a JSON list. Shared by the provider and the users command. When people are the records of
+// the blueprint's `User` entity (user-records.ts), the table keeps only their credentials: the
+// record's id, the password hash and the roles the users command granted.
 
-import type { Actor } from '../../core/actor.ts';
+import { type Actor, makeActor } from '../../core/actor.ts';
 import { isEmail, storedDateTime } from '../../core/values.ts';
 import type { Db, Statement } from '../../data/db.ts';
 
@@ -21,14 +23,21 @@ export function isoNow(): string {
 export function userActor(row: { id: string; email: string; roles: string }): Actor {
   const roles = parseRoles(row.roles);
   // `role` is the first role, as for API-key actors, so `actor.role` reads the same for both.
-  return {
+  const role = roles[0];
+  return makeActor({
     kind: 'user',
     id: row.id,
     email: row.email,
     roles,
-    ...(roles.length ? { role: roles[0] } : {}),
-    credentialId: `session:${row.id}`,
-  };
+    ...(role === undefined ? {} : { role }),
+    credentialId: sessionCredential(row.id),
+    metadata: Object.freeze({ email: row.email, role }),
+  });
+}
+
+/** The credential id of a person's sessions, in audit records and idempotency scopes. */
+export function sessionCredential(id: string): string {
+  return `session:${id}`;
 }
 
 /** The roles column is a JSON array of strings; anything else grants nothing. */

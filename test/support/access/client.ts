@@ -9,11 +9,14 @@ export interface UserSpec {
   email: string;
   password: string;
   roles: string[];
+  /** Fields of the User record, when people are its records (`--field name=value`). */
+  fields?: Record<string, string>;
 }
 
 /** `node --import tsx src/users.ts add ...` in the app folder, as `npm run users -- add` runs it, the password piped. */
 export function addUser(appDir: string, env: Record<string, string>, user: UserSpec): Promise<string> {
-  const args = ['--import', 'tsx', 'src/users.ts', 'add', '--email', user.email, ...user.roles.flatMap((r) => ['--role', r])];
+  const fields = Object.entries(user.fields ?? {}).flatMap(([name, value]) => ['--field', `${name}=${value}`]);
+  const args = ['--import', 'tsx', 'src/users.ts', 'add', '--email', user.email, ...fields, ...user.roles.flatMap((r) => ['--role', r])];
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, args, { cwd: appDir, env: { ...process.env, ...env }, stdio: ['pipe', 'pipe', 'pipe'] });
     child.stdin.end(`${user.password}\n`);

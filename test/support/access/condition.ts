@@ -56,9 +56,18 @@ export function parseCondition(source: Source): Cond {
 
 const missing = (v: unknown) => v === undefined || v === null;
 
+/** Keys of the actor the oracle does not model: reading one is not a metadata key either. */
+const UNMODELLED = ['credentialId', 'displayName', 'scopes', 'delegatedBy'];
+
+/**
+ * `$currentUser.<key>` as Zebric reads it: `id` is the effective id (delegatedBy ?? id); any other
+ * key the actor's own, else its metadata's (a person's record).
+ */
 function actorValue(actor: ConditionActor, key: string): unknown {
-  if (!ACTOR_KEYS.includes(key)) throw new OracleUnsupported(`$currentUser.${key} is not modelled (only ${ACTOR_KEYS.join(', ')})`);
-  return step(actor, key);
+  if (UNMODELLED.includes(key)) throw new OracleUnsupported(`$currentUser.${key} is not modelled (only ${ACTOR_KEYS.join(', ')} and metadata)`);
+  if (key === 'id') return step(actor, 'effectiveId') ?? step(actor, 'id');
+  const own = ACTOR_KEYS.includes(key) ? step(actor, key) : undefined;
+  return own !== undefined ? own : step(step(actor, 'metadata'), key);
 }
 
 function sideValue(s: Side, actor: ConditionActor, scope: Scope): unknown {
@@ -104,10 +113,11 @@ export function decide(cond: Cond, scope: Scope): Tri {
     case 'authenticated':
       return scope.actor !== undefined;
     case 'owner': {
-      // Zebric's "owner": the record's ownerId is the actor's id.
-      if (scope.actor === undefined || missing(scope.actor.id)) return false;
+      // Zebric's "owner": the record's ownerId is the actor's effective id.
+      const owner = scope.actor === undefined ? undefined : (step(scope.actor, 'effectiveId') ?? scope.actor.id);
+      if (missing(owner)) return false;
       if (scope.record === UNKNOWN) return 'depends';
-      return step(scope.record, 'ownerId') === scope.actor.id;
+      return step(scope.record, 'ownerId') === owner;
     }
     case 'pairs':
       return cond.pairs.map((p) => pairHolds(p, scope)).reduce(and3, true);

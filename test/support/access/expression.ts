@@ -201,8 +201,11 @@ export function pathsIn(expr: Expr): Array<{ root: Root; keys: string[] }> {
 // ---------------------------------------------------------------------------------------------
 // Evaluation
 
-/** Actor keys the oracle knows the value of (the matrix's actors carry exactly these). */
-export const ACTOR_KEYS: readonly string[] = ['id', 'kind', 'roles', 'role', 'email'];
+/**
+ * Actor keys the oracle knows the value of (the matrix's actors carry exactly these): bp's, and
+ * Zebric's `type`, `effectiveId` and `metadata`.
+ */
+export const ACTOR_KEYS: readonly string[] = ['id', 'kind', 'roles', 'role', 'email', 'type', 'effectiveId', 'metadata'];
 
 export interface Scope {
   /** undefined: no authenticated actor. */

@@ -1,10 +1,11 @@
 // The expected outcome of an entity route for an actor, computed from the blueprint model alone,
 // without the generated app's access code: the rules as the format contract states them.
 //
-//  - A missing access key allows authenticated actors only.
+//  - A missing access key allows authenticated actors only; in a blueprint without [auth] (where
+//    nobody signs in) it is public, as in Zebric 0.6.
 //  - [auth.permissions], when declared, needs an allow from one of the actor's roles and any deny
-//    of its roles wins. Permissions grant to roles, so they do not apply to anonymous callers,
-//    who are governed by `access` alone.
+//    of its roles wins. An actor without roles, and an anonymous caller, is held to the
+//    `anonymous` entry (else the `public` one), as Zebric's permission manager does.
 //  - An API key needs the entity's declared scopes: read for list and get, write for create,
 //    update and delete. Scopes narrow the credential, so they are checked before any record.
 //  - Refused: 401 when anonymous, 403 when authenticated.
@@ -31,12 +32,18 @@ type Action = 'read' | 'create' | 'update' | 'delete';
 
 export interface OracleActor {
   kind: 'anonymous' | 'user' | 'agent';
+  /** Zebric's name for the kind. */
+  type?: 'user' | 'agent';
   id: string;
+  /** delegatedBy ?? id; the matrix delegates nothing, so the id. */
+  effectiveId?: string;
   roles: string[];
   role?: string;
   email?: string;
   credentialId?: string;
   scopes?: string[];
+  /** A person's e-mail, name, role and User record; an API key's name and role. */
+  metadata?: Record<string, unknown>;
 }
 
 export interface Expected {
@@ -61,9 +68,8 @@ function conditionOf(rule: Rule): Cond {
   return cond;
 }
 
-/** A missing access key allows authenticated actors only. */
 const AUTHENTICATED = parseCondition('authenticated');
-const ruleOrDefault = (rule: Rule | undefined): Cond => (rule ? conditionOf(rule) : AUTHENTICATED);
+const PUBLIC = parseCondition('public');
 
 const conditionActor = (actor: OracleActor): ConditionActor | undefined => (actor.kind === 'anonymous' ? undefined : { ...actor });
 
@@ -105,6 +111,11 @@ export function rolesUsed(model: Blueprint): string[] {
 export class Oracle {
   constructor(private readonly model: Blueprint) {}
 
+  /** A missing access key allows authenticated actors only; without [auth], anyone. */
+  private ruleOrDefault(rule: Rule | undefined): Cond {
+    return rule ? conditionOf(rule) : this.model.auth.declared ? AUTHENTICATED : PUBLIC;
+  }
+
   entity(name: string): Entity {
     const entity = this.model.entities.find((e) => e.name === name);
     if (!entity) throw new Error(`no entity ${name}`);
@@ -114,16 +125,18 @@ export class Oracle {
   /** The actor's permission rules for an entity action, or undefined when permissions do not apply. */
   private permissionRules(entity: Entity, action: Action, actor: OracleActor) {
     const permissions = this.model.auth.permissions;
-    if (!permissions || actor.kind === 'anonymous') return undefined;
+    if (!permissions) return undefined;
     const matches = (r: { entity: string; actions: string[] }) => (r.entity === '*' || r.entity === entity.name) && (r.actions.includes('*') || r.actions.includes(action));
-    const allow = actor.roles.flatMap((role) => (Object.hasOwn(permissions, role) ? permissions[role].allow.filter(matches) : []));
-    const deny = actor.roles.flatMap((role) => (Object.hasOwn(permissions, role) ? permissions[role].deny.filter(matches) : []));
+    const roleless = ['anonymous', 'public'].find((r) => Object.hasOwn(permissions, r));
+    const roles = actor.kind !== 'anonymous' && actor.roles.length ? actor.roles : roleless ? [roleless] : [];
+    const allow = roles.flatMap((role) => (Object.hasOwn(permissions, role) ? permissions[role].allow.filter(matches) : []));
+    const deny = roles.flatMap((role) => (Object.hasOwn(permissions, role) ? permissions[role].deny.filter(matches) : []));
     return { allow, deny };
   }
 
   /** Whether the action can pass for this actor: always, never, or depending on the record. */
   private possible(entity: Entity, action: Action, actor: OracleActor): Tri {
-    const rule = forActor(ruleOrDefault(entity.access[action]), actor);
+    const rule = forActor(this.ruleOrDefault(entity.access[action]), actor);
     const rules = this.permissionRules(entity, action, actor);
     if (!rules) return rule;
     const one = (r: { condition?: Rule }): Tri => (r.condition ? forActor(conditionOf(r.condition), actor) : true);
@@ -133,7 +146,7 @@ export class Oracle {
 
   /** Whether the action passes for this actor on this record. */
   allows(entity: Entity, action: Action, actor: OracleActor, record: Record_): boolean {
-    if (!holds(ruleOrDefault(entity.access[action]), actor, record)) return false;
+    if (!holds(this.ruleOrDefault(entity.access[action]), actor, record)) return false;
     const rules = this.permissionRules(entity, action, actor);
     if (!rules) return true;
     const applies = (r: { condition?: Rule }) => !r.condition || holds(conditionOf(r.condition), actor, record);

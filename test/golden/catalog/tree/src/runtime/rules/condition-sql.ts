@@ -12,7 +12,9 @@ import {
   checkCondition,
   conditionReadsActor,
   currentUserRoleMatches,
+  effectiveActorId,
   type Operand,
+  readActorKey,
 } from './conditions.ts';
 import { evaluate } from './expression-eval.ts';
 import type { Expr } from './expression-parse.ts';
@@ -85,9 +87,11 @@ function compileCondition(
       return { kind: 'const', value: checkCondition(condition, { actor, record: null }) };
     case 'owner': {
       if (actor === null || !columns.has('ownerId')) return FALSE;
+      const owner = effectiveActorId(actor);
+      if (owner === undefined || owner === null) return FALSE;
       return equals(
         { kind: 'column', name: 'ownerId', type: columns.get('ownerId') as ColumnType },
-        { kind: 'const', value: actor.id },
+        { kind: 'const', value: owner },
       );
     }
     case 'and':
@@ -138,7 +142,8 @@ function matchPair(
       currentUserRoleMatches(a as never, v),
     );
   } else {
-    const value = other.kind === 'literal' ? other.value : readActor(actor as ConditionActor, other.key);
+    // Actor values are parameters, never SQL: `$currentUser.<key>` read as conditions.ts reads it.
+    const value = other.kind === 'literal' ? other.value : readActorKey(actor as ConditionActor, other.key);
     if (value === undefined || value === null) return FALSE;
     values = Array.isArray(value) ? value : [value];
   }
@@ -146,12 +151,6 @@ function matchPair(
   const encoded = values.filter((v) => v !== null && v !== undefined).flatMap((v) => encodeFor(column.type, v));
   if (encoded.length === 0) return FALSE;
   return pred(`${q(column.name)} IN (${encoded.map(() => '?').join(', ')}) IS 1`, encoded);
-}
-
-function readActor(actor: ConditionActor, key: string): unknown {
-  return Object.prototype.hasOwnProperty.call(actor, key)
-    ? (actor as unknown as Record<string, unknown>)[key]
-    : undefined;
 }
 
 function recordColumn(keys: readonly string[], columns: ReadonlyMap<string, ColumnType>): Compiled {

@@ -264,10 +264,20 @@ function actorRoles(actor: Actor): unknown[] {
   return Array.isArray(roles) ? roles : [];
 }
 
-/** `$currentUser.role` is the actor's own `role` if set, else its first role. */
-function readActorKey(actor: Actor, key: string): unknown {
+/** delegatedBy ?? id: whom the work is for, what ownership compares (Zebric's effectiveId). */
+export function effectiveActorId(actor: Actor): unknown {
+  return readOwnProperty(actor, 'effectiveId') ?? readOwnProperty(actor, 'delegatedBy') ?? readOwnProperty(actor, 'id');
+}
+
+/**
+ * `$currentUser.<key>`, as Zebric reads it: `id` is the effective id; `role` the actor's own
+ * `role` if set, else its first role; any other key the actor's own, else its metadata's (a
+ * person's e-mail, name or a field of their User record).
+ */
+export function readActorKey(actor: Actor, key: string): unknown {
+  if (key === 'id') return effectiveActorId(actor);
   if (key === 'role') return readOwnProperty(actor, 'role') ?? actorRoles(actor)[0];
-  return readOwnProperty(actor, key);
+  return readOwnProperty(actor, key) ?? readOwnProperty(readOwnProperty(actor, 'metadata'), key);
 }
 
 /**
@@ -329,8 +339,9 @@ function check(condition: Condition, ctx: ConditionContext): boolean {
     case 'authenticated':
       return actor !== null;
     case 'owner': {
+      // The record's ownerId is the actor's effective id, as `{ ownerId = "$currentUser.id" }`.
       if (actor === null) return false;
-      const actorId = readOwnProperty(actor, 'id');
+      const actorId = effectiveActorId(actor);
       return actorId !== undefined && actorId !== null && readOwnProperty(ctx.record, 'ownerId') === actorId;
     }
     case 'match':

@@ -3,6 +3,8 @@
 // default): self-contained HTML documents (inline CSS, no scripts, no external assets) so they work
 // under a CSP that allows nothing else. Every interpolated value is HTML-escaped.
 
+import type { FieldType } from '../../core/values.ts';
+
 /** Served with the page: no scripts at all, the form may only post to this origin, no framing. */
 export const LOGIN_PAGE_CSP =
   "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'";
@@ -25,6 +27,19 @@ export interface LoginPageOptions {
   passwordAutocomplete?: 'current-password' | 'new-password';
   /** A link below the form to the other page (sign-up from sign-in and back), when sign-up is on. */
   alternate?: { href: string; text: string };
+  /** Sign-up only: inputs for the fields of the User record, after e-mail and password. */
+  fields?: readonly SignupInput[];
+}
+
+/** One field of the User record on the sign-up form. */
+export interface SignupInput {
+  name: string;
+  type: FieldType;
+  required: boolean;
+  /** An Enum's values: a choice. */
+  values?: readonly string[];
+  /** What was sent, to fill the form again. */
+  value?: string;
 }
 
 export interface SignedInPageOptions {
@@ -45,7 +60,8 @@ body{margin:0;min-height:100vh;display:flex;align-items:center;justify-content:c
 main{width:100%;max-width:24rem;margin:1rem;padding:2rem;background:#fff;border:1px solid #d0d7de;border-radius:.5rem}
 h1{margin:0 0 1.5rem;font-size:1.5rem}
 label{display:block;margin:1rem 0 .25rem;font-weight:600}
-input{width:100%;padding:.6rem .75rem;font:inherit;border:1px solid #8c959f;border-radius:.375rem}
+input,select,textarea{width:100%;padding:.6rem .75rem;font:inherit;border:1px solid #8c959f;border-radius:.375rem}
+input[type=checkbox]{width:auto}
 input:focus,button:focus{outline:3px solid #0969da;outline-offset:2px}
 button{margin-top:1.5rem;width:100%;padding:.7rem;font:inherit;font-weight:600;color:#fff;background:#1f6feb;
   border:0;border-radius:.375rem;cursor:pointer}
@@ -56,7 +72,7 @@ a{color:#0969da}
 @media (prefers-color-scheme:dark){
   body{background:#0d1117;color:#e6edf3}
   main{background:#161b22;border-color:#30363d}
-  input{background:#0d1117;color:#e6edf3;border-color:#6e7681}
+  input,select,textarea{background:#0d1117;color:#e6edf3;border-color:#6e7681}
   a{color:#4493f8}
   .error{color:#ffdcd7;background:#5a1e1e;border-color:#f85149}
 }
@@ -65,6 +81,7 @@ a{color:#0969da}
 export function renderLoginPage(options: LoginPageOptions): string {
   const { action, csrfToken, error, email, next, alternate } = options;
   const invalid = error ? ' aria-invalid="true" aria-describedby="form-error"' : '';
+  const fields = (options.fields ?? []).map(fieldInput).join('');
   return htmlDocument(
     options.title,
     `${error ? `<p class="error" id="form-error" role="alert">${escapeHtml(error)}</p>\n` : ''}\
@@ -76,7 +93,7 @@ ${next ? `<input type="hidden" name="next" value="${escapeHtml(next)}">\n` : ''}
 <label for="password">Password</label>
 <input id="password" name="password" type="password" required maxlength="1024"
   autocomplete="${options.passwordAutocomplete ?? 'current-password'}"${invalid}>
-<button type="submit">${escapeHtml(options.submitLabel ?? 'Sign in')}</button>
+${fields}<button type="submit">${escapeHtml(options.submitLabel ?? 'Sign in')}</button>
 </form>
 ${alternate ? `<p class="alternate">${link(alternate.href, alternate.text)}</p>\n` : ''}`,
   );
@@ -96,6 +113,40 @@ ${next ? `<p>${link(next, `Continue to ${next}`)}</p>\n` : ''}\
 `,
   );
 }
+
+/** The input of one User field: a choice for an Enum, a box for a Boolean, text for the rest. */
+function fieldInput(input: SignupInput): string {
+  const id = `field-${escapeHtml(input.name)}`;
+  const name = escapeHtml(input.name);
+  const required = input.required ? ' required' : '';
+  const label = `<label for="${id}">${name}</label>\n`;
+  const value = input.value ?? '';
+  if (input.type === 'Boolean') {
+    const checked = value === 'true' ? ' checked' : '';
+    return `${label}<input id="${id}" name="${name}" type="checkbox" value="true"${checked}>\n`;
+  }
+  if (input.type === 'Enum' && input.values?.length) {
+    const options = ['', ...input.values].map((v) => {
+      const selected = v === value ? ' selected' : '';
+      return `<option value="${escapeHtml(v)}"${selected}>${escapeHtml(v)}</option>`;
+    });
+    return `${label}<select id="${id}" name="${name}"${required}>${options.join('')}</select>\n`;
+  }
+  if (input.type === 'LongText')
+    return `${label}<textarea id="${id}" name="${name}"${required}>${escapeHtml(value)}</textarea>\n`;
+  const type = INPUT_TYPES[input.type] ?? 'text';
+  // A number input takes whole numbers unless told otherwise.
+  const step = input.type === 'Float' ? ' step="any"' : '';
+  return `${label}<input id="${id}" name="${name}" type="${type}"${step}${required} value="${escapeHtml(value)}">\n`;
+}
+
+/** HTML input types for field types whose values a browser helps with; text for the others. */
+const INPUT_TYPES: Partial<Record<FieldType, string>> = {
+  Email: 'email',
+  Date: 'date',
+  Integer: 'number',
+  Float: 'number',
+};
 
 function link(href: string, text: string): string {
   return `<a href="${escapeHtml(href)}">${escapeHtml(text)}</a>`;

@@ -10,13 +10,14 @@
 import type { ServerResponse } from 'node:http';
 import type { Router } from 'express';
 import type { Actor } from '../../core/actor.ts';
-import { query, type Db } from '../../data/db.ts';
+import type { Db } from '../../data/db.ts';
 import type { Middleware } from '../../http/request.ts';
 import { anonymousTokens, csrfCheck } from './csrf.ts';
 import { parseOrigin } from './origins.ts';
+import { builtInPeople } from './people.ts';
 import { AUTH_ROUTES, authRoutes } from './routes.ts';
 import { createSessions, sessionSecret, type SessionRequest } from './session.ts';
-import { type UserRow, userActor, userStatements } from './users.ts';
+import { type UserRecordsConfig, userRecords } from './user-records.ts';
 
 export interface EmailAuthOptions {
   db: Db;
@@ -39,12 +40,17 @@ export interface EmailAuthOptions {
   /** SESSION_SECRET; required in production. */
   secret?: string;
   warn(message: string): void;
+  /**
+   * When the blueprint declares a `User` entity with an Email field: people are its records
+   * (user-records.ts). Without it, people live in the provider's own table.
+   */
+  userRecords?: UserRecordsConfig;
 }
 
 export interface EmailAuth {
   /** express-session + absolute-lifetime check; runs before actor resolution. */
   session: Middleware;
-  /** The person behind the session, or undefined. Reads the user row on every request. */
+  /** The person behind the session, or undefined. Reads the person's rows on every request. */
   sessionActor(req: SessionRequest): Actor | undefined;
   /** CSRF + trusted-origin checks for mutations; runs after actor resolution, before routes. */
   csrf: Middleware;
@@ -85,9 +91,9 @@ export function createEmailAuth(options: EmailAuthOptions): EmailAuth {
     warn: options.warn,
   });
   const anonymous = anonymousTokens({ cookieName: `${prefix}${options.appSlug}.csrf`, cookie, secret });
-  const users = userStatements(db);
+  const people = options.userRecords ? userRecords(db, options.userRecords) : builtInPeople(db);
   const { router, formToken, expiredForm } = authRoutes({
-    users,
+    people,
     loginPath,
     title: options.appTitle ?? options.appSlug,
     signup,
@@ -107,9 +113,8 @@ export function createEmailAuth(options: EmailAuthOptions): EmailAuth {
   function sessionActor(req: SessionRequest): Actor | undefined {
     const userId = req.session?.userId;
     if (userId === undefined) return undefined;
-    const row = query(req.trace, users.byId, 'get', [userId]) as UserRow | undefined;
-    // A removed user's session no longer names anyone.
-    return row ? userActor(row) : undefined;
+    // A removed person's session no longer names anyone.
+    return people.actor(req.trace, userId);
   }
 
   return { session: sessions.middleware, sessionActor, csrf, router, csrfToken: formToken };

@@ -2,6 +2,8 @@
 // Sessions kept in the app's own SQLite database, so they survive restarts and work without any
 // other server (express-session's MemoryStore leaks and forgets everything on restart). One row per
 // session in _bp_sessions; a row past its expiresAt is never returned and is pruned periodically.
+// Its userId is a foreign key to the person's row of _bp_users with ON DELETE CASCADE: removing a
+// person (or, when people are User records, deleting the record) ends their sessions at once.
 
 import session from 'express-session';
 import type { SessionData } from 'express-session';
@@ -45,8 +47,9 @@ export class SqliteSessionStore extends session.Store {
     this.stmts = {
       get: db.prepare(`SELECT "data" FROM ${t} WHERE "sid" = ? AND "expiresAt" > ?`),
       upsert: db.prepare(
-        `INSERT INTO ${t} ("sid", "data", "expiresAt") VALUES (?, ?, ?)
-         ON CONFLICT ("sid") DO UPDATE SET "data" = excluded."data", "expiresAt" = excluded."expiresAt"`,
+        `INSERT INTO ${t} ("sid", "data", "expiresAt", "userId") VALUES (?, ?, ?, ?)
+         ON CONFLICT ("sid") DO UPDATE SET "data" = excluded."data", "expiresAt" = excluded."expiresAt",
+         "userId" = excluded."userId"`,
       ),
       // Touching an expired row must not bring it back to life.
       touch: db.prepare(`UPDATE ${t} SET "expiresAt" = ? WHERE "sid" = ? AND "expiresAt" > ?`),
@@ -75,7 +78,15 @@ export class SqliteSessionStore extends session.Store {
   }
 
   set(sid: string, sess: SessionData, callback: Callback = noop): void {
-    this.run(() => this.stmts.upsert.run(sid, JSON.stringify(sess), this.expiresAt(sess)), callback);
+    const userId = typeof sess.userId === 'string' ? sess.userId : null;
+    try {
+      this.stmts.upsert.run(sid, JSON.stringify(sess), this.expiresAt(sess), userId);
+    } catch (err) {
+      // The person was removed while a request of theirs ran: their session stays ended, not
+      // saved back to life; the request carries on as if it had been saved.
+      if ((err as { code?: unknown }).code !== 'SQLITE_CONSTRAINT_FOREIGNKEY') return callback(err);
+    }
+    callback();
   }
 
   touch(sid: string, sess: SessionData, callback: Callback = noop): void {

@@ -1,0 +1,234 @@
+// People as the records of the blueprint's `User` entity (when it has an Email field): sign-up and
+// the users command create User records, a session's actor is its record (id, roles from its
+// `role` / `roles` fields, the record as metadata), and sign-in finds the record by its login
+// field in any letter case, so changing the record's e-mail changes how its person signs in.
+//
+// Credentials stay out of the record, in `_bp_users`: the record's id, the password hash and the
+// roles the users command granted. Its id is a foreign key to the record with ON DELETE CASCADE,
+// and sessions reference it the same way: deleting the User record, by any path, removes its
+// credentials and ends its sessions in the same transaction.
+
+import { ANONYMOUS, type Actor, makeActor, SYSTEM } from '../../core/actor.ts';
+import { AppError, type ErrorDetail } from '../../core/errors.ts';
+import { atomically, type Db, query } from '../../data/db.ts';
+import type { EntityStore, RequestContext } from '../../data/entity-store.ts';
+import type { FieldSpec, Row } from '../../data/fields.ts';
+import { groupCommit } from '../../data/group-commit.ts';
+import type { ActiveTrace } from '../../observe/tracing.ts';
+import { emailTaken, type People } from './people.ts';
+import { SESSIONS_TABLE } from './session-store.ts';
+import { isoNow, parseRoles, sessionCredential, USERS_TABLE } from './users.ts';
+
+export interface UserRecordsConfig {
+  /** The store of the `User` entity. */
+  store: EntityStore;
+  /** The Email field people sign in with: `email` when it is one, else the first Email field. */
+  loginField: string;
+  /** Fields of the record that give roles: `role` (one role) and `roles` (a list), those it has. */
+  roleFields: readonly string[];
+  /** The field `actor.metadata.name` reads, when the entity has a `name`. */
+  nameField?: string;
+}
+
+/** A role nobody claims at sign-up, and a person with no role at all holds (as in Zebric). */
+export const DEFAULT_PERSON_ROLE = 'user';
+
+interface Credentials {
+  id: string;
+  passwordHash: string;
+  roles: string;
+  createdAt: string;
+}
+
+/** What the users command does with User records (users-cli.ts). */
+export interface UserRecordsAdmin {
+  loginField: string;
+  /** The User entity's fields, to read `--field` values by type. */
+  fields: readonly FieldSpec[];
+  /** The record with this e-mail (any letter case), and whether its person has a password. */
+  find(email: string): { id: string; record: Row; credentials?: Credentials } | undefined;
+  /** Creates the record (validated as a User create) with its credentials, in one transaction. */
+  add(fields: Row, passwordHash: string, roles: readonly string[]): string;
+  /** Gives an existing record a password and granted roles. */
+  addCredentials(id: string, passwordHash: string, roles: readonly string[]): void;
+  /** Changes fields of the record, validated as a User update. */
+  update(id: string, changes: Row): void;
+  setRoles(id: string, roles: readonly string[]): boolean;
+  /** Removes the password and granted roles, ending the sessions; returns how many ended. */
+  removeCredentials(id: string): number;
+  /** Every record: id, login e-mail, roles as a session would hold them, password or not. */
+  list(): Array<{ id: string; email: string; roles: string[]; password: boolean; createdAt?: string }>;
+}
+
+export function userRecords(db: Db, config: UserRecordsConfig): People & { admin: UserRecordsAdmin } {
+  const { store, loginField } = config;
+  const table = store.spec.sql.table;
+  const pk = `"${store.spec.primaryKey}"`;
+  const login = `"${loginField}"`;
+  const creds = `"${USERS_TABLE}"`;
+  const stmts = {
+    credentials: db.prepare(`SELECT "id", "passwordHash", "roles", "createdAt" FROM ${creds} WHERE "id" = ?`),
+    insert: db.prepare(`INSERT INTO ${creds} ("id", "passwordHash", "roles", "createdAt") VALUES (?, ?, ?, ?)`),
+    // lower() on both sides: the unique index on lower(login field) serves the lookup, and SQLite's
+    // lower() folds the same letters on either side.
+    login: db.prepare(
+      `SELECT u.${pk} AS "id", c."passwordHash" AS "passwordHash" FROM ${table} u ` +
+        `JOIN ${creds} c ON c."id" = u.${pk} WHERE lower(u.${login}) = lower(?)`,
+    ),
+    idByEmail: db.prepare(`SELECT ${pk} AS "id" FROM ${table} WHERE lower(${login}) = lower(?)`),
+  };
+  /** Fields sign-up never takes: the id is the server's, and roles are given, not chosen. */
+  const notAtSignup = new Set([store.spec.primaryKey, ...config.roleFields]);
+
+  function credentialsOf(trace: ActiveTrace | undefined, id: string): Credentials | undefined {
+    return query(trace, stmts.credentials, 'get', [id]) as Credentials | undefined;
+  }
+
+  function actorOf(record: Row, credentials: Credentials): Actor {
+    const id = String(record[store.spec.primaryKey]);
+    const fromRecord = config.roleFields.flatMap((f) => rolesIn(record[f]));
+    const held = [...new Set([...fromRecord, ...parseRoles(credentials.roles)])];
+    const roles = held.length ? held : [DEFAULT_PERSON_ROLE];
+    const email = typeof record[loginField] === 'string' ? (record[loginField] as string) : undefined;
+    const name = config.nameField === undefined ? undefined : record[config.nameField];
+    return makeActor({
+      kind: 'user',
+      id,
+      ...(email === undefined ? {} : { email }),
+      roles,
+      role: roles[0],
+      credentialId: sessionCredential(id),
+      // As Zebric builds it (e-mail, name, role), then the record's own fields.
+      metadata: Object.freeze({ email, name, role: roles[0], ...record }),
+    });
+  }
+
+  function actor(trace: ActiveTrace | undefined, id: string): Actor | undefined {
+    const credentials = credentialsOf(trace, id);
+    const record = credentials && store.fetch(trace, id);
+    return record && credentials ? actorOf(record, credentials) : undefined;
+  }
+
+  /** Refusals sign-up owes before any work: the login field under its own name, ids and roles. */
+  function signupProblems(fields: Row): ErrorDetail[] {
+    const problems: ErrorDetail[] = [];
+    if (loginField !== 'email' && Object.hasOwn(fields, loginField))
+      problems.push({ field: loginField, code: 'USE_EMAIL', message: `send ${loginField} as "email"` });
+    for (const name of Object.keys(fields).filter((k) => notAtSignup.has(k))) {
+      const why = name === store.spec.primaryKey ? 'the id is given by the server' : 'roles are given, not chosen';
+      problems.push({ field: name, code: 'FIELD_WRITE_DENIED', message: `sign-up cannot set ${name}: ${why}` });
+    }
+    return problems;
+  }
+
+  const people: People = {
+    // The form offers what an anonymous caller may set: no field behind a write rule.
+    signupFields: store.spec.fields.filter(
+      (f) =>
+        !f.primaryKey &&
+        !f.commandOnly &&
+        !notAtSignup.has(f.name) &&
+        f.name !== loginField &&
+        f.type !== 'file' &&
+        store.access.policy.fields[f.name]?.write === undefined,
+    ),
+    login(trace, email) {
+      return query(trace, stmts.login, 'get', [email]) as { id: string; passwordHash: string } | undefined;
+    },
+    actor,
+    emailTaken: (trace, email) => query(trace, stmts.idByEmail, 'get', [email]) !== undefined,
+    async signUp(trace, email, fields, hash) {
+      const problems = signupProblems(fields);
+      if (problems.length) {
+        throw new AppError('FORBIDDEN', problems.map((p) => p.message).join('; '), { details: problems });
+      }
+      const ctx: RequestContext = { actor: ANONYMOUS, trace };
+      const id = await groupCommit(db).run(() => {
+        const record = signUpRecord(ctx, { ...fields, [loginField]: email }, fields);
+        const created = String(record[store.spec.primaryKey]);
+        query(trace, stmts.insert, 'run', [created, hash, '[]', isoNow()]);
+        return created;
+      }, trace);
+      const signedUp = actor(trace, id);
+      if (!signedUp) throw new AppError('INTERNAL_ERROR', 'the new person cannot be read back');
+      return signedUp;
+    },
+  };
+
+  /** The User create of a sign-up, its refusals worded for someone who is signing up. */
+  function signUpRecord(ctx: RequestContext, body: Row, fields: Row): Row {
+    try {
+      return store.create(ctx, body, { rowRules: false });
+    } catch (err) {
+      if (!(err instanceof AppError)) throw err;
+      if (err.code === 'UNIQUE_CONFLICT' && err.details?.some((d) => d.field === loginField)) throw emailTaken();
+      if (err.code === 'UNAUTHENTICATED') {
+        // A field write rule refused the anonymous caller: name the fields, as a refusal of sign-up.
+        const guarded = Object.keys(fields).filter((f) => store.access.policy.fields[f]?.write !== undefined);
+        throw new AppError('FORBIDDEN', `sign-up cannot set ${guarded.join(', ')}`, {
+          details: guarded.map((field) => ({ field, code: 'FIELD_WRITE_DENIED', message: `${field} is not writable` })),
+        });
+      }
+      throw err;
+    }
+  }
+
+  const system: RequestContext = { actor: SYSTEM };
+  const admin: UserRecordsAdmin = {
+    loginField,
+    fields: store.spec.fields,
+    find(email) {
+      const row = stmts.idByEmail.get(email) as { id: string } | undefined;
+      const record = row && store.fetch(undefined, row.id);
+      if (!row || !record) return undefined;
+      return { id: row.id, record, credentials: credentialsOf(undefined, row.id) };
+    },
+    add(fields, passwordHash, roles) {
+      return atomically(db, () => {
+        const record = store.create(system, fields);
+        const id = String(record[store.spec.primaryKey]);
+        stmts.insert.run(id, passwordHash, JSON.stringify(roles), isoNow());
+        return id;
+      });
+    },
+    addCredentials(id, passwordHash, roles) {
+      stmts.insert.run(id, passwordHash, JSON.stringify(roles), isoNow());
+    },
+    update(id, changes) {
+      store.update(system, id, changes);
+    },
+    setRoles(id, roles) {
+      return db.prepare(`UPDATE ${creds} SET "roles" = ? WHERE "id" = ?`).run(JSON.stringify(roles), id).changes > 0;
+    },
+    removeCredentials(id) {
+      return atomically(db, () => {
+        const sessions = db.prepare(`SELECT COUNT(*) AS "n" FROM "${SESSIONS_TABLE}" WHERE "userId" = ?`).get(id);
+        // The sessions go with the credentials (ON DELETE CASCADE).
+        db.prepare(`DELETE FROM ${creds} WHERE "id" = ?`).run(id);
+        return (sessions as { n: number }).n;
+      });
+    },
+    list() {
+      const rows = db
+        .prepare(`SELECT ${pk} AS "id" FROM ${table} ORDER BY lower(${login}), ${pk}`)
+        .all() as Array<{ id: string }>;
+      return rows.flatMap(({ id }) => {
+        const record = store.fetch(undefined, id);
+        if (!record) return [];
+        const credentials = credentialsOf(undefined, id);
+        const email = typeof record[loginField] === 'string' ? (record[loginField] as string) : '';
+        const roles = credentials
+          ? [...actorOf(record, credentials).roles]
+          : config.roleFields.flatMap((f) => rolesIn(record[f]));
+        return [{ id, email, roles, password: credentials !== undefined, createdAt: credentials?.createdAt }];
+      });
+    },
+  };
+  return { ...people, admin };
+}
+
+/** A `role` field gives one role, a `roles` field a list; anything else gives none. */
+function rolesIn(value: unknown): string[] {
+  if (typeof value === 'string') return value === '' ? [] : [value];
+  return Array.isArray(value) ? value.filter((r): r is string => typeof r === 'string' && r !== '') : [];
+}
