@@ -465,7 +465,7 @@ describe('Zebric 0.6 identity', function () {
     });
 
     it('refuses at generate time the actor keys it does not know, with a did-you-mean, the same way everywhere', () => {
-      const r = bp(['validate', path.join(FIXTURES, 'actor-keys-unknown/app.toml')]);
+      const r = bp(['validate', path.join(FIXTURES, 'invalid-identity/actor-keys-unknown/app.toml')]);
       expect(r.status).to.equal(1);
       const found = r.stderr.split('\n').filter((l) => l.includes('UNKNOWN_ACTOR_KEY'));
       expect(found).to.have.length(6);

@@ -21,9 +21,14 @@ export function shown(d: Diagnostic): string {
   return `${at} ${d.severity} ${d.code} ${d.path}: ${d.message}${d.hint ? ` (hint: ${d.hint})` : ''}`;
 }
 
-/** Every diagnostic of a fixture's blueprint, as `shown` writes them. */
-export function diagnosticsOf(fixture: string): string[] {
-  return validateBlueprint(path.join(ZEBRIC, fixture, 'app.toml'), nodeSourceHost()).diagnostics.map(shown);
+/**
+ * Every diagnostic of a fixture's blueprint, as `shown` writes them; `PUBLIC_ENTITY` and
+ * `COMMAND_WITHOUT_AUTH` only when asked for (fixtures without [auth] have them all).
+ */
+export function diagnosticsOf(fixture: string, options: { publicEntities?: boolean } = {}): string[] {
+  const all = validateBlueprint(path.join(ZEBRIC, fixture, 'app.toml'), nodeSourceHost()).diagnostics;
+  const kept = options.publicEntities ? all : all.filter((d) => d.code !== 'PUBLIC_ENTITY' && d.code !== 'COMMAND_WITHOUT_AUTH');
+  return kept.map(shown);
 }
 
 export interface ZebricApp {
