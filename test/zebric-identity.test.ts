@@ -361,6 +361,16 @@ describe('Zebric 0.6 identity', function () {
     });
   });
 
+  it('refuses an Integer key on the User entity people sign in as (a person\'s id is text)', () => {
+    const r = bp(['validate', path.join(FIXTURES, 'invalid-identity/user-integer-key/app.toml')]);
+    expect(r.status).to.equal(1);
+    const errors = r.stderr.split('\n').filter((l) => l.includes('[error '));
+    expect(errors).to.deep.equal([
+      `${path.join('test', 'fixtures', 'zebric', 'invalid-identity', 'user-integer-key', 'app.toml')}:11:18 entity.User.fields.0.type: ` +
+        'people sign in as User records, so its key cannot be Integer [error INVALID_PRIMARY_KEY]',
+    ]);
+  });
+
   describe("the actor's Zebric keys: effectiveId, type, metadata (actor-keys)", () => {
     const KEY = 'planner-key-0123456789abcdef';
     let appDir: string;

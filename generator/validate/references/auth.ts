@@ -31,3 +31,16 @@ export function apiKeyNames(ctx: CompileContext, bp: Blueprint): void {
     credentials.add(key.credentialId);
   }
 }
+
+/**
+ * When people are `User` records, a person's id is the actor's id, a string everywhere (sessions,
+ * conditions, audit): an Integer key could never equal it, so every ownership rule and every
+ * `$currentUser.id` would fail.
+ */
+export function peopleKey(ctx: CompileContext, bp: Blueprint): void {
+  const people = bp.auth.userRecords && entityNamed(bp, bp.auth.userRecords.entity);
+  if (!people || people.primaryKey?.type !== 'Integer') return;
+  ctx.report('INVALID_PRIMARY_KEY', [...people.primaryKey.path, 'type'], `people sign in as ${people.name} records, so its key cannot be Integer`, {
+    hint: 'give it a ULID, UUID or Text key: a person\'s id is text in sessions, conditions and audit records',
+  });
+}

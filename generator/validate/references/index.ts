@@ -5,7 +5,7 @@
 import type { CompileContext } from '../../context.ts';
 import type { Blueprint } from '../../model/types.ts';
 import { conditionNameRules } from '../names/check-names.ts';
-import { apiKeyNames, permissionPatterns } from './auth.ts';
+import { apiKeyNames, peopleKey, permissionPatterns } from './auth.ts';
 import { commandEntities, commandHandlers, commandMutations, operationIds } from './commands.ts';
 import type { ReferenceRule } from './common.ts';
 import { entityCollections, indexes, protection, refTargets, relations } from './entities.ts';
@@ -27,6 +27,7 @@ const RULES: ReferenceRule[] = [
   pageReferences,
   permissionPatterns,
   apiKeyNames,
+  peopleKey,
   conditionNameRules,
 ];
 
