@@ -684,7 +684,7 @@ describe('access oracle condition reader (the contract, independently)', () => {
 
   it('collects record paths and role literals', () => {
     expect(conditionRecordPaths(parseCondition("record.a == 1 || (record.b.c in ['x'] && actor.id == record.d)"))).to.deep.equal(['a', 'b.c', 'd']);
-    expect(conditionRecordPaths(parseCondition({ or: [{ x: 1 }, 'owner'] }))).to.deep.equal(['x', 'ownerId']);
+    expect(conditionRecordPaths(parseCondition({ or: [{ x: 1 }, 'owner'] }))).to.deep.equal(['x', 'userId', 'ownerId']);
     expect(roleLiterals(parseCondition("actor.roles contains 'a' || actor.role == 'b' || actor.role in ['c', 'd'] || actor.id == 'e'"))).to.deep.equal(['a', 'b', 'c', 'd']);
     expect(roleLiterals(parseCondition({ or: [{ '$currentUser.role': 'x' }, { '$currentUser.id': 'y' }] }))).to.deep.equal(['x']);
   });

@@ -159,4 +159,23 @@ describe('conditionToSql', () => {
       expect(conditionToSql(parsed.condition, { id: 'u1', roles: [] }, columns), JSON.stringify(source)).to.equal(undefined);
     }
   });
+
+  it("owner filters on userId (Zebric's owner field) where the table has one, else on ownerId", () => {
+    const parsed = parseCondition('owner');
+    if (!parsed.ok) throw new Error(JSON.stringify(parsed.issues));
+    const db = new Database(':memory:');
+    db.exec('CREATE TABLE t (id TEXT, userId TEXT, ownerId TEXT)');
+    db.prepare('INSERT INTO t VALUES (?, ?, ?), (?, ?, ?), (?, ?, ?)').run('a', 'u1', 'u2', 'b', 'u2', 'u1', 'c', null, 'u1');
+    const both = new Map<string, ColumnType>([['id', 'ULID'], ['userId', 'Text'], ['ownerId', 'Text']]);
+    const rowsFor = (columns: Map<string, ColumnType>) => {
+      const filter = conditionToSql(parsed.condition, { id: 'u1', roles: [] }, columns);
+      if (filter === undefined || typeof filter === 'boolean') throw new Error(`expected SQL, got ${String(filter)}`);
+      return (db.prepare(`SELECT id FROM t WHERE ${filter.sql} ORDER BY id`).all(...filter.params) as Array<{ id: string }>).map((r) => r.id);
+    };
+    expect(rowsFor(both)).to.deep.equal(['a']);
+    expect(rowsFor(new Map<string, ColumnType>([['id', 'ULID'], ['ownerId', 'Text']]))).to.deep.equal(['b', 'c']);
+    // The same rows as the check in memory reads, row by row.
+    const rows = db.prepare('SELECT * FROM t ORDER BY id').all() as Array<Record<string, unknown>>;
+    expect(rows.filter((r) => checkCondition(parsed.condition, { actor: { id: 'u1', roles: [] }, record: r })).map((r) => r.id)).to.deep.equal(['a']);
+  });
 });

@@ -220,6 +220,15 @@ describe('conditions', () => {
       expect(check('owner', { actor: alice, record: Object.create({ ownerId: 'u1' }) })).to.equal(false);
     });
 
+    it("owner reads the record's userId (Zebric's owner field) when it has one, else its ownerId", () => {
+      expect(check('owner', { actor: alice, record: { userId: 'u1' } })).to.equal(true);
+      expect(check('owner', { actor: bob, record: { userId: 'u1' } })).to.equal(false);
+      // A record with a userId is owned through it alone: its ownerId does not count.
+      expect(check('owner', { actor: alice, record: { userId: 'u2', ownerId: 'u1' } })).to.equal(false);
+      expect(check('owner', { actor: alice, record: { userId: null, ownerId: 'u1' } })).to.equal(false);
+      expect(check('owner', { actor: alice, record: Object.create({ userId: 'u1' }) })).to.equal(false);
+    });
+
     describe('match tables', () => {
       const record = { status: 'open', priority: 3, archived: false, customer: { id: 'u2' }, members: [{ userId: 'u1' }, { userId: 'u3' }] };
 

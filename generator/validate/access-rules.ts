@@ -17,10 +17,11 @@ export function checkAccessRules(ctx: CompileContext, bp: Blueprint): void {
     const read = entity.access.read;
     if (read) requireSql(ctx, entity, [...entity.path, 'access', 'read'], read.condition, columns);
     for (const [action, condition] of Object.entries(entity.access)) {
-      if (usesOwner(condition.condition) && !columns.has('ownerId')) {
-        ctx.report('OWNER_WITHOUT_FIELD', [...entity.path, 'access', action], `"owner" compares the record's ownerId with the actor, but ${entity.name} has no ownerId field`, {
+      if (usesOwner(condition.condition) && !columns.has('userId') && !columns.has('ownerId')) {
+        const message = `"owner" compares the record's userId (or ownerId) with the actor, but ${entity.name} has neither field`;
+        ctx.report('OWNER_WITHOUT_FIELD', [...entity.path, 'access', action], message, {
           severity: 'warning',
-          hint: 'add { name = "ownerId", type = "Text" } or write the rule as { someField = "$currentUser.id" }',
+          hint: 'add { name = "userId", type = "Ref", ref = "User.id" } or write the rule as { someField = "$currentUser.id" }',
         });
       }
     }

@@ -113,11 +113,13 @@ export function decide(cond: Cond, scope: Scope): Tri {
     case 'authenticated':
       return scope.actor !== undefined;
     case 'owner': {
-      // Zebric's "owner": the record's ownerId is the actor's effective id.
+      // Zebric's "owner": the record's userId is the actor's effective id; ownerId where a record
+      // has no userId (bp's own blueprints).
       const owner = scope.actor === undefined ? undefined : (step(scope.actor, 'effectiveId') ?? scope.actor.id);
       if (missing(owner)) return false;
       if (scope.record === UNKNOWN) return 'depends';
-      return step(scope.record, 'ownerId') === owner;
+      const field = Object.hasOwn(scope.record as object, 'userId') ? 'userId' : 'ownerId';
+      return step(scope.record, field) === owner;
     }
     case 'pairs':
       return cond.pairs.map((p) => pairHolds(p, scope)).reduce(and3, true);
@@ -145,7 +147,7 @@ export function recordPaths(cond: Cond): string[] {
     case 'expr':
       return pathsIn(cond.expr).flatMap((p) => (p.root === 'record' ? [p.keys.join('.')] : []));
     case 'owner':
-      return ['ownerId'];
+      return ['userId', 'ownerId'];
     default:
       return [];
   }

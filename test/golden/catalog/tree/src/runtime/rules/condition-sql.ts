@@ -15,6 +15,7 @@ import {
   effectiveActorId,
   type Operand,
   readActorKey,
+  ownerField,
 } from './conditions.ts';
 import { evaluate } from './expression-eval.ts';
 import type { Expr } from './expression-parse.ts';
@@ -86,11 +87,12 @@ function compileCondition(
     case 'authenticated':
       return { kind: 'const', value: checkCondition(condition, { actor, record: null }) };
     case 'owner': {
-      if (actor === null || !columns.has('ownerId')) return FALSE;
+      const field = ownerField((name) => columns.has(name));
+      if (actor === null || !columns.has(field)) return FALSE;
       const owner = effectiveActorId(actor);
       if (owner === undefined || owner === null) return FALSE;
       return equals(
-        { kind: 'column', name: 'ownerId', type: columns.get('ownerId') as ColumnType },
+        { kind: 'column', name: field, type: columns.get(field) as ColumnType },
         { kind: 'const', value: owner },
       );
     }

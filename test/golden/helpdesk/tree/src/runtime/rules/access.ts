@@ -72,7 +72,7 @@ export class Access {
 
   /**
    * The fields the read rule (or a read permission) compares with the actor: `authorId` in
-   * `record.authorId == actor.id`, `{ authorId = "$currentUser.id" }`, `ownerId` for "owner".
+   * `record.authorId == actor.id`, `{ authorId = "$currentUser.id" }`, `userId` or `ownerId` for "owner".
    * They say whose a record is, so a write that changes one is held to the read rule.
    */
   readonly ownershipFields: readonly string[];
@@ -277,7 +277,8 @@ function mentionsNow(condition: Condition): boolean {
 function actorComparedFields(condition: Condition): string[] {
   switch (condition.kind) {
     case 'owner':
-      return ['ownerId'];
+      // Whichever of the two the entity has (rules/conditions.ts ownerField).
+      return ['userId', 'ownerId'];
     case 'match':
       return condition.pairs.flatMap(({ left, right }) => {
         if (left.kind === 'record' && right.kind === 'actor') return [left.keys[0]];

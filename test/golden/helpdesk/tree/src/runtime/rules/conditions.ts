@@ -339,10 +339,11 @@ function check(condition: Condition, ctx: ConditionContext): boolean {
     case 'authenticated':
       return actor !== null;
     case 'owner': {
-      // The record's ownerId is the actor's effective id, as `{ ownerId = "$currentUser.id" }`.
+      // The record's owner field is the actor's effective id, as `{ userId = "$currentUser.id" }`.
       if (actor === null) return false;
       const actorId = effectiveActorId(actor);
-      return actorId !== undefined && actorId !== null && readOwnProperty(ctx.record, 'ownerId') === actorId;
+      const field = ownerField((name) => isTable(ctx.record) && Object.hasOwn(ctx.record, name));
+      return actorId !== undefined && actorId !== null && readOwnProperty(ctx.record, field) === actorId;
     }
     case 'match':
       return condition.pairs.every(({ left, right }) => pairMatches(left, right, actor, ctx.record));
@@ -364,6 +365,14 @@ function check(condition: Condition, ctx: ConditionContext): boolean {
     default:
       return false;
   }
+}
+
+/**
+ * The field the shorthand "owner" compares with the actor's effective id: `userId`, as in Zebric
+ * 0.6, or `ownerId` on a record that has no `userId` (bp's own blueprints).
+ */
+export function ownerField(has: (name: string) => boolean): 'userId' | 'ownerId' {
+  return has('userId') ? 'userId' : 'ownerId';
 }
 
 /** Never throws: a condition that cannot be checked denies. */
