@@ -8,6 +8,7 @@ import type { Actor } from '../runtime-lib/core/actor.ts';
 import { ANONYMOUS } from '../runtime-lib/core/actor.ts';
 import { AppError } from '../runtime-lib/core/errors.ts';
 import { Access, type AccessPolicy, type Permissions } from '../runtime-lib/rules/access.ts';
+import type { ColumnType } from '../runtime-lib/rules/condition-sql.ts';
 import { type Condition, parseCondition } from '../runtime-lib/rules/conditions.ts';
 
 const condition = (value: unknown): Condition => {
@@ -16,7 +17,7 @@ const condition = (value: unknown): Condition => {
   return parsed.condition;
 };
 
-const COLUMNS = new Map([
+const COLUMNS = new Map<string, ColumnType>([
   ['id', 'ULID'],
   ['authorId', 'Text'],
   ['ownerId', 'Text'],
@@ -68,6 +69,12 @@ describe('Access.ownershipFields', () => {
       expect(access({ read }).ownershipFields).to.deep.equal(fields);
     });
   }
+
+  it("reads the owner shorthand as userId on an entity that has one (Zebric's owner field)", () => {
+    const policy: AccessPolicy = { entity: 'Note', rules: { read: condition('owner') }, fields: {}, scopes: { read: [], write: [] } };
+    const columns = new Map<string, ColumnType>([...COLUMNS, ['userId', 'Text']]);
+    expect(new Access(policy, columns).ownershipFields).to.deep.equal(['userId']);
+  });
 
   it('reads the read permissions of every role too, and no other action\'s', () => {
     const permissions: Permissions = {

@@ -10,7 +10,7 @@
 
 import { isAuthenticated, type Actor } from '../core/actor.ts';
 import { andFilters, type ColumnType, conditionToSql, notFilter, orFilters, type RowFilter } from './condition-sql.ts';
-import { checkCondition, type Condition, conditionReadsRecord } from './conditions.ts';
+import { checkCondition, type Condition, conditionReadsRecord, ownerField } from './conditions.ts';
 import { AppError, type ErrorDetail } from '../core/errors.ts';
 import { type Expr, pathsOf } from './expression-parse.ts';
 
@@ -61,7 +61,8 @@ export class Access {
     this.readsNow = new Set(actions.filter((a) => mentionsNow(this.rule(a))));
     this.hasFieldReadRules = Object.values(policy.fields).some((f) => f.read !== undefined);
     const readRules = [this.rule('read'), ...this.permissionConditions('read')];
-    this.ownershipFields = [...new Set(readRules.flatMap(actorComparedFields))].sort();
+    const owner = ownerField((name) => columns.has(name));
+    this.ownershipFields = [...new Set(readRules.flatMap((rule) => actorComparedFields(rule, owner)))].sort();
     const permissions = policy.permissions ?? {};
     const roleless = ROLELESS.find((r) => Object.prototype.hasOwnProperty.call(permissions, r));
     this.roleless = roleless === undefined ? [] : [roleless];
@@ -274,11 +275,10 @@ function mentionsNow(condition: Condition): boolean {
  * reads the record and the other the actor; `&&`, `||` and `!` are looked through, so each
  * comparison of `record.a == actor.id || actor.roles contains 'admin'` is taken alone.
  */
-function actorComparedFields(condition: Condition): string[] {
+function actorComparedFields(condition: Condition, owner: string): string[] {
   switch (condition.kind) {
     case 'owner':
-      // Whichever of the two the entity has (rules/conditions.ts ownerField).
-      return ['userId', 'ownerId'];
+      return [owner];
     case 'match':
       return condition.pairs.flatMap(({ left, right }) => {
         if (left.kind === 'record' && right.kind === 'actor') return [left.keys[0]];
@@ -287,7 +287,7 @@ function actorComparedFields(condition: Condition): string[] {
       });
     case 'and':
     case 'or':
-      return condition.items.flatMap(actorComparedFields);
+      return condition.items.flatMap((item) => actorComparedFields(item, owner));
     case 'expr':
       return exprActorComparedFields(condition.expr);
     default:
