@@ -55,10 +55,22 @@ describe('generated OpenAPI documents', function () {
       expect(doc.paths['/healthz'].get.security).to.equal(undefined);
       expect(Object.keys(doc.paths['/healthz'].get.responses)).to.deep.equal(['200']);
       expect(doc.paths['/readyz'].get.security).to.equal(undefined);
-      expect(doc.paths['/readyz'].get.responses['503']).to.deep.equal({ $ref: '#/components/responses/StorageUnavailable' });
-      const unavailable = doc.components.responses.StorageUnavailable;
-      expect(unavailable['x-error-codes']).to.deep.equal(['STORAGE_UNAVAILABLE']);
+      expect(doc.paths['/readyz'].get.responses['503']).to.deep.equal({ $ref: '#/components/responses/ServiceUnavailable' });
+      const unavailable = doc.components.responses.ServiceUnavailable;
+      expect(unavailable['x-error-codes']).to.deep.equal(['DATABASE_BUSY', 'STORAGE_UNAVAILABLE']);
       expect(unavailable.headers).to.have.property('Retry-After');
+    });
+
+    it(`${name}: every operation that reads or writes the database documents 503`, () => {
+      const doc = JSON.parse(fs.readFileSync(file, 'utf8')) as Doc;
+      const database = Object.entries(doc.paths).filter(([p]) => p.startsWith('/api/') && p !== '/api/openapi.json' && !p.startsWith('/api/auth/'));
+      expect(database.length).to.be.greaterThan(3);
+      for (const [p, item] of database) {
+        for (const [method, op] of Object.entries(item as Record<string, { responses?: Record<string, unknown> }>)) {
+          if (op.responses === undefined) continue;
+          expect(op.responses['503'], `${method.toUpperCase()} ${p}`).to.deep.equal({ $ref: '#/components/responses/ServiceUnavailable' });
+        }
+      }
     });
   }
 

@@ -69,7 +69,11 @@ export function entityPaths(bp: Blueprint, entity: Entity): Record<string, Schem
           { name: 'limit', in: 'query', required: false, schema: { type: 'integer', minimum: 1, maximum: 1000, default: 100 } },
           { name: 'offset', in: 'query', required: false, schema: { type: 'integer', minimum: 0, default: 0 } },
         ],
-        responses: { '200': ok(`A page of ${n} records`, ref(`${n}List`)), '400': errorResponse('BadRequest') },
+        responses: {
+          '200': ok(`A page of ${n} records`, ref(`${n}List`)),
+          '400': errorResponse('BadRequest'),
+          '503': errorResponse('ServiceUnavailable'),
+        },
       }),
       post: secured('create', {
         operationId: `create${n}`,
@@ -89,7 +93,7 @@ export function entityPaths(bp: Blueprint, entity: Entity): Record<string, Schem
         operationId: `get${n}`,
         tags: [n],
         summary: `Get one ${n}`,
-        responses: { '200': ok(`The ${n}`, ref(n)), '404': errorResponse('NotFound') },
+        responses: { '200': ok(`The ${n}`, ref(n)), '404': errorResponse('NotFound'), '503': errorResponse('ServiceUnavailable') },
       }),
       put: secured('update', {
         operationId: `update${n}`,

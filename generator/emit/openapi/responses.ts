@@ -21,8 +21,12 @@ const ERROR_RESPONSES: Record<string, { description: string; codes: string[]; re
   PayloadTooLarge: { description: 'The body exceeds the size limit', codes: ['PAYLOAD_TOO_LARGE'] },
   UnsupportedMediaType: { description: 'The body is not application/json', codes: ['UNSUPPORTED_MEDIA_TYPE'] },
   UnprocessableEntity: { description: 'A referenced record does not exist', codes: ['REFERENCE_NOT_FOUND'] },
-  ServiceUnavailable: { description: 'The database is busy; retry after Retry-After seconds', codes: ['DATABASE_BUSY'], retry: true },
-  StorageUnavailable: { description: 'Storage does not answer; retry after Retry-After seconds', codes: ['STORAGE_UNAVAILABLE'], retry: true },
+  // Any request that reads or writes the database can meet a busy lock or a storage fault.
+  ServiceUnavailable: {
+    description: 'The database is busy or its storage fails; retry after Retry-After seconds',
+    codes: ['DATABASE_BUSY', 'STORAGE_UNAVAILABLE'],
+    retry: true,
+  },
   TooManyRequests: { description: 'Too many failed attempts; retry after Retry-After seconds', codes: ['TOO_MANY_ATTEMPTS'], retry: true },
   InternalError: { description: 'An unexpected failure, for example a command handler that threw', codes: ['INTERNAL_ERROR'] },
 };

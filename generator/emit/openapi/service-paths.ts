@@ -31,7 +31,7 @@ export const META_PATHS: Record<string, Schema> = {
       summary: 'Readiness: storage answers, so requests can be served',
       responses: {
         '200': { description: 'Ready', content: { 'application/json': { schema: ref('HealthStatus') } } },
-        '503': errorResponse('StorageUnavailable'),
+        '503': errorResponse('ServiceUnavailable'),
       },
     },
   },
@@ -162,6 +162,7 @@ export function auditPath(bp: Blueprint): Record<string, Schema> {
           '401': errorResponse('Unauthenticated'),
           '403': errorResponse('Forbidden'),
           '404': errorResponse('NotFound'),
+          '503': errorResponse('ServiceUnavailable'),
         },
       },
     },
