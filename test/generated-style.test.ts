@@ -269,7 +269,8 @@ describe('generated code style', function () {
         [
           'version = "1.0"',
           '[project]',
-          'name = "Escape"',
+          // Backticks, ${...} and line breaks: the name must stay text in server.ts and extend.ts.
+          'name = "Escape `${process.exit(7)}`\\n process.exit(8) // \\u2028 process.exit(9)"',
           'version = "0.1.0"',
           '[entity.Ticket]',
           'fields = [',
@@ -305,6 +306,33 @@ describe('generated code style', function () {
         ts.isVariableStatement(s) ? s.declarationList.declarations.map((d) => d.name.getText(source)) : [],
       );
       expect(declared).to.deep.equal(['close', 'COMMANDS']);
+    });
+
+    it('the project name stays text: a string literal in server.ts, whole comment lines in extend.ts', () => {
+      const dir = escapeApp();
+      const server = ts.createSourceFile('server.ts', fs.readFileSync(path.join(dir, 'src/server.ts'), 'utf8'), ts.ScriptTarget.Latest);
+      const calls: string[] = [];
+      const visit = (node: ts.Node): void => {
+        if (ts.isCallExpression(node) && node.expression.getText(server) === 'process.exit') calls.push(node.arguments.map((a) => a.getText(server)).join());
+        ts.forEachChild(node, visit);
+      };
+      visit(server);
+      // The server's own exits only (1 on bad configuration, 0 on shutdown): none of the name's 7, 8 or 9.
+      expect([...new Set(calls)].sort()).to.deep.equal(['0', '1']);
+      const name = server.statements.flatMap((s) =>
+        ts.isVariableStatement(s) ? s.declarationList.declarations.filter((d) => d.name.getText(server) === 'APP_NAME') : [],
+      )[0];
+      expect(name?.initializer && ts.isStringLiteral(name.initializer) ? name.initializer.text : undefined).to.equal(
+        'Escape `${process.exit(7)}`\n process.exit(8) // \u2028 process.exit(9)',
+      );
+      const extend = ts.createSourceFile('extend.ts', fs.readFileSync(path.join(dir, 'src/extend.ts'), 'utf8'), ts.ScriptTarget.Latest);
+      const exits: string[] = [];
+      const inExtend = (node: ts.Node): void => {
+        if (ts.isCallExpression(node) && node.expression.getText(extend) === 'process.exit') exits.push(node.getText(extend));
+        ts.forEachChild(node, inExtend);
+      };
+      inExtend(extend);
+      expect(exits).to.deep.equal([]);
     });
   });
 });

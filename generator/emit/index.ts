@@ -11,7 +11,7 @@ import { emitPrismaSchema } from './prisma-schema.ts';
 import { emitReadme } from './readme.ts';
 import { emitRuntime } from './runtime.ts';
 import { render } from './templates.ts';
-import { code, tsLiteral, tsProperties } from './ts-literal.ts';
+import { code, tsLiteral, tsProperties, tsString, wrapText } from './ts-literal.ts';
 import { publicActions } from '../model/access-defaults.ts';
 
 /**
@@ -96,7 +96,8 @@ export async function emitApp(bp: Blueprint, options: EmitOptions): Promise<Emit
   files.set('prisma/schema.prisma', schema);
   for (const [p, content] of await emitMigrations(schema, options.previous)) files.set(p, content);
   files.set('openapi.json', emitOpenApi(bp));
-  files.set('src/server.ts', render('app/src/server.ts.hbs', { name: bp.project.name }));
+  // The project name is the blueprint's free text: a string literal in code, never code itself.
+  files.set('src/server.ts', render('app/src/server.ts.hbs', { nameLiteral: tsString(bp.project.name) }));
   files.set('src/app.ts', render('app/src/app.ts.hbs', {
     entities,
     emailAuth,
@@ -147,6 +148,12 @@ export async function emitApp(bp: Blueprint, options: EmitOptions): Promise<Emit
   files.set('src/commands.ts', emitCommands(bp, options.outDir));
   for (const entity of bp.entities) files.set(`src/entities/${entityFileName(entity)}.ts`, emitEntityModule(bp, entity));
   for (const [p, content] of emitRuntime()) files.set(p, content);
-  const scaffold = new Map([['src/extend.ts', render('app/src/extend.ts.hbs', { name: bp.project.name })]]);
+  // Wrapped into whole comment lines: the name's own line breaks cannot end the comment.
+  const intro = wrapText(
+    `The extension point of ${bp.project.name}: what your team adds to the generated app without editing a generated ` +
+      'file. One default export, checked when the app starts (the contract: src/runtime/http/extension.ts):',
+    117,
+  );
+  const scaffold = new Map([['src/extend.ts', render('app/src/extend.ts.hbs', { intro })]]);
   return { files: new Map([...files].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))), scaffold };
 }

@@ -1,6 +1,6 @@
 // Yours to edit: bp created this file once and never changes, replaces or deletes it.
-// The extension point of Catalog: what your team adds to the generated app without editing a generated
-// file. One default export, checked when the app starts (the contract: src/runtime/http/extension.ts):
+// The extension point of Catalog: what your team adds to the generated app without editing a generated file. One
+// default export, checked when the app starts (the contract: src/runtime/http/extension.ts):
 //
 //   middleware  run for every request, the generated entity and command routes included, in order, after
 //               the trace starts and BEFORE credentials are checked: req.actor is not known yet (read it

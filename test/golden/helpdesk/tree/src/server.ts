@@ -8,6 +8,8 @@ import { openDatabase, synchronousOf } from './runtime/data/db.ts';
 import { applyMigrations } from './runtime/data/migrate.ts';
 
 const appDir = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+/** project.name of the blueprint. */
+const APP_NAME = 'Helpdesk';
 
 function portFromEnv(): number {
   const raw = process.env.PORT ?? '3000';
@@ -48,7 +50,7 @@ server.once('error', (err) => {
 server.once('listening', () => {
   const address = server.address();
   const actual = typeof address === 'object' && address ? address.port : port;
-  console.log(`Helpdesk listening on http://localhost:${actual}`);
+  console.log(`${APP_NAME} listening on http://localhost:${actual}`);
 });
 
 function shutdown(): void {
