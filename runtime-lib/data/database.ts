@@ -1,0 +1,153 @@
+// The one way the runtime talks to its database, whichever it is: SQLite (data/sqlite.ts) or
+// PostgreSQL (data/postgres.ts), chosen by DATABASE_URL when the app starts (data/open.ts).
+//
+// Data logic is written once, as generator functions that yield the statements they need and
+// receive their results: `const row = yield* get(sql, [id])`. A driver runs such a unit of work.
+// SQLite runs it synchronously from start to finish, inside its group commit: nothing else may
+// run between BEGIN and COMMIT on its one connection. PostgreSQL awaits each statement on one
+// pooled connection. A generator is both at once, and because it cannot `await`, a write can
+// never go on after its transaction has ended: every statement of a unit of work runs inside it.
+//
+// Statements are written with `?` placeholders in both dialects; `Database.prepare` turns a text
+// into the dialect's form once (PostgreSQL numbers them `$1`, `$2`, ...), and `sqlText` composes
+// generated statements with the row filters built at run time.
+
+import { AppError } from '../core/errors.ts';
+import type { ActiveTrace } from '../observe/tracing.ts';
+
+export type Dialect = 'sqlite' | 'postgres';
+
+export type Row = Record<string, unknown>;
+
+/** What a statement is run for: its first row, all rows, or how many rows it changed. */
+export type Mode = 'get' | 'all' | 'run';
+
+/** One statement of a unit of work, as a driver receives it. */
+export interface Statement {
+  sql: string;
+  mode: Mode;
+  params: readonly unknown[];
+}
+
+export interface RunResult {
+  changes: number;
+}
+
+/** A unit of work: yields statements, receives their results, returns T. */
+export type Work<T> = Generator<Statement, T, unknown>;
+
+/** The first row the statement returns, if any. */
+export function* get(sql: string, params: readonly unknown[] = []): Work<Row | undefined> {
+  return (yield { sql, mode: 'get', params }) as Row | undefined;
+}
+
+/** Every row the statement returns. */
+export function* all(sql: string, params: readonly unknown[] = []): Work<Row[]> {
+  return (yield { sql, mode: 'all', params }) as Row[];
+}
+
+/** Runs a statement for its effect: how many rows it changed. */
+export function* run(sql: string, params: readonly unknown[] = []): Work<RunResult> {
+  return (yield { sql, mode: 'run', params }) as RunResult;
+}
+
+/** A unit of work that runs no statement: for code paths that need no database. */
+// eslint-disable-next-line require-yield
+export function* done<T>(value: T): Work<T> {
+  return value;
+}
+
+/**
+ * Runs `work` inside the current transaction so that, when it throws, only its own changes are
+ * undone and the transaction carries on (to record the failure alongside). When the undo itself
+ * fails, that failure is thrown and the driver rolls the whole transaction back.
+ */
+export function* savepoint<T>(work: Work<T>): Work<T> {
+  yield* run('SAVEPOINT bp_step');
+  let result: T;
+  try {
+    result = yield* work;
+  } catch (err) {
+    yield* run('ROLLBACK TO SAVEPOINT bp_step');
+    yield* run('RELEASE SAVEPOINT bp_step');
+    throw err;
+  }
+  yield* run('RELEASE SAVEPOINT bp_step');
+  return result;
+}
+
+export interface Database {
+  readonly dialect: Dialect;
+  /**
+   * Runs `work` outside any transaction: each statement sees what was committed when it ran.
+   * For reads only; SQLite refuses a statement that would write.
+   */
+  read<T>(work: Work<T>, trace?: ActiveTrace): Promise<T>;
+  /**
+   * Runs the work `unit` returns as one transaction, and resolves once it has committed: all of
+   * it commits, or none of it. On SQLite several writes of one event-loop turn share a commit
+   * (data/sqlite.ts); each still succeeds or fails alone.
+   */
+  write<T>(unit: () => Work<T>, trace?: ActiveTrace): Promise<T>;
+  close(): Promise<void>;
+}
+
+/**
+ * A statement text as `dialect` writes it: `?` placeholders numbered `$first`, `$first + 1`, ...
+ * for PostgreSQL, untouched for SQLite. Quoted identifiers and string literals are left alone.
+ */
+export function sqlText(dialect: Dialect, sql: string, first = 1): string {
+  if (dialect === 'sqlite' || !sql.includes('?')) return sql;
+  let out = '';
+  let n = first;
+  let quote: string | undefined;
+  for (const ch of sql) {
+    if (quote) {
+      if (ch === quote) quote = undefined;
+      out += ch;
+    } else if (ch === '"' || ch === "'") {
+      quote = ch;
+      out += ch;
+    } else if (ch === '?') {
+      out += `$${n++}`;
+    } else {
+      out += ch;
+    }
+  }
+  return out;
+}
+
+// The errors every driver maps its database's failures to, so clients see one set of codes.
+
+/** Seconds a client is told to wait after a storage fault: a full disk or a read-only file outlasts a lock. */
+const STORAGE_RETRY_AFTER_S = 5;
+
+/** The storage fault as a client sees it; `cause` (the database's error) is for the logs. */
+export function storageUnavailable(cause: unknown): AppError {
+  return new AppError('STORAGE_UNAVAILABLE', 'the database cannot store data right now; nothing was stored', {
+    retryAfter: STORAGE_RETRY_AFTER_S,
+    cause,
+  });
+}
+
+/** The 409 of a unique constraint, naming the fields it covers when they are known. */
+export function uniqueConflict(fields: readonly string[] | undefined): AppError {
+  if (!fields?.length) return new AppError('UNIQUE_CONFLICT', 'a unique value is already taken');
+  const others = (field: string) => fields.filter((f) => f !== field);
+  return new AppError('UNIQUE_CONFLICT', `another record already has this ${fields.join(' and ')}`, {
+    details: fields.map((field) => ({
+      field,
+      code: 'UNIQUE',
+      message: others(field).length ? `already taken together with ${others(field).join(' and ')}` : 'already taken',
+    })),
+  });
+}
+
+export function referenceConflict(): AppError {
+  return new AppError('REFERENCE_CONFLICT', 'the change would break a reference between records');
+}
+
+export function databaseBusy(cause: unknown): AppError {
+  return new AppError('DATABASE_BUSY', 'the database is busy', { retryAfter: 1, cause });
+}
+
