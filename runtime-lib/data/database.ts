@@ -12,10 +12,9 @@
 // into the dialect's form once (PostgreSQL numbers them `$1`, `$2`, ...), and `sqlText` composes
 // generated statements with the row filters built at run time.
 
+import type { Dialect } from '../core/dialect.ts';
 import { AppError } from '../core/errors.ts';
 import type { ActiveTrace } from '../observe/tracing.ts';
-
-export type Dialect = 'sqlite' | 'postgres';
 
 export type Row = Record<string, unknown>;
 

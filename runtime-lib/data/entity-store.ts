@@ -1,12 +1,15 @@
 // Data access for one entity: its records read and written through the SQL the generator wrote
-// (prepared once, run through traced `query`), with the access rules and field checks applied.
+// for each database, with the access rules and field checks applied. Every operation is a unit of
+// work (data/database.ts): routes run it with `db.read` or `db.write`, alone or inside a larger
+// write (a command, an idempotent request), so that all of it commits together.
 
 import { Access, type AccessPolicy } from '../rules/access.ts';
-import { type AuditLog, diffRecords } from './audit.ts';
+import { type AuditEntry, type AuditLog, diffRecords } from './audit.ts';
 import type { Actor } from '../core/actor.ts';
 import type { RowFilter } from '../rules/condition-sql.ts';
 import { AppError, type ErrorDetail } from '../core/errors.ts';
-import { atomically, type Db, query, type Statement } from './db.ts';
+import type { Dialect } from '../core/dialect.ts';
+import { all, type Database, get, run, type Work } from './database.ts';
 import { keyProblem, type KeyType, recordKey, type RecordKey, ulid, uuid } from '../core/ids.ts';
 import {
   checkBody,
@@ -31,21 +34,27 @@ export interface EntitySpec {
    */
   idType: KeyType;
   fields: readonly FieldSpec[];
-  /**
-   * `select` and `orderBy` compose the row-filtered variants of get and list; `table` and
-   * `columns` the updates of the changed fields.
-   */
-  sql: {
-    table: string;
-    columns: string;
-    select: string;
-    orderBy: string;
-    get: string;
-    list: string;
-    insert: string;
-    delete: string;
-  };
+  /** The statements of each database, written by the generator. */
+  sql: Readonly<Record<Dialect, EntitySql>>;
   access: AccessPolicy;
+}
+
+/**
+ * One database's statements for an entity, with `?` placeholders. `select` and `orderBy` compose
+ * the row-filtered variants of get and list; `table` and `columns` the updates of the changed
+ * fields; `lock` ends a get that must hold the row until the transaction ends (a command's
+ * re-read: `FOR UPDATE` on PostgreSQL, nothing on SQLite, whose writer holds the whole file).
+ */
+export interface EntitySql {
+  table: string;
+  columns: string;
+  select: string;
+  orderBy: string;
+  get: string;
+  list: string;
+  insert: string;
+  delete: string;
+  lock: string;
 }
 
 /** Who is asking, where to record spans, and the ids that tie a change to its request. */
@@ -93,56 +102,43 @@ export interface ListResult<T> {
 }
 
 export class EntityStore {
-  private readonly stmt: Record<'get' | 'list' | 'insert' | 'delete', Statement>;
-  /** Statements for row filters, by SQL text: one per distinct rule shape, bounded. */
-  private readonly filtered = new Map<string, Statement>();
+  /** This database's statements. */
+  private readonly sql: EntitySql;
   readonly access: Access;
-  private readonly refExists = new Map<string, Statement>();
   private readonly byName = new Map<string, FieldSpec>();
   /** Only fields whose stored form differs from their JSON form are converted when read. */
   private readonly decoded: FieldSpec[];
 
   constructor(
-    private readonly db: Db,
+    readonly db: Database,
     readonly spec: EntitySpec,
     private readonly audit?: AuditLog,
   ) {
-    this.stmt = {
-      get: db.prepare(spec.sql.get),
-      list: db.prepare(spec.sql.list),
-      insert: db.prepare(spec.sql.insert),
-      delete: db.prepare(spec.sql.delete),
-    };
-    for (const f of spec.fields) {
-      this.byName.set(f.name, f);
-      if (f.ref) this.refExists.set(f.name, db.prepare(f.ref.exists));
-    }
+    this.sql = spec.sql[db.dialect];
+    for (const f of spec.fields) this.byName.set(f.name, f);
     this.decoded = spec.fields.filter((f) => f.type === 'Boolean' || f.type === 'JSON' || f.type === 'DateTime');
     // A Ref to an Integer key holds numbers: its conditions compare as the Integer column it is.
     const columnType = (f: FieldSpec) => (f.type === 'Ref' && f.ref?.idType === 'Integer' ? 'Integer' : f.type);
-    this.access = new Access(spec.access, new Map(spec.fields.map((f) => [f.name, columnType(f)])));
+    this.access = new Access(spec.access, new Map(spec.fields.map((f) => [f.name, columnType(f)])), db.dialect);
   }
 
   /** Reads one record by the id a route or handler names (a string, or a number for Integer keys). */
-  get(ctx: RequestContext, id: RecordKey): Row {
-    return this.present(ctx, this.load(ctx, id, this.access.filter(ctx.actor, 'read')));
+  *get(ctx: RequestContext, id: RecordKey): Work<Row> {
+    return this.present(ctx, yield* this.load(ctx, id, this.access.filter(ctx.actor, 'read')));
   }
 
-  list(ctx: RequestContext, q: ListQuery): ListResult<Row> {
+  *list(ctx: RequestContext, q: ListQuery): Work<ListResult<Row>> {
     const filter = this.access.filter(ctx.actor, 'read');
     // One row more than asked tells whether another page exists, without a COUNT(*).
     const rows =
       filter === true
-        ? query(ctx.trace, this.stmt.list, 'all', [q.limit + 1, q.offset])
-        : query(
-            ctx.trace,
-            this.statementFor(
-              `${this.spec.sql.select} WHERE ${(filter as { sql: string }).sql} ` +
-                `ORDER BY ${this.spec.sql.orderBy} LIMIT ? OFFSET ?`,
-            ),
-            'all',
-            [...(filter as { params: unknown[] }).params, q.limit + 1, q.offset],
-          );
+        ? yield* all(this.sql.list, [q.limit + 1, q.offset])
+        : filter === false
+          ? []
+          : yield* all(
+              `${this.sql.select} WHERE ${filter.sql} ORDER BY ${this.sql.orderBy} LIMIT ? OFFSET ?`,
+              [...filter.params, q.limit + 1, q.offset],
+            );
     const hasMore = rows.length > q.limit;
     if (hasMore) rows.pop();
     return {
@@ -158,8 +154,8 @@ export class EntityStore {
    * of checkWrite, for sign-up: the caller is nobody yet, and auth.signup, not the rule, decides
    * who may sign up. Field write rules and every validation still apply.
    */
-  create(ctx: RequestContext, body: unknown, options: { rowRules?: boolean } = {}): Row {
-    const { trace, actor } = ctx;
+  *create(ctx: RequestContext, body: unknown, options: { rowRules?: boolean } = {}): Work<Row> {
+    const { actor } = ctx;
     const input = checkBody(body);
     const protectedKeys = Object.keys(input).filter((k) => this.byName.get(k)?.commandOnly);
     if (protectedKeys.length) throw protectedError(protectedKeys);
@@ -189,47 +185,39 @@ export class EntityStore {
     if (rowRules) this.access.check(actor, 'create', candidate);
     this.access.checkFieldWrites(actor, Object.keys(input), candidate);
     if (rowRules) this.access.checkWrite(actor, null, candidate, Object.keys(input));
-    return atomically(this.db, () => {
-      this.checkRefs(trace, params, Object.keys(params));
-      const created = decodeRow(this.decoded, query(trace, this.stmt.insert, 'get', params) as Row);
-      const recordId = String(created[this.spec.primaryKey]);
-      this.audit?.record(trace, {
-        ...correlation(ctx),
-        operation: `${this.spec.name}.create`,
-        entity: this.spec.name,
-        recordId,
-        changes: diffRecords(null, created),
-      });
-      return this.present(ctx, { ...created });
+    yield* this.checkRefs(params, Object.keys(params));
+    // The insert names every column but a database-assigned key, in declaration order.
+    const values = this.spec.fields.filter((f) => f.name in params).map((f) => params[f.name]);
+    const created = decodeRow(this.decoded, (yield* get(this.sql.insert, values)) as Row);
+    const recordId = String(created[this.spec.primaryKey]);
+    yield* this.recordAudit(ctx, {
+      operation: `${this.spec.name}.create`,
+      recordId,
+      changes: diffRecords(null, created),
     });
+    return this.present(ctx, { ...created });
   }
 
-  update(ctx: RequestContext, id: RecordKey, body: unknown): Row {
-    return atomically(this.db, () => {
-      this.access.requireScopes(ctx.actor, 'update');
-      const current = this.load(ctx, id, this.access.filter(ctx.actor, 'read'));
-      this.access.check(ctx.actor, 'update', current);
-      const plan = this.planUpdate(ctx, current, body, { checkFieldRules: true });
-      this.checkRowRules(ctx, plan);
-      return this.present(ctx, this.applyUpdate(ctx, plan, `${this.spec.name}.update`));
-    });
+  *update(ctx: RequestContext, id: RecordKey, body: unknown): Work<Row> {
+    this.access.requireScopes(ctx.actor, 'update');
+    const current = yield* this.load(ctx, id, this.access.filter(ctx.actor, 'read'), { lock: true });
+    this.access.check(ctx.actor, 'update', current);
+    const plan = this.planUpdate(ctx, current, body, { checkFieldRules: true });
+    this.checkRowRules(ctx, plan);
+    return this.present(ctx, yield* this.applyUpdate(ctx, plan, `${this.spec.name}.update`));
   }
 
-  delete(ctx: RequestContext, id: RecordKey): void {
-    atomically(this.db, () => {
-      this.access.requireScopes(ctx.actor, 'delete');
-      const current = this.load(ctx, id, this.access.filter(ctx.actor, 'read'));
-      this.access.check(ctx.actor, 'delete', current);
-      const key = current[this.spec.primaryKey] as RecordKey;
-      const result = query(ctx.trace, this.stmt.delete, 'run', [key]);
-      if (result.changes === 0) throw this.notFound(id);
-      this.audit?.record(ctx.trace, {
-        ...correlation(ctx),
-        operation: `${this.spec.name}.delete`,
-        entity: this.spec.name,
-        recordId: String(key),
-        changes: diffRecords(current, null),
-      });
+  *delete(ctx: RequestContext, id: RecordKey): Work<void> {
+    this.access.requireScopes(ctx.actor, 'delete');
+    const current = yield* this.load(ctx, id, this.access.filter(ctx.actor, 'read'), { lock: true });
+    this.access.check(ctx.actor, 'delete', current);
+    const key = current[this.spec.primaryKey] as RecordKey;
+    const result = yield* run(this.sql.delete, [key]);
+    if (result.changes === 0) throw this.notFound(id);
+    yield* this.recordAudit(ctx, {
+      operation: `${this.spec.name}.delete`,
+      recordId: String(key),
+      changes: diffRecords(current, null),
     });
   }
 
@@ -292,49 +280,40 @@ export class EntityStore {
   }
 
   /** Writes a planned change (inside the caller's transaction) and audits it; returns the new row. */
-  applyUpdate(ctx: RequestContext, plan: UpdatePlan, operation: string, detail?: Record<string, unknown>): Row {
+  *applyUpdate(ctx: RequestContext, plan: UpdatePlan, operation: string, detail?: Record<string, unknown>): Work<Row> {
     if (plan.changed.length === 0 && !detail) return plan.before;
     let after = plan.before;
     if (plan.changed.length) {
-      this.checkRefs(
-        ctx.trace,
-        Object.fromEntries(plan.changed.map((name, i) => [name, plan.values[i]])),
-        plan.changed,
-      );
-      // Only the changed columns: one statement per distinct set of fields, prepared once.
+      yield* this.checkRefs(Object.fromEntries(plan.changed.map((name, i) => [name, plan.values[i]])), plan.changed);
+      // Only the changed columns: one statement per distinct set of fields.
       const assignments = plan.changed.map((name) => `"${name}" = ?`).join(', ');
-      const { table, columns } = this.spec.sql;
+      const { table, columns } = this.sql;
       const sql = `UPDATE ${table} SET ${assignments} WHERE "${this.spec.primaryKey}" = ? RETURNING ${columns}`;
-      const row = query(ctx.trace, this.statementFor(sql), 'get', [...plan.values, plan.id]);
+      const row = yield* get((sql), [...plan.values, plan.id]);
       if (!row) throw this.notFound(plan.id);
       after = decodeRow(this.decoded, row);
     }
-    this.audit?.record(ctx.trace, {
-      ...correlation(ctx),
-      operation,
-      entity: this.spec.name,
-      recordId: String(plan.id),
-      changes: diffRecords(plan.before, after),
-      detail,
-    });
+    const changes = diffRecords(plan.before, after);
+    yield* this.recordAudit(ctx, { operation, recordId: String(plan.id), changes, detail });
     return after;
   }
 
-  /** The stored row, without access checks: for trusted code that has already decided. */
-  fetch(trace: ActiveTrace | undefined, id: RecordKey): Row | undefined {
+  /**
+   * The stored row, without access checks: for trusted code that has already decided. `lock`
+   * holds it until the transaction ends (PostgreSQL's FOR UPDATE), for a re-read before a write.
+   */
+  *fetch(id: RecordKey, options: { lock?: boolean } = {}): Work<Row | undefined> {
     const key = recordKey(this.spec.idType, id);
     if (key === undefined) return undefined;
-    const row = query(trace, this.stmt.get, 'get', [key]);
+    const row = yield* get(options.lock ? this.sql.get + this.sql.lock : this.sql.get, [key]);
     return row && decodeRow(this.decoded, row);
   }
 
   /** Rows whose `field` equals `value`, without access checks (relation loading for conditions). */
-  fetchWhere(trace: ActiveTrace | undefined, field: string, value: unknown, limit: number): Row[] {
+  *fetchWhere(field: string, value: unknown, limit: number): Work<Row[]> {
     if (!this.byName.has(field)) return [];
-    const rows = query(
-      trace,
-      this.statementFor(`${this.spec.sql.select} WHERE "${field}" = ? ORDER BY ${this.spec.sql.orderBy} LIMIT ?`),
-      'all',
+    const rows = yield* all(
+      `${this.sql.select} WHERE "${field}" = ? ORDER BY ${this.sql.orderBy} LIMIT ?`,
       [value, limit],
     );
     return rows.map((r) => decodeRow(this.decoded, r));
@@ -345,17 +324,18 @@ export class EntityStore {
     return f.commands === undefined || f.commands.includes(command.name);
   }
 
-  /** The record if it exists and passes the read filter; else 404, never revealing which. */
-  load(ctx: RequestContext, id: RecordKey, filter: RowFilter): Row {
+  /**
+   * The record if it exists and passes the read filter; else 404, never revealing which. `lock`
+   * holds the row until the transaction ends (see fetch).
+   */
+  *load(ctx: RequestContext, id: RecordKey, filter: RowFilter, options: { lock?: boolean } = {}): Work<Row> {
     const key = recordKey(this.spec.idType, id);
-    if (key === undefined) throw this.notFound(id);
+    if (key === undefined || filter === false) throw this.notFound(id);
+    const lock = options.lock ? this.sql.lock : '';
     const row =
       filter === true
-        ? query(ctx.trace, this.stmt.get, 'get', [key])
-        : query(ctx.trace, this.statementFor(`${this.spec.sql.get} AND (${(filter as { sql: string }).sql})`), 'get', [
-            key,
-            ...(filter as { params: unknown[] }).params,
-          ]);
+        ? yield* get(this.sql.get + lock, [key])
+        : yield* get(`${this.sql.get} AND (${filter.sql})${lock}`, [key, ...filter.params]);
     if (!row) throw this.notFound(id);
     return decodeRow(this.decoded, row);
   }
@@ -364,16 +344,12 @@ export class EntityStore {
     return this.access.hasFieldReadRules ? this.access.hideFields(ctx.actor, record) : record;
   }
 
-  private statementFor(sql: string): Statement {
-    let stmt = this.filtered.get(sql);
-    if (!stmt) {
-      stmt = this.db.prepare(sql);
-      // Distinct filters come from distinct actor values inlined as parameters, not SQL, so the
-      // map stays small; the bound guards against a rule shape that varies per actor.
-      if (this.filtered.size >= 256) this.filtered.delete(this.filtered.keys().next().value as string);
-      this.filtered.set(sql, stmt);
-    }
-    return stmt;
+  private *recordAudit(
+    ctx: RequestContext,
+    entry: Pick<AuditEntry, 'operation' | 'recordId' | 'changes' | 'detail'>,
+  ): Work<void> {
+    if (!this.audit) return;
+    yield* this.audit.record({ ...correlation(ctx), entity: this.spec.name, ...entry });
   }
 
   private rejectUnknown(input: Row, issues: ErrorDetail[]): void {
@@ -383,17 +359,16 @@ export class EntityStore {
     }
   }
 
-  private checkRefs(trace: ActiveTrace | undefined, params: Row, names: string[]): void {
+  private *checkRefs(params: Row, names: string[]): Work<void> {
     const missing: ErrorDetail[] = [];
     for (const name of names) {
-      const stmt = this.refExists.get(name);
-      if (!stmt || params[name] === null) continue;
-      if (!query(trace, stmt, 'get', [params[name]])) {
-        const target = this.byName.get(name)?.ref?.entity;
+      const ref = this.byName.get(name)?.ref;
+      if (!ref || params[name] === null) continue;
+      if (!(yield* get(ref.exists, [params[name]]))) {
         missing.push({
           field: name,
           code: 'REFERENCE_NOT_FOUND',
-          message: `no ${target} with id ${JSON.stringify(params[name])}`,
+          message: `no ${ref.entity} with id ${JSON.stringify(params[name])}`,
         });
       }
     }

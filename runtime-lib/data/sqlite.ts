@@ -62,7 +62,8 @@ export function sqliteFile(url: string, baseDir: string): string {
  * at the price of one fsync per group commit.
  */
 export function openSqlite(url: string, baseDir: string, options: SqliteOptions = {}): SqliteDatabase {
-  if (!url.startsWith('file:')) throw new Error(`a SQLite DATABASE_URL starts with file: (got "${url.split(':')[0]}:")`);
+  if (!url.startsWith('file:'))
+    throw new Error(`a SQLite DATABASE_URL starts with file: (got "${url.split(':')[0]}:")`);
   const synchronous = synchronousMode(options.synchronous);
   const busyTimeoutMs = options.busyTimeoutMs ?? 5000;
   if (!Number.isInteger(busyTimeoutMs) || busyTimeoutMs < 0)
@@ -225,7 +226,8 @@ export class SqliteDatabase implements Database {
     if (writable && !this.connection.inTransaction)
       throw new Error(`the transaction ended inside a write; refused: ${statement.sql.slice(0, 80)}`);
     // An INSERT ... RETURNING is a reader (it returns rows), yet not read-only.
-    if (!writable && !stmt.readonly) throw new Error(`a read may not change the database: ${statement.sql.slice(0, 80)}`);
+    if (!writable && !stmt.readonly)
+      throw new Error(`a read may not change the database: ${statement.sql.slice(0, 80)}`);
     const span = trace?.startSpan('database.query', 'database', { sql: statement.sql });
     try {
       const params = statement.params as unknown[];
@@ -275,11 +277,10 @@ export class SqliteDatabase implements Database {
  */
 function unitOf(unit: () => Work<unknown>): Work<unknown> {
   const work: unknown = unit();
-  const candidate = work as { next?: unknown; throw?: unknown; then?: unknown } | null;
-  if (candidate !== null && typeof candidate === 'object' && typeof candidate.next === 'function' && typeof candidate.throw === 'function')
-    return work as Work<unknown>;
-  if (candidate !== null && typeof candidate === 'object' && typeof candidate.then === 'function')
-    Promise.resolve(work as PromiseLike<unknown>).then(undefined, ignore);
+  type Candidate = { next?: unknown; throw?: unknown; then?: unknown } | null;
+  const candidate = (typeof work === 'object' ? work : null) as Candidate;
+  if (typeof candidate?.next === 'function' && typeof candidate.throw === 'function') return work as Work<unknown>;
+  if (typeof candidate?.then === 'function') Promise.resolve(work as PromiseLike<unknown>).then(undefined, ignore);
   throw new Error('a write must be a unit of work (a generator function), not a promise or a value');
 }
 
