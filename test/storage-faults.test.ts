@@ -336,7 +336,7 @@ describe('storage faults, health and readiness (generated helpdesk)', function (
     });
 
     it('logs the durability it runs with: synchronous normal by default', () => {
-      expect(app.output()).to.match(/^database synchronous: normal$/m);
+      expect(app.output()).to.match(/^database: SQLite, synchronous normal$/m);
     });
   });
 

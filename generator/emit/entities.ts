@@ -20,15 +20,17 @@ export function routesName(entity: Entity): string {
 }
 
 /**
- * The entity's SQL over a COLUMNS constant. Updates name only the changed columns; the runtime
- * builds them from `table` and `columns` and prepares each distinct set once.
+ * The entity's SQL over a COLUMNS constant, with `?` placeholders (the PostgreSQL driver numbers
+ * them). Updates name only the changed columns; the runtime builds them from `table` and
+ * `columns` and prepares each distinct set once. `lock` is SQLite's: nothing, its writer holds
+ * the whole file; the PostgreSQL module adds FOR UPDATE (see the template).
  */
 function entitySql(entity: Entity): Record<string, unknown> {
   const table = q(entity.name);
   const pk = q(entity.primaryKey.name);
   // The database assigns Integer ids: the insert leaves that column out.
   const written = entity.fields.filter((f) => !(f.primaryKey && f.type === 'Integer'));
-  const values = `VALUES (${written.map((f) => `@${f.name}`).join(', ')})`;
+  const values = `VALUES (${written.map(() => '?').join(', ')})`;
   const insert =
     written.length === 0
       ? [`INSERT INTO ${table} DEFAULT VALUES`]
@@ -44,6 +46,7 @@ function entitySql(entity: Entity): Record<string, unknown> {
     list: clauses('SELECT ${COLUMNS}', `FROM ${table}`, `ORDER BY ${pk}`, 'LIMIT ? OFFSET ?'),
     insert: clauses(...insert, 'RETURNING ${COLUMNS}'),
     delete: clauses(`DELETE FROM ${table}`, `WHERE ${pk} = ?`),
+    lock: '',
   };
 }
 
@@ -108,7 +111,7 @@ export function emitEntityModule(bp: Blueprint, entity: Entity): string {
       idType: entity.primaryKey.type,
     }, 2),
     fields: entity.fields.map((f) => tsLiteral(fieldSpec(bp, f), { indent: 4, trail: 1 })),
-    sql: tsProperties(entitySql(entity), 4),
+    sql: tsProperties(entitySql(entity), 2),
     access: tsProperties({ entity: entity.name, rules, fields: fieldRules, scopes: entity.scopes }, 4),
   });
 }
