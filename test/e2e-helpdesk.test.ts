@@ -6,6 +6,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { expect } from 'chai';
 import { addUser, freshDir, freshKey, generate, login, request, ROOT, startApp, typecheck, type HttpResponse, type RunningApp, type Session } from './support/apps.ts';
+import { DATABASES, databaseUrl } from './support/databases.ts';
 import { OpenApiChecker } from './support/openapi-check.ts';
 
 type Rec = Record<string, unknown>;
@@ -14,13 +15,13 @@ type ErrorBody = { error: { code: string; message: string; retryable: boolean; d
 const ENV = {
   TRIAGE_API_KEY: 'triage-key-0123456789abcdef',
   REPORTER_API_KEY: 'reporter-key-0123456789abcdef',
-  DATABASE_URL: 'file:./data/e2e.db',
   // Fixed so sessions survive the restart test.
   SESSION_SECRET: 'e2e-session-secret-0123456789abcdef0123',
 };
 
-describe('generated helpdesk app (end to end)', function () {
+for (const database of DATABASES) describe(`generated helpdesk app (end to end, ${database})`, function () {
   this.timeout(120_000);
+  const env: Record<string, string> = { ...ENV };
   let appDir: string;
   let app: RunningApp;
   let api: OpenApiChecker;
@@ -50,11 +51,12 @@ describe('generated helpdesk app (end to end)', function () {
   const count = async (collection: string) => ((await call('GET', `/api/${collection}`, `/api/${collection}?limit=1000`)).body as { items: unknown[] }).items.length;
 
   before(async () => {
-    appDir = path.join(freshDir('e2e-helpdesk'), 'app');
+    appDir = path.join(freshDir(`e2e-helpdesk-${database}`), 'app');
+    env.DATABASE_URL = await databaseUrl(database, 'e2e');
     generate(path.join(ROOT, 'fixtures/helpdesk/helpdesk.toml'), appDir);
     api = new OpenApiChecker(path.join(appDir, 'openapi.json'));
-    addUser(appDir, ENV, 'admin@example.com', 'correct horse battery', ['admin']);
-    app = await startApp(appDir, ENV);
+    addUser(appDir, env, 'admin@example.com', 'correct horse battery', ['admin']);
+    app = await startApp(appDir, env);
     admin = await login(app.url, 'admin@example.com', 'correct horse battery');
   });
   after(async () => app?.stop());
@@ -66,8 +68,11 @@ describe('generated helpdesk app (end to end)', function () {
   });
 
   it('applies its migrations and serves its OpenAPI document', async () => {
-    const db = path.join(appDir, 'data', 'e2e.db');
-    expect(fs.existsSync(db), db).to.equal(true);
+    expect(app.output()).to.match(/^applied migrations: 0001_init$/m);
+    if (database === 'sqlite') {
+      const db = path.join(appDir, 'data', 'e2e.db');
+      expect(fs.existsSync(db), db).to.equal(true);
+    } else expect(app.output()).to.match(/^database: PostgreSQL/m);
     const res = await call('GET', '/api/openapi.json', '/api/openapi.json');
     expect(res.status).to.equal(200);
     expect((res.body as { openapi: string }).openapi).to.equal('3.1.0');
@@ -386,7 +391,7 @@ describe('generated helpdesk app (end to end)', function () {
   it('keeps its data across a restart without applying migrations again', async () => {
     const t = (await call('POST', '/api/tickets', '/api/tickets', { json: { title: 'durable' } })).body as Rec;
     await app.stop();
-    app = await startApp(appDir, ENV);
+    app = await startApp(appDir, env);
     expect(app.output()).not.to.contain('applied migrations');
     expect((await call('GET', '/api/tickets/{id}', `/api/tickets/${t.id}`)).body).to.deep.equal(t);
   });

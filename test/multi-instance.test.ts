@@ -1,0 +1,185 @@
+// Two instances of the generated reference app on one PostgreSQL database, with requests
+// alternating between them: nothing that must be shared lives in one process. Sessions, CSRF
+// tokens, Idempotency-Keys, sign-in throttling and audit records are all in the database.
+
+import * as path from 'node:path';
+import { expect } from 'chai';
+import pg from 'pg';
+import {
+  addUser,
+  freshDir,
+  freshKey,
+  generate,
+  login,
+  request,
+  ROOT,
+  startApp,
+  type HttpResponse,
+  type RunningApp,
+} from './support/apps.ts';
+import { freshPostgresDatabase } from './support/postgres.ts';
+
+type Rec = Record<string, unknown>;
+
+const ENV = {
+  TRIAGE_API_KEY: 'triage-key-0123456789abcdef',
+  REPORTER_API_KEY: 'reporter-key-0123456789abcdef',
+  SESSION_SECRET: 'multi-instance-secret-0123456789abcdef0123',
+};
+
+describe('two app instances on one PostgreSQL', function () {
+  this.timeout(180_000);
+  let appDir: string;
+  const env: Record<string, string> = { ...ENV };
+  let apps: RunningApp[] = [];
+  const agent = { authorization: `Bearer ${ENV.TRIAGE_API_KEY}` };
+
+  const on = (i: number) => apps[i % apps.length].url;
+  const newTicket = async (title: string): Promise<Rec> => {
+    const res = await request(on(0), 'POST', '/api/tickets', {
+      json: { title },
+      headers: { ...agent, 'idempotency-key': freshKey() },
+    });
+    expect(res.status, res.text).to.equal(201);
+    return res.body as Rec;
+  };
+
+  before(async () => {
+    appDir = path.join(freshDir('multi-instance'), 'app');
+    generate(path.join(ROOT, 'fixtures/helpdesk/helpdesk.toml'), appDir);
+    env.DATABASE_URL = await freshPostgresDatabase('multi');
+    addUser(appDir, env, 'ada@example.com', 'correct horse battery', ['admin']);
+    apps = await Promise.all([startApp(appDir, env), startApp(appDir, env)]);
+  });
+  after(async () => {
+    await Promise.all(apps.map((a) => a.stop()));
+  });
+
+  it('migrates once: the second instance finds the migrations applied', () => {
+    const applied = apps.filter((a) => /applied migrations: 0001_init/.test(a.output()));
+    expect(applied, apps.map((a) => a.output()).join('\n---\n')).to.have.length.at.most(1);
+  });
+
+  it('serves a session started on one instance on the other; logout on one ends it on both', async () => {
+    const session = await login(on(0), 'ada@example.com', 'correct horse battery');
+    const headers = { cookie: session.cookie };
+    for (const i of [0, 1]) {
+      const res = await request(on(i), 'GET', '/api/auth/session', { headers });
+      expect(res.status, `instance ${i}`).to.equal(200);
+      const actor = (res.body as { actor: { kind: string; email?: string } }).actor;
+      expect(actor, `instance ${i}`).to.include({ kind: 'user', email: 'ada@example.com' });
+    }
+    // A write on instance 1 with the CSRF token instance 0 handed out.
+    const created = await request(on(1), 'POST', '/api/customers', {
+      json: { name: 'Grace', email: `grace-${Date.now()}@example.com` },
+      headers: { ...headers, 'x-csrf-token': session.csrfToken },
+    });
+    expect(created.status, created.text).to.equal(201);
+    const out = await request(on(1), 'POST', '/api/auth/logout', {
+      headers: { ...headers, 'x-csrf-token': session.csrfToken },
+    });
+    expect(out.status, out.text).to.be.oneOf([200, 204]);
+    for (const i of [0, 1]) {
+      const res = await request(on(i), 'GET', '/api/tickets', { headers });
+      expect(res.status, `instance ${i} after logout`).to.equal(401);
+    }
+  });
+
+  it('executes one Idempotency-Key once when it reaches both instances at the same moment', async () => {
+    const key = freshKey();
+    const title = `once-${key}`;
+    const send = (i: number) =>
+      request(on(i), 'POST', '/api/tickets', { json: { title }, headers: { ...agent, 'idempotency-key': key } });
+    const answers: HttpResponse[] = await Promise.all([send(0), send(1), send(0), send(1)]);
+    const created = answers.filter((r) => r.status === 201);
+    // Each is either the one execution (or its replay) or told the key is still in flight.
+    for (const r of answers) expect([201, 409], r.text).to.include(r.status);
+    for (const r of answers.filter((a) => a.status === 409))
+      expect((r.body as { error: { code: string } }).error.code).to.equal('IDEMPOTENCY_KEY_IN_PROGRESS');
+    expect(new Set(created.map((r) => (r.body as Rec).id)).size).to.equal(1);
+    const list = await request(on(1), 'GET', '/api/tickets?limit=1000', { headers: agent });
+    const same = (list.body as { items: Rec[] }).items.filter((t) => t.title === title);
+    expect(same).to.have.length(1);
+    // Once the first has finished, both instances replay it.
+    for (const i of [0, 1]) {
+      const replay = await send(i);
+      expect(replay.status).to.equal(201);
+      expect((replay.body as Rec).id).to.equal(same[0].id);
+    }
+  });
+
+  it('lets exactly one of 20 concurrent runs of a command spread over both instances win', async () => {
+    const ticket = await newTicket('race');
+    const runs = await Promise.all(
+      Array.from({ length: 20 }, (_, i) =>
+        request(on(i), 'POST', `/api/tickets/${ticket.id}/start`, {
+          json: {},
+          headers: { ...agent, 'idempotency-key': freshKey() },
+        }),
+      ),
+    );
+    const won = runs.filter((r) => r.status === 200);
+    expect(won, runs.map((r) => `${r.status} ${r.text}`).join('\n')).to.have.length(1);
+    for (const r of runs.filter((x) => x.status !== 200)) {
+      expect(r.status, r.text).to.equal(409);
+      expect((r.body as { error: { code: string } }).error.code).to.be.oneOf(['STATE_CONFLICT', 'COMMAND_UNAVAILABLE']);
+    }
+    const after = await request(on(1), 'GET', `/api/tickets/${ticket.id}`, { headers: agent });
+    expect((after.body as Rec).status).to.equal('in_progress');
+    const audit = await request(on(0), 'GET', `/api/audit?entity=Ticket&recordId=${ticket.id}`, { headers: agent });
+    const starts = (audit.body as { items: Rec[] }).items.filter((a) => a.operation === 'command:StartTicket');
+    expect(starts).to.have.length(1);
+  });
+
+  it('counts failed sign-ins made on either instance', async () => {
+    const email = 'ada@example.com';
+    const attempt = (i: number, password: string) =>
+      request(on(i), 'POST', '/api/auth/login', { json: { email, password } });
+    // Five failures, alternating instances: the e-mail's threshold is 5.
+    for (let i = 0; i < 5; i++) expect((await attempt(i, 'wrong password!')).status).to.equal(401);
+    for (const i of [0, 1]) {
+      const blocked = await attempt(i, 'correct horse battery');
+      expect(blocked.status, `instance ${i}: ${blocked.text}`).to.equal(429);
+      expect(blocked.headers.get('retry-after')).to.match(/^\d+$/);
+    }
+  });
+
+  it('keeps every acknowledged write when one instance is killed (kill -9) during a write burst', async () => {
+    const acknowledged: string[] = [];
+    let stop = false;
+    const writer = async (i: number) => {
+      for (let n = 0; !stop && n < 400; n++) {
+        try {
+          const res = await request(on(i), 'POST', '/api/tickets', {
+            json: { title: `burst-${i}-${n}` },
+            headers: { ...agent, 'idempotency-key': freshKey() },
+          });
+          if (res.status === 201) acknowledged.push((res.body as Rec).id as string);
+        } catch {
+          // the killed instance's connections fail; only answered writes count
+        }
+      }
+    };
+    const writers = [0, 1, 0, 1].map(writer);
+    await new Promise((resolve) => setTimeout(resolve, 400));
+    apps[1].process.kill('SIGKILL');
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    stop = true;
+    await Promise.all(writers);
+    expect(acknowledged.length).to.be.greaterThan(20);
+    const client = new pg.Client({ connectionString: env.DATABASE_URL });
+    await client.connect();
+    try {
+      const { rows } = await client.query('SELECT "id" FROM "Ticket" WHERE "id" = ANY($1)', [acknowledged]);
+      expect(rows.length).to.equal(acknowledged.length);
+    } finally {
+      await client.end();
+    }
+    // The surviving instance still answers, and a new one joins without migrating again.
+    const replacement = await startApp(appDir, env);
+    apps[1] = replacement;
+    expect(replacement.output()).not.to.contain('applied migrations');
+    const res = await request(on(1), 'GET', `/api/tickets/${acknowledged[0]}`, { headers: agent });
+    expect(res.status).to.equal(200);
+  });
+});
