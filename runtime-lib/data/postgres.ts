@@ -1,0 +1,500 @@
+// The PostgreSQL driver: a bounded pool of connections (`pg`), running units of work
+// (data/database.ts) asynchronously, each statement awaited on one pooled connection.
+//
+// A write is one transaction at READ COMMITTED, PostgreSQL's default. That is enough because the
+// runtime never decides on a row it read without a lock: it re-reads the state a write depends on
+// inside the transaction with `SELECT ... FOR UPDATE`, which waits for a concurrent writer of the
+// row and then returns its committed state, and it fences each change with a conditional UPDATE
+// (`... WHERE id = ? AND state = ?`) whose count tells whether the row was still as expected.
+// Stronger levels would only add serialization failures for clients to retry.
+//
+// A connection is taken from the pool at the first statement a unit of work yields, not before:
+// a unit that yields none (a validation failure, a cached answer) touches no connection. Every
+// connection sets a statement timeout and an idle-in-transaction timeout when it starts (no
+// extra round trip), so neither a slow query nor a transaction stuck between two statements holds
+// its locks for long. Rows come back in the one stored form of data/database.ts, by type parsers
+// of this pool only: nothing else in the process is affected.
+
+import { createHash } from 'node:crypto';
+import pg from 'pg';
+import {
+  type Database,
+  databaseBusy,
+  referenceConflict,
+  type Row,
+  type RunResult,
+  sqlText,
+  type Statement,
+  storageUnavailable,
+  uniqueConflict,
+  type Work,
+} from './database.ts';
+import type { ActiveTrace } from '../observe/tracing.ts';
+
+export interface PostgresOptions {
+  /** Connections the pool opens at most (DATABASE_POOL_MAX, default 10). */
+  poolMax?: number;
+  /** How long a unit of work waits for a connection, pooled or new (DATABASE_CONNECT_TIMEOUT_MS, default 5,000). */
+  connectionTimeoutMs?: number;
+  /** How long one statement may run before PostgreSQL cancels it (DATABASE_STATEMENT_TIMEOUT_MS, default 10,000). */
+  statementTimeoutMs?: number;
+  /** How long a transaction may sit idle between statements before PostgreSQL ends it (default 30,000). */
+  idleInTransactionTimeoutMs?: number;
+  /** The name the connections show in pg_stat_activity (default "bp-app"); the URL's application_name wins. */
+  applicationName?: string;
+}
+
+/** The largest timeout PostgreSQL (a 32-bit integer of milliseconds) and Node's timers accept. */
+const MAX_TIMEOUT_MS = 2_147_483_647;
+const MAX_POOL = 1000;
+
+/** The environment variables of the pool, read by the caller once at start. */
+const ENV_OPTIONS = [
+  ['DATABASE_POOL_MAX', 'poolMax', MAX_POOL],
+  ['DATABASE_CONNECT_TIMEOUT_MS', 'connectionTimeoutMs', MAX_TIMEOUT_MS],
+  ['DATABASE_STATEMENT_TIMEOUT_MS', 'statementTimeoutMs', MAX_TIMEOUT_MS],
+] as const;
+
+/**
+ * The pool options set in `env`. A value that is not a whole number in range throws, so a typo
+ * refuses to start rather than silently meaning the default.
+ */
+export function postgresOptionsFromEnv(env: Readonly<Record<string, string | undefined>>): PostgresOptions {
+  const options: PostgresOptions = {};
+  for (const [name, key, max] of ENV_OPTIONS) {
+    const text = env[name];
+    if (text === undefined) continue;
+    if (!/^\d{1,10}$/.test(text) || Number(text) < 1 || Number(text) > max)
+      throw new Error(`${name} must be a whole number from 1 to ${max} (got "${text}")`);
+    options[key] = Number(text);
+  }
+  return options;
+}
+
+function wholeNumber(name: string, value: number, max: number): number {
+  if (!Number.isInteger(value) || value < 1 || value > max)
+    throw new Error(`${name} must be a whole number from 1 to ${max} (got ${value})`);
+  return value;
+}
+
+/**
+ * Opens a pool on the database a `postgres://` or `postgresql://` URL names. No connection is
+ * made yet: the first unit of work that runs a statement opens one.
+ */
+export async function openPostgres(url: string, options: PostgresOptions = {}): Promise<PostgresDatabase> {
+  if (!/^postgres(?:ql)?:\/\//.test(url)) {
+    // Only the scheme is shown: the rest of a URL may hold a password.
+    throw new Error(
+      `a PostgreSQL DATABASE_URL starts with postgres:// or postgresql:// (got "${/^[^:/]*:?/.exec(url)?.[0]}")`,
+    );
+  }
+  // Query parameters of the URL override the pool's settings in `pg`: a timeout set there would
+  // silently win over the DATABASE_*_MS variables.
+  const conflict = /[?&](statement_timeout|idle_in_transaction_session_timeout)=/.exec(url)?.[1];
+  if (conflict) throw new Error(`DATABASE_URL may not set ${conflict}: use DATABASE_STATEMENT_TIMEOUT_MS`);
+  const pool = new pg.Pool({
+    connectionString: url,
+    max: wholeNumber('the pool size', options.poolMax ?? 10, MAX_POOL),
+    connectionTimeoutMillis: wholeNumber('the connect timeout', options.connectionTimeoutMs ?? 5000, MAX_TIMEOUT_MS),
+    statement_timeout: wholeNumber('the statement timeout', options.statementTimeoutMs ?? 10_000, MAX_TIMEOUT_MS),
+    idle_in_transaction_session_timeout: wholeNumber(
+      'the idle-in-transaction timeout',
+      options.idleInTransactionTimeoutMs ?? 30_000,
+      MAX_TIMEOUT_MS,
+    ),
+    application_name: options.applicationName ?? 'bp-app',
+    // Times with a time zone are converted in the session's zone (and now() is written in it to a
+    // column without one): UTC, whatever the server's default, as the stored form is. The type
+    // parsers read dates in ISO style, whatever the server's DateStyle.
+    options: '-c TimeZone=UTC -c DateStyle=ISO',
+    // Finds connections a vanished server or a NAT left dead while idle in the pool.
+    keepAlive: true,
+    types: STORED_FORM,
+  });
+  return new PostgresDatabase(pool);
+}
+
+/**
+ * Statement texts kept converted (and named), by text. The texts the generator wrote are a few
+ * per entity; row filters add one per distinct rule shape. Beyond the bound (a shape that varies
+ * per request), texts are converted at each use and run unnamed, so neither this map nor the
+ * statements prepared on each connection grow without end.
+ */
+const MAX_PREPARED = 1024;
+
+interface Prepared {
+  text: string;
+  /** The name the statement is prepared under on each connection, when it has one. */
+  name: string | undefined;
+}
+
+export class PostgresDatabase implements Database {
+  readonly dialect = 'postgres' as const;
+  private readonly prepared = new Map<string, Prepared>();
+  /** The text each statement name stands for: a hash collision must never run the wrong statement. */
+  private readonly named = new Map<string, string>();
+  /** Set while an idle connection failed and no new one has connected since: one log line per outage. */
+  private idleFailure = false;
+  /** Connections open or closing: the pool forgets a connection before it has finished closing. */
+  private connections = 0;
+  private allClosed: (() => void) | undefined;
+  /** Units of work holding or waiting for a connection. */
+  private running = 0;
+  private drained: (() => void) | undefined;
+  private ending: Promise<void> | undefined;
+
+  constructor(readonly pool: pg.Pool) {
+    pool.on('error', this.idleClientFailed);
+    pool.on('connect', (client) => {
+      this.connections++;
+      this.idleFailure = false;
+      // A connection that fails while checked out emits 'error' too, and an 'error' nobody
+      // listens to ends the process. The failure also reaches the statement running on it (or the
+      // next one), and the pool drops the connection when it is released.
+      client.on('error', ignore);
+    });
+    pool.on('remove', () => {
+      if (--this.connections === 0) this.allClosed?.();
+    });
+  }
+
+  /**
+   * Runs `work` on one connection, outside a transaction: each statement sees what was committed
+   * when it ran. A statement that writes is not refused here, as SQLite's driver refuses it: that
+   * would cost a round trip per read, and the same runtime code runs on SQLite in the tests.
+   */
+  async read<T>(work: Work<T>, trace?: ActiveTrace): Promise<T> {
+    try {
+      return await this.drive(work, trace, false);
+    } catch (err) {
+      throw asError(err);
+    }
+  }
+
+  /**
+   * Runs the work `unit` returns as one transaction and resolves once it has committed, or
+   * rejects with what failed (an Error; a thrown non-Error is wrapped in one) once it has been
+   * rolled back.
+   */
+  async write<T>(unit: () => Work<T>, trace?: ActiveTrace): Promise<T> {
+    try {
+      return await this.drive(unitOf(unit) as Work<T>, trace, true);
+    } catch (err) {
+      throw asError(err);
+    }
+  }
+
+  /**
+   * Waits for the units of work that have started, refusing new ones, then closes every
+   * connection, and resolves once they are closed (not merely once the pool has let go of them, as
+   * `pool.end()` does). Without the wait, `pool.end()` would leave a unit still waiting for its
+   * connection to time out.
+   */
+  async close(): Promise<void> {
+    this.ending ??= this.end();
+    await this.ending;
+  }
+
+  private async end(): Promise<void> {
+    if (this.running > 0) await new Promise<void>((resolve) => (this.drained = resolve));
+    await this.pool.end();
+    if (this.connections > 0) await new Promise<void>((resolve) => (this.allClosed = resolve));
+  }
+
+  /** Runs a unit of work: on a connection from its first statement on, if it yields one. */
+  private async drive<T>(work: Work<T>, trace: ActiveTrace | undefined, transaction: boolean): Promise<T> {
+    const step = work.next();
+    if (step.done) return step.value;
+    if (this.ending) throw new Error('the database has been closed');
+    this.running++;
+    try {
+      return await this.driveOn(await this.pool.connect(), work, step.value, trace, transaction);
+    } finally {
+      if (--this.running === 0) this.drained?.();
+    }
+  }
+
+  /**
+   * Runs a unit of work to its end on `client`, from its first statement: each statement it
+   * yields is awaited and its result sent back in, each failure (mapped to the app's errors)
+   * thrown in where it was yielded. In a transaction, BEGIN runs first and COMMIT after the unit
+   * returns; on any failure the transaction is rolled back. The connection goes back to the pool,
+   * or is destroyed when it cannot be trusted any more (it failed, or its ROLLBACK did).
+   */
+  private async driveOn<T>(
+    client: pg.PoolClient,
+    work: Work<T>,
+    first: Statement,
+    trace: ActiveTrace | undefined,
+    transaction: boolean,
+  ): Promise<T> {
+    let broken: unknown;
+    let statement = first;
+    let value: T;
+    try {
+      if (transaction) await client.query('BEGIN');
+      for (;;) {
+        let result: unknown;
+        let failure: unknown;
+        let failed = false;
+        try {
+          result = await this.execute(client, statement, trace);
+        } catch (err) {
+          if (!(err instanceof pg.DatabaseError) || err.severity === 'FATAL' || err.severity === 'PANIC') broken = err;
+          failure = mapPostgresError(err);
+          failed = true;
+        }
+        const step = failed ? work.throw(failure) : work.next(result);
+        if (step.done) {
+          value = step.value;
+          break;
+        }
+        statement = step.value;
+      }
+      if (transaction) await this.commit(client, trace);
+    } catch (err) {
+      if (transaction) broken ??= await rollBack(client);
+      client.release(asReleaseError(broken));
+      throw err;
+    }
+    client.release(asReleaseError(broken));
+    return value;
+  }
+
+  private async execute(client: pg.PoolClient, statement: Statement, trace: ActiveTrace | undefined): Promise<unknown> {
+    const { text, name } = this.statement(statement.sql);
+    const span = trace?.startSpan('database.query', 'database', { sql: statement.sql });
+    try {
+      const result = await client.query({ name, text, values: statement.params as unknown[] });
+      if (statement.mode === 'get') return result.rows[0] as Row | undefined;
+      if (statement.mode === 'all') return result.rows as Row[];
+      return { changes: result.rowCount ?? 0 } satisfies RunResult;
+    } finally {
+      span?.end();
+    }
+  }
+
+  /**
+   * COMMIT, in its span. A transaction in which a statement failed and was not rolled back to a
+   * savepoint cannot commit: PostgreSQL answers the COMMIT with a ROLLBACK, not an error, and
+   * that answer must not count as a commit.
+   */
+  private async commit(client: pg.PoolClient, trace: ActiveTrace | undefined): Promise<void> {
+    const span = trace?.startSpan('database.commit', 'database');
+    try {
+      const result = await client.query('COMMIT');
+      if (result.command !== 'COMMIT')
+        throw new Error(
+          'the transaction was rolled back: a statement failed and the unit of work went on without a savepoint',
+        );
+    } catch (err) {
+      span?.end({ error: true });
+      throw err;
+    }
+    span?.end();
+  }
+
+  /** A statement's text in PostgreSQL's form and its name, worked out once per text. */
+  private statement(sql: string): Prepared {
+    let prepared = this.prepared.get(sql);
+    if (prepared) return prepared;
+    const text = sqlText('postgres', sql);
+    if (this.prepared.size >= MAX_PREPARED) return { text, name: undefined };
+    let name: string | undefined = `bp_${createHash('sha256').update(text).digest('base64url').slice(0, 22)}`;
+    if (this.named.has(name)) name = undefined;
+    else this.named.set(name, text);
+    prepared = { text, name };
+    this.prepared.set(sql, prepared);
+    return prepared;
+  }
+
+  /**
+   * An idle pooled connection failed (the server restarted, an administrator or a proxy ended it):
+   * the pool has dropped it and opens a new one when needed. Logged once until a new connection
+   * succeeds, not once per connection of the pool.
+   */
+  private readonly idleClientFailed = (err: Error): void => {
+    if (this.idleFailure || this.ending) return;
+    this.idleFailure = true;
+    const code = (err as { code?: unknown }).code;
+    console.error(
+      `PostgreSQL: an idle pooled connection failed (${typeof code === 'string' ? `${code}: ` : ''}${err.message}); ` +
+        'the pool opens new connections as needed (further failures are not logged until one does)',
+    );
+  };
+}
+
+/** Rolls back the failed transaction; resolves with the rollback's own failure, if it failed. */
+async function rollBack(client: pg.PoolClient): Promise<unknown> {
+  try {
+    await client.query('ROLLBACK');
+    return undefined;
+  } catch (err) {
+    return err;
+  }
+}
+
+/** What a connection is released with: an Error destroys it (a thrown non-Error is wrapped). */
+function asReleaseError(broken: unknown): Error | undefined {
+  if (broken === undefined || broken instanceof Error) return broken;
+  return new Error('the connection failed', { cause: broken });
+}
+
+/**
+ * The unit of work a write's function returns. Anything else (a promise from an async function
+ * that slipped past the types, say) is refused: its code could run after the commit.
+ */
+function unitOf(unit: () => Work<unknown>): Work<unknown> {
+  const work: unknown = unit();
+  const candidate = work as { next?: unknown; throw?: unknown; then?: unknown } | null;
+  if (
+    candidate !== null &&
+    typeof candidate === 'object' &&
+    typeof candidate.next === 'function' &&
+    typeof candidate.throw === 'function'
+  )
+    return work as Work<unknown>;
+  if (candidate !== null && typeof candidate === 'object' && typeof candidate.then === 'function')
+    Promise.resolve(work as PromiseLike<unknown>).then(undefined, ignore);
+  throw new Error('a write must be a unit of work (a generator function), not a promise or a value');
+}
+
+function ignore(): void {}
+
+/** What a caller is rejected with: the app's error for PostgreSQL failures, an Error for anything thrown. */
+function asError(err: unknown): unknown {
+  if (err instanceof Error) return mapPostgresError(err);
+  const what = err === null ? 'null' : typeof err;
+  return new Error(`a unit of work threw ${what}, not an Error`, { cause: err });
+}
+
+// Rows in the stored form (data/database.ts): what SQLite returns for the same columns.
+
+/** `2026-01-02 03:04:05.678`, as PostgreSQL writes a timestamp; the fraction has 0 to 6 digits. */
+const TIMESTAMP = /^(\d{4}-\d\d-\d\d) (\d\d:\d\d:\d\d)(?:\.(\d{1,6}))?$/;
+/** A timestamptz: the same, then the offset of the session's zone: `+00`, `+05:30`, `-03:30:45`. */
+const TIMESTAMPTZ = /^(\d{4}-\d\d-\d\d) (\d\d:\d\d:\d\d)(?:\.(\d{1,6}))?([+-])(\d\d)(?::(\d\d))?(?::(\d\d))?$/;
+
+/** Milliseconds: the fraction padded or cut to 3 digits (the DateTime columns are timestamp(3)). */
+function millis(fraction: string | undefined): string {
+  return fraction === undefined ? '000' : fraction.length >= 3 ? fraction.slice(0, 3) : fraction.padEnd(3, '0');
+}
+
+/** A timestamp (UTC by the schema's convention) as Prisma writes a DateTime in SQLite. */
+function storedTimestamp(text: string): string {
+  const m = TIMESTAMP.exec(text);
+  // Years past 9999, BC dates and infinity have no stored form; the runtime never writes them.
+  return m ? `${m[1]}T${m[2]}.${millis(m[3])}+00:00` : text;
+}
+
+/** A timestamptz converted to UTC, in the same form. */
+function storedTimestamptz(text: string): string {
+  const m = TIMESTAMPTZ.exec(text);
+  if (!m) return text;
+  const [, date, time, fraction, sign, hours, minutes = '00', seconds = '00'] = m;
+  if (hours === '00' && minutes === '00' && seconds === '00') return `${date}T${time}.${millis(fraction)}+00:00`;
+  const offsetMs = (Number(hours) * 3600 + Number(minutes) * 60 + Number(seconds)) * 1000;
+  const utc = Date.parse(`${date}T${time}.${millis(fraction)}Z`) - (sign === '-' ? -offsetMs : offsetMs);
+  if (Number.isNaN(utc)) return text;
+  return `${new Date(utc).toISOString().slice(0, 23)}+00:00`;
+}
+
+function asText(text: string): string {
+  return text;
+}
+
+/** Parsers of text-format values by type OID; every other type keeps pg's own parser. */
+const PARSERS: Record<number, (text: string) => unknown> = {
+  16: (text) => (text === 't' ? 1 : 0), // bool: 1/0, as SQLite stores it
+  20: Number, // int8: COUNT(*), and the epoch-millisecond BigInt columns
+  1700: Number, // numeric
+  1114: storedTimestamp, // timestamp
+  1184: storedTimestamptz, // timestamptz
+  114: asText, // json: the text, parsed (or not) by the runtime as with SQLite
+  3802: asText, // jsonb
+};
+
+const STORED_FORM = {
+  getTypeParser: (oid: number, format?: 'text' | 'binary') =>
+    (format === undefined || format === 'text' ? PARSERS[oid] : undefined) ?? pg.types.getTypeParser(oid, format),
+} as pg.CustomTypesConfig;
+
+// Failures, mapped to the errors every driver throws (data/database.ts).
+
+/** SQLSTATEs of waiting on other transactions: the same request can succeed a moment later. */
+const BUSY = new Set([
+  '40001', // serialization_failure
+  '40P01', // deadlock_detected
+  '55P03', // lock_not_available
+  '57014', // query_canceled: the statement timeout
+]);
+
+/** SQLSTATEs of a server that cannot serve now: out of connections, shutting down, out of disk or memory. */
+const UNAVAILABLE = new Set([
+  '53300', // too_many_connections
+  '57P01', // admin_shutdown
+  '57P02', // crash_shutdown
+  '57P03', // cannot_connect_now (starting up, or in recovery)
+  '53100', // disk_full
+  '53200', // out_of_memory
+]);
+
+/** Codes of Node's network errors reaching the server. */
+const NETWORK = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EAI_AGAIN']);
+
+/** Messages of `pg` and `pg-pool` for a connection they could not make or lost (they carry no code). */
+const CONNECTION_LOST = new Set([
+  'timeout exceeded when trying to connect',
+  'Connection terminated due to connection timeout',
+  'Connection terminated unexpectedly',
+  'Client has encountered a connection error and is not queryable',
+]);
+
+/**
+ * Turns PostgreSQL's constraint, lock and availability errors into errors a client can act on;
+ * anything else (a NOT NULL or CHECK violation, a bad value or statement: the runtime validates
+ * first, so these are its bugs) stays as it is and becomes an INTERNAL_ERROR.
+ */
+export function mapPostgresError(err: unknown): unknown {
+  if (err instanceof pg.DatabaseError) {
+    const code = err.code ?? '';
+    if (code === '23505') return uniqueConflict(uniqueFields(err));
+    // 23001: a RESTRICT foreign key (Prisma's default for a required relation), since PostgreSQL 18.
+    if (code === '23503' || code === '23001') return referenceConflict();
+    if (BUSY.has(code)) return databaseBusy(err);
+    if (UNAVAILABLE.has(code) || code.startsWith('08')) return storageUnavailable(err);
+    return err;
+  }
+  if (!(err instanceof Error)) return err;
+  const code = (err as { code?: unknown }).code;
+  if (typeof code === 'string' && NETWORK.has(code)) return storageUnavailable(err);
+  return CONNECTION_LOST.has(err.message) ? storageUnavailable(err) : err;
+}
+
+/** An identifier as PostgreSQL prints it in a key: bare (lower case), or double-quoted with `""` for `"`. */
+const IDENTIFIER = String.raw`(?:"(?:[^"]|"")+"|[a-z_][a-z0-9_$]*)`;
+const KEY_COLUMNS = new RegExp(String.raw`^Key \((${IDENTIFIER}(?:, ${IDENTIFIER})*)\)=`);
+const KEY_LOWER = new RegExp(String.raw`^Key \(lower\((${IDENTIFIER})\)\)=`);
+
+function unquote(identifier: string): string {
+  return identifier.startsWith('"') ? identifier.slice(1, -1).replaceAll('""', '"') : identifier;
+}
+
+/**
+ * The fields a unique violation names. The detail reads `Key ("a", b)=(...) already exists.`
+ * for an index on columns (a composite one for an entity's `indexes`), or
+ * `Key (lower(email))=(...)` for the index on lower() of a unique e-mail field (addresses are
+ * unique in any letter case), named `<Table>_<column>_lower_key`: the name is the fallback when
+ * the detail is withheld.
+ */
+function uniqueFields(err: pg.DatabaseError): string[] | undefined {
+  const detail = err.detail ?? '';
+  const columns = KEY_COLUMNS.exec(detail)?.[1];
+  if (columns) return [...columns.matchAll(new RegExp(IDENTIFIER, 'g'))].map((m) => unquote(m[0]));
+  const lower = KEY_LOWER.exec(detail)?.[1];
+  if (lower) return [unquote(lower)];
+  const { table, constraint } = err;
+  if (table && constraint?.startsWith(`${table}_`) && constraint.endsWith('_lower_key'))
+    return [constraint.slice(table.length + 1, -'_lower_key'.length)];
+  return undefined;
+}
