@@ -9,7 +9,8 @@ import { createHash } from 'node:crypto';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { GENERATED_HEADER } from '../emit/header.ts';
-import type { PreviousOutput } from '../emit/migrations.ts';
+import type { PreviousMigrations, PreviousOutput } from '../emit/migrations.ts';
+import { PRISMA_DIR, type PrismaProvider } from '../emit/prisma-providers.ts';
 
 export const MANIFEST = '.bp-manifest.json';
 
@@ -41,18 +42,22 @@ function readIfFile(p: string): Buffer | undefined {
   }
 }
 
-/** What the emit stage needs from the previous generation: schema and migrations bp wrote. */
+/** What the emit stage needs from the previous generation: each provider's schema and migrations bp wrote. */
 export function readPreviousOutput(outDir: string): PreviousOutput {
-  const manifest = readManifest(outDir);
-  const migrations = new Map<string, string>();
-  const owned = Object.keys(manifest?.files ?? {});
-  for (const file of owned) {
-    const m = /^prisma\/migrations\/([^/]+)\/migration\.sql$/.exec(file);
-    const content = m && readIfFile(path.join(outDir, file));
-    if (m && content) migrations.set(m[1], content.toString('utf8'));
-  }
-  const schema = owned.includes('prisma/schema.prisma') ? readIfFile(path.join(outDir, 'prisma/schema.prisma'))?.toString('utf8') : undefined;
-  return { schema, migrations };
+  const owned = Object.keys(readManifest(outDir)?.files ?? {});
+  const read = (file: string) => readIfFile(path.join(outDir, file))?.toString('utf8');
+  const previous = (provider: PrismaProvider): PreviousMigrations => {
+    const dir = `${PRISMA_DIR[provider]}/`;
+    const migrations = new Map<string, string>();
+    for (const file of owned) {
+      const m = file.startsWith(dir) ? /^migrations\/([^/]+)\/migration\.sql$/.exec(file.slice(dir.length)) : null;
+      const content = m ? read(file) : undefined;
+      if (m && content !== undefined) migrations.set(m[1], content);
+    }
+    const schemaFile = `${dir}schema.prisma`;
+    return { schema: owned.includes(schemaFile) ? read(schemaFile) : undefined, migrations };
+  };
+  return { sqlite: previous('sqlite'), postgresql: previous('postgresql') };
 }
 
 export interface WritePlan {
