@@ -224,6 +224,11 @@ describe('PostgreSQL schema and migrations from bp generate', function () {
         '-- CreateIndex (unique e-mail, any letter case)\n' +
         'CREATE UNIQUE INDEX "Customer.billingEmail_lower_key" ON "Customer"(lower("billingEmail"));\n',
     );
+    // The manifest records it within 120 columns too: its long path and its hash on two lines.
+    const manifest = read(path.join(changed, '.bp-manifest.json'));
+    expect(manifest.split('\n').filter((line) => line.length > 120)).to.deep.equal([]);
+    const owned = (JSON.parse(manifest) as { files: Record<string, string> }).files;
+    expect(owned['prisma/postgres/migrations/0002_blueprint_change/migration.sql']).to.equal(sha256(second));
     expect(await applyPostgresMigrations(url, pgMigrations(changed))).to.deep.equal({
       applied: ['0002_blueprint_change'],
       alreadyApplied: 1,

@@ -9,6 +9,7 @@ import { createHash } from 'node:crypto';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { GENERATED_HEADER } from '../emit/header.ts';
+import { MAX_WIDTH } from '../emit/ts-literal.ts';
 import type { PreviousMigrations, PreviousOutput } from '../emit/migrations.ts';
 import { PRISMA_DIR, type PrismaProvider } from '../emit/prisma-providers.ts';
 
@@ -129,7 +130,21 @@ export function applyWrite(
     files: Object.fromEntries([...files].map(([file, content]) => [file, sha256(content)])),
     userOwned: [...scaffold.keys()].sort(),
   };
-  fs.writeFileSync(path.join(outDir, MANIFEST), `${JSON.stringify(manifest, null, 2)}\n`);
+  fs.writeFileSync(path.join(outDir, MANIFEST), manifestText(manifest));
+}
+
+/**
+ * The manifest as indented JSON, within the width of every generated file: an entry whose path and hash
+ * do not fit on one line (a migration of prisma/postgres/, say) has its hash on the next line.
+ */
+function manifestText(manifest: Manifest): string {
+  const lines = JSON.stringify(manifest, null, 2).split('\n');
+  return `${lines.flatMap((line) => (line.length <= MAX_WIDTH ? [line] : splitEntry(line))).join('\n')}\n`;
+}
+
+function splitEntry(line: string): string[] {
+  const entry = /^( *)("(?:[^"\\]|\\.)*"): (.*)$/.exec(line);
+  return entry ? [`${entry[1]}${entry[2]}:`, `${entry[1]}  ${entry[3]}`] : [line];
 }
 
 function writeFile(target: string, content: string): void {
