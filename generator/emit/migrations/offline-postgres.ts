@@ -23,7 +23,8 @@ import type {
 
 /** The engine's connection probe, exactly as its PostgreSQL connector sends it. */
 const PROBE =
-  "SELECT EXISTS(SELECT 1 FROM pg_namespace WHERE nspname = $1), version(), current_setting('server_version_num')::integer as numeric_version;";
+  'SELECT EXISTS(SELECT 1 FROM pg_namespace WHERE nspname = $1), version(), ' +
+  "current_setting('server_version_num')::integer as numeric_version;";
 
 const PROBE_ANSWER: SqlResultSet = {
   columnNames: ['exists', 'version', 'numeric_version'],

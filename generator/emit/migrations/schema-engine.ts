@@ -140,7 +140,10 @@ export async function diffSchemas(previousSchema: string | null, nextSchema: str
       // database): no tables, but the default schema exists. The engine's `empty` source has no
       // schema at all, so on PostgreSQL it would begin with CREATE SCHEMA "public", which needs
       // the CREATE privilege on the database even when the schema exists.
-      from: { tag: 'schemaDatamodel', files: [{ path: PREVIOUS_SCHEMA_PATH, content: previousSchema ?? emptySchema(provider) }] },
+      from: {
+        tag: 'schemaDatamodel',
+        files: [{ path: PREVIOUS_SCHEMA_PATH, content: previousSchema ?? emptySchema(provider) }],
+      },
       to: { tag: 'schemaDatamodel', files: [{ path: NEXT_SCHEMA_PATH, content: nextSchema }] },
       script: true,
       // Asks the engine to say whether the diff is empty (exit code 2 = changes), rather than
