@@ -8,6 +8,7 @@ import { emitMigrations, type PreviousOutput } from './migrations.ts';
 import { emitOpenApi } from './openapi.ts';
 import { emitPermissions } from './permissions.ts';
 import { emitPrismaSchema } from './prisma-schema.ts';
+import { PRISMA_DIR, PRISMA_PROVIDERS } from './prisma-providers.ts';
 import { emitReadme } from './readme.ts';
 import { emitRuntime } from './runtime.ts';
 import { render } from './templates.ts';
@@ -26,6 +27,7 @@ export const APP_DEPENDENCIES: Record<string, string> = {
   esbuild: '^0.28.2',
   express: '^5.3.0',
   'express-session': '^1.19.0',
+  pg: '^8.23.1',
 };
 /**
  * Node flags of `npm start`. A young generation of 4 MB semi-spaces (V8's default grows to 16 MB)
@@ -36,11 +38,13 @@ export const START_NODE_FLAGS = ['--max-semi-space-size=4'];
 
 export const APP_DEV_DEPENDENCIES: Record<string, string> = {
   '@prisma/adapter-better-sqlite3': '7.10.0',
+  '@prisma/adapter-pg': '7.10.0',
   '@prisma/client': '7.10.0',
   '@types/better-sqlite3': '^9.6.0',
   '@types/express': '^5.0.6',
   '@types/express-session': '^1.18.2',
   '@types/node': '^20.19.43',
+  '@types/pg': '^8.23.1',
   prisma: '7.10.1',
   tsx: '^4.23.0',
   typescript: '^5.9.3',
@@ -63,7 +67,6 @@ export interface EmittedApp {
 
 export async function emitApp(bp: Blueprint, options: EmitOptions): Promise<EmittedApp> {
   const files = new Map<string, string>();
-  const schema = emitPrismaSchema(bp);
   const entities = bp.entities.map((e) => ({
     name: e.name,
     collection: e.collection,
@@ -93,8 +96,13 @@ export async function emitApp(bp: Blueprint, options: EmitOptions): Promise<Emit
   files.set('.gitignore', render('app/gitignore.hbs', {}));
   files.set('README.md', emitReadme(bp, { blueprintName: options.blueprintName, outDir: options.outDir, entries }));
   files.set('prisma.config.ts', render('app/prisma.config.ts.hbs', {}));
-  files.set('prisma/schema.prisma', schema);
-  for (const [p, content] of await emitMigrations(schema, options.previous)) files.set(p, content);
+  // Each provider's schema and migrations; the engine runs for both at once.
+  const migrations = await Promise.all(PRISMA_PROVIDERS.map(async (provider) => {
+    const schema = emitPrismaSchema(bp, provider);
+    files.set(`${PRISMA_DIR[provider]}/schema.prisma`, schema);
+    return emitMigrations(provider, schema, options.previous[provider]);
+  }));
+  for (const [p, content] of migrations.flatMap((m) => [...m])) files.set(p, content);
   files.set('openapi.json', emitOpenApi(bp));
   // The project name is the blueprint's free text: a string literal in code, never code itself.
   files.set('src/server.ts', render('app/src/server.ts.hbs', { nameLiteral: tsString(bp.project.name) }));

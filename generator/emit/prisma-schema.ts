@@ -1,7 +1,10 @@
-// prisma/schema.prisma: the data model in Prisma's language. The source of the migrations
-// (Prisma's engine diffs it) and of a Prisma Client for user code that wants one.
+// prisma/schema.prisma (SQLite) and prisma/postgres/schema.prisma (PostgreSQL): the data model in
+// Prisma's language, the same models for both. The source of each provider's migrations (Prisma's
+// engine diffs it) and of a Prisma Client for user code that wants one.
 
+import * as path from 'node:path';
 import { GENERATED_HEADER } from './header.ts';
+import { PRISMA_DIR, type PrismaProvider } from './prisma-providers.ts';
 import { generatedIndexes } from '../model/indexes.ts';
 import { refValueType } from '../model/keys.ts';
 import type { Blueprint, Entity, Field } from '../model/types.ts';
@@ -9,6 +12,12 @@ import { EMAIL_INDEX_MARKER } from './migrations/email-indexes.ts';
 import { refRelations, type RefRelation } from './relations.ts';
 import { MAX_WIDTH, wrapText } from './ts-literal.ts';
 
+/**
+ * Prisma's types, the same for both providers; Prisma picks each database's column type (Float:
+ * REAL in SQLite, DOUBLE PRECISION in PostgreSQL; DateTime: DATETIME, TIMESTAMP(3); Json: JSONB,
+ * stored as text in SQLite). The runtime sees one form of every value either way: its PostgreSQL
+ * driver reads values back as SQLite gives them (runtime-lib/data/database.ts).
+ */
 const SCALAR: Record<Field['type'], string> = {
   ULID: 'String',
   UUID: 'String',
@@ -18,7 +27,8 @@ const SCALAR: Record<Field['type'], string> = {
   Integer: 'Int',
   Float: 'Float',
   Boolean: 'Boolean',
-  // SQLite has no date-only type; a Date is stored as its YYYY-MM-DD text, which sorts correctly.
+  // SQLite has no date-only type; a Date is stored as its YYYY-MM-DD text, which sorts correctly. The
+  // same text in PostgreSQL, whose DATE would come back from the driver as a time of day in a zone.
   Date: 'String',
   DateTime: 'DateTime',
   JSON: 'Json',
@@ -32,7 +42,7 @@ function scalarOf(bp: Blueprint, field: Field): string {
   return SCALAR[field.type === 'Ref' ? refValueType(bp, field) : field.type];
 }
 
-export function emitPrismaSchema(bp: Blueprint): string {
+export function emitPrismaSchema(bp: Blueprint, provider: PrismaProvider): string {
   const relations = refRelations(bp);
   const people = bp.auth.userRecords?.entity;
   const models = bp.entities.map((e) => emitModel(bp, e, relations, e.name === people ? [CREDENTIALS_RELATION] : []));
@@ -40,11 +50,12 @@ export function emitPrismaSchema(bp: Blueprint): string {
     `// ${GENERATED_HEADER}`,
     'generator client {',
     '  provider = "prisma-client"',
-    '  output   = "../src/generated/prisma"',
+    // One Prisma Client folder, whichever schema it is generated from (the output is relative to it).
+    `  output   = "${path.posix.relative(PRISMA_DIR[provider], 'src/generated/prisma')}"`,
     '}',
     '',
     'datasource db {',
-    '  provider = "sqlite"',
+    `  provider = "${provider}"`,
     '}',
     '',
     models.join('\n\n'),
@@ -72,7 +83,8 @@ function emitModel(bp: Blueprint, entity: Entity, relations: RefRelation[], extr
     const attrs: string[] = [];
     if (field.primaryKey) attrs.push('@id');
     else if (field.unique) attrs.push('@unique');
-    // INTEGER PRIMARY KEY AUTOINCREMENT in SQLite: ids are never reused, even after a delete.
+    // INTEGER PRIMARY KEY AUTOINCREMENT in SQLite, SERIAL in PostgreSQL: ids are never reused, even
+    // after a delete.
     const dflt = field.primaryKey && field.type === 'Integer' ? '@default(autoincrement())' : defaultAttribute(field);
     if (dflt) attrs.push(dflt);
     rows.push({

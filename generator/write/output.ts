@@ -9,7 +9,9 @@ import { createHash } from 'node:crypto';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { GENERATED_HEADER } from '../emit/header.ts';
-import type { PreviousOutput } from '../emit/migrations.ts';
+import { MAX_WIDTH } from '../emit/ts-literal.ts';
+import type { PreviousMigrations, PreviousOutput } from '../emit/migrations.ts';
+import { PRISMA_DIR, type PrismaProvider } from '../emit/prisma-providers.ts';
 
 export const MANIFEST = '.bp-manifest.json';
 
@@ -41,18 +43,22 @@ function readIfFile(p: string): Buffer | undefined {
   }
 }
 
-/** What the emit stage needs from the previous generation: schema and migrations bp wrote. */
+/** What the emit stage needs from the previous generation: each provider's schema and migrations bp wrote. */
 export function readPreviousOutput(outDir: string): PreviousOutput {
-  const manifest = readManifest(outDir);
-  const migrations = new Map<string, string>();
-  const owned = Object.keys(manifest?.files ?? {});
-  for (const file of owned) {
-    const m = /^prisma\/migrations\/([^/]+)\/migration\.sql$/.exec(file);
-    const content = m && readIfFile(path.join(outDir, file));
-    if (m && content) migrations.set(m[1], content.toString('utf8'));
-  }
-  const schema = owned.includes('prisma/schema.prisma') ? readIfFile(path.join(outDir, 'prisma/schema.prisma'))?.toString('utf8') : undefined;
-  return { schema, migrations };
+  const owned = Object.keys(readManifest(outDir)?.files ?? {});
+  const read = (file: string) => readIfFile(path.join(outDir, file))?.toString('utf8');
+  const previous = (provider: PrismaProvider): PreviousMigrations => {
+    const dir = `${PRISMA_DIR[provider]}/`;
+    const migrations = new Map<string, string>();
+    for (const file of owned) {
+      const m = file.startsWith(dir) ? /^migrations\/([^/]+)\/migration\.sql$/.exec(file.slice(dir.length)) : null;
+      const content = m ? read(file) : undefined;
+      if (m && content !== undefined) migrations.set(m[1], content);
+    }
+    const schemaFile = `${dir}schema.prisma`;
+    return { schema: owned.includes(schemaFile) ? read(schemaFile) : undefined, migrations };
+  };
+  return { sqlite: previous('sqlite'), postgresql: previous('postgresql') };
 }
 
 export interface WritePlan {
@@ -124,7 +130,21 @@ export function applyWrite(
     files: Object.fromEntries([...files].map(([file, content]) => [file, sha256(content)])),
     userOwned: [...scaffold.keys()].sort(),
   };
-  fs.writeFileSync(path.join(outDir, MANIFEST), `${JSON.stringify(manifest, null, 2)}\n`);
+  fs.writeFileSync(path.join(outDir, MANIFEST), manifestText(manifest));
+}
+
+/**
+ * The manifest as indented JSON, within the width of every generated file: an entry whose path and hash
+ * do not fit on one line (a migration of prisma/postgres/, say) has its hash on the next line.
+ */
+function manifestText(manifest: Manifest): string {
+  const lines = JSON.stringify(manifest, null, 2).split('\n');
+  return `${lines.flatMap((line) => (line.length <= MAX_WIDTH ? [line] : splitEntry(line))).join('\n')}\n`;
+}
+
+function splitEntry(line: string): string[] {
+  const entry = /^( *)("(?:[^"\\]|\\.)*"): (.*)$/.exec(line);
+  return entry ? [`${entry[1]}${entry[2]}:`, `${entry[1]}  ${entry[3]}`] : [line];
 }
 
 function writeFile(target: string, content: string): void {

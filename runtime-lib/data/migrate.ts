@@ -31,7 +31,7 @@ const CREATE_MIGRATIONS_TABLE = `CREATE TABLE "_prisma_migrations" (
     "applied_steps_count"   INTEGER UNSIGNED NOT NULL DEFAULT 0
 )`;
 
-interface Migration {
+export interface Migration {
   name: string;
   script: string;
   checksum: string;
@@ -77,7 +77,8 @@ export function applyMigrations(db: Database.Database, migrationsDir: string): M
   }
 }
 
-function readMigrations(migrationsDir: string): Migration[] {
+/** The migration folders of `migrationsDir`, in the order Prisma applies them. */
+export function readMigrations(migrationsDir: string): Migration[] {
   let entries: string[];
   try {
     entries = readdirSync(migrationsDir);
@@ -133,12 +134,14 @@ function refuseFailedMigrations(db: Database.Database): void {
     )
     .pluck()
     .all() as string[];
-  if (failed.length > 0) {
-    throw new Error(
-      `The database records failed migrations: ${failed.join(', ')}. Fix the database, then mark them with ` +
-        '`prisma migrate resolve --applied <name>` or `--rolled-back <name>` before starting the app again.',
-    );
-  }
+  if (failed.length > 0) throw failedMigrationsError(failed);
+}
+
+export function failedMigrationsError(names: readonly string[]): Error {
+  return new Error(
+    `The database records failed migrations: ${names.join(', ')}. Fix the database, then mark them with ` +
+      '`prisma migrate resolve --applied <name>` or `--rolled-back <name>` before starting the app again.',
+  );
 }
 
 /** Applied = recorded and not rolled back, as Prisma counts it; an edited script is an error. */
@@ -148,21 +151,23 @@ function isApplied(db: Database.Database, migration: Migration): boolean {
     .pluck()
     .all(migration.name) as string[];
   const edited = checksums.find((checksum) => !scriptMatchesChecksum(migration.script, checksum));
-  if (edited !== undefined) {
-    throw new Error(
-      `Migration "${migration.name}" was edited after it was applied to this database: its migration.sql ` +
-        `(sha256 ${migration.checksum}) differs from the applied one (sha256 ${edited}). Restore the ` +
-        'applied file and put the change in a new migration.',
-    );
-  }
+  if (edited !== undefined) throw editedMigrationError(migration, edited);
   return checksums.length > 0;
+}
+
+export function editedMigrationError(migration: Migration, appliedChecksum: string): Error {
+  return new Error(
+    `Migration "${migration.name}" was edited after it was applied to this database: its migration.sql ` +
+      `(sha256 ${migration.checksum}) differs from the applied one (sha256 ${appliedChecksum}). Restore the ` +
+      'applied file and put the change in a new migration.',
+  );
 }
 
 /**
  * Prisma compares line-ending-agnostically, so that a checkout that converted LF to CRLF (or
  * back) does not count as an edit: prisma-engines, schema-engine/connectors/schema-connector/src/checksum.rs.
  */
-function scriptMatchesChecksum(script: string, checksum: string): boolean {
+export function scriptMatchesChecksum(script: string, checksum: string): boolean {
   return [script, script.replaceAll('\r\n', '\n'), script.replaceAll('\n', '\r\n')].some(
     (variant) => sha256(variant) === checksum,
   );
@@ -206,6 +211,6 @@ function sha256(data: string | Buffer): string {
   return createHash('sha256').update(data).digest('hex');
 }
 
-function messageOf(error: unknown): string {
+export function messageOf(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
 }

@@ -5,8 +5,10 @@
  * to the SQL Prisma's engine writes, and marks the fields in schema.prisma: the schema bp wrote
  * last is the record of which indexes the database already has.
  *
- * SQLite's lower() folds ASCII letters only (SQLite is built without ICU), so the comparison
- * ignores the case of A to Z: the letters of almost every address in practice.
+ * The SQL is the same in SQLite and PostgreSQL, and so are the index names. SQLite's lower() folds
+ * ASCII letters only (SQLite is built without ICU), so the comparison ignores the case of A to Z:
+ * the letters of almost every address in practice. PostgreSQL's folds every letter its database's
+ * locale knows (É and é too).
  */
 
 export interface EmailIndex {
@@ -22,8 +24,9 @@ export interface EmailIndex {
 export const EMAIL_INDEX_MARKER = '/// bp: unique ignoring letter case (an index on lower() in the migrations)';
 
 /**
- * `Table.field_lower_key`: identifiers never contain a dot, so the database's "UNIQUE constraint
- * failed: index '...'" names the field unambiguously (runtime-lib/data/db.ts mapSqliteError).
+ * `Table.field_lower_key`: identifiers never contain a dot, so the index a unique violation names
+ * (SQLite's "UNIQUE constraint failed: index '...'", PostgreSQL's `constraint` of error 23505)
+ * gives the field unambiguously (runtime-lib/data/sqlite.ts).
  */
 export function emailIndexName(index: EmailIndex): string {
   return `${index.table}.${index.field}_lower_key`;
@@ -52,7 +55,8 @@ export function emailIndexesOf(schema: string): EmailIndex[] {
 /**
  * Adds to one migration's SQL what keeps the lower() indexes in step with the schema: `before`
  * holds the indexes the database has (those of the schema the previous migration came from),
- * `after` those it must have. Drops come first (SQLite refuses to drop a column an index uses);
+ * `after` those it must have. Drops come first (SQLite refuses to drop a column an index uses,
+ * PostgreSQL drops the index with the column, and a DROP INDEX after that would fail);
  * creations come last, for new indexes and for every index of a table the migration rebuilds
  * (Prisma's SQLite migrations recreate a table as "new_X", drop "X" with its indexes, and
  * rename "new_X" to "X", so its indexes must be made again).

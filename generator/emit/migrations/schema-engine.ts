@@ -11,6 +11,8 @@ import type { SchemaEngine } from '@prisma/schema-engine-wasm/schema_engine_bg';
 import { PrismaBetterSqlite3 } from '@prisma/adapter-better-sqlite3';
 import { bindMigrationAwareSqlAdapterFactory } from '@prisma/driver-adapter-utils';
 import type { SqlDriverAdapter, SqlMigrationAwareDriverAdapterFactory } from '@prisma/driver-adapter-utils';
+import type { PrismaProvider } from '../prisma-providers.ts';
+import { offlinePostgres } from './offline-postgres.ts';
 
 export type { SchemaEngine };
 
@@ -55,14 +57,43 @@ async function instantiateBindings(): Promise<typeof wasmBindings> {
 }
 
 /**
- * Runs `use` with a fresh engine connected through Prisma's better-sqlite3 driver adapter to
- * `databaseUrl` (`:memory:` when the database does not matter, as for diffs between two schema
- * texts). The engine never closes the connections it opens, so they are tracked and closed here:
- * otherwise a file database would stay locked (the engine takes SQLite's exclusive locking mode).
+ * Runs `use` with a fresh engine connected through Prisma's better-sqlite3 driver adapter to the
+ * SQLite database `databaseUrl` (`:memory:` when the database does not matter, as for diffs between
+ * two schema texts).
  */
-export async function withSchemaEngine<T>(databaseUrl: string, use: (engine: SchemaEngine) => Promise<T>): Promise<T> {
+export function withSchemaEngine<T>(databaseUrl: string, use: (engine: SchemaEngine) => Promise<T>): Promise<T> {
+  return withSchemaEngineVia(new PrismaBetterSqlite3({ url: databaseUrl }), use);
+}
+
+/**
+ * Runs `use` with an engine for `provider` that needs no database: an in-memory SQLite one, or for
+ * PostgreSQL an adapter that reaches no server (offline-postgres.ts), whose refusal, if the engine
+ * asked it anything, becomes the error.
+ */
+async function withOfflineEngine<T>(provider: PrismaProvider, use: (engine: SchemaEngine) => Promise<T>): Promise<T> {
+  if (provider === 'sqlite') return withSchemaEngine(':memory:', use);
+  const postgres = offlinePostgres();
+  try {
+    return await withSchemaEngineVia(postgres.factory, use);
+  } catch (error) {
+    const refused = postgres.refused();
+    if (refused === undefined) throw error;
+    throw new Error(`Prisma's schema engine wanted a PostgreSQL server, which bp does not use, to run: ${refused}`, {
+      cause: error,
+    });
+  }
+}
+
+/**
+ * Runs `use` with a fresh engine connected through the driver adapters `adapters` makes. The engine
+ * never closes the connections it opens, so they are tracked and closed here: otherwise a SQLite
+ * file would stay locked (the engine takes SQLite's exclusive locking mode).
+ */
+export async function withSchemaEngineVia<T>(
+  adapters: SqlMigrationAwareDriverAdapterFactory,
+  use: (engine: SchemaEngine) => Promise<T>,
+): Promise<T> {
   const bindings = await loadBindings();
-  const sqlite = new PrismaBetterSqlite3({ url: databaseUrl });
   const opened: SqlDriverAdapter[] = [];
   const track = async (connect: Promise<SqlDriverAdapter>): Promise<SqlDriverAdapter> => {
     const adapter = await connect;
@@ -70,14 +101,18 @@ export async function withSchemaEngine<T>(databaseUrl: string, use: (engine: Sch
     return adapter;
   };
   const factory: SqlMigrationAwareDriverAdapterFactory = {
-    provider: sqlite.provider,
-    adapterName: sqlite.adapterName,
-    connect: () => track(sqlite.connect()),
-    connectToShadowDb: () => track(sqlite.connectToShadowDb()),
+    provider: adapters.provider,
+    adapterName: adapters.adapterName,
+    connect: () => track(adapters.connect()),
+    connectToShadowDb: () => track(adapters.connectToShadowDb()),
   };
   try {
     // The engine requires a factory bound to an error registry; an unbound one fails.
-    const engine = await bindings.SchemaEngine.new({ datamodels: undefined }, ignoreEngineLog, bindMigrationAwareSqlAdapterFactory(factory));
+    const engine = await bindings.SchemaEngine.new(
+      { datamodels: undefined },
+      ignoreEngineLog,
+      bindMigrationAwareSqlAdapterFactory(factory),
+    );
     try {
       return await use(engine);
     } finally {
@@ -93,15 +128,22 @@ function ignoreEngineLog(): void {}
 
 /**
  * SQL that takes a database from `previousSchema` (null = empty database) to `nextSchema`, both
- * full Prisma schema texts (provider "sqlite"). Empty string when nothing changes. Uses Prisma's
- * own schema engine (WASM), offline, never hand-written DDL.
+ * full Prisma schema texts of the same provider (their datasource's: "sqlite" or "postgresql").
+ * Empty string when nothing changes. Uses Prisma's own schema engine (WASM), offline, never
+ * hand-written DDL.
  */
 export async function diffSchemas(previousSchema: string | null, nextSchema: string): Promise<string> {
-  const result = await withSchemaEngine(':memory:', (engine) =>
+  const provider = providerOf(nextSchema);
+  const result = await withOfflineEngine(provider, (engine) =>
     engine.diff({
-      from: previousSchema === null
-        ? { tag: 'empty' }
-        : { tag: 'schemaDatamodel', files: [{ path: PREVIOUS_SCHEMA_PATH, content: previousSchema }] },
+      // An empty database as Prisma Migrate finds one when it writes a first migration (its shadow
+      // database): no tables, but the default schema exists. The engine's `empty` source has no
+      // schema at all, so on PostgreSQL it would begin with CREATE SCHEMA "public", which needs
+      // the CREATE privilege on the database even when the schema exists.
+      from: {
+        tag: 'schemaDatamodel',
+        files: [{ path: PREVIOUS_SCHEMA_PATH, content: previousSchema ?? emptySchema(provider) }],
+      },
       to: { tag: 'schemaDatamodel', files: [{ path: NEXT_SCHEMA_PATH, content: nextSchema }] },
       script: true,
       // Asks the engine to say whether the diff is empty (exit code 2 = changes), rather than
@@ -125,7 +167,7 @@ export async function diffSchemas(previousSchema: string | null, nextSchema: str
  */
 export async function checkSchema(schema: string): Promise<string[]> {
   try {
-    await withSchemaEngine(':memory:', (engine) =>
+    await withOfflineEngine(providerOf(schema), (engine) =>
       engine.diff({
         from: { tag: 'empty' },
         to: { tag: 'schemaDatamodel', files: [{ path: NEXT_SCHEMA_PATH, content: schema }] },
@@ -142,6 +184,20 @@ export async function checkSchema(schema: string): Promise<string[]> {
       .map(trimLineEnds)
       .filter((message) => message !== '');
   }
+}
+
+/**
+ * The provider a schema text's datasource block names. Anything but "postgresql" gets the SQLite
+ * engine, which reports a provider it does not serve as a validation error.
+ */
+export function providerOf(schema: string): PrismaProvider {
+  const datasource = /^datasource\s+\w+\s*\{([^}]*)\}/m.exec(schema)?.[1] ?? '';
+  return /^\s*provider\s*=\s*"postgresql"\s*$/m.test(datasource) ? 'postgresql' : 'sqlite';
+}
+
+/** A schema with the datasource and nothing else: the model of an empty database. */
+function emptySchema(provider: PrismaProvider): string {
+  return `datasource db {\n  provider = "${provider}"\n}\n`;
 }
 
 function errorMessage(error: unknown): string {
