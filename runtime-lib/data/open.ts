@@ -5,6 +5,8 @@
 import * as path from 'node:path';
 import type { Database } from './database.ts';
 import { applyMigrations } from './migrate.ts';
+import { openPostgres, postgresOptionsFromEnv } from './postgres.ts';
+import { applyPostgresMigrations } from './postgres-migrate.ts';
 import { openSqlite } from './sqlite.ts';
 
 export const DEFAULT_DATABASE_URL = 'file:./data/app.db';
@@ -30,7 +32,24 @@ export async function openDatabase(appDir: string, env: NodeJS.ProcessEnv): Prom
       throw err;
     }
   }
+  if (isPostgresUrl(url)) {
+    const db = await openPostgres(url, postgresOptionsFromEnv(env));
+    try {
+      // Several instances may start together: the migrations' advisory lock lets one apply them.
+      const { applied } = await applyPostgresMigrations(db.pool, path.join(appDir, 'prisma', 'postgres', 'migrations'));
+      return { db, description: `PostgreSQL, a pool of ${db.pool.options.max} connections`, applied };
+    } catch (err) {
+      await db.close();
+      throw err;
+    }
+  }
+  // Only the scheme: the rest of a URL may hold a password.
   throw new Error(
     `DATABASE_URL must start with file: (SQLite) or postgres:// or postgresql:// (PostgreSQL); got "${url.split(':')[0]}:"`,
   );
+}
+
+/** As prisma.config.ts decides which migrations folder the Prisma CLI uses. */
+export function isPostgresUrl(url: string): boolean {
+  return /^postgres(ql)?:\/\//.test(url);
 }
