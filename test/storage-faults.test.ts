@@ -15,7 +15,7 @@ import * as path from 'node:path';
 import Database from 'better-sqlite3';
 import { expect } from 'chai';
 import { AppError } from '../runtime-lib/core/errors.ts';
-import { mapSqliteError, openDatabase, synchronousOf } from '../runtime-lib/data/db.ts';
+import { mapSqliteError, openSqlite } from '../runtime-lib/data/sqlite.ts';
 import { freshDir, generate, request, ROOT, startApp, type HttpResponse, type RunningApp } from './support/apps.ts';
 import {
   Api,
@@ -341,7 +341,7 @@ describe('storage faults, health and readiness (generated helpdesk)', function (
   });
 
   describe('durability (DATABASE_SYNC)', () => {
-    it('openDatabase runs synchronous NORMAL by default and FULL when asked, and refuses anything else', () => {
+    it('openSqlite runs synchronous NORMAL by default and FULL when asked, and refuses anything else', async () => {
       const dir = freshDir('storage-sync');
       const levels: Array<[string | undefined, number, string]> = [
         [undefined, 1, 'normal'],
@@ -350,21 +350,21 @@ describe('storage faults, health and readiness (generated helpdesk)', function (
         ['FULL', 2, 'full'],
       ];
       for (const [synchronous, level, name] of levels) {
-        const db = openDatabase(`file:${path.join(dir, 'sync.db')}`, dir, { synchronous, busyTimeoutMs: 250 });
+        const db = openSqlite(`file:${path.join(dir, 'sync.db')}`, dir, { synchronous, busyTimeoutMs: 250 });
         try {
-          expect(db.pragma('synchronous', { simple: true }), String(synchronous)).to.equal(level);
-          expect(synchronousOf(db)).to.equal(name);
-          expect(db.pragma('journal_mode', { simple: true })).to.equal('wal');
-          expect(db.pragma('busy_timeout', { simple: true })).to.equal(250);
+          expect(db.connection.pragma('synchronous', { simple: true }), String(synchronous)).to.equal(level);
+          expect(db.synchronous).to.equal(name);
+          expect(db.connection.pragma('journal_mode', { simple: true })).to.equal('wal');
+          expect(db.connection.pragma('busy_timeout', { simple: true })).to.equal(250);
         } finally {
-          db.close();
+          await db.close();
         }
       }
-      const plain = openDatabase(`file:${path.join(dir, 'sync.db')}`, dir);
-      expect(plain.pragma('busy_timeout', { simple: true })).to.equal(5000);
-      plain.close();
+      const plain = openSqlite(`file:${path.join(dir, 'sync.db')}`, dir);
+      expect(plain.connection.pragma('busy_timeout', { simple: true })).to.equal(5000);
+      await plain.close();
       for (const bad of ['off', 'extra', '', 'full ']) {
-        expect(() => openDatabase(`file:${path.join(dir, 'sync.db')}`, dir, { synchronous: bad }), bad).to.throw(
+        expect(() => openSqlite(`file:${path.join(dir, 'sync.db')}`, dir, { synchronous: bad }), bad).to.throw(
           `DATABASE_SYNC must be "normal" (the default) or "full" (got "${bad}")`,
         );
       }
@@ -373,7 +373,7 @@ describe('storage faults, health and readiness (generated helpdesk)', function (
     it('an app started with DATABASE_SYNC=full runs synchronous FULL', async () => {
       const app = await startApp(appDir, { ...KEYS, DATABASE_URL: 'file:./data/full.db', DATABASE_SYNC: 'full' });
       try {
-        expect(app.output()).to.match(/^database synchronous: full$/m);
+        expect(app.output()).to.match(/^database: SQLite, synchronous full$/m);
         const res = await readyz(app.url);
         expect(res.status, res.text).to.equal(200);
       } finally {
