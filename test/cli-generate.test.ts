@@ -230,7 +230,7 @@ fields = [
       const git = (args: string[], input?: string) => spawnSync('git', args, { cwd: out, input, encoding: 'utf8' });
       expect(git(['init', '--quiet']).status).to.equal(0);
       const generated = listTree(out).filter((f) => !f.startsWith('.git/'));
-      expect(generated).to.include.members(['src/runtime/data/db.ts', 'src/extend.ts', 'scripts/build.js']);
+      expect(generated).to.include.members(['src/runtime/data/database.ts', 'src/extend.ts', 'scripts/build.js']);
       // Exit 1: none of the paths is ignored.
       const kept = git(['check-ignore', '--no-index', '--verbose', '--stdin'], `${generated.join('\n')}\n`);
       expect(kept.stdout).to.equal('');

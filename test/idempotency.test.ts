@@ -406,6 +406,8 @@ describe('Idempotency-Key (lab app as its own process)', function () {
   // that the test holds the IdempotencyStore's clock and a gate the Hold handler waits at.
   describe('leases: a running command keeps its key, a dead one loses it', () => {
     type Mod = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
+    /** The app's SQLite database (src/runtime/data/sqlite.ts), and its connection, for looking. */
+    let database: Mod;
     let db: Database.Database;
     let mods: Record<'executor' | 'store' | 'audit' | 'idempotency' | 'events' | 'errors' | 'commands', Mod>;
     let stores: Map<string, Mod>;
@@ -437,11 +439,11 @@ describe('Idempotency-Key (lab app as its own process)', function () {
     const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
     const settle = <T>(p: Promise<T>) => p.then((value) => ({ ok: true as const, value }), (error: Mod) => ({ ok: false as const, error }));
     const runtime = (gate: Gate, lease: { leaseMs?: number; renewEveryMs?: number } = {}) => {
-      const audit = new mods.audit.AuditLog(db);
+      const audit = new mods.audit.AuditLog();
       return {
         stores,
         audit,
-        idempotency: new mods.idempotency.IdempotencyStore(db, { now: () => Date.now() + skew, ...lease }),
+        idempotency: new mods.idempotency.IdempotencyStore(database, { now: () => Date.now() + skew, ...lease }),
         events: new mods.events.EventBus(),
         services: { gate },
         reportEventFailure: () => undefined,
@@ -449,13 +451,13 @@ describe('Idempotency-Key (lab app as its own process)', function () {
     };
     const hold = (rt: Mod, jobId: string, key: string) =>
       settle(mods.executor.executeCommand(rt, mods.commands.hold, { actor: agent, recordId: jobId, input: {}, idempotencyKey: key }) as Promise<Mod>);
-    const newJob = async (rt: Mod) => (await rt.idempotency.commits.run(() => (stores.get('Job') as Mod).create({ actor: agent }, { title: 'held' }))) as Rec;
+    const newJob = async () => (await database.write(() => (stores.get('Job') as Mod).create({ actor: agent }, { title: 'held' }))) as Rec;
     const trail = (jobId: string) => (db.prepare('SELECT "operation" FROM "_bp_audit" WHERE "recordId" = ? ORDER BY "id"').pluck().all(jobId) as string[]).filter((o) => o.startsWith('command:Hold'));
     const keyRow = (key: string) => db.prepare('SELECT "state", "claimId", "leaseExpiresAt", "body" FROM "_bp_idempotency" WHERE "key" = ?').get(key) as Rec;
 
     before(async () => {
       const load = (file: string) => import(pathToFileURL(path.join(appDir, file)).href) as Promise<Mod>;
-      const [executor, store, audit, idempotency, events, errors, commands, dbMod, migrate] = await Promise.all(
+      const [executor, store, audit, idempotency, events, errors, commands, sqlite, migrate] = await Promise.all(
         [
           'src/runtime/commands/executor.ts',
           'src/runtime/data/entity-store.ts',
@@ -464,25 +466,26 @@ describe('Idempotency-Key (lab app as its own process)', function () {
           'src/runtime/commands/events.ts',
           'src/runtime/core/errors.ts',
           'src/commands.ts',
-          'src/runtime/data/db.ts',
+          'src/runtime/data/sqlite.ts',
           'src/runtime/data/migrate.ts',
         ].map(load),
       );
       mods = { executor, store, audit, idempotency, events, errors, commands };
-      db = dbMod.openDatabase(`file:${path.join(appDir, 'data', 'leases.db')}`, appDir);
+      database = sqlite.openSqlite(`file:${path.join(appDir, 'data', 'leases.db')}`, appDir);
+      db = database.connection;
       migrate.applyMigrations(db, path.join(appDir, 'prisma', 'migrations'));
       const specs = await Promise.all(['job', 'customer'].map(async (e) => Object.values(await load(`src/entities/${e}.ts`)).find((v) => v && typeof v === 'object' && 'collection' in v)));
-      const auditLog = new audit.AuditLog(db);
-      stores = new Map(specs.map((spec: Mod) => [spec.name, new store.EntityStore(db, spec, auditLog)]));
+      const auditLog = new audit.AuditLog();
+      stores = new Map(specs.map((spec: Mod) => [spec.name, new store.EntityStore(database, spec, auditLog)]));
     });
     beforeEach(() => (skew = 0));
-    after(() => db?.close());
+    after(async () => database?.close());
 
     it('keeps the key while the command runs, renewing its lease: a retry long after is 409, and it runs once', async () => {
       const gate = new Gate();
       // Renewed every 20 ms of real time, while the clock moves 10 s at a time: a lapse would show.
       const rt = runtime(gate, { renewEveryMs: 20 });
-      const job = await newJob(rt);
+      const job = await newJob();
       const key = k('long-runner');
       gate.holds = 1;
       const first = hold(rt, job.id as string, key);
@@ -511,7 +514,7 @@ describe('Idempotency-Key (lab app as its own process)', function () {
     it('lets a retry take the key over once the lease lapsed, and fences the first runner out: it commits nothing', async () => {
       const gate = new Gate();
       const rt = runtime(gate);
-      const job = await newJob(rt);
+      const job = await newJob();
       const key = k('taken-over');
       gate.holds = 1;
       const first = hold(rt, job.id as string, key);
@@ -536,7 +539,7 @@ describe('Idempotency-Key (lab app as its own process)', function () {
     it('frees the key after a retryable failure, so the same request with the same key runs again', async () => {
       const gate = new Gate();
       const rt = runtime(gate);
-      const job = await newJob(rt);
+      const job = await newJob();
       const key = k('busy');
       gate.holds = 1;
       const first = hold(rt, job.id as string, key);

@@ -2,7 +2,7 @@
 
 import { expect } from 'chai';
 import Database from 'better-sqlite3';
-import { mapSqliteError } from '../runtime-lib/data/db.ts';
+import { mapSqliteError } from '../runtime-lib/data/sqlite.ts';
 import { AppError, ERROR_CODES, envelope } from '../runtime-lib/core/errors.ts';
 import { ulid, ULID_PATTERN } from '../runtime-lib/core/ids.ts';
 import { ActiveTrace, TraceStore, type Trace } from '../runtime-lib/observe/tracing.ts';

@@ -8,14 +8,16 @@
 // WAL append fails with EFBIG, which SQLite reports as SQLITE_IOERR_WRITE). Under each, a create,
 // an update, a delete and a command, all under an Idempotency-Key, answer 503 with
 // `retryable: true` and Retry-After; afterwards the database holds exactly what it held before,
-// and the same requests with the same keys succeed.
+// and the same requests with the same keys succeed. A full disk met by each statement of a keyed
+// create in turn (the venue app, API keys only) checks that the driver answers the storage fault
+// even where SQLite rolled the whole transaction back under the write's savepoints.
 
 import { execFileSync, spawnSync } from 'node:child_process';
 import * as path from 'node:path';
 import Database from 'better-sqlite3';
 import { expect } from 'chai';
 import { AppError } from '../runtime-lib/core/errors.ts';
-import { mapSqliteError, openDatabase, synchronousOf } from '../runtime-lib/data/db.ts';
+import { mapSqliteError, openSqlite } from '../runtime-lib/data/sqlite.ts';
 import { freshDir, generate, request, ROOT, startApp, type HttpResponse, type RunningApp } from './support/apps.ts';
 import {
   Api,
@@ -24,6 +26,7 @@ import {
   errorOf,
   type InProcessApp,
   type Rec,
+  type TraceLike,
   usersCli,
 } from './support/commands/harness.ts';
 
@@ -341,7 +344,7 @@ describe('storage faults, health and readiness (generated helpdesk)', function (
   });
 
   describe('durability (DATABASE_SYNC)', () => {
-    it('openDatabase runs synchronous NORMAL by default and FULL when asked, and refuses anything else', () => {
+    it('openSqlite runs synchronous NORMAL by default and FULL when asked, and refuses anything else', async () => {
       const dir = freshDir('storage-sync');
       const levels: Array<[string | undefined, number, string]> = [
         [undefined, 1, 'normal'],
@@ -350,21 +353,21 @@ describe('storage faults, health and readiness (generated helpdesk)', function (
         ['FULL', 2, 'full'],
       ];
       for (const [synchronous, level, name] of levels) {
-        const db = openDatabase(`file:${path.join(dir, 'sync.db')}`, dir, { synchronous, busyTimeoutMs: 250 });
+        const db = openSqlite(`file:${path.join(dir, 'sync.db')}`, dir, { synchronous, busyTimeoutMs: 250 });
         try {
-          expect(db.pragma('synchronous', { simple: true }), String(synchronous)).to.equal(level);
-          expect(synchronousOf(db)).to.equal(name);
-          expect(db.pragma('journal_mode', { simple: true })).to.equal('wal');
-          expect(db.pragma('busy_timeout', { simple: true })).to.equal(250);
+          expect(db.connection.pragma('synchronous', { simple: true }), String(synchronous)).to.equal(level);
+          expect(db.synchronous).to.equal(name);
+          expect(db.connection.pragma('journal_mode', { simple: true })).to.equal('wal');
+          expect(db.connection.pragma('busy_timeout', { simple: true })).to.equal(250);
         } finally {
-          db.close();
+          await db.close();
         }
       }
-      const plain = openDatabase(`file:${path.join(dir, 'sync.db')}`, dir);
-      expect(plain.pragma('busy_timeout', { simple: true })).to.equal(5000);
-      plain.close();
+      const plain = openSqlite(`file:${path.join(dir, 'sync.db')}`, dir);
+      expect(plain.connection.pragma('busy_timeout', { simple: true })).to.equal(5000);
+      await plain.close();
       for (const bad of ['off', 'extra', '', 'full ']) {
-        expect(() => openDatabase(`file:${path.join(dir, 'sync.db')}`, dir, { synchronous: bad }), bad).to.throw(
+        expect(() => openSqlite(`file:${path.join(dir, 'sync.db')}`, dir, { synchronous: bad }), bad).to.throw(
           `DATABASE_SYNC must be "normal" (the default) or "full" (got "${bad}")`,
         );
       }
@@ -373,7 +376,7 @@ describe('storage faults, health and readiness (generated helpdesk)', function (
     it('an app started with DATABASE_SYNC=full runs synchronous FULL', async () => {
       const app = await startApp(appDir, { ...KEYS, DATABASE_URL: 'file:./data/full.db', DATABASE_SYNC: 'full' });
       try {
-        expect(app.output()).to.match(/^database synchronous: full$/m);
+        expect(app.output()).to.match(/^database: SQLite, synchronous full$/m);
         const res = await readyz(app.url);
         expect(res.status, res.text).to.equal(200);
       } finally {
@@ -437,5 +440,84 @@ describe('storage faults, health and readiness (generated helpdesk)', function (
       const node = Object.assign(new Error('connection reset'), { code: 'ECONNRESET' });
       expect(mapSqliteError(node)).to.equal(node);
     });
+  });
+});
+
+
+// Where the disk fills decides how SQLite fails: a statement that keeps a statement journal (an
+// INSERT ... RETURNING) is undone alone, a plain single-row INSERT (the audit row, the stored
+// response) rolls the whole transaction back, savepoints and all. Whichever statement of a keyed
+// create meets the full disk, the caller hears 503 STORAGE_UNAVAILABLE and nothing is stored. The
+// venue app has API keys and no sign-in, so it boots without the e-mail sign-in runtime.
+describe('a full disk at each statement of a keyed create (generated venue app)', function () {
+  this.timeout(120_000);
+  const KEY = 'boxoffice-key-0123456789';
+  let hd: InProcessApp;
+  let seq = 0;
+
+  before(async () => {
+    const appDir = path.join(freshDir('storage-full-venue'), 'app');
+    generate(path.join(ROOT, 'test/fixtures/zebric/indexes/app.toml'), appDir);
+    hd = await bootInProcess(appDir, { VENUE_BOXOFFICE_KEY: KEY });
+  });
+  after(async () => hd?.close());
+
+  const call = (method: string, url: string, json: Rec, key: string) =>
+    request(hd.url, method, url, { json, headers: { authorization: `Bearer ${KEY}`, 'idempotency-key': key } });
+  const seat = (holder: string) => ({ eventId: 'e', row: 'r', number: ++seq, code: `c${seq}`, holder });
+  const rows = () => {
+    const out: Record<string, Rec[]> = {};
+    for (const table of ['Seat', '_bp_audit', '_bp_idempotency']) out[table] = hd.db.prepare(`SELECT * FROM "${table}" ORDER BY rowid`).all() as Rec[];
+    return out;
+  };
+  /** The table of the last INSERT the request ran: the one that met the full disk. */
+  const failedInsert = async (res: HttpResponse) => {
+    let trace: TraceLike | undefined;
+    // The trace is filed once the response is sent; it may lag the client's read.
+    for (let i = 0; i < 100 && !trace; i++) {
+      trace = hd.traces.list().find((t) => t.traceId === res.headers.get('x-trace-id'));
+      if (!trace) await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+    const inserts = (trace?.spans ?? []).map((s) => String(s.attributes?.sql ?? '')).filter((sql) => sql.startsWith('INSERT'));
+    return /^INSERT INTO "(\w+)"/.exec(inserts[inserts.length - 1] ?? '')?.[1];
+  };
+
+  it('answers 503 STORAGE_UNAVAILABLE and stores nothing, whichever fails; the same keyed request succeeds after', async () => {
+    const failed: string[] = [];
+    // Room freed before the fault (the file otherwise full) moves the statement that meets the
+    // full disk along the create: the record's INSERT ... RETURNING, its audit row (which rolls
+    // the transaction back under the savepoint of the step), its stored response.
+    for (const freed of [0, 80_000, 110_000]) {
+      const label = `${freed} bytes freed`;
+      hd.db.exec('VACUUM');
+      const made = await call('POST', '/api/seats', seat('y'.repeat(freed)), k('free'));
+      expect(made.status, label).to.equal(201);
+      const shrunk = await call('PUT', `/api/seats/${(made.body as Rec).id}`, { holder: 'x' }, k('free'));
+      expect(shrunk.status, label).to.equal(200);
+      hd.db.pragma('wal_checkpoint(TRUNCATE)');
+      const limit = hd.db.pragma('max_page_count', { simple: true }) as number;
+      const key = k('full');
+      const body = seat('z'.repeat(30_000));
+      const before = rows();
+      hd.db.pragma(`max_page_count = ${hd.db.pragma('page_count', { simple: true }) as number}`);
+      let res: HttpResponse;
+      let lines: string[];
+      try {
+        ({ result: res, lines } = await capturingConsoleError(() => call('POST', '/api/seats', body, key)));
+      } finally {
+        hd.db.pragma(`max_page_count = ${limit}`);
+      }
+      expect(res.status, `${label}: ${res.text.slice(0, 300)}`).to.equal(503);
+      expect(errorOf(res), label).to.include({ code: 'STORAGE_UNAVAILABLE', retryable: true });
+      expect(lines, label).to.have.length(1);
+      expect(lines[0], label).to.match(/storage unavailable: SQLITE_FULL: /);
+      expect(rows(), label).to.deep.equal(before);
+      failed.push(String(await failedInsert(res)));
+      const again = await call('POST', '/api/seats', body, key);
+      expect(again.status, `${label} after the fault: ${again.text.slice(0, 300)}`).to.equal(201);
+      expect(again.headers.get('idempotent-replayed'), label).to.equal(null);
+    }
+    // Each statement met the full disk once: should the sizes stop reaching them, this says so.
+    expect(failed).to.deep.equal(['Seat', '_bp_audit', '_bp_idempotency']);
   });
 });

@@ -59,7 +59,8 @@ export function* done<T>(value: T): Work<T> {
 /**
  * Runs `work` inside the current transaction so that, when it throws, only its own changes are
  * undone and the transaction carries on (to record the failure alongside). When the undo itself
- * fails, that failure is thrown and the driver rolls the whole transaction back.
+ * fails, or the release after success, that failure is thrown and the driver fails the whole
+ * write, rolled back, whatever its caller does with the failure: nothing of it commits.
  */
 export function* savepoint<T>(work: Work<T>): Work<T> {
   yield* run('SAVEPOINT bp_step');

@@ -12,6 +12,7 @@ import Database from 'better-sqlite3';
 import { expect } from 'chai';
 import type { AuditRecord } from '../../../runtime-lib/data/audit.ts';
 import type { AppEvent } from '../../../runtime-lib/commands/events.ts';
+import type { SqliteDatabase } from '../../../runtime-lib/data/sqlite.ts';
 
 export type { AppEvent, AuditRecord };
 import { request, type HttpResponse } from '../apps.ts';
@@ -30,6 +31,7 @@ export interface InProcessApp {
   appDir: string;
   /** Absolute path of the SQLite file the app uses. */
   dbFile: string;
+  /** The app's own SQLite connection (that of the database it was built with). */
   db: Db;
   /** Every event the app's EventBus delivered, in order. */
   delivered: AppEvent[];
@@ -56,7 +58,7 @@ export interface BootOptions {
   traces?: { max: number; maxAgeMs: number };
   /** createApp's trusted delegation hook. */
   delegate?: (req: unknown, actor: { id: string }) => string | undefined;
-  /** openDatabase's options (e.g. a short busy timeout). */
+  /** openSqlite's options (e.g. a short busy timeout). */
   database?: { busyTimeoutMs?: number; synchronous?: string };
 }
 
@@ -69,14 +71,15 @@ export async function bootInProcess(appDir: string, env: Record<string, string>,
   const load = async <T>(file: string): Promise<T> => (await import(pathToFileURL(path.join(appDir, file)).href)) as T;
   const { createApp } = await load<{ createApp: (o: Rec) => { listen(port: number, host: string): Server; events: InProcessApp['events']; traces: InProcessApp['traces'] } }>('src/app.ts');
   const { TraceStore } = await load<{ TraceStore: new (max: number, maxAgeMs: number) => unknown }>('src/runtime/observe/tracing.ts');
-  const { openDatabase } = await load<{ openDatabase: (url: string, base: string, o?: BootOptions['database']) => Db }>('src/runtime/data/db.ts');
+  const { openSqlite } = await load<{ openSqlite: (url: string, base: string, o?: BootOptions['database']) => SqliteDatabase }>('src/runtime/data/sqlite.ts');
   const { applyMigrations } = await load<{ applyMigrations: (db: Db, dir: string) => unknown }>('src/runtime/data/migrate.ts');
   const dbFile = path.join(appDir, 'data', dbName);
-  const db = openDatabase(`file:${dbFile}`, appDir, options.database);
+  const database = openSqlite(`file:${dbFile}`, appDir, options.database);
+  const db = database.connection;
   applyMigrations(db, path.join(appDir, 'prisma', 'migrations'));
   const warnings: string[] = [];
   const traces = options.traces && new TraceStore(options.traces.max, options.traces.maxAgeMs);
-  const built = createApp({ db, appDir, env, services: options.services, traces, delegate: options.delegate, warn: (m: string) => warnings.push(m) });
+  const built = createApp({ db: database, appDir, env, services: options.services, traces, delegate: options.delegate, warn: (m: string) => warnings.push(m) });
   const delivered: AppEvent[] = [];
   built.events.subscribe((e) => void delivered.push(e));
   const server = built.listen(0, '127.0.0.1');
@@ -94,7 +97,7 @@ export async function bootInProcess(appDir: string, env: Record<string, string>,
     close: async () => {
       server.closeAllConnections();
       await new Promise((resolve) => server.close(resolve));
-      db.close();
+      await database.close();
     },
   };
 }
