@@ -199,12 +199,13 @@ fields = [
   });
 
   describe('the generated server', () => {
-    it('refuses a bad PORT and a non-SQLite DATABASE_URL with a clear message', async () => {
+    it('refuses a bad PORT, a DATABASE_URL of another database and an unreachable PostgreSQL clearly', async () => {
       const out = path.join(freshDir('gen-env'), 'app');
       expect(bp(['generate', 'fixtures/catalog/catalog.toml', '-o', out]).status).to.equal(0);
       for (const [env, message] of [
         [{ PORT: 'eighty' }, 'PORT must be a number from 0 to 65535 (got "eighty")'],
-        [{ DATABASE_URL: 'postgres://db/app' }, 'DATABASE_URL must be a SQLite file: URL'],
+        [{ DATABASE_URL: 'mysql://db/app' }, 'DATABASE_URL must start with file: (SQLite) or postgres://'],
+        [{ DATABASE_URL: 'postgres://bp:secret@127.0.0.1:1/app' }, 'cannot start: PostgreSQL at 127.0.0.1:1'],
       ] as const) {
         const error = await startApp(out, env).then(
           () => undefined,

@@ -34,19 +34,38 @@ export async function openDatabase(appDir: string, env: NodeJS.ProcessEnv): Prom
   }
   if (isPostgresUrl(url)) {
     const db = await openPostgres(url, postgresOptionsFromEnv(env));
+    const migrations = path.join(appDir, 'prisma', 'postgres', 'migrations');
     try {
       // Several instances may start together: the migrations' advisory lock lets one apply them.
-      const { applied } = await applyPostgresMigrations(db.pool, path.join(appDir, 'prisma', 'postgres', 'migrations'));
+      const { applied } = await applyPostgresMigrations(db.pool, migrations);
       return { db, description: `PostgreSQL, a pool of ${db.pool.options.max} connections`, applied };
     } catch (err) {
       await db.close();
-      throw err;
+      throw new Error(`PostgreSQL at ${serverOf(url)}: ${reasonOf(err)}`, { cause: err });
     }
   }
   // Only the scheme: the rest of a URL may hold a password.
   throw new Error(
-    `DATABASE_URL must start with file: (SQLite) or postgres:// or postgresql:// (PostgreSQL); got "${url.split(':')[0]}:"`,
+    'DATABASE_URL must start with file: (SQLite) or postgres:// or postgresql:// (PostgreSQL); ' +
+      `got "${url.split(':')[0]}:"`,
   );
+}
+
+/** Where a PostgreSQL URL points, without its credentials. */
+function serverOf(url: string): string {
+  try {
+    const { hostname, port, pathname } = new URL(url);
+    return `${hostname}:${port || 5432}${pathname}`;
+  } catch {
+    return 'DATABASE_URL (not a valid URL)';
+  }
+}
+
+/** The reason itself: a driver's error wraps the network failure (ECONNREFUSED...) as its cause. */
+function reasonOf(err: unknown): string {
+  const message = err instanceof Error ? err.message : String(err);
+  const cause = err instanceof Error && err.cause instanceof Error ? err.cause.message : undefined;
+  return cause && cause !== message ? `${message} (${cause})` : message;
 }
 
 /** As prisma.config.ts decides which migrations folder the Prisma CLI uses. */
