@@ -9,7 +9,8 @@ declare module 'autocannon' {
   }
 
   interface Options {
-    url: string;
+    /** One or more; connection i goes to url[i % url.length]. */
+    url: string | string[];
     connections?: number;
     /** Seconds. */
     duration?: number;

@@ -4,11 +4,10 @@
 //
 // Usage: node --import tsx bench/load.ts '<LoadPlan as JSON>'
 
-import { readFileSync } from 'node:fs';
-import Database from 'better-sqlite3';
+import { readFileSync, readdirSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
 import autocannon from 'autocannon';
-import { ulid } from '../runtime-lib/core/ids.ts';
+import { commandTickets, type CommandTickets } from './command-tickets.ts';
 import type { LoadPlan, Operation, RoundResult } from './plan.ts';
 
 interface Request {
@@ -55,14 +54,6 @@ function requestFor(operation: Operation, plan: LoadPlan, ids: string[]): () => 
   }
 }
 
-/** Reopens every ticket between command rounds, while the server is idle. */
-function reopenTickets(file: string): void {
-  const db = new Database(file);
-  db.pragma('busy_timeout = 5000');
-  db.prepare('UPDATE "Ticket" SET "status" = \'open\', "assigneeId" = NULL').run();
-  db.close();
-}
-
 /**
  * How far the rate may exceed the fastest rate seen so far in this run (update or command, on the
  * same server), for the tickets a command round may need: a command ran at 0.9 to 1.15× the update
@@ -76,22 +67,11 @@ const RATE_MARGIN = 2;
  * copies of seeded tickets (new ULIDs) through a second connection while the server is idle. The
  * number of tickets thus scales with the measured rate; on a slow machine none are added.
  */
-function freshTicketsFor(file: string, ids: string[], fastest: number, seconds: number, connections: number): void {
+async function freshTicketsFor(tickets: CommandTickets, ids: string[], fastest: number, seconds: number, connections: number): Promise<void> {
   const needed = Math.ceil(fastest * RATE_MARGIN * seconds) + connections;
   if (ids.length >= needed) return;
-  const db = new Database(file);
-  db.pragma('busy_timeout = 5000');
-  const columns = db.prepare<[], string>('SELECT name FROM pragma_table_info(\'Ticket\') WHERE name <> \'id\'').pluck().all().map((c) => `"${c}"`).join(', ');
-  const copy = db.prepare(`INSERT INTO "Ticket" ("id", ${columns}) SELECT ?, ${columns} FROM "Ticket" WHERE "id" = ?`);
   const seeded = ids.length;
-  db.transaction(() => {
-    for (let i = seeded; i < needed; i++) {
-      const id = ulid();
-      copy.run(id, ids[i % seeded]);
-      ids.push(id);
-    }
-  })();
-  db.close();
+  await tickets.addCopies(ids, needed);
   console.error(`command rounds: ${needed - seeded} tickets added for up to ${Math.round(fastest * RATE_MARGIN)} req/s over ${seconds} s (${ids.length} in all)`);
 }
 
@@ -108,16 +88,43 @@ function residentBytes(pid: number): number {
 /** Linux reports process CPU time in clock ticks of 1/100 s (USER_HZ) on every common platform. */
 const TICKS_PER_SECOND = 100;
 
-/** CPU seconds the server process has used so far, or NaN where /proc is not available. */
-function processCpuSeconds(pid: number): number {
+/** A process's /proc/<pid>/stat fields after the parenthesised command name (state is field 3), or undefined. */
+function statFields(pid: number | string): string[] | undefined {
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    // Fields after the parenthesised command name: state is field 3, utime 14 and stime 15.
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return (Number(fields[11]) + Number(fields[12])) / TICKS_PER_SECOND;
+    return stat.slice(stat.lastIndexOf(')') + 2).split(' ');
   } catch {
-    return NaN;
+    return undefined;
   }
+}
+
+/** CPU seconds the processes have used so far (utime, field 14, and stime, 15), or NaN where /proc is not available. */
+function processCpuSeconds(pids: number[]): number {
+  let ticks = 0;
+  for (const pid of pids) {
+    const fields = statFields(pid);
+    if (!fields) return NaN;
+    ticks += Number(fields[11]) + Number(fields[12]);
+  }
+  return ticks / TICKS_PER_SECOND;
+}
+
+/**
+ * CPU seconds PostgreSQL has used so far: its postmaster, with the time of the children it has
+ * reaped (cutime and cstime, fields 16 and 17), and every live child (ppid, field 4): a backend
+ * per connection, the writers, the WAL writer, autovacuum. A backend that exits moves its time
+ * from the live children's sum into the postmaster's reaped sum, so the total does not drop.
+ */
+function databaseCpuSeconds(postmaster: number): number {
+  const own = statFields(postmaster);
+  if (!own) return NaN;
+  let ticks = Number(own[11]) + Number(own[12]) + Number(own[13]) + Number(own[14]);
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    const fields = statFields(entry);
+    if (fields && Number(fields[1]) === postmaster) ticks += Number(fields[11]) + Number(fields[12]);
+  }
+  return ticks / TICKS_PER_SECOND;
 }
 
 /** CPU seconds all processes on the machine have used so far (all cores), or NaN without /proc. */
@@ -138,9 +145,16 @@ function percentile(sorted: Float64Array, p: number): number {
 
 async function round(plan: LoadPlan, operation: Operation, seconds: number, next: () => Request): Promise<Omit<RoundResult, 'round'>> {
   const latencies: number[] = [];
-  const started = { wall: performance.now(), server: processCpuSeconds(plan.serverPid), machine: machineCpuSeconds(), load: process.cpuUsage() };
+  const databaseCpu = () => (plan.databasePid === undefined ? 0 : databaseCpuSeconds(plan.databasePid));
+  const started = {
+    wall: performance.now(),
+    server: processCpuSeconds(plan.serverPids),
+    database: databaseCpu(),
+    machine: machineCpuSeconds(),
+    load: process.cpuUsage(),
+  };
   const instance = autocannon({
-    url: plan.url,
+    url: plan.urls,
     connections: plan.connections,
     duration: seconds,
     requests: [{ setupRequest: (req) => ({ ...req, ...next() }) }],
@@ -148,7 +162,8 @@ async function round(plan: LoadPlan, operation: Operation, seconds: number, next
   instance.on('response', (_client, _status, _bytes, responseTime) => latencies.push(responseTime));
   const result = await instance;
   const wall = (performance.now() - started.wall) / 1000;
-  const serverSeconds = processCpuSeconds(plan.serverPid) - started.server;
+  const serverSeconds = processCpuSeconds(plan.serverPids) - started.server;
+  const databaseSeconds = databaseCpu() - started.database;
   const machineSeconds = machineCpuSeconds() - started.machine;
   const usage = process.cpuUsage(started.load);
   const loadSeconds = (usage.user + usage.system) / 1e6;
@@ -166,8 +181,9 @@ async function round(plan: LoadPlan, operation: Operation, seconds: number, next
     serverCpu: serverSeconds / wall,
     serverCpuPerRequest: (serverSeconds * 1e6) / result.requests.total,
     loadCpu: loadSeconds / wall,
-    otherCpu: Math.max(0, machineSeconds - serverSeconds - loadSeconds) / wall,
-    serverRss: residentBytes(plan.serverPid),
+    ...(plan.databasePid === undefined ? {} : { databaseCpu: databaseSeconds / wall, databaseCpuPerRequest: (databaseSeconds * 1e6) / result.requests.total }),
+    otherCpu: Math.max(0, machineSeconds - serverSeconds - databaseSeconds - loadSeconds) / wall,
+    serverRss: plan.serverPids.reduce((sum, pid) => sum + residentBytes(pid), 0),
   };
 }
 
@@ -175,13 +191,14 @@ async function main(plan: LoadPlan): Promise<void> {
   const ids = JSON.parse(readFileSync(plan.idsFile, 'utf8')) as string[];
   /** The fastest update or command round so far: what sizes the tickets of a command round. */
   let fastest = 0;
+  const tickets = plan.resetDb === undefined ? undefined : commandTickets(plan.resetDb);
   for (const operation of plan.operations) {
     const next = requestFor(operation, plan, ids);
     const run = async (seconds: number, r: number) => {
       let freshRecords: number | undefined;
-      if (operation === 'command' && plan.resetDb) {
-        freshTicketsFor(plan.resetDb, ids, fastest, seconds, plan.connections);
-        reopenTickets(plan.resetDb);
+      if (operation === 'command' && tickets) {
+        await freshTicketsFor(tickets, ids, fastest, seconds, plan.connections);
+        await tickets.reopen();
         freshRecords = ids.length;
       }
       const result = { ...(await round(plan, operation, seconds, next)), round: r, freshRecords };

@@ -3,12 +3,22 @@
 export const OPERATIONS = ['get', 'list', 'create', 'update'] as const;
 /** The generated app only: a command (StartTicket) against the plain update of the same record. */
 export const COMMAND_OPERATIONS = ['update', 'command'] as const;
+/** The PostgreSQL section: every operation on every server, the command included. */
+export const POSTGRES_OPERATIONS = [...OPERATIONS, 'command'] as const;
+/** The PostgreSQL section's two instances of the generated app on one database: reads only. */
+export const READ_OPERATIONS = ['get', 'list'] as const;
 export type Operation = (typeof OPERATIONS)[number] | (typeof COMMAND_OPERATIONS)[number];
 
 export interface LoadPlan {
-  url: string;
-  /** The server's process, whose CPU use each round reports. */
-  serverPid: number;
+  /**
+   * The server: one URL per instance. autocannon opens connection i to urls[i % urls.length], so
+   * the connections are spread evenly over the instances, each waiting for its own answers.
+   */
+  urls: string[];
+  /** The server's processes (one per instance), whose CPU use and memory each round reports, summed. */
+  serverPids: number[];
+  /** PostgreSQL's postmaster: the CPU of it and its backends is reported as the database's. */
+  databasePid?: number;
   /** Sent as `Authorization: Bearer <apiKey>`. */
   apiKey: string;
   /** JSON file holding the ids of the seeded tickets. */
@@ -21,10 +31,10 @@ export interface LoadPlan {
   rounds: number;
   operations: Operation[];
   /**
-   * For 'command': the server's SQLite file. Before every round the tickets are set back to
-   * 'open' through a second connection, so each round runs StartTicket on records it may start,
-   * each at most once; where the round could need more tickets than there are, copies of seeded
-   * tickets are added first (load.ts, freshTicketsFor).
+   * For 'command': the server's database, a SQLite file or a postgres:// URL. Before every round
+   * the tickets are set back to 'open' through a connection of the load generator's own, so each
+   * round runs StartTicket on records it may start, each at most once; where the round could need
+   * more tickets than there are, copies of seeded tickets are added first (load.ts, freshTicketsFor).
    */
   resetDb?: string;
 }
@@ -49,9 +59,13 @@ export interface RoundResult {
   /** Microseconds of server CPU per request: unlike requests/s, hardly moved by other work on the machine. */
   serverCpuPerRequest: number;
   loadCpu: number;
+  /** PostgreSQL's processes, in cores, where the plan names its postmaster. */
+  databaseCpu?: number;
+  /** Microseconds of PostgreSQL CPU per request, where the plan names its postmaster. */
+  databaseCpuPerRequest?: number;
   /** Everything else on the machine: above a few tenths, the round competed with other work. */
   otherCpu: number;
-  /** The server's resident set size when the round ended, in bytes (NaN without /proc). */
+  /** The server's resident set size when the round ended, in bytes (NaN without /proc); summed over its instances. */
   serverRss: number;
   /** For 'command': the open tickets the round could use, each once. */
   freshRecords?: number;

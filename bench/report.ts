@@ -93,6 +93,9 @@ interface TargetOutcome extends Target {
   pass: boolean;
 }
 
+/** PASS, FAIL, or NOT MEASURED where a server of the comparison was not available. */
+const verdict = (t: TargetOutcome) => (Number.isFinite(t.ratio) ? (t.pass ? 'PASS' : 'FAIL') : 'NOT MEASURED');
+
 export interface Report {
   measuredAt: string;
   machine: { cpu: string; cores: number; node: string; platform: string };
@@ -113,6 +116,8 @@ export interface Report {
   targets: TargetOutcome[];
   /** Chosen rounds that ran while other processes used more than DISTURBED_OTHER_CPU cores. */
   disturbed: string[];
+  /** server key → why it could not be measured (it did not start, or answered wrongly). */
+  unavailable: Record<string, string>;
 }
 
 export function buildReport(
@@ -122,12 +127,13 @@ export function buildReport(
   rounds: Record<string, RoundResult[]>,
   settings: Settings,
   targets: Target[],
+  unavailable: Record<string, string> = {},
 ): Report {
   const results: Report['results'] = {};
   for (const server of servers) {
     results[server.key] = {};
     for (const operation of operations) {
-      const measured = rounds[server.key].filter((r) => r.operation === operation && r.round > 0);
+      const measured = (rounds[server.key] ?? []).filter((r) => r.operation === operation && r.round > 0);
       if (measured.length) results[server.key][operation] = bestRound(measured);
     }
   }
@@ -168,6 +174,7 @@ export function buildReport(
         return r && r.otherCpu > DISTURBED_OTHER_CPU ? [`${server.label}, ${OPERATION_LABELS[op]} (${r.otherCpu.toFixed(2)} cores)`] : [];
       }),
     ),
+    unavailable,
   };
 }
 
@@ -179,33 +186,50 @@ function labelOf(report: Report, key: string): string {
   return report.servers.find((s) => s.key === key)?.label ?? key;
 }
 
+/** Whether the rounds include PostgreSQL's CPU: then the tables show it per request too. */
+const withDatabaseCpu = (report: Report) =>
+  report.servers.some((s) => Object.values(report.results[s.key]).some((r) => r?.databaseCpuPerRequest !== undefined));
+
+function notAvailableLines(report: Report): string[] {
+  return Object.entries(report.unavailable).map(([key, why]) => `${labelOf(report, key)}: not available: ${why}`);
+}
+
 function targetLine(report: Report, t: TargetOutcome): string {
   return `${OPERATION_LABELS[t.operation]}: generated app ≥ ${t.atLeast}× ${labelOf(report, t.baseline)} (measured ${times(t.ratio)})`;
 }
 
 export function consoleReport(report: Report, app: string): string {
   const width = Math.max(...report.servers.map((s) => s.label.length));
+  const database = withDatabaseCpu(report);
   const lines: string[] = [];
   for (const operation of Object.keys(OPERATION_LABELS) as Operation[]) {
     if (!report.servers.some((s) => report.results[s.key][operation])) continue;
     lines.push(
       '',
       `${OPERATION_LABELS[operation]}`,
-      `  ${'server'.padEnd(width)}  ${'req/s'.padStart(8)}  ${'p99 ms'.padStart(7)}  ${'CPU µs/req'.padStart(10)}  ${'app ÷ this'.padStart(10)}  ${'by CPU'.padStart(6)}`,
+      `  ${'server'.padEnd(width)}  ${'req/s'.padStart(8)}  ${'p99 ms'.padStart(7)}  ${'CPU µs/req'.padStart(10)}  ` +
+      `${database ? `${'DB µs/req'.padStart(9)}  ` : ''}${'app ÷ this'.padStart(10)}  ${'by CPU'.padStart(6)}`,
     );
     for (const server of report.servers) {
+      if (report.unavailable[server.key]) {
+        lines.push(`  ${server.label.padEnd(width)}  not available`);
+        continue;
+      }
       const r = report.results[server.key][operation];
       const isApp = server.key === app;
       const ratio = isApp ? '' : times(report.ratios[server.key][operation] ?? NaN);
       const cpu = isApp ? '' : times(report.cpuRatios[server.key][operation] ?? NaN);
       lines.push(
         `  ${server.label.padEnd(width)}  ${int(r?.requestsPerSecond ?? NaN).padStart(8)}  ${ms(r?.p99 ?? NaN).padStart(7)}  ` +
-        `${int(r?.serverCpuPerRequest ?? NaN).padStart(10)}  ${ratio.padStart(10)}  ${cpu.padStart(6)}`,
+        `${int(r?.serverCpuPerRequest ?? NaN).padStart(10)}  ${database ? `${int(r?.databaseCpuPerRequest ?? NaN).padStart(9)}  ` : ''}` +
+        `${ratio.padStart(10)}  ${cpu.padStart(6)}`,
       );
     }
   }
   lines.push('', 'Targets');
-  for (const t of report.targets) lines.push(`  ${t.pass ? 'PASS' : 'FAIL'}  ${targetLine(report, t)}`);
+  for (const t of report.targets) lines.push(`  ${verdict(t)}  ${targetLine(report, t)}`);
+  const missing = notAvailableLines(report);
+  if (missing.length) lines.push('', ...missing);
   if (report.disturbed.length) {
     lines.push('', `Warning: other processes competed for the CPU during ${report.disturbed.length} of the chosen rounds:`);
     for (const d of report.disturbed) lines.push(`  ${d}`);
@@ -214,20 +238,23 @@ export function consoleReport(report: Report, app: string): string {
   return lines.join('\n');
 }
 
-export function markdownReport(report: Report, app: string): string {
+/** `resultsFile`: where the rounds are, for the note on disturbed rounds. */
+export function markdownReport(report: Report, app: string, resultsFile = 'results.json'): string {
   const { settings: s, machine: m } = report;
   const operations = (Object.keys(OPERATION_LABELS) as Operation[]).filter((op) => report.servers.some((sv) => report.results[sv.key][op]));
   const baselines = report.servers.filter((sv) => sv.key !== app);
   const lines = [
     `Measured ${report.measuredAt.slice(0, 10)} on ${m.cores} × ${m.cpu}, Node ${m.node}: ${s.tickets.toLocaleString('en-US')} tickets, ` +
     `autocannon with ${s.connections} connections from a separate process${s.pinned ? ' pinned to CPU 1' : ''}, ${s.warmupSeconds} s warm-up, best of ${s.rounds} rounds of ${s.roundSeconds} s. ` +
-    'Cells: requests/s, p99 latency, server CPU per request.',
+    `Cells: requests/s, p99 latency, server CPU per request${withDatabaseCpu(report) ? ' (+ PostgreSQL\'s CPU per request)' : ''}.`,
     '',
     `| Operation | ${report.servers.map((sv) => sv.label).join(' | ')} |`,
     `|---|${report.servers.map(() => '---:').join('|')}|`,
     ...operations.map((op) => `| ${OPERATION_LABELS[op]} | ${report.servers.map((sv) => {
+      if (report.unavailable[sv.key]) return 'not available';
       const r = report.results[sv.key][op];
-      return r ? `${int(r.requestsPerSecond)} req/s, ${ms(r.p99)} ms, ${int(r.serverCpuPerRequest)} µs` : '—';
+      const db = r?.databaseCpuPerRequest === undefined ? '' : ` + ${int(r.databaseCpuPerRequest)} µs`;
+      return r ? `${int(r.requestsPerSecond)} req/s, ${ms(r.p99)} ms, ${int(r.serverCpuPerRequest)} µs${db}` : '—';
     }).join(' | ')} |`),
     '',
     `| ${labelOf(report, app)} ÷ | ${baselines.map((b) => b.label).join(' | ')} |`,
@@ -242,9 +269,11 @@ export function markdownReport(report: Report, app: string): string {
     '',
     'Targets:',
     '',
-    ...report.targets.map((t) => `- ${t.pass ? 'PASS' : 'FAIL'}: ${targetLine(report, t)}`),
+    ...report.targets.map((t) => `- ${verdict(t)}: ${targetLine(report, t)}`),
+    // The reason is a server's own output (its last log lines): verbatim, in a code block.
+    ...Object.entries(report.unavailable).flatMap(([key, why]) => ['', `${labelOf(report, key)}: not available:`, '', '```', why, '```']),
     ...(report.disturbed.length
-      ? ['', `Other processes used more than ${DISTURBED_OTHER_CPU} cores during ${report.disturbed.length} of these rounds (see results.json): rerun on an idle machine before recording these numbers.`]
+      ? ['', `Other processes used more than ${DISTURBED_OTHER_CPU} cores during ${report.disturbed.length} of these rounds (see ${resultsFile}): rerun on an idle machine before recording these numbers.`]
       : []),
   ];
   return `${lines.join('\n')}\n`;

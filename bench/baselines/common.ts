@@ -17,13 +17,27 @@ export interface ListParams {
   offset: number;
 }
 
-export function serverConfig(): { port: number; dbFile: string; authorized: (header: string | undefined) => boolean } {
-  const url = process.env.DATABASE_URL;
-  if (!url?.startsWith('file:')) throw new Error('DATABASE_URL must be a file: URL');
+export function serverConfig(): { port: number; databaseUrl: string; authorized: (header: string | undefined) => boolean } {
+  const databaseUrl = process.env.DATABASE_URL;
+  if (!databaseUrl) throw new Error('DATABASE_URL must be set');
   const key = process.env.API_KEY;
   if (!key) throw new Error('API_KEY must be set');
-  return { port: Number(process.env.PORT ?? 3000), dbFile: url.slice('file:'.length), authorized: bearerCheck(key) };
+  return { port: Number(process.env.PORT ?? 3000), databaseUrl, authorized: bearerCheck(key) };
 }
+
+/** The file of a SQLite `file:` URL. */
+export function sqliteFile(databaseUrl: string): string {
+  if (!databaseUrl.startsWith('file:')) throw new Error('DATABASE_URL must be a file: URL');
+  return databaseUrl.slice('file:'.length);
+}
+
+export const isPostgresUrl = (databaseUrl: string) => /^postgres(ql)?:\/\//.test(databaseUrl);
+
+/**
+ * The actor a baseline's StartTicket assigns the ticket to: a baseline knows one API key only,
+ * so one agent. (The generated app assigns it to the key's own agent id.)
+ */
+export const AGENT_ID = 'bench-agent';
 
 const sha256 = (value: string) => createHash('sha256').update(value).digest();
 

@@ -2,11 +2,11 @@
 // node:http baseline, so the difference between the two is what Express costs.
 
 import express from 'express';
-import { listParams, serverConfig, ticketInput } from './common.ts';
+import { listParams, serverConfig, sqliteFile, ticketInput } from './common.ts';
 import { openTickets } from './sqlite-tickets.ts';
 
-const { port, dbFile, authorized } = serverConfig();
-const tickets = openTickets(dbFile);
+const { port, databaseUrl, authorized } = serverConfig();
+const tickets = openTickets(sqliteFile(databaseUrl));
 
 const app = express();
 // As in the generated app: an API does not gain from hashing every response body for an ETag.

@@ -2,11 +2,11 @@
 // comparison, bodies are JSON.parse of the collected chunks, responses are JSON.stringify.
 
 import * as http from 'node:http';
-import { listParams, serverConfig, ticketInput } from './common.ts';
+import { listParams, serverConfig, sqliteFile, ticketInput } from './common.ts';
 import { openTickets } from './sqlite-tickets.ts';
 
-const { port, dbFile, authorized } = serverConfig();
-const tickets = openTickets(dbFile);
+const { port, databaseUrl, authorized } = serverConfig();
+const tickets = openTickets(sqliteFile(databaseUrl));
 const ITEM_PREFIX = '/api/tickets/';
 
 function send(res: http.ServerResponse, status: number, body: unknown): void {
