@@ -14,13 +14,8 @@ import { APP_DIR, PRISMA_CLIENT_DIRS, ROOT, WORK, generatePrismaClient, type See
 import { OPERATION_LABELS, bestRound, buildReport, consoleReport, markdownReport, type Target } from './report.ts';
 import { baseline, measureServer, withServer, type RunContext, type Server } from './servers.ts';
 
-/**
- * The PostgreSQL schema.prisma and migrations/ the baselines' tables and Prisma Client come from.
- * The generated app's own (prisma/postgres/) are not emitted yet, so bench/postgres/ holds a
- * stand-in with the same tables; once the generator emits them, this one line becomes
- * `path.join(APP_DIR, 'prisma', 'postgres')` and bench/postgres/ goes.
- */
-const PG_PRISMA_DIR = path.join(ROOT, 'bench', 'postgres');
+/** The baselines' tables are the generated app's own PostgreSQL schema and migrations. */
+const PG_PRISMA_DIR = path.join(APP_DIR, 'prisma', 'postgres');
 
 const APP = 'bp-app-pg';
 const TWO_INSTANCES = 'bp-app-pg-2';
