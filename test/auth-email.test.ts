@@ -11,14 +11,15 @@ import * as path from 'node:path';
 import express, { type Express } from 'express';
 import { ANONYMOUS, type Actor } from '../runtime-lib/core/actor.ts';
 import { createEmailAuth, type EmailAuth, type EmailAuthOptions } from '../runtime-lib/auth/email/provider.ts';
-import { openDatabase, type Db } from '../runtime-lib/data/db.ts';
+import type { Database } from '../runtime-lib/data/database.ts';
+import { type Connection, openSqlite, type SqliteDatabase } from '../runtime-lib/data/sqlite.ts';
 import { AppError } from '../runtime-lib/core/errors.ts';
 import { jsonBody } from '../runtime-lib/http/body.ts';
 import { matched, tracing } from '../runtime-lib/http/pipeline.ts';
 import { errorHandler } from '../runtime-lib/http/respond.ts';
 import { LOGIN_PAGE_CSP, renderLoginPage } from '../runtime-lib/auth/email/login-page.ts';
 import { hashPassword, verifyPassword } from '../runtime-lib/auth/email/password.ts';
-import { SqliteSessionStore } from '../runtime-lib/auth/email/session-store.ts';
+import { DatabaseSessionStore } from '../runtime-lib/auth/email/session-store.ts';
 import { TraceStore } from '../runtime-lib/observe/tracing.ts';
 import { CookieClient } from './support/access/client.ts';
 
@@ -28,6 +29,7 @@ CREATE TABLE "_bp_users" (id TEXT PRIMARY KEY, email TEXT NOT NULL UNIQUE, passw
 CREATE TABLE "_bp_sessions" (sid TEXT PRIMARY KEY, data TEXT NOT NULL, expiresAt INTEGER NOT NULL,
   userId TEXT REFERENCES "_bp_users" (id) ON DELETE CASCADE);
 CREATE INDEX "_bp_sessions_expiresAt_idx" ON "_bp_sessions"("expiresAt");
+CREATE TABLE "_bp_signin_failures" (key TEXT PRIMARY KEY, count INTEGER NOT NULL, lastAt BIGINT NOT NULL);
 `;
 
 const SECRET = 'test-secret-that-is-long-enough-for-production-use';
@@ -39,16 +41,18 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 interface Running {
   base: string;
-  db: Db;
+  db: SqliteDatabase;
+  /** The database's own connection, to look at and change rows behind the app's back. */
+  sql: Connection;
   auth: EmailAuth;
   traces: TraceStore;
   things: unknown[];
   server: Server;
 }
 
-function openTestDb(dir: string): Db {
-  const db = openDatabase(`file:${path.join(dir, 'app.db')}`, dir);
-  if (!db.prepare(`SELECT 1 FROM sqlite_master WHERE name = '_bp_users'`).get()) db.exec(AUTH_DDL);
+function openTestDb(dir: string): SqliteDatabase {
+  const db = openSqlite(`file:${path.join(dir, 'app.db')}`, dir);
+  if (!db.connection.prepare(`SELECT 1 FROM sqlite_master WHERE name = '_bp_users'`).get()) db.connection.exec(AUTH_DDL);
   return db;
 }
 
@@ -59,8 +63,12 @@ function buildApp(auth: EmailAuth, traces: TraceStore, things: unknown[]): Expre
   app.use(tracing(traces));
   app.use(auth.session);
   // Stand-in for the app's actor resolution: a verified API key makes an agent, else the session.
-  app.use((req, _res, next) => {
-    req.actor = req.headers.authorization === 'Bearer test-key' ? AGENT : (auth.sessionActor(req) ?? ANONYMOUS);
+  app.use(async (req, _res, next) => {
+    try {
+      req.actor = req.headers.authorization === 'Bearer test-key' ? AGENT : ((await auth.sessionActor(req)) ?? ANONYMOUS);
+    } catch (err) {
+      return next(err);
+    }
     next();
   });
   app.use(auth.csrf);
@@ -92,13 +100,14 @@ async function start(dir: string, overrides: Partial<EmailAuthOptions> = {}): Pr
   const things: unknown[] = [];
   const server = buildApp(auth, traces, things).listen(0, '127.0.0.1');
   await new Promise((resolve) => server.once('listening', resolve));
-  return { base: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, db, auth, traces, things, server };
+  return { base: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, db, sql: db.connection, auth, traces, things, server };
 }
 
 async function stop(app: Running): Promise<void> {
   app.server.closeAllConnections();
   await new Promise((resolve) => app.server.close(resolve));
-  app.db.close();
+  app.auth.close();
+  await app.db.close();
 }
 
 /** The shared cookie-jar client, with this provider's endpoints as shortcuts. */
@@ -142,7 +151,7 @@ describe('email auth', function () {
       expect(body.csrfToken).to.be.a('string').with.length.greaterThan(20);
       expect(client.cookies.has('hd.sid')).to.equal(true);
 
-      const row = app.db.prepare('SELECT * FROM _bp_users').get() as Record<string, string>;
+      const row = app.sql.prepare('SELECT * FROM _bp_users').get() as Record<string, string>;
       expect(row.id).to.match(/^[0-7][0-9A-HJKMNP-TV-Z]{25}$/);
       expect(row.roles).to.equal('[]');
       expect(row.createdAt).to.match(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}\+00:00$/);
@@ -171,7 +180,7 @@ describe('email auth', function () {
       expect(bad.status).to.equal(400);
       expect(bad.body.error.code).to.equal('VALIDATION_FAILED');
       expect(bad.body.error.details).to.deep.equal([{ field: 'email', code: 'INVALID_EMAIL', message: 'not a valid e-mail address' }]);
-      expect((app.db.prepare('SELECT COUNT(*) AS n FROM _bp_users').get() as { n: number }).n).to.equal(1);
+      expect((app.sql.prepare('SELECT COUNT(*) AS n FROM _bp_users').get() as { n: number }).n).to.equal(1);
     });
 
     it('gives a new session id at sign-in; a session planted before it stops working (fixation)', async () => {
@@ -325,7 +334,7 @@ describe('email auth', function () {
   });
 
   describe('anonymous visitors', () => {
-    const sessionRows = () => (app.db.prepare('SELECT COUNT(*) AS n FROM _bp_sessions').get() as { n: number }).n;
+    const sessionRows = () => (app.sql.prepare('SELECT COUNT(*) AS n FROM _bp_sessions').get() as { n: number }).n;
     const pageToken = (html: string) => /name="_csrf" value="([^"]+)"/.exec(html)?.[1] as string;
 
     it('get a signed token and an HttpOnly nonce cookie, and cost no stored row', async () => {
@@ -388,7 +397,7 @@ describe('email auth', function () {
     it('get neither a session cookie nor a token when the session cannot be stored', async () => {
       await new Client(app.base).signup('alice@example.com');
       const rowsBefore = sessionRows();
-      app.db.exec(`CREATE TRIGGER no_sessions BEFORE INSERT ON _bp_sessions BEGIN SELECT RAISE(ABORT, 'disk is full'); END`);
+      app.sql.exec(`CREATE TRIGGER no_sessions BEFORE INSERT ON _bp_sessions BEGIN SELECT RAISE(ABORT, 'disk is full'); END`);
       const json = await new Client(app.base).login('alice@example.com');
       const signup = await new Client(app.base).signup('bob@example.com');
       const browser = new Client(app.base);
@@ -402,7 +411,7 @@ describe('email auth', function () {
       }
       expect(sessionRows()).to.equal(rowsBefore);
       // Once the store works again, so does signing in.
-      app.db.exec('DROP TRIGGER no_sessions');
+      app.sql.exec('DROP TRIGGER no_sessions');
       expect((await new Client(app.base).login('alice@example.com')).status).to.equal(200);
     });
   });
@@ -517,7 +526,7 @@ describe('email auth', function () {
       for (const send of [{ json: { email: 'eve@example.com', password: PASSWORD } }, { form: { _csrf: token, email: 'eve@example.com', password: PASSWORD } }]) {
         expect((await client.send('POST', '/api/auth/signup', send)).status).to.equal(404);
       }
-      expect((app.db.prepare('SELECT COUNT(*) AS n FROM _bp_users').get() as { n: number }).n).to.equal(0);
+      expect((app.sql.prepare('SELECT COUNT(*) AS n FROM _bp_users').get() as { n: number }).n).to.equal(0);
     });
 
     it('escapes every value it shows', () => {
@@ -540,7 +549,7 @@ describe('email auth', function () {
       expect(res.status).to.equal(204);
       expect(client.lastSetCookie.some((c) => c.startsWith('hd.sid=;') && /Expires=Thu, 01 Jan 1970/.test(c))).to.equal(true);
       expect(client.cookies.has('hd.sid')).to.equal(false);
-      expect((app.db.prepare('SELECT COUNT(*) AS n FROM _bp_sessions').get() as { n: number }).n).to.equal(0);
+      expect((app.sql.prepare('SELECT COUNT(*) AS n FROM _bp_sessions').get() as { n: number }).n).to.equal(0);
 
       // Replayed with its old token, the cookie names no session: the caller is anonymous.
       const replay = new Client(app.base);
@@ -552,9 +561,9 @@ describe('email auth', function () {
     it('reads roles on every request; a removed user is signed out', async () => {
       const client = new Client(app.base);
       const { body } = await client.signup('alice@example.com');
-      app.db.prepare(`UPDATE _bp_users SET roles = '["admin","agent"]'`).run();
+      app.sql.prepare(`UPDATE _bp_users SET roles = '["admin","agent"]'`).run();
       expect((await client.send('GET', '/api/auth/session')).body.actor.roles).to.deep.equal(['admin', 'agent']);
-      app.db.prepare('DELETE FROM _bp_users').run();
+      app.sql.prepare('DELETE FROM _bp_users').run();
       expect((await client.send('GET', '/api/auth/session')).body.actor.kind).to.equal('anonymous');
       expect((await client.send('POST', '/api/things', { json: {}, headers: { 'x-csrf-token': body.csrfToken } })).status).to.equal(401);
     });
@@ -620,7 +629,7 @@ describe('email auth', function () {
       const client = new Client(app.base);
       await client.signup('alice@example.com');
       const sid = client.cookies.get('hd.sid');
-      const expiresAt = (app.db.prepare('SELECT expiresAt FROM _bp_sessions').get() as { expiresAt: number }).expiresAt;
+      const expiresAt = (app.sql.prepare('SELECT expiresAt FROM _bp_sessions').get() as { expiresAt: number }).expiresAt;
       // The row (and cookie) never outlive the absolute deadline, whatever the idle timeout.
       expect(expiresAt - Date.now()).to.be.at.most(3000);
       for (let i = 0; i < 2; i++) {
@@ -643,7 +652,7 @@ describe('email auth', function () {
       restarted.cookies.set('hd.sid', client.cookies.get('hd.sid') as string);
       expect((await restarted.send('GET', '/api/auth/session')).body.actor.kind).to.equal('anonymous');
       expect(restarted.lastSetCookie.some((c) => c.startsWith('hd.sid=;'))).to.equal(true);
-      expect((app.db.prepare('SELECT COUNT(*) AS n FROM _bp_sessions WHERE data LIKE ?').get('%userId%') as { n: number }).n).to.equal(0);
+      expect((app.sql.prepare('SELECT COUNT(*) AS n FROM _bp_sessions WHERE data LIKE ?').get('%userId%') as { n: number }).n).to.equal(0);
     });
 
     it('survives a restart: a new app on the same database file knows the session', async () => {
@@ -662,11 +671,11 @@ describe('email auth', function () {
       await client.signup('alice@example.com', secretPassword);
       await new Client(app.base).login('alice@example.com', secretPassword);
       await new Client(app.base).login('alice@example.com', `${secretPassword}-wrong`);
-      const rows = app.db.prepare('SELECT data FROM _bp_sessions').all() as { data: string }[];
+      const rows = app.sql.prepare('SELECT data FROM _bp_sessions').all() as { data: string }[];
       expect(rows.length).to.be.greaterThan(0);
       for (const row of rows) expect(row.data).to.not.contain(secretPassword);
       expect(JSON.stringify(app.traces.list())).to.not.contain(secretPassword);
-      app.db.pragma('wal_checkpoint(TRUNCATE)');
+      app.sql.pragma('wal_checkpoint(TRUNCATE)');
       for (const file of fs.readdirSync(dir)) {
         const bytes = fs.readFileSync(path.join(dir, file));
         expect(bytes.includes(Buffer.from(secretPassword)), file).to.equal(false);
@@ -674,36 +683,39 @@ describe('email auth', function () {
     });
   });
 
-  describe('SqliteSessionStore', () => {
+  describe('DatabaseSessionStore', () => {
     it('never returns an expired session and prunes expired rows', async () => {
-      const store = new SqliteSessionStore(app.db, { pruneIntervalMs: 0 });
+      const store = new DatabaseSessionStore(app.db, { pruneIntervalMs: 0 });
       const sess = (expires: Date) => ({ cookie: { expires, originalMaxAge: 1000 } }) as never;
-      const get = (sid: string) => new Promise((resolve, reject) => store.get(sid, (err, s) => (err ? reject(err) : resolve(s))));
-      store.set('live', sess(new Date(Date.now() + 60_000)));
-      store.set('dead', sess(new Date(Date.now() - 1)));
+      const get = (sid: string) => new Promise((resolve, reject) => store.get(sid, (err: unknown, s?: unknown) => (err ? reject(err) : resolve(s))));
+      const done = (resolve: () => void, reject: (err: unknown) => void) => (err?: unknown) => (err ? reject(err) : resolve());
+      const set = (sid: string, s: never) => new Promise<void>((resolve, reject) => store.set(sid, s, done(resolve, reject)));
+      const touch = (sid: string, s: never) => new Promise<void>((resolve, reject) => store.touch(sid, s, done(resolve, reject)));
+      await set('live', sess(new Date(Date.now() + 60_000)));
+      await set('dead', sess(new Date(Date.now() - 1)));
       expect(await get('live')).to.be.an('object');
       expect(await get('dead')).to.equal(null);
       // Touching an expired session does not revive it.
-      store.touch('dead', sess(new Date(Date.now() + 60_000)));
+      await touch('dead', sess(new Date(Date.now() + 60_000)));
       expect(await get('dead')).to.equal(null);
-      expect(store.prune()).to.equal(1);
-      expect((app.db.prepare('SELECT sid FROM _bp_sessions').all() as { sid: string }[]).map((r) => r.sid)).to.deep.equal(['live']);
+      expect(await store.prune()).to.equal(1);
+      expect((app.sql.prepare('SELECT sid FROM _bp_sessions').all() as { sid: string }[]).map((r) => r.sid)).to.deep.equal(['live']);
       store.close();
     });
 
     it("names its person in a foreign key: removing them ends their sessions, and none is saved back to life", async () => {
-      const store = new SqliteSessionStore(app.db, { pruneIntervalMs: 0 });
+      const store = new DatabaseSessionStore(app.db, { pruneIntervalMs: 0 });
       const future = new Date(Date.now() + 60_000);
       const set = (sid: string, userId: string) =>
-        new Promise<void>((resolve, reject) => store.set(sid, { cookie: { expires: future }, userId } as never, (err) => (err ? reject(err) : resolve())));
-      app.db.prepare(`INSERT INTO _bp_users (id, email, passwordHash, createdAt) VALUES ('p1', 'p1@example.com', 'x', '2024-01-01')`).run();
+        new Promise<void>((resolve, reject) => store.set(sid, { cookie: { expires: future }, userId } as never, (err?: unknown) => (err ? reject(err) : resolve())));
+      app.sql.prepare(`INSERT INTO _bp_users (id, email, passwordHash, createdAt) VALUES ('p1', 'p1@example.com', 'x', '2024-01-01')`).run();
       await set('mine', 'p1');
-      expect(app.db.prepare('SELECT "userId" FROM _bp_sessions WHERE sid = ?').get('mine')).to.deep.equal({ userId: 'p1' });
-      app.db.prepare(`DELETE FROM _bp_users WHERE id = 'p1'`).run();
-      expect(app.db.prepare('SELECT 1 FROM _bp_sessions WHERE sid = ?').get('mine')).to.equal(undefined);
+      expect(app.sql.prepare('SELECT "userId" FROM _bp_sessions WHERE sid = ?').get('mine')).to.deep.equal({ userId: 'p1' });
+      app.sql.prepare(`DELETE FROM _bp_users WHERE id = 'p1'`).run();
+      expect(app.sql.prepare('SELECT 1 FROM _bp_sessions WHERE sid = ?').get('mine')).to.equal(undefined);
       // A request of the removed person that ends after the removal saves nothing, and fails nothing.
       await set('mine', 'p1');
-      expect(app.db.prepare('SELECT 1 FROM _bp_sessions WHERE sid = ?').get('mine')).to.equal(undefined);
+      expect(app.sql.prepare('SELECT 1 FROM _bp_sessions WHERE sid = ?').get('mine')).to.equal(undefined);
       store.close();
     });
   });
@@ -722,6 +734,6 @@ describe('email auth', function () {
   });
 });
 
-function baseOptions(db: Db): EmailAuthOptions {
+function baseOptions(db: Database): EmailAuthOptions {
   return { db, appSlug: 'hd', loginPath: '/login', trustedOrigins: [], sessionDuration: 60, idleTimeout: 60, production: false, secret: SECRET, warn: () => {} };
 }

@@ -7,8 +7,8 @@ import { spawn, spawnSync } from 'node:child_process';
 import * as path from 'node:path';
 import { Readable, Writable } from 'node:stream';
 import { expect } from 'chai';
-import Database from 'better-sqlite3';
-import type { Db } from '../runtime-lib/data/db.ts';
+import BetterSqlite3 from 'better-sqlite3';
+import { type Connection, SqliteDatabase } from '../runtime-lib/data/sqlite.ts';
 import { verifyPassword } from '../runtime-lib/auth/email/password.ts';
 import { readNewPassword } from '../runtime-lib/auth/email/password-input.ts';
 import { PASSWORD_ARGUMENT_REFUSED, USERS_USAGE, runUsersCli } from '../runtime-lib/auth/email/users-cli.ts';
@@ -24,7 +24,9 @@ CREATE INDEX "_bp_sessions_expiresAt_idx" ON "_bp_sessions"("expiresAt");
 const PASSWORD = 'a long enough password';
 
 describe('users CLI', () => {
-  let db: Db;
+  /** The connection the command's database runs on, to look at its rows. */
+  let conn: Connection;
+  let db: SqliteDatabase;
   let lines: string[];
   /** How often the command asked for a password. */
   let asked: number;
@@ -35,11 +37,12 @@ describe('users CLI', () => {
     asked = 0;
     return runUsersCli(db, argv, { out: (line) => lines.push(line), readPassword: async () => (asked++, typed) });
   };
-  const user = (email: string) => db.prepare('SELECT * FROM _bp_users WHERE email = ?').get(email) as Record<string, string> | undefined;
+  const user = (email: string) => conn.prepare('SELECT * FROM _bp_users WHERE email = ?').get(email) as Record<string, string> | undefined;
 
   beforeEach(() => {
-    db = new Database(':memory:');
-    db.exec(AUTH_DDL);
+    conn = new BetterSqlite3(':memory:');
+    conn.exec(AUTH_DDL);
+    db = new SqliteDatabase(conn);
     typed = PASSWORD;
   });
 
@@ -87,8 +90,8 @@ describe('users CLI', () => {
     const ids = ['a', 'b'].map((n) => user(`${n}@example.com`)?.id);
     // As in the app: foreign keys on, so the session whose userId column names the person goes
     // with them (and must still be counted); s2 was saved before sessions had that column.
-    db.pragma('foreign_keys = ON');
-    const insert = db.prepare('INSERT INTO _bp_sessions (sid, data, expiresAt, userId) VALUES (?, ?, ?, ?)');
+    conn.pragma('foreign_keys = ON');
+    const insert = conn.prepare('INSERT INTO _bp_sessions (sid, data, expiresAt, userId) VALUES (?, ?, ?, ?)');
     insert.run('s1', JSON.stringify({ cookie: {}, userId: ids[0] }), Date.now() + 60_000, ids[0]);
     insert.run('s2', JSON.stringify({ cookie: {}, userId: ids[0] }), Date.now() + 60_000, null);
     insert.run('s3', JSON.stringify({ cookie: {}, userId: ids[1] }), Date.now() + 60_000, ids[1]);
@@ -97,7 +100,7 @@ describe('users CLI', () => {
     expect(await run('remove', '--email', 'a@example.com')).to.equal(0);
     expect(lines).to.deep.equal(['removed a@example.com (2 sessions ended)']);
     expect(user('a@example.com')).to.equal(undefined);
-    expect((db.prepare('SELECT sid FROM _bp_sessions ORDER BY sid').all() as { sid: string }[]).map((r) => r.sid)).to.deep.equal(['s3', 's4']);
+    expect((conn.prepare('SELECT sid FROM _bp_sessions ORDER BY sid').all() as { sid: string }[]).map((r) => r.sid)).to.deep.equal(['s3', 's4']);
   });
 
   it('exits 1 with a clear message on bad input', async () => {
@@ -118,7 +121,7 @@ describe('users CLI', () => {
     typed = 'short';
     expect(await run('add', '--email', 'b@example.com')).to.equal(1);
     expect(lines).to.deep.equal(['error: the password must be at least 12 characters long']);
-    expect((db.prepare('SELECT COUNT(*) AS n FROM _bp_users').get() as { n: number }).n).to.equal(1);
+    expect((conn.prepare('SELECT COUNT(*) AS n FROM _bp_users').get() as { n: number }).n).to.equal(1);
   });
 
   it('refuses --password, saying how to pass the password instead', async () => {
@@ -133,7 +136,7 @@ describe('users CLI', () => {
     }
     expect(PASSWORD_ARGUMENT_REFUSED).to.contain(`printf '%s\\n' "$PASSWORD" | npm run users -- add --email E`);
     expect(USERS_USAGE).to.not.contain('--password');
-    expect((db.prepare('SELECT COUNT(*) AS n FROM _bp_users').get() as { n: number }).n).to.equal(0);
+    expect((conn.prepare('SELECT COUNT(*) AS n FROM _bp_users').get() as { n: number }).n).to.equal(0);
   });
 
   it('exits 2 with the usage on bad usage, 0 for help', async () => {
@@ -201,7 +204,7 @@ describe('users command of a generated app (password piped or typed, never an ar
       input: stdin,
     });
   const hashOf = (email: string) => {
-    const other = new Database(dbFile, { readonly: true });
+    const other = new BetterSqlite3(dbFile, { readonly: true });
     try {
       return (other.prepare('SELECT passwordHash FROM _bp_users WHERE email = ?').get(email) as { passwordHash: string } | undefined)?.passwordHash;
     } finally {

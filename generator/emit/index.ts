@@ -143,7 +143,7 @@ export async function emitApp(bp: Blueprint, options: EmitOptions): Promise<Emit
         specName: `${lowerFirst(userRecords.entity)}Spec`,
         properties: tsProperties(
           {
-            store: code(`new EntityStore(db, ${lowerFirst(userRecords.entity)}Spec, new AuditLog(db))`),
+            store: code(`new EntityStore(db, ${lowerFirst(userRecords.entity)}Spec, new AuditLog())`),
             loginField: userRecords.loginField,
             roleFields: userRecords.roleFields,
             ...(userRecords.nameField ? { nameField: userRecords.nameField } : {}),

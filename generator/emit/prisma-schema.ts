@@ -204,6 +204,17 @@ model BpSession {
   @@index([expiresAt])
   @@index([userId])
   @@map("_bp_sessions")
+}
+
+/// Failed sign-ins per e-mail ("email:...") and client address ("ip:..."), shared by every instance
+/// (runtime/auth/email/signin-throttle.ts); lastAt is epoch milliseconds.
+model BpSigninFailure {
+  key    String @id
+  count  Int
+  lastAt BigInt
+
+  @@index([lastAt])
+  @@map("_bp_signin_failures")
 }`;
 }
 

@@ -1,16 +1,19 @@
-// Sessions kept in the app's own SQLite database, so they survive restarts and work without any
-// other server (express-session's MemoryStore leaks and forgets everything on restart). One row per
-// session in _bp_sessions; a row past its expiresAt is never returned and is pruned periodically.
-// Its userId is a foreign key to the person's row of _bp_users with ON DELETE CASCADE: removing a
-// person (or, when people are User records, deleting the record) ends their sessions at once.
+// Sessions kept in the app's own database (SQLite or PostgreSQL), so they survive restarts, work
+// without any other server (express-session's MemoryStore leaks and forgets everything on restart),
+// and are shared by every instance of the app on one PostgreSQL: a session started on one instance
+// works on the others, and logging out on one ends it on all. One row per session in _bp_sessions;
+// a row past its expiresAt is never returned and is pruned periodically. Its userId is a foreign
+// key to the person's row of _bp_users with ON DELETE CASCADE: removing a person (or, when people
+// are User records, deleting the record) ends their sessions at once.
 
 import session from 'express-session';
 import type { SessionData } from 'express-session';
-import type { Db, Statement } from '../../data/db.ts';
+import { AppError } from '../../core/errors.ts';
+import { type Database, get, run, type Work } from '../../data/database.ts';
 
 export const SESSIONS_TABLE = '_bp_sessions';
 
-export interface SqliteSessionStoreOptions {
+export interface SessionStoreOptions {
   /** Lifetime of a session whose cookie has no expiry (express-session without maxAge). */
   defaultTtlMs?: number;
   /** How often expired rows are deleted; 0 disables the timer (prune() can still be called). */
@@ -21,113 +24,93 @@ export interface SqliteSessionStoreOptions {
 
 type Callback = (err?: unknown) => void;
 
-export class SqliteSessionStore extends session.Store {
+const T = `"${SESSIONS_TABLE}"`;
+const SQL = {
+  get: `SELECT "data" FROM ${T} WHERE "sid" = ? AND "expiresAt" > ?`,
+  upsert:
+    `INSERT INTO ${T} ("sid", "data", "expiresAt", "userId") VALUES (?, ?, ?, ?) ` +
+    `ON CONFLICT ("sid") DO UPDATE SET "data" = excluded."data", "expiresAt" = excluded."expiresAt", ` +
+    `"userId" = excluded."userId"`,
+  // Touching an expired row must not bring it back to life.
+  touch: `UPDATE ${T} SET "expiresAt" = ? WHERE "sid" = ? AND "expiresAt" > ?`,
+  destroy: `DELETE FROM ${T} WHERE "sid" = ?`,
+  prune: `DELETE FROM ${T} WHERE "expiresAt" <= ?`,
+  count: `SELECT COUNT(*) AS "n" FROM ${T} WHERE "expiresAt" > ?`,
+  clear: `DELETE FROM ${T}`,
+};
+
+export class DatabaseSessionStore extends session.Store {
   private readonly defaultTtlMs: number;
   private readonly onPruneError: (err: unknown) => void;
-  private readonly timer?: NodeJS.Timeout;
-  private readonly stmts: {
-    get: Statement;
-    upsert: Statement;
-    touch: Statement;
-    destroy: Statement;
-    prune: Statement;
-    count: Statement;
-    clear: Statement;
-  };
+  private timer?: NodeJS.Timeout;
 
   constructor(
-    private readonly db: Db,
-    options: SqliteSessionStoreOptions = {},
+    private readonly db: Database,
+    options: SessionStoreOptions = {},
   ) {
     super();
     this.defaultTtlMs = options.defaultTtlMs ?? 24 * 60 * 60 * 1000;
     this.onPruneError = options.onPruneError ?? noop;
-    const t = `"${SESSIONS_TABLE}"`;
-    this.stmts = {
-      get: db.prepare(`SELECT "data" FROM ${t} WHERE "sid" = ? AND "expiresAt" > ?`),
-      upsert: db.prepare(
-        `INSERT INTO ${t} ("sid", "data", "expiresAt", "userId") VALUES (?, ?, ?, ?)
-         ON CONFLICT ("sid") DO UPDATE SET "data" = excluded."data", "expiresAt" = excluded."expiresAt",
-         "userId" = excluded."userId"`,
-      ),
-      // Touching an expired row must not bring it back to life.
-      touch: db.prepare(`UPDATE ${t} SET "expiresAt" = ? WHERE "sid" = ? AND "expiresAt" > ?`),
-      destroy: db.prepare(`DELETE FROM ${t} WHERE "sid" = ?`),
-      prune: db.prepare(`DELETE FROM ${t} WHERE "expiresAt" <= ?`),
-      count: db.prepare(`SELECT COUNT(*) AS "n" FROM ${t} WHERE "expiresAt" > ?`),
-      clear: db.prepare(`DELETE FROM ${t}`),
-    };
     const interval = options.pruneIntervalMs ?? 10 * 60 * 1000;
     if (interval > 0) {
-      this.timer = setInterval(() => this.prune(), interval);
+      this.timer = setInterval(() => {
+        this.prune().catch(this.onPruneError);
+      }, interval);
       // Pruning is housekeeping: it must never keep the process alive.
       this.timer.unref();
     }
   }
 
   get(sid: string, callback: (err: unknown, session?: SessionData | null) => void): void {
-    let found: SessionData | null;
-    try {
-      const row = this.stmts.get.get(sid, Date.now()) as { data: string } | undefined;
-      found = row ? parseSession(row.data) : null;
-    } catch (err) {
-      return callback(err);
-    }
-    callback(null, found);
+    this.db.read(get(SQL.get, [sid, Date.now()])).then(
+      (row) => callback(null, row ? parseSession(row.data as string) : null),
+      (err: unknown) => callback(err),
+    );
   }
 
   set(sid: string, sess: SessionData, callback: Callback = noop): void {
     const userId = typeof sess.userId === 'string' ? sess.userId : null;
-    try {
-      this.stmts.upsert.run(sid, JSON.stringify(sess), this.expiresAt(sess), userId);
-    } catch (err) {
-      // The person was removed while a request of theirs ran: their session stays ended, not
-      // saved back to life; the request carries on as if it had been saved.
-      if ((err as { code?: unknown }).code !== 'SQLITE_CONSTRAINT_FOREIGNKEY') return callback(err);
-    }
-    callback();
+    const params = [sid, JSON.stringify(sess), this.expiresAt(sess), userId];
+    this.db.write(() => run(SQL.upsert, params)).then(
+      () => callback(),
+      (err: unknown) => {
+        // The person was removed while a request of theirs ran: their session stays ended, not
+        // saved back to life; the request carries on as if it had been saved.
+        if (err instanceof AppError && err.code === 'REFERENCE_CONFLICT') return callback();
+        callback(err);
+      },
+    );
   }
 
   touch(sid: string, sess: SessionData, callback: Callback = noop): void {
     const now = Date.now();
-    this.run(() => this.stmts.touch.run(this.expiresAt(sess, now), sid, now), callback);
+    this.answer(() => run(SQL.touch, [this.expiresAt(sess, now), sid, now]), callback);
   }
 
   destroy(sid: string, callback: Callback = noop): void {
-    this.run(() => this.stmts.destroy.run(sid), callback);
+    this.answer(() => run(SQL.destroy, [sid]), callback);
   }
 
   length(callback: (err: unknown, length?: number) => void): void {
-    let n: number;
-    try {
-      n = (this.stmts.count.get(Date.now()) as { n: number }).n;
-    } catch (err) {
-      return callback(err);
-    }
-    callback(null, n);
+    this.db.read(get(SQL.count, [Date.now()])).then(
+      (row) => callback(null, Number(row?.n ?? 0)),
+      (err: unknown) => callback(err),
+    );
   }
 
   clear(callback: Callback = noop): void {
-    this.run(() => this.stmts.clear.run(), callback);
+    this.answer(() => run(SQL.clear), callback);
   }
 
-  /** Deletes expired rows; returns how many. Stops the timer once the database is closed. */
-  prune(now: number = Date.now()): number {
-    if (!this.db.open) {
-      this.close();
-      return 0;
-    }
-    try {
-      return this.stmts.prune.run(now).changes;
-    } catch (err) {
-      // Called from a timer: throwing here would crash the process over housekeeping.
-      this.onPruneError(err);
-      return 0;
-    }
+  /** Deletes expired rows; resolves to how many. */
+  async prune(now: number = Date.now()): Promise<number> {
+    return (await this.db.write(() => run(SQL.prune, [now]))).changes;
   }
 
+  /** Stops the prune timer: before the database closes. */
   close(): void {
     if (this.timer) clearInterval(this.timer);
+    this.timer = undefined;
   }
 
   private expiresAt(sess: SessionData, now: number = Date.now()): number {
@@ -139,14 +122,12 @@ export class SqliteSessionStore extends session.Store {
     return now + this.defaultTtlMs;
   }
 
-  /** The callback runs outside the try so an exception thrown by it is not reported twice. */
-  private run(work: () => unknown, callback: Callback): void {
-    try {
-      work();
-    } catch (err) {
-      return callback(err);
-    }
-    callback();
+  /** Runs a write for express-session and answers its callback. */
+  private answer(unit: () => Work<unknown>, callback: Callback): void {
+    this.db.write(unit).then(
+      () => callback(),
+      (err: unknown) => callback(err),
+    );
   }
 }
 

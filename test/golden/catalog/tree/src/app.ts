@@ -9,6 +9,7 @@ import express from 'express';
 import { loadApiKeys, type ApiKeyConfig } from './runtime/auth/api-keys.ts';
 import { authenticate, type AuthenticateOptions } from './runtime/auth/authenticate.ts';
 import { AuditLog } from './runtime/data/audit.ts';
+import type { Database } from './runtime/data/database.ts';
 import { auditRoutes } from './runtime/http/audit-routes.ts';
 import { commandRouter, commandRoutes } from './runtime/http/command-routes.ts';
 import { EntityStore } from './runtime/data/entity-store.ts';
@@ -16,7 +17,6 @@ import { EventBus } from './runtime/commands/events.ts';
 import { IdempotencyStore } from './runtime/data/idempotency-store.ts';
 import { COMMANDS } from './commands.ts';
 import extension from './extend.ts';
-import type { Db } from './runtime/data/db.ts';
 import { checkExtension } from './runtime/http/extension.ts';
 import { crudRouter, type CrudEntity, frontDoor } from './runtime/http/front-door.ts';
 import { healthProbes } from './runtime/http/health.ts';
@@ -59,7 +59,8 @@ const API_KEYS: ApiKeyConfig[] = [
 ];
 
 export interface AppOptions {
-  db: Db;
+  /** SQLite or PostgreSQL (runtime/data/open.ts), migrated. */
+  db: Database;
   /** Folder holding openapi.json. */
   appDir: string;
   traces?: TraceStore;
@@ -80,6 +81,8 @@ export interface App {
   listen(port: number, host?: string): http.Server;
   traces: TraceStore;
   events: EventBus;
+  /** Stops the app's housekeeping timers; call it before closing the database. */
+  close(): void;
 }
 
 /**
@@ -97,7 +100,7 @@ export function createApp(options: AppOptions): App {
   const traces = options.traces ?? new TraceStore(env.NODE_ENV === 'production' ? 0 : undefined);
   const apiKeys = loadApiKeys(API_KEYS, env, warn);
   const events = options.events ?? new EventBus();
-  const audit = new AuditLog(options.db);
+  const audit = new AuditLog();
   const idempotency = new IdempotencyStore(options.db);
   const categoryStore = new EntityStore(options.db, categorySpec, audit);
   const productStore = new EntityStore(options.db, productSpec, audit);
@@ -167,5 +170,6 @@ export function createApp(options: AppOptions): App {
   );
   const probes = healthProbes(options.db);
   const handle = frontDoor({ pipeline, entities, commands, fallback: app, sendError, probes });
-  return { handle, listen: (port, host) => http.createServer(handle).listen(port, host), traces, events };
+  const close = () => undefined;
+  return { handle, listen: (port, host) => http.createServer(handle).listen(port, host), traces, events, close };
 }

@@ -3,9 +3,9 @@
 
 import * as path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { createApp } from './app.ts';
-import { openDatabase, synchronousOf } from './runtime/data/db.ts';
-import { applyMigrations } from './runtime/data/migrate.ts';
+import { type App, createApp } from './app.ts';
+import type { Database } from './runtime/data/database.ts';
+import { openDatabase } from './runtime/data/open.ts';
 
 const appDir = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 /** project.name of the blueprint. */
@@ -22,20 +22,18 @@ function portFromEnv(): number {
 }
 
 const port = portFromEnv();
-let db;
+let database: Database;
 try {
-  const synchronous = process.env.DATABASE_SYNC;
-  db = openDatabase(process.env.DATABASE_URL ?? 'file:./data/app.db', appDir, { synchronous });
-  console.log(`database synchronous: ${synchronousOf(db)}`);
-  const { applied } = applyMigrations(db, path.join(appDir, 'prisma', 'migrations'));
-  if (applied.length) console.log(`applied migrations: ${applied.join(', ')}`);
+  const opened = await openDatabase(appDir, process.env);
+  database = opened.db;
+  console.log(`database: ${opened.description}`);
+  if (opened.applied.length) console.log(`applied migrations: ${opened.applied.join(', ')}`);
 } catch (err) {
   console.error(`cannot start: ${err instanceof Error ? err.message : String(err)}`);
   process.exit(1);
 }
 
-const database = db;
-let app;
+let app: App;
 try {
   app = createApp({ db: database, appDir });
 } catch (err) {
@@ -55,8 +53,8 @@ server.once('listening', () => {
 
 function shutdown(): void {
   server.close(() => {
-    database.close();
-    process.exit(0);
+    app.close();
+    database.close().finally(() => process.exit(0));
   });
   // Keep-alive connections can hold close() open; do not wait for them forever.
   setTimeout(() => process.exit(0), 5000).unref();

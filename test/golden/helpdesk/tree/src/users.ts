@@ -4,14 +4,20 @@
 
 import * as path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { openDatabase } from './runtime/data/db.ts';
-import { applyMigrations } from './runtime/data/migrate.ts';
+import type { Database } from './runtime/data/database.ts';
+import { openDatabase } from './runtime/data/open.ts';
 import { readNewPassword } from './runtime/auth/email/password-input.ts';
 import { runUsersCli } from './runtime/auth/email/users-cli.ts';
 
 const appDir = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
-const db = openDatabase(process.env.DATABASE_URL ?? 'file:./data/app.db', appDir);
-applyMigrations(db, path.join(appDir, 'prisma', 'migrations'));
+// The app's own database (DATABASE_URL, SQLite or PostgreSQL), migrated as when the app starts.
+let db: Database;
+try {
+  ({ db } = await openDatabase(appDir, process.env));
+} catch (err) {
+  console.error(`error: ${err instanceof Error ? err.message : String(err)}`);
+  process.exit(1);
+}
 try {
   process.exitCode = await runUsersCli(db, process.argv.slice(2), {
     out: (line) => console.log(line),
@@ -20,5 +26,5 @@ try {
     readPassword: () => readNewPassword(process.stdin, process.stderr),
   });
 } finally {
-  db.close();
+  await db.close();
 }

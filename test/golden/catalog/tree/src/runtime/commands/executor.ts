@@ -4,9 +4,10 @@
 //
 // Order of checks: authenticated actor (401); API-key scopes (403); input (400); record loaded
 // with the relations its conditions read (404); policy (403); availableWhen (409). Then the
-// handler runs with writes staged, and one synchronous transaction checks that the request still
-// holds its Idempotency-Key (data/idempotency-store.ts), re-reads the row, checks it is unchanged and
-// that availableWhen still holds (else STATE_CONFLICT), applies mutations and staged writes,
+// handler runs with writes staged, and one transaction (a unit of work) checks that the request
+// still holds its Idempotency-Key (data/idempotency-store.ts), re-reads and locks the row, checks
+// it is unchanged and that availableWhen still holds (else STATE_CONFLICT), applies mutations and
+// staged writes,
 // records the audit entries and the idempotent response, and commits. Events the handler
 // published are delivered after the commit; a throw anywhere leaves nothing behind.
 
@@ -15,6 +16,7 @@ import type { CommandHandler, ScopedDb } from './handler.ts';
 import type { AuditLog } from '../data/audit.ts';
 import { checkCondition, type Condition } from '../rules/conditions.ts';
 import { readPath } from '../rules/expression-eval.ts';
+import type { Work } from '../data/database.ts';
 import type { EntityStore, RequestContext } from '../data/entity-store.ts';
 import { checkBody, normalizeValue, type RefTarget, type Row, sameValue, validationError } from '../data/fields.ts';
 import type { FieldType } from '../core/values.ts';
@@ -130,8 +132,14 @@ async function run(
 ): Promise<{ status: number; body: unknown }> {
   const { actor, trace } = call;
   const store = rt.stores.get(spec.entity) as EntityStore;
-  const loaded = store.load(call, call.recordId, store.access.filter(actor, 'read'));
-  const record = withRelations(rt, spec, loaded, call);
+  const { db } = store;
+  const { loaded, record } = await db.read(
+    (function* () {
+      const loaded = yield* store.load(call, call.recordId, store.access.filter(actor, 'read'));
+      return { loaded, record: yield* withRelations(rt, spec, loaded) };
+    })(),
+    trace,
+  );
   const now = new Date().toISOString();
   if (spec.policy && !checkCondition(spec.policy, { actor, record, input, now })) {
     throw new AppError('FORBIDDEN', `you may not run ${spec.name} on this record`);
@@ -141,7 +149,7 @@ async function run(
   }
 
   const changes = resolveMutations(spec, input, actor, loaded, now);
-  const staged: Array<() => void> = [];
+  const staged: Array<() => Work<unknown>> = [];
   const auditEntries: Array<{ action: string; detail?: Record<string, unknown> }> = [];
   const events: AppEvent[] = [];
   let open = true;
@@ -174,10 +182,12 @@ async function run(
   open = false;
 
   const command = { name: spec.name, entity: spec.entity };
-  const body = await rt.idempotency.commits.run(() => {
+  const body = await db.write(function* () {
     // First: a request whose key another took over commits nothing, and hears that (409).
-    if (claim) rt.idempotency.confirm(trace, claim);
-    const current = store.fetch(trace, call.recordId);
+    if (claim) yield* rt.idempotency.confirm(claim);
+    // Held until the commit (PostgreSQL's FOR UPDATE): of commands racing on one record, from any
+    // number of app instances, the first to commit changes it and the others see the change.
+    const current = yield* store.fetch(call.recordId, { lock: true });
     if (!current || !sameRecord(current, loaded)) {
       throw new AppError(
         'STATE_CONFLICT',
@@ -186,15 +196,15 @@ async function run(
     }
     if (
       spec.availableWhen &&
-      !checkCondition(spec.availableWhen, { actor, record: withRelations(rt, spec, current, call), input, now })
+      !checkCondition(spec.availableWhen, { actor, record: yield* withRelations(rt, spec, current), input, now })
     ) {
       throw new AppError('STATE_CONFLICT', `${spec.name} is no longer available for this record`);
     }
     const plan = store.planUpdate(call, current, changes, { command, checkFieldRules: false });
-    const after = store.applyUpdate(call, plan, `command:${spec.name}`, { command: spec.name, input });
-    for (const apply of staged) apply();
+    const after = yield* store.applyUpdate(call, plan, `command:${spec.name}`, { command: spec.name, input });
+    for (const apply of staged) yield* apply();
     for (const entry of auditEntries) {
-      rt.audit.record(trace, {
+      yield* rt.audit.record({
         actor,
         operation: `command:${spec.name}:${entry.action}`,
         entity: spec.entity,
@@ -207,7 +217,7 @@ async function run(
       });
     }
     const presented = store.present(call, { ...after });
-    if (claim) rt.idempotency.finish(trace, claim, { status: 200, body: presented });
+    if (claim) yield* rt.idempotency.finish(claim, { status: 200, body: presented });
     return presented;
   }, trace);
   rt.events.deliver(events, rt.reportEventFailure);
@@ -268,7 +278,7 @@ function actorValue(actor: Actor, key: string): unknown {
   return readPath(actor, key.split('.'));
 }
 
-function withRelations(rt: CommandRuntime, spec: CommandSpec, record: Row, call: CommandCall): Row {
+function* withRelations(rt: CommandRuntime, spec: CommandSpec, record: Row): Work<Row> {
   if (spec.includes.length === 0) return record;
   const out: Row = { ...record };
   for (const inc of spec.includes) {
@@ -277,9 +287,9 @@ function withRelations(rt: CommandRuntime, spec: CommandSpec, record: Row, call:
     if (inc.kind === 'one') {
       const key = record[inc.localKey];
       out[inc.name] =
-        key === null || key === undefined ? null : (target.fetchWhere(call.trace, inc.foreignKey, key, 1)[0] ?? null);
+        key === null || key === undefined ? null : ((yield* target.fetchWhere(inc.foreignKey, key, 1))[0] ?? null);
     } else {
-      out[inc.name] = target.fetchWhere(call.trace, inc.foreignKey, record[inc.localKey], 1000);
+      out[inc.name] = yield* target.fetchWhere(inc.foreignKey, record[inc.localKey], 1000);
     }
   }
   return out;
@@ -290,7 +300,7 @@ function scopedDb(
   spec: CommandSpec,
   call: CommandCall,
   ownChanges: Record<string, unknown>,
-  staged: Array<() => void>,
+  staged: Array<() => Work<unknown>>,
   guard: () => void,
 ): ScopedDb {
   const storeOf = (entity: string): EntityStore => {
@@ -304,11 +314,14 @@ function scopedDb(
   return {
     async get(entity, id) {
       guard();
-      return storeOf(entity).get(call, id);
+      const store = storeOf(entity);
+      return store.db.read(store.get(call, id), call.trace);
     },
     async list(entity, page = {}) {
       guard();
-      return storeOf(entity).list(call, { limit: Math.min(page.limit ?? 100, 1000), offset: page.offset ?? 0 }).items;
+      const store = storeOf(entity);
+      const q = { limit: Math.min(page.limit ?? 100, 1000), offset: page.offset ?? 0 };
+      return (await store.db.read(store.list(call, q), call.trace)).items;
     },
     async update(entity, id, changes) {
       guard();
@@ -316,7 +329,7 @@ function scopedDb(
       if (entity === spec.entity && sameKey(store, id, call.recordId)) {
         // The command's own record: the entity's update rule and field rules apply as to any
         // actor-scoped write; the change merges with the mutations and is written at commit.
-        const current = store.fetch(call.trace, id) ?? {};
+        const current = (await store.db.read(store.fetch(id), call.trace)) ?? {};
         store.access.check(call.actor, 'update', current);
         store.access.checkFieldWrites(call.actor, Object.keys(checkBody(changes)), current);
         // The row rules hold for the record as the handler's writes leave it (mutations aside:
@@ -327,15 +340,15 @@ function scopedDb(
         Object.assign(ownChanges, changes);
         return { ...current, ...ownChanges };
       }
-      const current = store.load(call, id, store.access.filter(call.actor, 'read'));
+      const current = await store.db.read(store.load(call, id, store.access.filter(call.actor, 'read')), call.trace);
       store.access.check(call.actor, 'update', current);
       const plan = store.planUpdate(call, current, changes, { command, checkFieldRules: true });
       store.checkRowRules(call, plan);
-      staged.push(() => {
-        const now = store.fetch(call.trace, id);
+      staged.push(function* () {
+        const now = yield* store.fetch(id, { lock: true });
         if (!now || !sameRecord(now, current))
           throw new AppError('STATE_CONFLICT', `the ${entity} ${id} changed while ${spec.name} ran`);
-        store.applyUpdate(call, plan, `command:${spec.name}`);
+        yield* store.applyUpdate(call, plan, `command:${spec.name}`);
       });
       return { ...current, ...changes };
     },
@@ -343,12 +356,12 @@ function scopedDb(
       guard();
       const store = storeOf(entity);
       checkBody(data);
-      staged.push(() => void store.create(call, data));
+      staged.push(() => store.create(call, data));
     },
     async delete(entity, id) {
       guard();
       const store = storeOf(entity);
-      store.load(call, id, store.access.filter(call.actor, 'read'));
+      await store.db.read(store.load(call, id, store.access.filter(call.actor, 'read')), call.trace);
       staged.push(() => store.delete(call, id));
     },
   };

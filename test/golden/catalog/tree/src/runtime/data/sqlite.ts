@@ -18,6 +18,10 @@
 // which SQLite rolled everything back), the whole group is rolled back and every caller of the
 // group hears that failure: each is answered exactly once, and the connection is left out of any
 // transaction.
+//
+// A unit of work is checked as it runs, since plain JavaScript or a cast can hand over anything: it
+// must be a generator (an async function could go on after the commit, and an async generator's
+// steps are promises), and everything it yields a statement of data/database.ts.
 
 import * as fs from 'node:fs';
 import * as path from 'node:path';
@@ -63,7 +67,8 @@ export function sqliteFile(url: string, baseDir: string): string {
  * at the price of one fsync per group commit.
  */
 export function openSqlite(url: string, baseDir: string, options: SqliteOptions = {}): SqliteDatabase {
-  if (!url.startsWith('file:')) throw new Error(`a SQLite DATABASE_URL starts with file: (got "${url.split(':')[0]}:")`);
+  if (!url.startsWith('file:'))
+    throw new Error(`a SQLite DATABASE_URL starts with file: (got "${url.split(':')[0]}:")`);
   const synchronous = synchronousMode(options.synchronous);
   const busyTimeoutMs = options.busyTimeoutMs ?? 5000;
   if (!Number.isInteger(busyTimeoutMs) || busyTimeoutMs < 0)
@@ -110,6 +115,11 @@ export class SqliteDatabase implements Database {
   private scheduled = false;
   /** Set when a ROLLBACK failed: the transaction still open is a dead one, rolled back first. */
   private deadTransaction = false;
+  /**
+   * The failure that decided the running write's fate, whatever the write does after catching it
+   * (see `noteFailure`): the write fails with it.
+   */
+  private fatal: { error: unknown } | undefined;
 
   constructor(readonly connection: Connection) {}
 
@@ -120,11 +130,23 @@ export class SqliteDatabase implements Database {
   }
 
   read<T>(work: Work<T>, trace?: ActiveTrace): Promise<T> {
+    // A dead transaction holds the writes of a group that failed: no read may see them.
+    if (this.deadTransaction && !this.readyForTransaction())
+      return Promise.reject(new Error('a failed transaction could not be rolled back yet: the connection is busy'));
+    const outside = !this.connection.inTransaction;
+    let outcome: { ok: true; value: T } | { ok: false; error: unknown };
     try {
-      return Promise.resolve(this.drive(work, trace, false));
+      outcome = { ok: true, value: this.drive(workOf(work) as Work<T>, trace, false) };
     } catch (err) {
-      return Promise.reject(asError(err));
+      outcome = { ok: false, error: asError(err) };
     }
+    // BEGIN and SAVEPOINT count as read-only, yet a transaction a read left open would hold back
+    // every later write (and hand them a transaction they did not begin).
+    if (outside && this.connection.inTransaction) {
+      this.rollBack();
+      return Promise.reject(new Error('a read may not begin a transaction'));
+    }
+    return outcome.ok ? Promise.resolve(outcome.value) : Promise.reject(outcome.error);
   }
 
   /**
@@ -186,14 +208,18 @@ export class SqliteDatabase implements Database {
    */
   private apply(write: QueuedWrite): void {
     this.statement('SAVEPOINT bp_write').run();
+    this.fatal = undefined;
     try {
-      write.outcome = { ok: true, value: this.drive(unitOf(write.unit), write.trace, true) };
+      write.outcome = { ok: true, value: this.drive(workOf(write.unit()), write.trace, true) };
     } catch (err) {
       write.outcome = { ok: false, error: asError(err) };
     }
+    const fatal = this.takeFatal();
     if (!this.connection.inTransaction) {
+      if (fatal) throw fatal.error;
       throw write.outcome.ok ? new Error('the transaction ended inside a write') : write.outcome.error;
     }
+    if (fatal) write.outcome = { ok: false, error: fatal.error };
     if (!write.outcome.ok) this.statement('ROLLBACK TO bp_write').run();
     this.statement('RELEASE bp_write').run();
   }
@@ -210,23 +236,47 @@ export class SqliteDatabase implements Database {
       const step = failed ? work.throw(failure) : work.next(input);
       if (step.done) return step.value;
       failed = false;
+      const statement: unknown = step.value;
       try {
-        input = this.execute(step.value, trace, writable);
+        input = this.execute(statement, trace, writable);
       } catch (err) {
         failure = mapSqliteError(err);
         failed = true;
+        if (writable) this.noteFailure(statement, failure);
       }
     }
   }
 
-  private execute(statement: Statement, trace: ActiveTrace | undefined, writable: boolean): unknown {
-    const stmt = this.statement(statement.sql);
+  private takeFatal(): { error: unknown } | undefined {
+    const fatal = this.fatal;
+    this.fatal = undefined;
+    return fatal;
+  }
+
+  /**
+   * Remembers the failure of a write's statement when the write cannot recover from it, whatever
+   * it does after catching it: SQLite ended the transaction (some failures roll it back, a full
+   * disk among them), so what the write runs next is refused and nothing of it may commit; or
+   * undoing or releasing one of its savepoints failed (data/database.ts, `savepoint`), so what the
+   * failed step changed can no longer be told from what the write keeps. The write fails with
+   * that failure, rolled back.
+   */
+  private noteFailure(statement: unknown, failure: unknown): void {
+    if (this.fatal) return;
+    if (!this.connection.inTransaction || (isStatement(statement) && SAVEPOINT_END.test(statement.sql)))
+      this.fatal = { error: failure };
+  }
+
+  private execute(statement: unknown, trace: ActiveTrace | undefined, writable: boolean): unknown {
+    if (!isStatement(statement)) throw notAStatement(statement);
     // After an error that made SQLite roll the transaction back (a full disk), what the write
     // runs next would commit on its own: half of an operation whose other half is gone.
     if (writable && !this.connection.inTransaction)
       throw new Error(`the transaction ended inside a write; refused: ${statement.sql.slice(0, 80)}`);
+    const stmt = this.statement(statement.sql);
     // An INSERT ... RETURNING is a reader (it returns rows), yet not read-only.
-    if (!writable && !stmt.readonly) throw new Error(`a read may not change the database: ${statement.sql.slice(0, 80)}`);
+    if (!writable && !stmt.readonly)
+      throw new Error(`a read may not change the database: ${statement.sql.slice(0, 80)}`);
     const span = trace?.startSpan('database.query', 'database', { sql: statement.sql });
     try {
       const params = statement.params as unknown[];
@@ -271,26 +321,58 @@ export class SqliteDatabase implements Database {
 }
 
 /**
- * The unit of work a write's function returns. Anything else (a promise from an async function
- * that slipped past the types, say) is refused: its code could run after the commit.
+ * A unit of work, checked: a generator. Anything else that slipped past the types is refused: a
+ * promise (an async function's), whose code could run after the commit, and its rejection is
+ * handled here; an async generator, whose steps are promises (driving one would never end); a value.
  */
-function unitOf(unit: () => Work<unknown>): Work<unknown> {
-  const work: unknown = unit();
-  const candidate = work as { next?: unknown; throw?: unknown; then?: unknown } | null;
-  if (candidate !== null && typeof candidate === 'object' && typeof candidate.next === 'function' && typeof candidate.throw === 'function')
+function workOf(work: unknown): Work<unknown> {
+  type Candidate = { next?: unknown; throw?: unknown; [Symbol.iterator]?: unknown };
+  const candidate = (typeof work === 'object' && work !== null ? work : {}) as Candidate;
+  if (
+    typeof candidate.next === 'function' &&
+    typeof candidate.throw === 'function' &&
+    typeof candidate[Symbol.iterator] === 'function'
+  )
     return work as Work<unknown>;
-  if (candidate !== null && typeof candidate === 'object' && typeof candidate.then === 'function')
-    Promise.resolve(work as PromiseLike<unknown>).then(undefined, ignore);
-  throw new Error('a write must be a unit of work (a generator function), not a promise or a value');
+  handleIfThenable(work);
+  throw new Error(
+    'a unit of work must be a generator (a function*), not a promise, an async generator or a value',
+  );
+}
+
+const MODES: ReadonlySet<unknown> = new Set(['get', 'all', 'run']);
+
+function isStatement(value: unknown): value is Statement {
+  const s = value as Partial<Statement> | null;
+  return (
+    typeof s === 'object' && s !== null && typeof s.sql === 'string' && MODES.has(s.mode) && Array.isArray(s.params)
+  );
+}
+
+/** The refusal of something a unit yielded that is not a statement (a promise, when it tried to wait). */
+function notAStatement(value: unknown): Error {
+  const thenable = handleIfThenable(value);
+  const what = value === null ? 'null' : thenable ? 'a promise' : typeof value;
+  return new Error(`a unit of work may only yield statements (get, all, run), not ${what}`);
+}
+
+/** Handles the rejection of a refused promise (its caller hears the refusal instead); false for a non-promise. */
+function handleIfThenable(value: unknown): boolean {
+  if (typeof (value as { then?: unknown } | null)?.then !== 'function') return false;
+  Promise.resolve(value as PromiseLike<unknown>).then(undefined, ignore);
+  return true;
 }
 
 function ignore(): void {}
+
+/** Statements that end a savepoint: when one fails, the write's changes cannot be sorted out. */
+const SAVEPOINT_END = /^\s*(ROLLBACK\s+TO|RELEASE)\b/i;
 
 /** What a caller is rejected with: the app's error for SQLite failures, an Error for anything thrown. */
 function asError(err: unknown): unknown {
   if (err instanceof Error) return mapSqliteError(err);
   const what = err === null ? 'null' : typeof err;
-  return new Error(`a write threw ${what}, not an Error`, { cause: err });
+  return new Error(`a unit of work threw ${what}, not an Error`, { cause: err });
 }
 
 /** When the transaction is gone, so is every write of the group, the successful ones included. */

@@ -12,7 +12,7 @@ import { sendJson } from './respond.ts';
 
 export function auditRoutes(audit: AuditLog, stores: ReadonlyMap<string, EntityStore>): Router {
   const router = Router();
-  router.get('/api/audit', matched('audit.list'), (req, res) => {
+  router.get('/api/audit', matched('audit.list'), async (req, res) => {
     const { entity, recordId, ...paging } = req.query as Record<string, unknown>;
     if (typeof entity !== 'string' || typeof recordId !== 'string') {
       throw new AppError('INVALID_QUERY', 'entity and recordId are required', {
@@ -26,9 +26,14 @@ export function auditRoutes(audit: AuditLog, stores: ReadonlyMap<string, EntityS
       });
     const ctx = requestContext(req, { mutation: false });
     // The trail is as private as the record: the actor must be able to read it.
-    store.load(ctx, recordId, store.access.filter(ctx.actor, 'read'));
     const { limit, offset } = parseListQuery(paging);
-    const page = audit.list(req.trace, entity, recordId, limit, offset);
+    const page = await store.db.read(
+      (function* () {
+        yield* store.load(ctx, recordId, store.access.filter(ctx.actor, 'read'));
+        return yield* audit.list(entity, recordId, limit, offset);
+      })(),
+      req.trace,
+    );
     sendJson(res, 200, { items: page.items, limit, offset, hasMore: page.hasMore });
   });
   return router;

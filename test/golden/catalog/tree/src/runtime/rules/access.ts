@@ -9,6 +9,7 @@
 // check, as Zebric's system session does.
 
 import { isAuthenticated, type Actor } from '../core/actor.ts';
+import type { Dialect } from '../core/dialect.ts';
 import { andFilters, type ColumnType, conditionToSql, notFilter, orFilters, type RowFilter } from './condition-sql.ts';
 import { checkCondition, type Condition, conditionReadsRecord, ownerField } from './conditions.ts';
 import { AppError, type ErrorDetail } from '../core/errors.ts';
@@ -55,6 +56,7 @@ export class Access {
   constructor(
     readonly policy: AccessPolicy,
     private readonly columns: ReadonlyMap<string, ColumnType>,
+    private readonly dialect: Dialect = 'sqlite',
   ) {
     const actions: EntityAction[] = ['read', 'create', 'update', 'delete'];
     this.actorOnly = new Set(actions.filter((a) => !conditionReadsRecord(this.rule(a))));
@@ -92,7 +94,7 @@ export class Access {
           record: null,
           now: this.readsNow.has(action) ? new Date().toISOString() : undefined,
         })
-      : conditionToSql(this.rule(action), who, this.columns);
+      : conditionToSql(this.rule(action), who, this.columns, this.dialect);
     const granted = this.permissionFilter(actor, action);
     if (rule === undefined || granted === undefined) {
       // The generator only accepts conditions it can translate; refuse rather than guess.
@@ -243,7 +245,8 @@ export class Access {
     const rules = this.rulesFor(actor, action);
     if (!rules) return true;
     const who = conditionActor(actor);
-    const toFilter = (r: PermissionRule) => (r.condition ? conditionToSql(r.condition, who, this.columns) : true);
+    const toFilter = (r: PermissionRule) =>
+      r.condition ? conditionToSql(r.condition, who, this.columns, this.dialect) : true;
     const allows = rules.allow.map(toFilter);
     const denies = rules.deny.map(toFilter);
     if ([...allows, ...denies].some((f) => f === undefined)) return undefined;

@@ -95,6 +95,13 @@ CREATE TABLE "_bp_sessions" (
         ON UPDATE CASCADE
 );
 
+-- CreateTable
+CREATE TABLE "_bp_signin_failures" (
+    "key" TEXT NOT NULL PRIMARY KEY,
+    "count" INTEGER NOT NULL,
+    "lastAt" BIGINT NOT NULL
+);
+
 -- CreateIndex
 CREATE INDEX "Comment_ticketId_idx" ON "Comment"("ticketId");
 
@@ -121,6 +128,9 @@ CREATE INDEX "_bp_sessions_expiresAt_idx" ON "_bp_sessions"("expiresAt");
 
 -- CreateIndex
 CREATE INDEX "_bp_sessions_userId_idx" ON "_bp_sessions"("userId");
+
+-- CreateIndex
+CREATE INDEX "_bp_signin_failures_lastAt_idx" ON "_bp_signin_failures"("lastAt");
 
 -- CreateIndex (unique e-mail, any letter case)
 CREATE UNIQUE INDEX "Customer.email_lower_key" ON "Customer"(lower("email"));

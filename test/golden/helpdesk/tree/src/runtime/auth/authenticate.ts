@@ -9,8 +9,11 @@ import type { ApiKeyRegistry } from './api-keys.ts';
 
 export interface AuthenticateOptions {
   apiKeys: ApiKeyRegistry;
-  /** The person behind a session cookie, when the blueprint enables sessions. */
-  sessionActor?: (req: ApiRequest) => Actor | undefined;
+  /**
+   * The person behind a session cookie, when the blueprint enables sessions: a promise when their
+   * rows must be read, undefined at once when the request carries no session.
+   */
+  sessionActor?: (req: ApiRequest) => Promise<Actor | undefined> | Actor | undefined;
   /**
    * The trusted delegation hook: server code that has verified, by its own means, that a human
    * approved this agent's work returns that human's id; it becomes actor.delegatedBy. Nothing in
@@ -29,28 +32,33 @@ const BEARER = /^Bearer ([A-Za-z0-9\-._~+/=]+)$/i;
 export function authenticate(options: AuthenticateOptions): Middleware {
   return (req, res, next) => {
     const span = req.trace?.startSpan('auth.check', 'auth', undefined, req.rootSpanId);
+    const resolved = (actor: Actor | undefined) => {
+      actor ??= ANONYMOUS;
+      const delegatedBy = isAuthenticated(actor) ? options.delegate?.(req, actor) : undefined;
+      req.actor = delegatedBy ? withDelegation(actor, delegatedBy) : actor;
+      span?.end({ actor: req.actor.kind });
+      next();
+    };
     const header = req.headers.authorization;
-    let actor: Actor | undefined;
-    if (header !== undefined) {
-      const token = BEARER.exec(header.trim())?.[1];
-      actor = token === undefined ? undefined : options.apiKeys.verify(token);
-      if (!actor) {
-        span?.end({ result: 'rejected' });
-        res.setHeader('WWW-Authenticate', 'Bearer');
-        return next(
-          new AppError(
-            'UNAUTHENTICATED',
-            token === undefined ? 'the Authorization header must be "Bearer <API key>"' : 'unknown API key',
-          ),
-        );
-      }
-    } else {
-      actor = options.sessionActor?.(req);
+    if (header === undefined) {
+      const actor = options.sessionActor?.(req);
+      if (!(actor instanceof Promise)) return resolved(actor);
+      // Returned, so the pipeline hears of anything thrown after the read.
+      return actor.then(resolved, (err: unknown) => {
+        span?.end({ result: 'failed' });
+        next(err);
+      });
     }
-    actor ??= ANONYMOUS;
-    const delegatedBy = isAuthenticated(actor) ? options.delegate?.(req, actor) : undefined;
-    req.actor = delegatedBy ? withDelegation(actor, delegatedBy) : actor;
-    span?.end({ actor: req.actor.kind });
-    next();
+    const token = BEARER.exec(header.trim())?.[1];
+    const actor = token === undefined ? undefined : options.apiKeys.verify(token);
+    if (actor) return resolved(actor);
+    span?.end({ result: 'rejected' });
+    res.setHeader('WWW-Authenticate', 'Bearer');
+    next(
+      new AppError(
+        'UNAUTHENTICATED',
+        token === undefined ? 'the Authorization header must be "Bearer <API key>"' : 'unknown API key',
+      ),
+    );
   };
 }

@@ -4,9 +4,8 @@
 // and after) and the correlation ids (idempotency key, trace id).
 
 import type { Actor } from '../core/actor.ts';
-import { type Db, query, type Statement } from './db.ts';
+import { all, run, type Work } from './database.ts';
 import { ulid } from '../core/ids.ts';
-import type { ActiveTrace } from '../observe/tracing.ts';
 
 export interface AuditEntry {
   operation: string;
@@ -56,45 +55,37 @@ const NAMES = [
 const COLUMNS = NAMES.map((n) => `"${n}"`).join(', ');
 
 export class AuditLog {
-  private readonly insert: Statement;
-  private readonly page: Statement;
+  private readonly insert = `INSERT INTO "_bp_audit" (${COLUMNS}) VALUES (${NAMES.map(() => '?').join(', ')})`;
+  // Newest first; ULIDs of one process sort by time, the id breaks ties.
+  private readonly page = `SELECT ${COLUMNS} FROM "_bp_audit" WHERE "entity" = ? AND "recordId" = ?
+       ORDER BY "at" DESC, "id" DESC LIMIT ? OFFSET ?`;
 
-  constructor(db: Db) {
-    this.insert = db.prepare(`INSERT INTO "_bp_audit" (${COLUMNS}) VALUES (${NAMES.map((n) => `@${n}`).join(', ')})`);
-    // Newest first; ULIDs of one process sort by time, the id breaks ties.
-    this.page = db.prepare(
-      `SELECT ${COLUMNS} FROM "_bp_audit" WHERE "entity" = ? AND "recordId" = ?
-       ORDER BY "at" DESC, "id" DESC LIMIT ? OFFSET ?`,
-    );
+  /** Writes one entry: part of the unit of work of the change it describes. */
+  *record(entry: AuditEntry): Work<void> {
+    yield* run(this.insert, [
+      ulid(),
+      new Date().toISOString(),
+      entry.operation,
+      entry.entity,
+      entry.recordId,
+      entry.actor.id,
+      entry.actor.credentialId ?? null,
+      entry.actor.delegatedBy ?? null,
+      entry.agentRunId ?? null,
+      entry.idempotencyKey ?? null,
+      entry.traceId ?? null,
+      JSON.stringify(entry.changes),
+      entry.detail ? JSON.stringify(entry.detail) : null,
+    ]);
   }
 
-  /** Writes one entry; call inside the transaction of the change it describes. */
-  record(trace: ActiveTrace | undefined, entry: AuditEntry): void {
-    query(trace, this.insert, 'run', {
-      id: ulid(),
-      at: new Date().toISOString(),
-      operation: entry.operation,
-      entity: entry.entity,
-      recordId: entry.recordId,
-      actorId: entry.actor.id,
-      credentialId: entry.actor.credentialId ?? null,
-      delegatedBy: entry.actor.delegatedBy ?? null,
-      agentRunId: entry.agentRunId ?? null,
-      idempotencyKey: entry.idempotencyKey ?? null,
-      traceId: entry.traceId ?? null,
-      changes: JSON.stringify(entry.changes),
-      detail: entry.detail ? JSON.stringify(entry.detail) : null,
-    });
-  }
-
-  list(
-    trace: ActiveTrace | undefined,
+  *list(
     entity: string,
     recordId: string,
     limit: number,
     offset: number,
-  ): { items: AuditRecord[]; hasMore: boolean } {
-    const rows = query(trace, this.page, 'all', [entity, recordId, limit + 1, offset]);
+  ): Work<{ items: AuditRecord[]; hasMore: boolean }> {
+    const rows = yield* all(this.page, [entity, recordId, limit + 1, offset]);
     const hasMore = rows.length > limit;
     if (hasMore) rows.pop();
     return {

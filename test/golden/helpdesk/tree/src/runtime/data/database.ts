@@ -13,10 +13,9 @@
 // into the dialect's form once (PostgreSQL numbers them `$1`, `$2`, ...), and `sqlText` composes
 // generated statements with the row filters built at run time.
 
+import type { Dialect } from '../core/dialect.ts';
 import { AppError } from '../core/errors.ts';
 import type { ActiveTrace } from '../observe/tracing.ts';
-
-export type Dialect = 'sqlite' | 'postgres';
 
 export type Row = Record<string, unknown>;
 
@@ -61,7 +60,8 @@ export function* done<T>(value: T): Work<T> {
 /**
  * Runs `work` inside the current transaction so that, when it throws, only its own changes are
  * undone and the transaction carries on (to record the failure alongside). When the undo itself
- * fails, that failure is thrown and the driver rolls the whole transaction back.
+ * fails, or the release after success, that failure is thrown and the driver fails the whole
+ * write, rolled back, whatever its caller does with the failure: nothing of it commits.
  */
 export function* savepoint<T>(work: Work<T>): Work<T> {
   yield* run('SAVEPOINT bp_step');

@@ -13,9 +13,8 @@
 // over commits nothing, so a key never commits its work twice.
 
 import { randomUUID } from 'node:crypto';
-import { type Db, query, type Statement, withSavepoint } from './db.ts';
 import { AppError, envelope } from '../core/errors.ts';
-import { type GroupCommit, groupCommit } from './group-commit.ts';
+import { type Database, get, run, type Work } from './database.ts';
 import type { ActiveTrace } from '../observe/tracing.ts';
 
 export const IDEMPOTENCY_TTL_MS = 24 * 60 * 60 * 1000;
@@ -56,53 +55,56 @@ export interface StoredResponse {
   location?: string | null;
 }
 
+const TABLE = '"_bp_idempotency"';
+
+/**
+ * A claimed key's row may be replaced when it expired, or when it is a claim whose lease lapsed
+ * (a row written before leases existed counts as leased from its creation). Every statement that
+ * takes a key over says so in its WHERE: two requests racing for one key on two app instances
+ * cannot both win (the loser's upsert changes no row), on PostgreSQL as on SQLite.
+ */
+const REPLACEABLE =
+  `${TABLE}."expiresAt" < ? OR (${TABLE}."state" = 'running' AND ` +
+  `COALESCE(${TABLE}."leaseExpiresAt", ${TABLE}."createdAt" + ?) < ?)`;
+
+const SQL = {
+  select: `SELECT "requestHash", "state", "status", "body", "location", "createdAt", "expiresAt", "leaseExpiresAt"
+       FROM ${TABLE} WHERE ${BY_KEY}`,
+  claim: `INSERT INTO ${TABLE} (${ALL_COLUMNS}, "claimId", "leaseExpiresAt")
+       VALUES (?, ?, ?, ?, 'running', NULL, NULL, NULL, ?, ?, ?, ?)
+       ON CONFLICT ("scope", "operation", "key") DO UPDATE SET "requestHash" = excluded."requestHash",
+       "state" = 'running', "status" = NULL, "body" = NULL, "location" = NULL, "createdAt" = excluded."createdAt",
+       "expiresAt" = excluded."expiresAt", "claimId" = excluded."claimId", "leaseExpiresAt" = excluded."leaseExpiresAt"
+       WHERE ${REPLACEABLE}`,
+  renewal: `UPDATE ${TABLE} SET "leaseExpiresAt" = ? WHERE ${BY_KEY} AND "claimId" = ? AND "state" = 'running'`,
+  held: `SELECT 1 FROM ${TABLE} WHERE ${BY_KEY} AND "claimId" = ? AND "state" = 'running'`,
+  complete: `UPDATE ${TABLE} SET "state" = 'done', "status" = ?, "body" = ?, "location" = ?, "claimId" = NULL,
+       "leaseExpiresAt" = NULL WHERE ${BY_KEY} AND "claimId" = ? AND "state" = 'running'`,
+  remove: `DELETE FROM ${TABLE} WHERE ${BY_KEY} AND "claimId" = ? AND "state" = 'running'`,
+  insertDone: `INSERT INTO ${TABLE} (${ALL_COLUMNS})
+       VALUES (?, ?, ?, ?, 'done', ?, ?, ?, ?, ?)
+       ON CONFLICT ("scope", "operation", "key") DO UPDATE SET "requestHash" = excluded."requestHash",
+       "state" = 'done', "status" = excluded."status", "body" = excluded."body", "location" = excluded."location",
+       "createdAt" = excluded."createdAt", "expiresAt" = excluded."expiresAt", "claimId" = NULL,
+       "leaseExpiresAt" = NULL
+       WHERE ${REPLACEABLE}`,
+  purge: `DELETE FROM ${TABLE} WHERE "expiresAt" < ?`,
+};
+
 export class IdempotencyStore {
-  private readonly select: Statement;
-  private readonly claim: Statement;
-  private readonly renewal: Statement;
-  private readonly held: Statement;
-  private readonly complete: Statement;
-  private readonly remove: Statement;
-  private readonly insertDone: Statement;
-  private readonly purge: Statement;
   private lastPurge = 0;
   private readonly now: () => number;
   private readonly leaseMs: number;
   private readonly renewEveryMs: number;
-  /** Where every write of the app commits (data/group-commit.ts). */
-  readonly commits: GroupCommit;
 
   constructor(
-    private readonly db: Db,
+    /** Where every keyed write commits. */
+    readonly db: Database,
     options: IdempotencyOptions = {},
   ) {
-    this.commits = groupCommit(db);
     this.now = options.now ?? Date.now;
     this.leaseMs = options.leaseMs ?? LEASE_MS;
     this.renewEveryMs = options.renewEveryMs ?? RENEW_EVERY_MS;
-    this.select = db.prepare(
-      `SELECT "requestHash", "state", "status", "body", "location", "createdAt", "expiresAt", "leaseExpiresAt"
-       FROM "_bp_idempotency" WHERE ${BY_KEY}`,
-    );
-    this.claim = db.prepare(
-      `INSERT OR REPLACE INTO "_bp_idempotency" (${ALL_COLUMNS}, "claimId", "leaseExpiresAt")
-       VALUES (?, ?, ?, ?, 'running', NULL, NULL, NULL, ?, ?, ?, ?)`,
-    );
-    const fenced = `${BY_KEY} AND "claimId" = ?`;
-    this.renewal = db.prepare(
-      `UPDATE "_bp_idempotency" SET "leaseExpiresAt" = ? WHERE ${fenced} AND "state" = 'running'`,
-    );
-    this.held = db.prepare(`SELECT 1 FROM "_bp_idempotency" WHERE ${fenced} AND "state" = 'running'`);
-    this.complete = db.prepare(
-      `UPDATE "_bp_idempotency" SET "state" = 'done', "status" = ?, "body" = ?, "location" = ?, "claimId" = NULL,
-       "leaseExpiresAt" = NULL WHERE ${fenced} AND "state" = 'running'`,
-    );
-    this.remove = db.prepare(`DELETE FROM "_bp_idempotency" WHERE ${fenced} AND "state" = 'running'`);
-    this.insertDone = db.prepare(
-      `INSERT OR REPLACE INTO "_bp_idempotency" (${ALL_COLUMNS})
-       VALUES (?, ?, ?, ?, 'done', ?, ?, ?, ?, ?)`,
-    );
-    this.purge = db.prepare('DELETE FROM "_bp_idempotency" WHERE "expiresAt" < ?');
   }
 
   /**
@@ -117,21 +119,17 @@ export class IdempotencyStore {
     requestHash: string,
   ): Promise<ClaimOutcome> {
     const id = randomUUID();
-    const outcome = await this.commits.run((): IdempotencyOutcome => {
-      const found = this.lookup(trace, scope, operation, key, requestHash);
-      if (found.kind === 'new') {
-        const now = this.now();
-        query(trace, this.claim, 'run', [
-          scope,
-          operation,
-          key,
-          requestHash,
-          now,
-          now + IDEMPOTENCY_TTL_MS,
-          id,
-          now + this.leaseMs,
-        ]);
-      }
+    const store = this;
+    const outcome = await this.db.write(function* (): Work<IdempotencyOutcome> {
+      const found = yield* store.lookup(scope, operation, key, requestHash);
+      if (found.kind !== 'new') return found;
+      const now = store.now();
+      const { changes } = yield* run(SQL.claim, [
+        ...[scope, operation, key, requestHash, now, now + IDEMPOTENCY_TTL_MS, id, now + store.leaseMs],
+        ...store.replaceable(now),
+      ]);
+      // Another request (on another instance) claimed the key since the lookup: answer as to it.
+      if (changes === 0) return yield* store.lookup(scope, operation, key, requestHash, { raced: true });
       return found;
     }, trace);
     if (outcome.kind === 'replay') return outcome;
@@ -144,23 +142,30 @@ export class IdempotencyStore {
 
   /**
    * Inside a transaction that also makes the change: how to answer if the key is known, or
-   * undefined when the request should run. Nothing is written, so nobody can see a half-used key.
+   * { kind: 'new' } when the request should run. Nothing is written but expired keys, so nobody
+   * can see a half-used key. `raced`: the caller just lost the key to a request that holds it,
+   * so a row that would count as replaceable is still one to answer from.
    */
-  lookup(
-    trace: ActiveTrace | undefined,
+  *lookup(
     scope: string,
     operation: string,
     key: string,
     requestHash: string,
-  ): IdempotencyOutcome {
+    options: { raced?: boolean } = {},
+  ): Work<IdempotencyOutcome> {
     const now = this.now();
-    this.purgeExpired(trace, now);
-    const row = query(trace, this.select, 'get', [scope, operation, key]);
-    if (!row || (row.expiresAt as number) < now) return { kind: 'new' };
-    // A claim whose lease lapsed was left by a process that died: a retry takes the key over. A
-    // row written before leases existed counts as leased from its creation.
-    const leaseEnd = (row.leaseExpiresAt ?? (row.createdAt as number) + this.leaseMs) as number;
-    if (row.state === 'running' && leaseEnd < now) return { kind: 'new' };
+    yield* this.purgeExpired(now);
+    const row = yield* get(SQL.select, [scope, operation, key]);
+    if (!row) {
+      if (options.raced) throw takenOver();
+      return { kind: 'new' };
+    }
+    if (!options.raced) {
+      if ((row.expiresAt as number) < now) return { kind: 'new' };
+      // A claim whose lease lapsed was left by a process that died: a retry takes the key over.
+      const leaseEnd = (row.leaseExpiresAt ?? (row.createdAt as number) + this.leaseMs) as number;
+      if (row.state === 'running' && leaseEnd < now) return { kind: 'new' };
+    }
     if (row.requestHash !== requestHash) {
       throw new AppError(
         'IDEMPOTENCY_KEY_REUSE',
@@ -179,27 +184,28 @@ export class IdempotencyStore {
     };
   }
 
-  /** Records a finished response in one statement, in the transaction of the change. */
-  remember(
-    trace: ActiveTrace | undefined,
+  /**
+   * Records a finished response in the transaction of the change. When another request recorded
+   * the key since this one's lookup (on another instance), this one is refused with the answer
+   * that request would give, and its change rolls back with it.
+   */
+  *remember(
     scope: string,
     operation: string,
     key: string,
     requestHash: string,
     response: { status: number; body: unknown; location: string | null },
-  ): void {
+  ): Work<void> {
     const now = this.now();
-    query(trace, this.insertDone, 'run', [
-      scope,
-      operation,
-      key,
-      requestHash,
-      response.status,
-      response.body === undefined ? null : JSON.stringify(response.body),
-      response.location,
-      now,
-      now + IDEMPOTENCY_TTL_MS,
+    const { changes } = yield* run(SQL.insertDone, [
+      ...[scope, operation, key, requestHash, response.status],
+      ...[response.body === undefined ? null : JSON.stringify(response.body), response.location],
+      ...[now, now + IDEMPOTENCY_TTL_MS, ...this.replaceable(now)],
     ]);
+    // The key holds another request's answer: this request's work must not commit, and its
+    // caller gets that answer (or the refusal lookup throws: a different input, still running).
+    if (changes === 0)
+      throw new AnsweredElsewhere(yield* this.lookup(scope, operation, key, requestHash, { raced: true }));
   }
 
   /**
@@ -207,13 +213,13 @@ export class IdempotencyStore {
    * the transaction that commits the claimed request's work, so that a request whose key was
    * taken over hears that, and commits nothing.
    */
-  confirm(trace: ActiveTrace | undefined, claim: Claim): void {
-    if (!query(trace, this.held, 'get', [claim.scope, claim.operation, claim.key, claim.id])) throw takenOver();
+  *confirm(claim: Claim): Work<void> {
+    if (!(yield* get(SQL.held, [claim.scope, claim.operation, claim.key, claim.id]))) throw takenOver();
   }
 
   /** Stores the response to replay under a claimed key, in the transaction of the change. */
-  finish(trace: ActiveTrace | undefined, claim: Claim, response: StoredResponse): void {
-    const { changes } = query(trace, this.complete, 'run', [
+  *finish(claim: Claim, response: StoredResponse): Work<void> {
+    const { changes } = yield* run(SQL.complete, [
       response.status,
       response.body === undefined ? null : JSON.stringify(response.body),
       response.location ?? null,
@@ -233,35 +239,47 @@ export class IdempotencyStore {
   async fail(trace: ActiveTrace | undefined, claim: Claim, err: unknown): Promise<void> {
     const stored = failureToStore(err);
     const where = [claim.scope, claim.operation, claim.key, claim.id];
-    await this.commits
-      .run(() => {
-        if (!stored) return query(trace, this.remove, 'run', where).changes;
+    await this.db
+      .write(function* () {
+        if (!stored) return (yield* run(SQL.remove, where)).changes;
         const body = JSON.stringify(envelope(stored, trace?.traceId ?? ''));
-        return query(trace, this.complete, 'run', [stored.status, body, null, ...where]).changes;
+        return (yield* run(SQL.complete, [stored.status, body, null, ...where])).changes;
       }, trace)
       .catch(ignore);
   }
 
-  /** Runs `fn` so that a throw undoes its changes only, not the rest of the transaction. */
-  undoable<T>(fn: () => T): T {
-    return withSavepoint(this.db, fn);
+  /** The parameters of REPLACEABLE at `now`. */
+  private replaceable(now: number): number[] {
+    return [now, this.leaseMs, now];
   }
 
   /** Extends a running claim's lease; a claim no longer held stops renewing. */
   private renew(claim: Claim): void {
     const params = [this.now() + this.leaseMs, claim.scope, claim.operation, claim.key, claim.id];
-    this.commits
-      .run(() => query(undefined, this.renewal, 'run', params).changes)
-      .then((changes) => {
+    this.db
+      .write(function* () {
+        return (yield* run(SQL.renewal, params)).changes;
+      })
+      .then((changes: number) => {
         if (changes === 0) claim.end();
         // A failed renewal (the database busy) is tried again at the next tick.
       }, ignore);
   }
 
-  private purgeExpired(trace: ActiveTrace | undefined, now: number): void {
+  private *purgeExpired(now: number): Work<void> {
     if (now - this.lastPurge < 60_000) return;
     this.lastPurge = now;
-    query(trace, this.purge, 'run', [now]);
+    yield* run(SQL.purge, [now]);
+  }
+}
+
+/**
+ * Thrown out of a unit of work (rolling it back) when another request recorded the same key
+ * first: its caller answers with `outcome` instead of what the rolled-back work produced.
+ */
+export class AnsweredElsewhere extends Error {
+  constructor(readonly outcome: IdempotencyOutcome) {
+    super('another request with this Idempotency-Key answered first');
   }
 }
 

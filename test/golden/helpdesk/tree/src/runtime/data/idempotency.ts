@@ -7,7 +7,14 @@ import { createHash } from 'node:crypto';
 import type { Actor } from '../core/actor.ts';
 import { AppError, envelope } from '../core/errors.ts';
 import type { ActiveTrace } from '../observe/tracing.ts';
-import { failureToStore, type IdempotencyStore, type StoredResponse } from './idempotency-store.ts';
+import { savepoint, type Work } from './database.ts';
+import {
+  AnsweredElsewhere,
+  failureToStore,
+  type IdempotencyOutcome,
+  type IdempotencyStore,
+  type StoredResponse,
+} from './idempotency-store.ts';
 
 const KEY_PATTERN = /^[\x21-\x7e]{1,255}$/;
 
@@ -67,7 +74,7 @@ function keyProblem(key: string): AppError | undefined {
 }
 
 /**
- * Runs a synchronous write (an entity create, update or delete) in the next group commit, under
+ * Runs a write (an entity create, update or delete) as one unit of work, under
  * its Idempotency-Key when it has one: the lookup, the write and the stored response commit
  * together, so no other request can ever see the key half-used and a crash cannot separate the
  * write from its record. A failure is stored too (the write itself is undone) unless
@@ -85,10 +92,14 @@ export async function runIdempotent(
   operation: string,
   input: unknown,
   mayWrite: () => unknown,
-  write: () => StoredResponse,
+  write: () => Work<StoredResponse>,
 ): Promise<StoredResponse & { replayed: boolean }> {
   const key = ctx.idempotencyKey;
-  if (key === undefined) return store.commits.run(() => ({ ...write(), replayed: false }), ctx.trace);
+  if (key === undefined) {
+    return store.db.write(function* () {
+      return { ...(yield* write()), replayed: false };
+    }, ctx.trace);
+  }
   let scope: string;
   if (ctx.actor.kind !== 'anonymous') scope = idempotencyScope(ctx.actor);
   else {
@@ -120,36 +131,43 @@ export async function runIdempotent(
     scope = `anonymous-session:${createHash('sha256').update(ctx.sessionId).digest('hex').slice(0, 32)}`;
   }
   const hash = requestHash(input);
-  const done = await store.commits.run(
-    (): { response: StoredResponse & { replayed: boolean } } | { failure: unknown } => {
-      const outcome = store.lookup(ctx.trace, scope, operation, key, hash);
-      if (outcome.kind === 'replay')
-        return { response: { status: outcome.status, body: outcome.body, location: outcome.location, replayed: true } };
+  type Done = { response: StoredResponse & { replayed: boolean } } | { failure: unknown };
+  let done: Done;
+  try {
+    done = await store.db.write(function* (): Work<Done> {
+      const outcome = yield* store.lookup(scope, operation, key, hash);
+      if (outcome.kind === 'replay') return { response: replay(outcome) };
       let result: StoredResponse;
       try {
-        result = store.undoable(write);
+        result = yield* savepoint(write());
       } catch (err) {
         const stored = failureToStore(err);
         if (!stored) throw err;
-        store.remember(ctx.trace, scope, operation, key, hash, {
+        yield* store.remember(scope, operation, key, hash, {
           status: stored.status,
           body: envelope(stored, ctx.trace?.traceId ?? ''),
           location: null,
         });
-        // Committed with the group; the caller gets the error once it is.
+        // Committed with the rest; the caller gets the error once it is.
         return { failure: err };
       }
-      store.remember(ctx.trace, scope, operation, key, hash, {
+      yield* store.remember(scope, operation, key, hash, {
         status: result.status,
         body: result.body,
         location: result.location ?? null,
       });
       return { response: { ...result, replayed: false } };
-    },
-    ctx.trace,
-  );
+    }, ctx.trace);
+  } catch (err) {
+    if (err instanceof AnsweredElsewhere && err.outcome.kind === 'replay') return replay(err.outcome);
+    throw err;
+  }
   if ('failure' in done) throw done.failure;
   return done.response;
+}
+
+function replay(outcome: Extract<IdempotencyOutcome, { kind: 'replay' }>): StoredResponse & { replayed: boolean } {
+  return { status: outcome.status, body: outcome.body, location: outcome.location, replayed: true };
 }
 
 /**

@@ -6,14 +6,18 @@
 
 import type { Router } from 'express';
 import type { Actor } from '../core/actor.ts';
-import type { Db } from '../data/db.ts';
+import type { Database } from '../data/database.ts';
 import type { EventBus } from '../commands/events.ts';
 import type { ApiRequest, Middleware } from './request.ts';
 
 /** What `routes` gets besides the router: the app's own database and event bus. */
 export interface ExtensionContext {
-  /** The app's SQLite connection. No access rule applies to what you run on it: check it yourself. */
-  db: Db;
+  /**
+   * The app's database, SQLite or PostgreSQL (data/database.ts): `db.read(work)` and
+   * `db.write(() => work)` run units of work, `yield* get(sql, params)` and friends, with `?`
+   * placeholders on both. No access rule applies to what you run on it: check it yourself.
+   */
+  db: Database;
   /** Events of committed commands: `events.subscribe((event) => ...)`. */
   events: EventBus;
 }

@@ -26,8 +26,8 @@ import type { ErrorSender } from './respond.ts';
 
 /** An entity's CRUD routes, as its generated module defines them. */
 export interface CrudRoutes {
-  list(req: ApiRequest, res: ServerResponse, query: Record<string, unknown>): void;
-  get(req: ApiRequest, res: ServerResponse, id: string): void;
+  list(req: ApiRequest, res: ServerResponse, query: Record<string, unknown>): Promise<void>;
+  get(req: ApiRequest, res: ServerResponse, id: string): Promise<void>;
   create(req: ApiRequest, res: ServerResponse): Promise<void>;
   update(req: ApiRequest, res: ServerResponse, id: string): Promise<void>;
   delete(req: ApiRequest, res: ServerResponse, id: string): Promise<void>;
@@ -94,7 +94,7 @@ function dispatcher(entity: CrudEntity): Dispatch {
     if (rest === '' || rest[0] === '?') {
       if (method === 'GET') {
         routeMatched(req, names.list);
-        routes.list(req, res, rest === '' ? {} : parseQuery(rest.slice(1)));
+        routes.list(req, res, rest === '' ? {} : parseQuery(rest.slice(1))).catch(done);
         return true;
       }
       if (method === 'POST') {
@@ -108,7 +108,7 @@ function dispatcher(entity: CrudEntity): Dispatch {
     if (id === undefined) return false;
     if (method === 'GET') {
       routeMatched(req, names.get);
-      routes.get(req, res, id);
+      routes.get(req, res, id).catch(done);
     } else if (method === 'PUT') {
       routeMatched(req, names.update);
       jsonBody(req, res, (err) => (err ? done(err) : routes.update(req, res, id).catch(done)));

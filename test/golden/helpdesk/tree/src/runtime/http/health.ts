@@ -2,10 +2,11 @@
 // GET (and HEAD) /healthz and /readyz, for load balancers and orchestrators.
 //
 // /healthz: the process is up and its event loop answers. /readyz: the database accepts a write
-// now, proved by one: a one-row upsert into _bp_ready, committed through the group commit like
-// every other write (so it also waits its turn behind a lock, and fails on a full WAL, a
-// read-only file or an I/O error). Both answer 200 {"status":"ok"}; a failed readiness answers
-// 503 with the error envelope (STORAGE_UNAVAILABLE or DATABASE_BUSY) and Retry-After.
+// now, proved by one: a one-row upsert into _bp_ready, committed like every other write (on
+// SQLite through the group commit, so it also waits its turn behind a lock, and fails on a full
+// WAL, a read-only file or an I/O error; on PostgreSQL it needs a pooled connection and a
+// commit). Both answer 200 {"status":"ok"}; a failed readiness answers 503 with the error
+// envelope (STORAGE_UNAVAILABLE or DATABASE_BUSY) and Retry-After.
 //
 // The front door answers them before the pipeline: no credentials are read (a bad Authorization
 // header does not make them 401), no session is loaded or made, no cookie set. They get an
@@ -14,8 +15,7 @@
 
 import type { ServerResponse } from 'node:http';
 import { AppError } from '../core/errors.ts';
-import { type Db, mapSqliteError, storageUnavailable } from '../data/db.ts';
-import { groupCommit } from '../data/group-commit.ts';
+import { type Database, run, storageUnavailable } from '../data/database.ts';
 import { ActiveTrace } from '../observe/tracing.ts';
 import type { ApiRequest } from './request.ts';
 import { type ErrorSender, sendJson } from './respond.ts';
@@ -28,12 +28,9 @@ export type Probes = (req: ApiRequest, res: ServerResponse, sendError: ErrorSend
 const OK = { status: 'ok' };
 
 /** The probes of an app on `db`, whose migrations (and so _bp_ready) are applied. */
-export function healthProbes(db: Db): Probes {
-  const commits = groupCommit(db);
-  const mark = db.prepare(
-    `INSERT INTO "${READY_TABLE}" ("id", "checkedAt") VALUES ('probe', ?)
-     ON CONFLICT ("id") DO UPDATE SET "checkedAt" = excluded."checkedAt"`,
-  );
+export function healthProbes(db: Database): Probes {
+  const mark = `INSERT INTO "${READY_TABLE}" ("id", "checkedAt") VALUES ('probe', ?)
+     ON CONFLICT ("id") DO UPDATE SET "checkedAt" = excluded."checkedAt"`;
   const answer = (res: ServerResponse, body: unknown): void => {
     res.setHeader('Cache-Control', 'no-store');
     sendJson(res, 200, body);
@@ -48,16 +45,13 @@ export function healthProbes(db: Db): Probes {
       answer(res, OK);
       return true;
     }
-    commits
-      .run(() => mark.run(Date.now()), trace)
-      .then(
-        () => answer(res, OK),
-        (err: unknown) => {
-          // Whatever stops the write (corruption too, which requests see as a 500) means not ready.
-          const mapped = mapSqliteError(err);
-          sendError(mapped instanceof AppError && mapped.status === 503 ? mapped : storageUnavailable(err), req, res);
-        },
-      );
+    db.write(() => run(mark, [Date.now()]), trace).then(
+      () => answer(res, OK),
+      (err: unknown) => {
+        // Whatever stops the write (corruption too, which requests see as a 500) means not ready.
+        sendError(err instanceof AppError && err.status === 503 ? err : storageUnavailable(err), req, res);
+      },
+    );
     return true;
   };
 }

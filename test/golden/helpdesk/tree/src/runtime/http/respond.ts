@@ -6,7 +6,6 @@
 import type { ServerResponse } from 'node:http';
 import type { ErrorRequestHandler, NextFunction, Request, RequestHandler, Response } from 'express';
 import { AppError, envelope } from '../core/errors.ts';
-import { mapSqliteError } from '../data/db.ts';
 import { BODY_LIMIT } from './body.ts';
 import { type ApiRequest, pathOf } from './request.ts';
 
@@ -70,13 +69,11 @@ export function errorHandler(send: ErrorSender = errorSender()): ErrorRequestHan
 
 /**
  * body-parser reports its failures with a `type`, Express's router a malformed percent-escape in
- * a path parameter as a URIError; SQLite errors that reach here unmapped (from the session store,
- * a statement run outside `query`) are mapped as `query` maps them; everything unknown is internal.
+ * a path parameter as a URIError; database errors arrive mapped by their driver (data/sqlite.ts,
+ * data/postgres.ts); everything unknown is internal.
  */
 function toAppError(err: unknown): AppError {
   if (err instanceof AppError) return err;
-  const mapped = mapSqliteError(err);
-  if (mapped instanceof AppError) return mapped;
   if (err instanceof URIError) {
     return new AppError('VALIDATION_FAILED', 'the path is not valid percent-encoding', {
       details: [

@@ -5,6 +5,7 @@
 // (never NULL), only `true` is true, missing values never match. A condition the translation
 // cannot express returns undefined; the generator refuses such read rules at generate time.
 
+import type { Dialect } from '../core/dialect.ts';
 import type { FieldType } from '../core/values.ts';
 import {
   type Condition,
@@ -50,9 +51,10 @@ export function conditionToSql(
   condition: Condition,
   actor: ConditionActor | null,
   columns: ReadonlyMap<string, ColumnType>,
+  dialect: Dialect = 'sqlite',
 ): RowFilter | undefined {
   try {
-    return finish(toPred(compileCondition(condition, actor, columns)));
+    return finish(toPred(compileCondition(condition, actor, columns, dialect)));
   } catch (err) {
     if (err instanceof Unsupported) return undefined;
     throw err;
@@ -80,6 +82,7 @@ function compileCondition(
   condition: Condition,
   actor: ConditionActor | null,
   columns: ReadonlyMap<string, ColumnType>,
+  dialect: Dialect,
 ): Compiled {
   switch (condition.kind) {
     case 'const':
@@ -100,7 +103,7 @@ function compileCondition(
     case 'or':
       return combine(
         condition.kind,
-        condition.items.map((item) => compileCondition(item, actor, columns)),
+        condition.items.map((item) => compileCondition(item, actor, columns, dialect)),
       );
     case 'match':
       return combine(
@@ -109,7 +112,9 @@ function compileCondition(
       );
     case 'expr':
       if (actor === null && conditionReadsActor(condition)) return FALSE;
-      return toPred(compileExpr(condition.expr, { actor: actor ?? undefined, now: new Date().toISOString() }, columns));
+      return toPred(
+        compileExpr(condition.expr, { actor: actor ?? undefined, now: new Date().toISOString() }, columns, dialect),
+      );
   }
 }
 
@@ -133,7 +138,7 @@ function matchPair(
     const second = recordColumn(other.keys, columns);
     if (second.kind === 'const' || column.kind !== 'column' || second.kind !== 'column') return FALSE;
     if (column.type === 'JSON' || second.type === 'JSON') throw new Unsupported();
-    return sameKind(column.type, second.type) ? pred(`(${q(column.name)} = ${q(second.name)}) IS 1`) : FALSE;
+    return sameKind(column.type, second.type) ? pred(`(${q(column.name)} = ${q(second.name)}) IS TRUE`) : FALSE;
   }
   if (column.kind !== 'column') throw new Unsupported();
   let values: unknown[];
@@ -152,7 +157,7 @@ function matchPair(
   if (column.type === 'JSON') throw new Unsupported();
   const encoded = values.filter((v) => v !== null && v !== undefined).flatMap((v) => encodeFor(column.type, v));
   if (encoded.length === 0) return FALSE;
-  return pred(`${q(column.name)} IN (${encoded.map(() => '?').join(', ')}) IS 1`, encoded);
+  return pred(`${q(column.name)} IN (${encoded.map(() => '?').join(', ')}) IS TRUE`, encoded);
 }
 
 function recordColumn(keys: readonly string[], columns: ReadonlyMap<string, ColumnType>): Compiled {
@@ -201,7 +206,7 @@ function combine(op: 'and' | 'or', parts: Compiled[]): Compiled {
 /** Truthiness under strict semantics: only true is true. */
 function toPred(c: Compiled): Compiled {
   if (c.kind === 'const') return { kind: 'const', value: c.value === true };
-  if (c.kind === 'column') return c.type === 'Boolean' ? pred(`${q(c.name)} IS 1`) : FALSE;
+  if (c.kind === 'column') return c.type === 'Boolean' ? pred(`${q(c.name)} IS TRUE`) : FALSE;
   return c;
 }
 
@@ -212,12 +217,17 @@ function negate(c: Compiled): Compiled {
     : pred(`NOT (${(p as { sql: string }).sql})`, (p as { params: unknown[] }).params);
 }
 
-function compileExpr(expr: Expr, ctx: Record<string, unknown>, columns: ReadonlyMap<string, ColumnType>): Compiled {
+function compileExpr(
+  expr: Expr,
+  ctx: Record<string, unknown>,
+  columns: ReadonlyMap<string, ColumnType>,
+  dialect: Dialect,
+): Compiled {
   switch (expr.kind) {
     case 'literal':
       return { kind: 'const', value: expr.value };
     case 'array': {
-      const items = expr.items.map((i) => compileExpr(i, ctx, columns));
+      const items = expr.items.map((i) => compileExpr(i, ctx, columns, dialect));
       if (items.some((i) => i.kind !== 'const')) throw new Unsupported();
       return { kind: 'const', value: items.map((i) => (i as { value: unknown }).value) };
     }
@@ -225,14 +235,14 @@ function compileExpr(expr: Expr, ctx: Record<string, unknown>, columns: Readonly
       if (expr.root === 'record') return recordColumn(expr.keys, columns);
       return { kind: 'const', value: evaluate(expr, ctx) };
     case 'unary': {
-      if (expr.op === '!') return negate(compileExpr(expr.operand, ctx, columns));
-      const operand = compileExpr(expr.operand, ctx, columns);
+      if (expr.op === '!') return negate(compileExpr(expr.operand, ctx, columns, dialect));
+      const operand = compileExpr(expr.operand, ctx, columns, dialect);
       if (operand.kind !== 'const') throw new Unsupported();
       return { kind: 'const', value: evaluate({ kind: 'unary', op: '-', operand: literalOf(operand.value) }, {}) };
     }
     case 'binary': {
-      const left = compileExpr(expr.left, ctx, columns);
-      const right = compileExpr(expr.right, ctx, columns);
+      const left = compileExpr(expr.left, ctx, columns, dialect);
+      const right = compileExpr(expr.right, ctx, columns, dialect);
       if (expr.op === '&&' || expr.op === '||') return combine(expr.op === '&&' ? 'and' : 'or', [left, right]);
       if (left.kind === 'const' && right.kind === 'const') {
         return {
@@ -249,9 +259,9 @@ function compileExpr(expr: Expr, ctx: Record<string, unknown>, columns: Readonly
         case '!=':
           return negate(equals(left, right));
         case 'contains':
-          return contains(left, right);
+          return contains(left, right, dialect);
         case 'in':
-          return contains(right, left);
+          return contains(right, left, dialect);
         case '>':
         case '>=':
         case '<':
@@ -284,27 +294,31 @@ function equals(a: Compiled, b: Compiled): Compiled {
   if (b.kind === 'column') {
     if (b.type === 'JSON') throw new Unsupported();
     return sameKind(a.type, b.type)
-      ? pred(`${q(a.name)} IS ${q(b.name)}`)
+      ? pred(`${q(a.name)} IS NOT DISTINCT FROM ${q(b.name)}`)
       : pred(`${q(a.name)} IS NULL AND ${q(b.name)} IS NULL`);
   }
   if (b.kind !== 'const') throw new Unsupported();
   if (b.value === null) return pred(`${q(a.name)} IS NULL`);
   const encoded = encodeFor(a.type, b.value);
-  return encoded.length ? pred(`${q(a.name)} IS ?`, encoded) : FALSE;
+  return encoded.length ? pred(`${q(a.name)} IS NOT DISTINCT FROM ?`, encoded) : FALSE;
 }
 
-function contains(container: Compiled, item: Compiled): Compiled {
+/** Where a substring starts in a string (1-based, 0 when absent): named differently by each database. */
+const POSITION: Record<Dialect, string> = { sqlite: 'instr', postgres: 'strpos' };
+
+function contains(container: Compiled, item: Compiled, dialect: Dialect): Compiled {
   if (container.kind === 'const' && Array.isArray(container.value) && item.kind === 'column') {
     if (item.type === 'JSON') throw new Unsupported();
     const values = container.value as unknown[];
     const encoded = values.filter((v) => v !== null).flatMap((v) => encodeFor(item.type, v));
     const parts: string[] = [];
     if (values.includes(null)) parts.push(`${q(item.name)} IS NULL`);
-    if (encoded.length) parts.push(`${q(item.name)} IN (${encoded.map(() => '?').join(', ')}) IS 1`);
+    if (encoded.length) parts.push(`${q(item.name)} IN (${encoded.map(() => '?').join(', ')}) IS TRUE`);
     return parts.length ? pred(parts.join(' OR '), encoded) : FALSE;
   }
   if (container.kind === 'column' && item.kind === 'const' && STRING_TYPES.has(container.type)) {
-    return typeof item.value === 'string' ? pred(`instr(${q(container.name)}, ?) > 0 IS 1`, [item.value]) : FALSE;
+    if (typeof item.value !== 'string') return FALSE;
+    return pred(`(${POSITION[dialect]}(${q(container.name)}, ?) > 0) IS TRUE`, [item.value]);
   }
   if (container.kind === 'const' && !Array.isArray(container.value) && typeof container.value !== 'string')
     return FALSE;
@@ -318,9 +332,9 @@ function compare(op: '>' | '>=' | '<' | '<=', a: Compiled, b: Compiled): Compile
   }
   if (a.kind !== 'column' || b.kind !== 'const') throw new Unsupported();
   if (NUMBER_TYPES.has(a.type))
-    return typeof b.value === 'number' ? pred(`(${q(a.name)} ${op} ?) IS 1`, [b.value]) : FALSE;
+    return typeof b.value === 'number' ? pred(`(${q(a.name)} ${op} ?) IS TRUE`, [b.value]) : FALSE;
   if (STRING_TYPES.has(a.type))
-    return typeof b.value === 'string' ? pred(`(${q(a.name)} ${op} ?) IS 1`, [b.value]) : FALSE;
+    return typeof b.value === 'string' ? pred(`(${q(a.name)} ${op} ?) IS TRUE`, [b.value]) : FALSE;
   throw new Unsupported();
 }
 

@@ -11,10 +11,11 @@ import type { ServerResponse } from 'node:http';
 import type { Request, Response } from 'express';
 import session from 'express-session';
 import { csrfSync } from 'csrf-sync';
-import type { Db } from '../../data/db.ts';
+import type { Dialect } from '../../core/dialect.ts';
+import type { Database } from '../../data/database.ts';
 import type { ApiRequest, Middleware } from '../../http/request.ts';
 import { clearCookie, type CookieOptions } from './forms.ts';
-import { SqliteSessionStore } from './session-store.ts';
+import { DatabaseSessionStore } from './session-store.ts';
 
 declare module 'express-session' {
   interface SessionData {
@@ -32,7 +33,7 @@ export type SessionRequest = ApiRequest & {
 };
 
 export interface SessionOptions {
-  db: Db;
+  db: Database;
   /** `<appSlug>.sid` */
   cookieName: string;
   cookie: CookieOptions;
@@ -63,13 +64,15 @@ export interface Sessions {
   start(req: SessionRequest, userId: string): Promise<void>;
   /** Deletes the session row and expires the cookie. */
   end(req: SessionRequest, res: ServerResponse): Promise<void>;
+  /** Stops the store's housekeeping timer: before the database closes. */
+  close(): void;
 }
 
 const MIN_SECRET_LENGTH = 32;
 
 export function createSessions(options: SessionOptions): Sessions {
   const { cookieName, durationMs, idleMs } = options;
-  const store = new SqliteSessionStore(options.db, {
+  const store = new DatabaseSessionStore(options.db, {
     defaultTtlMs: idleMs,
     onPruneError: (err) => options.warn(`pruning expired sessions failed: ${String(err)}`),
   });
@@ -153,24 +156,34 @@ export function createSessions(options: SessionOptions): Sessions {
     clearCookie(res, cookieName, options.cookie);
   }
 
-  return { middleware, signedIn, token, tokenMatches, start, end };
+  return { middleware, signedIn, token, tokenMatches, start, end, close: () => store.close() };
 }
 
-/** SESSION_SECRET: required (and long) in production; a random one in development, with a warning. */
-export function sessionSecret(options: { secret?: string; production: boolean; warn(message: string): void }): string {
+/**
+ * SESSION_SECRET: required (and long) in production, and on PostgreSQL, where every instance must
+ * sign and check cookies with the same secret (a random one per process would sign people out as
+ * their requests move between instances). In development on SQLite a random one, with a warning.
+ */
+export function sessionSecret(options: {
+  secret?: string;
+  production: boolean;
+  dialect: Dialect;
+  warn(message: string): void;
+}): string {
+  const example = '(e.g. the output of `openssl rand -base64 48`)';
   if (options.secret) {
     if (options.production && options.secret.length < MIN_SECRET_LENGTH) {
-      throw new Error(
-        `SESSION_SECRET must be at least ${MIN_SECRET_LENGTH} characters in production ` +
-          '(e.g. the output of `openssl rand -base64 48`)',
-      );
+      throw new Error(`SESSION_SECRET must be at least ${MIN_SECRET_LENGTH} characters in production ${example}`);
     }
     return options.secret;
   }
   if (options.production) {
+    throw new Error(`SESSION_SECRET must be set in production: it signs the session cookies and CSRF tokens ${example}`);
+  }
+  if (options.dialect === 'postgres') {
     throw new Error(
-      'SESSION_SECRET must be set in production: it signs the session cookies and CSRF tokens ' +
-        '(e.g. the output of `openssl rand -base64 48`)',
+      'SESSION_SECRET must be set on PostgreSQL: every instance of the app signs and checks the session ' +
+        `cookies and CSRF tokens with it ${example}`,
     );
   }
   options.warn('SESSION_SECRET is not set: using a random secret, so everyone is signed out when the app restarts');

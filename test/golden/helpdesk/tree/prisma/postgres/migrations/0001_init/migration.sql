@@ -103,6 +103,15 @@ CREATE TABLE "_bp_sessions" (
     CONSTRAINT "_bp_sessions_pkey" PRIMARY KEY ("sid")
 );
 
+-- CreateTable
+CREATE TABLE "_bp_signin_failures" (
+    "key" TEXT NOT NULL,
+    "count" INTEGER NOT NULL,
+    "lastAt" BIGINT NOT NULL,
+
+    CONSTRAINT "_bp_signin_failures_pkey" PRIMARY KEY ("key")
+);
+
 -- CreateIndex
 CREATE INDEX "Comment_ticketId_idx" ON "Comment"("ticketId");
 
@@ -129,6 +138,9 @@ CREATE INDEX "_bp_sessions_expiresAt_idx" ON "_bp_sessions"("expiresAt");
 
 -- CreateIndex
 CREATE INDEX "_bp_sessions_userId_idx" ON "_bp_sessions"("userId");
+
+-- CreateIndex
+CREATE INDEX "_bp_signin_failures_lastAt_idx" ON "_bp_signin_failures"("lastAt");
 
 -- AddForeignKey
 ALTER TABLE "Comment" ADD CONSTRAINT "Comment_ticketId_fkey" FOREIGN KEY ("ticketId") REFERENCES "Ticket"("id")

@@ -6,10 +6,10 @@
 import type { Actor } from '../../core/actor.ts';
 import { AppError } from '../../core/errors.ts';
 import { ulid } from '../../core/ids.ts';
-import { type Db, query } from '../../data/db.ts';
+import type { Database } from '../../data/database.ts';
 import type { FieldSpec } from '../../data/fields.ts';
 import type { ActiveTrace } from '../../observe/tracing.ts';
-import { isoNow, type UserRow, userActor, userStatements } from './users.ts';
+import { insertUser, userActor, userByEmail, userById } from './users.ts';
 
 /** What sign-in needs of a person: whose password hash to verify. */
 export interface Login {
@@ -21,11 +21,11 @@ export interface People {
   /** Fields sign-up takes besides e-mail and password (the User record's), for the sign-up form. */
   readonly signupFields: readonly FieldSpec[];
   /** The person who signs in with this e-mail (normalized: normalizeEmail), if they have a password. */
-  login(trace: ActiveTrace | undefined, email: string): Login | undefined;
+  login(trace: ActiveTrace | undefined, email: string): Promise<Login | undefined>;
   /** The actor of a session's person: undefined once they can no longer sign in (removed). */
-  actor(trace: ActiveTrace | undefined, id: string): Actor | undefined;
+  actor(trace: ActiveTrace | undefined, id: string): Promise<Actor | undefined>;
   /** Whether sign-up must refuse this e-mail because someone has it. */
-  emailTaken(trace: ActiveTrace | undefined, email: string): boolean;
+  emailTaken(trace: ActiveTrace | undefined, email: string): Promise<boolean>;
   /**
    * Creates a person who signed up, in one transaction, and returns their actor. `fields` is the
    * rest of the sign-up body; throws EMAIL_TAKEN when the e-mail was taken meanwhile.
@@ -38,25 +38,22 @@ export function emailTaken(): AppError {
 }
 
 /** People of the built-in table: sign-up takes an e-mail and a password, and ignores anything else. */
-export function builtInPeople(db: Db): People {
-  const users = userStatements(db);
-  const byEmail = (trace: ActiveTrace | undefined, email: string) =>
-    query(trace, users.byEmail, 'get', [email]) as UserRow | undefined;
+export function builtInPeople(db: Database): People {
   return {
     signupFields: [],
-    login(trace, email) {
-      const row = byEmail(trace, email);
+    async login(trace, email) {
+      const row = await db.read(userByEmail(email), trace);
       return row && { id: row.id, passwordHash: row.passwordHash };
     },
-    actor(trace, id) {
-      const row = query(trace, users.byId, 'get', [id]) as UserRow | undefined;
+    async actor(trace, id) {
+      const row = await db.read(userById(id), trace);
       return row ? userActor(row) : undefined;
     },
-    emailTaken: (trace, email) => byEmail(trace, email) !== undefined,
+    emailTaken: async (trace, email) => (await db.read(userByEmail(email), trace)) !== undefined,
     async signUp(trace, email, _fields, hash) {
       const id = ulid();
       try {
-        query(trace, users.insert, 'run', [id, email, hash, isoNow()]);
+        await db.write(() => insertUser(id, email, hash), trace);
       } catch (err) {
         // Another sign-up with the same e-mail won the race while this one was hashing.
         if (err instanceof AppError && err.code === 'UNIQUE_CONFLICT') throw emailTaken();

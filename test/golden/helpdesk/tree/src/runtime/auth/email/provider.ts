@@ -10,17 +10,18 @@
 import type { ServerResponse } from 'node:http';
 import type { Router } from 'express';
 import type { Actor } from '../../core/actor.ts';
-import type { Db } from '../../data/db.ts';
+import type { Database } from '../../data/database.ts';
 import type { Middleware } from '../../http/request.ts';
 import { anonymousTokens, csrfCheck } from './csrf.ts';
 import { parseOrigin } from './origins.ts';
 import { builtInPeople } from './people.ts';
 import { AUTH_ROUTES, authRoutes } from './routes.ts';
 import { createSessions, sessionSecret, type SessionRequest } from './session.ts';
+import { SigninThrottle } from './signin-throttle.ts';
 import { type UserRecordsConfig, userRecords } from './user-records.ts';
 
 export interface EmailAuthOptions {
-  db: Db;
+  db: Database;
   /**
    * Cookie name prefix: the cookies are `<appSlug>.sid` (sessions) and `<appSlug>.csrf`, with
    * `__Host-` first in production.
@@ -51,7 +52,7 @@ export interface EmailAuth {
   /** express-session + absolute-lifetime check; runs before actor resolution. */
   session: Middleware;
   /** The person behind the session, or undefined. Reads the person's rows on every request. */
-  sessionActor(req: SessionRequest): Actor | undefined;
+  sessionActor(req: SessionRequest): Promise<Actor | undefined> | undefined;
   /** CSRF + trusted-origin checks for mutations; runs after actor resolution, before routes. */
   csrf: Middleware;
   /** /api/auth/* routes and the sign-in page. */
@@ -61,6 +62,8 @@ export interface EmailAuth {
    * the anonymous one (setting its cookie on `res` when needed). Stores nothing.
    */
   csrfToken(req: SessionRequest, res: ServerResponse): string;
+  /** Stops the housekeeping timers (expired sessions, lapsed sign-in counts): before the database closes. */
+  close(): void;
 }
 
 export function createEmailAuth(options: EmailAuthOptions): EmailAuth {
@@ -73,7 +76,7 @@ export function createEmailAuth(options: EmailAuthOptions): EmailAuth {
     if (!(Number.isFinite(value) && value > 0))
       throw new Error(`${name} must be a positive number of seconds (got ${value})`);
   }
-  const secret = sessionSecret(options);
+  const secret = sessionSecret({ ...options, dialect: db.dialect });
   const signup = options.signup ?? true;
   const cookie = { path: '/', httpOnly: true, secure: production };
   // In production (HTTPS) both cookies carry the __Host- prefix: the browser then accepts them only
@@ -92,6 +95,9 @@ export function createEmailAuth(options: EmailAuthOptions): EmailAuth {
   });
   const anonymous = anonymousTokens({ cookieName: `${prefix}${options.appSlug}.csrf`, cookie, secret });
   const people = options.userRecords ? userRecords(db, options.userRecords) : builtInPeople(db);
+  const throttle = new SigninThrottle(db, {
+    onPruneError: (err) => options.warn(`pruning lapsed sign-in counts failed: ${String(err)}`),
+  });
   const { router, formToken, expiredForm } = authRoutes({
     people,
     loginPath,
@@ -99,6 +105,7 @@ export function createEmailAuth(options: EmailAuthOptions): EmailAuth {
     signup,
     sessions,
     anonymous,
+    throttle,
   });
   const csrf = csrfCheck({
     sessions,
@@ -110,12 +117,18 @@ export function createEmailAuth(options: EmailAuthOptions): EmailAuth {
     expiredForm,
   });
 
-  function sessionActor(req: SessionRequest): Actor | undefined {
+  // Without a session there is nothing to read: no promise, so anonymous requests stay synchronous.
+  function sessionActor(req: SessionRequest): Promise<Actor | undefined> | undefined {
     const userId = req.session?.userId;
     if (userId === undefined) return undefined;
     // A removed person's session no longer names anyone.
     return people.actor(req.trace, userId);
   }
 
-  return { session: sessions.middleware, sessionActor, csrf, router, csrfToken: formToken };
+  function close(): void {
+    sessions.close();
+    throttle.close();
+  }
+
+  return { session: sessions.middleware, sessionActor, csrf, router, csrfToken: formToken, close };
 }

@@ -12,7 +12,7 @@ import { checkBody } from '../../data/fields.ts';
 import { matched } from '../../http/pipeline.ts';
 import type { ApiRequest } from '../../http/request.ts';
 import type { AnonymousTokens } from './csrf.ts';
-import { clientKey, EMAIL_FAILURE_THRESHOLD, FailureLimiter, IP_FAILURE_THRESHOLD } from './failure-limiter.ts';
+import { clientKey, type SigninThrottle } from './signin-throttle.ts';
 import { authBody, credentials, field, isForm, isPlainObject, queryParam } from './forms.ts';
 import { valueFromText } from './field-text.ts';
 import {
@@ -46,6 +46,8 @@ export interface RoutesOptions {
   signup: boolean;
   sessions: Sessions;
   anonymous: AnonymousTokens;
+  /** Failed sign-ins per e-mail and per address, shared by every instance. */
+  throttle: SigninThrottle;
 }
 
 export interface AuthRoutes {
@@ -57,8 +59,7 @@ export interface AuthRoutes {
 }
 
 export function authRoutes(options: RoutesOptions): AuthRoutes {
-  const { people, loginPath, sessions, anonymous } = options;
-  const limits = { email: new FailureLimiter(EMAIL_FAILURE_THRESHOLD), ip: new FailureLimiter(IP_FAILURE_THRESHOLD) };
+  const { people, loginPath, sessions, anonymous, throttle } = options;
   // Verified against when the e-mail is unknown, so that case costs the same scrypt work. Hashed in
   // libuv's thread pool while the app starts: synchronously it cost every boot about 40 ms.
   const dummyHash = hashPassword(randomBytes(16).toString('hex'));
@@ -218,20 +219,16 @@ export function authRoutes(options: RoutesOptions): AuthRoutes {
       if ([...password].length > PASSWORD_MAX_LENGTH)
         throw new AppError('VALIDATION_FAILED', `the password must be at most ${PASSWORD_MAX_LENGTH} characters long`);
       const ip = clientKey(req);
-      const now = Date.now();
-      const wait = Math.max(limits.email.wait(email, now), limits.ip.wait(ip, now));
-      if (wait > 0) throw tooManyAttempts(wait);
       // Counted before the slow hash, so parallel guesses cannot all slip past the limit; a
       // success takes it back below.
-      limits.email.fail(email, now);
-      limits.ip.fail(ip, now);
-      const person = people.login(req.trace, email);
+      const wait = await throttle.attempt(email, ip, req.trace);
+      if (wait > 0) throw tooManyAttempts(wait);
+      const person = await people.login(req.trace, email);
       const ok = await verifyPassword(password, person?.passwordHash ?? (await dummyHash));
       // Read again after the hash: the person may have been removed meanwhile.
-      const actor = person && ok ? people.actor(req.trace, person.id) : undefined;
+      const actor = person && ok ? await people.actor(req.trace, person.id) : undefined;
       if (!actor) throw new AppError('INVALID_CREDENTIALS', 'the e-mail or password is incorrect');
-      limits.email.clear(email);
-      limits.ip.forgive(ip);
+      await throttle.succeeded(email, ip, req.trace);
       await signedIn(req, res, 200, actor);
     } catch (err) {
       failed(err, req, res, next, false);
@@ -247,21 +244,21 @@ export function authRoutes(options: RoutesOptions): AuthRoutes {
         if (problem) throw new AppError('WEAK_PASSWORD', problem);
         const fields = signupFields(req);
         const ip = clientKey(req);
-        const wait = limits.ip.wait(ip, Date.now());
+        const wait = await throttle.addressWait(ip, req.trace);
         if (wait > 0) throw tooManyAttempts(wait);
         // Sign-up has to say the e-mail is taken; counting that per IP slows down probing with it.
-        const taken = (err: unknown): unknown => {
-          if (err instanceof AppError && err.code === 'EMAIL_TAKEN') limits.ip.fail(ip, Date.now());
+        const taken = async (err: unknown): Promise<unknown> => {
+          if (err instanceof AppError && err.code === 'EMAIL_TAKEN') await throttle.addressFailed(ip, req.trace);
           return err;
         };
-        if (people.emailTaken(req.trace, email)) throw taken(emailTaken());
+        if (await people.emailTaken(req.trace, email)) throw await taken(emailTaken());
         const passwordHash = await hashPassword(password);
         let actor: Actor;
         try {
           actor = await people.signUp(req.trace, email, fields, passwordHash);
         } catch (err) {
           // Another sign-up with the same e-mail may have won the race while this one was hashing.
-          throw taken(err);
+          throw await taken(err);
         }
         await signedIn(req, res, 201, actor);
       } catch (err) {

@@ -11,10 +11,9 @@
 
 import { ANONYMOUS, type Actor, makeActor, SYSTEM } from '../../core/actor.ts';
 import { AppError, type ErrorDetail } from '../../core/errors.ts';
-import { atomically, type Db, query } from '../../data/db.ts';
+import { all, type Database, get, run, type Work } from '../../data/database.ts';
 import type { EntityStore, RequestContext } from '../../data/entity-store.ts';
 import type { FieldSpec, Row } from '../../data/fields.ts';
-import { groupCommit } from '../../data/group-commit.ts';
 import type { ActiveTrace } from '../../observe/tracing.ts';
 import { emailTaken, type People } from './people.ts';
 import { SESSIONS_TABLE } from './session-store.ts';
@@ -47,42 +46,56 @@ export interface UserRecordsAdmin {
   /** The User entity's fields, to read `--field` values by type. */
   fields: readonly FieldSpec[];
   /** The record with this e-mail (any letter case), and whether its person has a password. */
-  find(email: string): { id: string; record: Row; credentials?: Credentials } | undefined;
+  find(email: string): Promise<{ id: string; record: Row; credentials?: Credentials } | undefined>;
   /** Creates the record (validated as a User create) with its credentials, in one transaction. */
-  add(fields: Row, passwordHash: string, roles: readonly string[]): string;
+  add(fields: Row, passwordHash: string, roles: readonly string[]): Promise<string>;
   /** Gives an existing record a password and granted roles. */
-  addCredentials(id: string, passwordHash: string, roles: readonly string[]): void;
+  addCredentials(id: string, passwordHash: string, roles: readonly string[]): Promise<void>;
   /** Changes fields of the record, validated as a User update. */
-  update(id: string, changes: Row): void;
-  setRoles(id: string, roles: readonly string[]): boolean;
-  /** Removes the password and granted roles, ending the sessions; returns how many ended. */
-  removeCredentials(id: string): number;
+  update(id: string, changes: Row): Promise<void>;
+  setRoles(id: string, roles: readonly string[]): Promise<boolean>;
+  /** Removes the password and granted roles, ending the sessions; resolves to how many ended. */
+  removeCredentials(id: string): Promise<number>;
   /** Every record: id, login e-mail, roles as a session would hold them, password or not. */
-  list(): Array<{ id: string; email: string; roles: string[]; password: boolean; createdAt?: string }>;
+  list(): Promise<Array<{ id: string; email: string; roles: string[]; password: boolean; createdAt?: string }>>;
 }
 
-export function userRecords(db: Db, config: UserRecordsConfig): People & { admin: UserRecordsAdmin } {
+/** `config.store` must be a store of `db`: the record and its credentials are written in one transaction. */
+export function userRecords(db: Database, config: UserRecordsConfig): People & { admin: UserRecordsAdmin } {
   const { store, loginField } = config;
-  const table = store.spec.sql.table;
+  if (store.db !== db) throw new Error('userRecords: the User store must use the same database');
+  const table = store.spec.sql[db.dialect].table;
   const pk = `"${store.spec.primaryKey}"`;
   const login = `"${loginField}"`;
   const creds = `"${USERS_TABLE}"`;
-  const stmts = {
-    credentials: db.prepare(`SELECT "id", "passwordHash", "roles", "createdAt" FROM ${creds} WHERE "id" = ?`),
-    insert: db.prepare(`INSERT INTO ${creds} ("id", "passwordHash", "roles", "createdAt") VALUES (?, ?, ?, ?)`),
-    // lower() on both sides: the unique index on lower(login field) serves the lookup, and SQLite's
-    // lower() folds the same letters on either side.
-    login: db.prepare(
+  const sql = {
+    credentials: `SELECT "id", "passwordHash", "roles", "createdAt" FROM ${creds} WHERE "id" = ?`,
+    insert: `INSERT INTO ${creds} ("id", "passwordHash", "roles", "createdAt") VALUES (?, ?, ?, ?)`,
+    // lower() on both sides: the unique index on lower(login field) serves the lookup, and the
+    // database's lower() folds the same letters on either side.
+    login:
       `SELECT u.${pk} AS "id", c."passwordHash" AS "passwordHash" FROM ${table} u ` +
-        `JOIN ${creds} c ON c."id" = u.${pk} WHERE lower(u.${login}) = lower(?)`,
-    ),
-    idByEmail: db.prepare(`SELECT ${pk} AS "id" FROM ${table} WHERE lower(${login}) = lower(?)`),
+      `JOIN ${creds} c ON c."id" = u.${pk} WHERE lower(u.${login}) = lower(?)`,
+    idByEmail: `SELECT ${pk} AS "id" FROM ${table} WHERE lower(${login}) = lower(?)`,
+    setRoles: `UPDATE ${creds} SET "roles" = ? WHERE "id" = ?`,
+    sessions: `SELECT COUNT(*) AS "n" FROM "${SESSIONS_TABLE}" WHERE "userId" = ?`,
+    removeCredentials: `DELETE FROM ${creds} WHERE "id" = ?`,
+    ids: `SELECT ${pk} AS "id" FROM ${table} ORDER BY lower(${login}), ${pk}`,
   };
   /** Fields sign-up never takes: the id is the server's, and roles are given, not chosen. */
   const notAtSignup = new Set([store.spec.primaryKey, ...config.roleFields]);
 
-  function credentialsOf(trace: ActiveTrace | undefined, id: string): Credentials | undefined {
-    return query(trace, stmts.credentials, 'get', [id]) as Credentials | undefined;
+  function* credentialsOf(id: string): Work<Credentials | undefined> {
+    return (yield* get(sql.credentials, [id])) as Credentials | undefined;
+  }
+
+  function* insertCredentials(id: string, passwordHash: string, roles: readonly string[]): Work<void> {
+    yield* run(sql.insert, [id, passwordHash, JSON.stringify(roles), isoNow()]);
+  }
+
+  function* idByEmail(email: string): Work<string | undefined> {
+    const row = yield* get(sql.idByEmail, [email]);
+    return row && String(row.id);
   }
 
   function actorOf(record: Row, credentials: Credentials): Actor {
@@ -104,10 +117,14 @@ export function userRecords(db: Db, config: UserRecordsConfig): People & { admin
     });
   }
 
-  function actor(trace: ActiveTrace | undefined, id: string): Actor | undefined {
-    const credentials = credentialsOf(trace, id);
-    const record = credentials && store.fetch(trace, id);
+  function* actorWork(id: string): Work<Actor | undefined> {
+    const credentials = yield* credentialsOf(id);
+    const record = credentials && (yield* store.fetch(id));
     return record && credentials ? actorOf(record, credentials) : undefined;
+  }
+
+  function actor(trace: ActiveTrace | undefined, id: string): Promise<Actor | undefined> {
+    return db.read(actorWork(id), trace);
   }
 
   /** Refusals sign-up owes before any work: the login field under its own name, ids and roles. */
@@ -133,33 +150,33 @@ export function userRecords(db: Db, config: UserRecordsConfig): People & { admin
         f.type !== 'file' &&
         store.access.policy.fields[f.name]?.write === undefined,
     ),
-    login(trace, email) {
-      return query(trace, stmts.login, 'get', [email]) as { id: string; passwordHash: string } | undefined;
+    async login(trace, email) {
+      const row = await db.read(get(sql.login, [email]), trace);
+      return row && { id: String(row.id), passwordHash: String(row.passwordHash) };
     },
     actor,
-    emailTaken: (trace, email) => query(trace, stmts.idByEmail, 'get', [email]) !== undefined,
+    emailTaken: async (trace, email) => (await db.read(idByEmail(email), trace)) !== undefined,
     async signUp(trace, email, fields, hash) {
       const problems = signupProblems(fields);
       if (problems.length) {
         throw new AppError('FORBIDDEN', problems.map((p) => p.message).join('; '), { details: problems });
       }
       const ctx: RequestContext = { actor: ANONYMOUS, trace };
-      const id = await groupCommit(db).run(() => {
-        const record = signUpRecord(ctx, { ...fields, [loginField]: email }, fields);
+      const signedUp = await db.write(function* () {
+        const record = yield* signUpRecord(ctx, { ...fields, [loginField]: email }, fields);
         const created = String(record[store.spec.primaryKey]);
-        query(trace, stmts.insert, 'run', [created, hash, '[]', isoNow()]);
-        return created;
+        yield* insertCredentials(created, hash, []);
+        return yield* actorWork(created);
       }, trace);
-      const signedUp = actor(trace, id);
       if (!signedUp) throw new AppError('INTERNAL_ERROR', 'the new person cannot be read back');
       return signedUp;
     },
   };
 
   /** The User create of a sign-up, its refusals worded for someone who is signing up. */
-  function signUpRecord(ctx: RequestContext, body: Row, fields: Row): Row {
+  function* signUpRecord(ctx: RequestContext, body: Row, fields: Row): Work<Row> {
     try {
-      return store.create(ctx, body, { rowRules: false });
+      return yield* store.create(ctx, body, { rowRules: false });
     } catch (err) {
       if (!(err instanceof AppError)) throw err;
       if (err.code === 'UNIQUE_CONFLICT' && err.details?.some((d) => d.field === loginField)) throw emailTaken();
@@ -178,51 +195,59 @@ export function userRecords(db: Db, config: UserRecordsConfig): People & { admin
   const admin: UserRecordsAdmin = {
     loginField,
     fields: store.spec.fields,
-    find(email) {
-      const row = stmts.idByEmail.get(email) as { id: string } | undefined;
-      const record = row && store.fetch(undefined, row.id);
-      if (!row || !record) return undefined;
-      return { id: row.id, record, credentials: credentialsOf(undefined, row.id) };
+    async find(email) {
+      return db.read(
+        (function* () {
+          const id = yield* idByEmail(email);
+          const record = id === undefined ? undefined : yield* store.fetch(id);
+          if (id === undefined || !record) return undefined;
+          return { id, record, credentials: yield* credentialsOf(id) };
+        })(),
+      );
     },
     add(fields, passwordHash, roles) {
-      return atomically(db, () => {
-        const record = store.create(system, fields);
+      return db.write(function* () {
+        const record = yield* store.create(system, fields);
         const id = String(record[store.spec.primaryKey]);
-        stmts.insert.run(id, passwordHash, JSON.stringify(roles), isoNow());
+        yield* insertCredentials(id, passwordHash, roles);
         return id;
       });
     },
     addCredentials(id, passwordHash, roles) {
-      stmts.insert.run(id, passwordHash, JSON.stringify(roles), isoNow());
+      return db.write(() => insertCredentials(id, passwordHash, roles));
     },
-    update(id, changes) {
-      store.update(system, id, changes);
+    async update(id, changes) {
+      await db.write(() => store.update(system, id, changes));
     },
-    setRoles(id, roles) {
-      return db.prepare(`UPDATE ${creds} SET "roles" = ? WHERE "id" = ?`).run(JSON.stringify(roles), id).changes > 0;
+    async setRoles(id, roles) {
+      return (await db.write(() => run(sql.setRoles, [JSON.stringify(roles), id]))).changes > 0;
     },
     removeCredentials(id) {
-      return atomically(db, () => {
-        const sessions = db.prepare(`SELECT COUNT(*) AS "n" FROM "${SESSIONS_TABLE}" WHERE "userId" = ?`).get(id);
+      return db.write(function* () {
+        const sessions = yield* get(sql.sessions, [id]);
         // The sessions go with the credentials (ON DELETE CASCADE).
-        db.prepare(`DELETE FROM ${creds} WHERE "id" = ?`).run(id);
-        return (sessions as { n: number }).n;
+        yield* run(sql.removeCredentials, [id]);
+        return Number(sessions?.n ?? 0);
       });
     },
     list() {
-      const rows = db
-        .prepare(`SELECT ${pk} AS "id" FROM ${table} ORDER BY lower(${login}), ${pk}`)
-        .all() as Array<{ id: string }>;
-      return rows.flatMap(({ id }) => {
-        const record = store.fetch(undefined, id);
-        if (!record) return [];
-        const credentials = credentialsOf(undefined, id);
-        const email = typeof record[loginField] === 'string' ? (record[loginField] as string) : '';
-        const roles = credentials
-          ? [...actorOf(record, credentials).roles]
-          : config.roleFields.flatMap((f) => rolesIn(record[f]));
-        return [{ id, email, roles, password: credentials !== undefined, createdAt: credentials?.createdAt }];
-      });
+      return db.read(
+        (function* () {
+          const listed = [];
+          for (const row of yield* all(sql.ids)) {
+            const id = String(row.id);
+            const record = yield* store.fetch(id);
+            if (!record) continue;
+            const credentials = yield* credentialsOf(id);
+            const email = typeof record[loginField] === 'string' ? (record[loginField] as string) : '';
+            const roles = credentials
+              ? [...actorOf(record, credentials).roles]
+              : config.roleFields.flatMap((f) => rolesIn(record[f]));
+            listed.push({ id, email, roles, password: credentials !== undefined, createdAt: credentials?.createdAt });
+          }
+          return listed;
+        })(),
+      );
     },
   };
   return { ...people, admin };

@@ -8,7 +8,8 @@
 
 import { parseArgs } from 'node:util';
 import { isoNow, normalizeEmail, parseRoles, USERS_TABLE } from './users.ts';
-import type { Db } from '../../data/db.ts';
+import { AppError } from '../../core/errors.ts';
+import { all, type Database, get, run } from '../../data/database.ts';
 import type { Row } from '../../data/fields.ts';
 import { ulid } from '../../core/ids.ts';
 import { valueFromText } from './field-text.ts';
@@ -77,7 +78,7 @@ class InputError extends Error {}
 class UsageError extends Error {}
 
 /** `records`: given when people are the records of the blueprint's `User` entity. */
-export async function runUsersCli(db: Db, argv: string[], io: UsersCliIo, records?: UserRecordsAdmin): Promise<number> {
+export async function runUsersCli(db: Database, argv: string[], io: UsersCliIo, records?: UserRecordsAdmin): Promise<number> {
   const { out } = io;
   const errOut = io.err ?? out;
   const usage = records ? USER_RECORDS_USAGE : USERS_USAGE;
@@ -88,10 +89,10 @@ export async function runUsersCli(db: Db, argv: string[], io: UsersCliIo, record
       return 0;
     }
     if (records) await recordsCommand(records, command, values, io);
-    else if (command === 'list') list(db, out);
+    else if (command === 'list') await list(db, out);
     else if (command === 'add') await add(db, values, io);
-    else if (command === 'set-roles') setRoles(db, values, out);
-    else remove(db, values, out);
+    else if (command === 'set-roles') await setRoles(db, values, out);
+    else await remove(db, values, out);
     return 0;
   } catch (err) {
     if (err instanceof UsageError) {
@@ -159,31 +160,33 @@ function roles(values: Values): string[] {
   return [...new Set(list)];
 }
 
-async function add(db: Db, values: Values, io: UsersCliIo): Promise<void> {
+const BY_EMAIL = `SELECT "id" FROM "${USERS_TABLE}" WHERE "email" = ?`;
+
+async function add(db: Database, values: Values, io: UsersCliIo): Promise<void> {
   const address = email(values);
   const granted = roles(values);
   const taken = () =>
     new InputError(`a user with the e-mail ${address} already exists (use set-roles to change their roles)`);
   // Checked before the password is asked for, so nobody types one for nothing.
-  if (db.prepare(`SELECT 1 FROM "${USERS_TABLE}" WHERE "email" = ?`).get(address)) throw taken();
+  if (await db.read(get(BY_EMAIL, [address]))) throw taken();
   const password = await io.readPassword();
   const problem = passwordProblem(password);
   if (problem) throw new InputError(problem);
+  const insert = `INSERT INTO "${USERS_TABLE}" ("id", "email", "passwordHash", "roles", "createdAt") VALUES (?, ?, ?, ?, ?)`;
+  const row = [ulid(), address, hashPasswordSync(password), JSON.stringify(granted), isoNow()];
   try {
-    db.prepare(
-      `INSERT INTO "${USERS_TABLE}" ("id", "email", "passwordHash", "roles", "createdAt") VALUES (?, ?, ?, ?, ?)`,
-    ).run(ulid(), address, hashPasswordSync(password), JSON.stringify(granted), isoNow());
+    await db.write(() => run(insert, row));
   } catch (err) {
     // Someone added the same e-mail while the password was being typed.
-    if ((err as { code?: unknown }).code === 'SQLITE_CONSTRAINT_UNIQUE') throw taken();
+    if (err instanceof AppError && err.code === 'UNIQUE_CONFLICT') throw taken();
     throw err;
   }
   io.out(`added ${address} (${describeRoles(granted)})`);
 }
 
-function list(db: Db, out: (line: string) => void): void {
+async function list(db: Database, out: (line: string) => void): Promise<void> {
   // The hash column is never read, so it cannot be printed by mistake.
-  const rows = db.prepare(`SELECT "email", "roles", "createdAt" FROM "${USERS_TABLE}" ORDER BY "email"`).all() as {
+  const rows = (await db.read(all(`SELECT "email", "roles", "createdAt" FROM "${USERS_TABLE}" ORDER BY "email"`))) as {
     email: string;
     roles: string;
     createdAt: string;
@@ -200,32 +203,34 @@ function list(db: Db, out: (line: string) => void): void {
   for (const row of table) out(`${row[0].padEnd(widths[0])}  ${row[1].padEnd(widths[1])}  ${row[2]}`);
 }
 
-function setRoles(db: Db, values: Values, out: (line: string) => void): void {
+async function setRoles(db: Database, values: Values, out: (line: string) => void): Promise<void> {
   const address = email(values);
   const granted = roles(values);
-  const result = db
-    .prepare(`UPDATE "${USERS_TABLE}" SET "roles" = ? WHERE "email" = ?`)
-    .run(JSON.stringify(granted), address);
+  const update = `UPDATE "${USERS_TABLE}" SET "roles" = ? WHERE "email" = ?`;
+  const result = await db.write(() => run(update, [JSON.stringify(granted), address]));
   if (result.changes === 0) throw new InputError(`no user with the e-mail ${address}`);
   // Sessions read roles on every request, so the change applies at once.
   out(`${address} now has ${describeRoles(granted)}`);
 }
 
-function remove(db: Db, values: Values, out: (line: string) => void): void {
+async function remove(db: Database, values: Values, out: (line: string) => void): Promise<void> {
   const address = email(values);
-  const user = db.prepare(`SELECT "id" FROM "${USERS_TABLE}" WHERE "email" = ?`).get(address) as
-    { id: string } | undefined;
+  const user = await db.read(get(BY_EMAIL, [address]));
   if (!user) throw new InputError(`no user with the e-mail ${address}`);
-  const ended = db.transaction(() => {
-    // Deleted (and counted) before the person: their foreign key would take them silently. Sessions
-    // saved before sessions had a userId column name the person in their data only; a damaged row
-    // must not make json_extract fail the whole removal.
-    const sql = `DELETE FROM "${SESSIONS_TABLE}" WHERE "userId" = ?
-      OR CASE WHEN json_valid("data") THEN json_extract("data", '$.userId') END = ?`;
-    const sessions = db.prepare(sql).run(user.id, user.id).changes;
-    db.prepare(`DELETE FROM "${USERS_TABLE}" WHERE "id" = ?`).run(user.id);
-    return sessions;
-  })();
+  // Deleted (and counted) before the person: their foreign key would take them silently. On SQLite,
+  // sessions saved before sessions had a userId column name the person in their data only; a
+  // damaged row must not make json_extract fail the whole removal.
+  const sessions =
+    db.dialect === 'sqlite'
+      ? `DELETE FROM "${SESSIONS_TABLE}" WHERE "userId" = ?
+      OR CASE WHEN json_valid("data") THEN json_extract("data", '$.userId') END = ?`
+      : `DELETE FROM "${SESSIONS_TABLE}" WHERE "userId" = ?`;
+  const params = db.dialect === 'sqlite' ? [user.id, user.id] : [user.id];
+  const ended = await db.write(function* () {
+    const { changes } = yield* run(sessions, params);
+    yield* run(`DELETE FROM "${USERS_TABLE}" WHERE "id" = ?`, [user.id]);
+    return changes;
+  });
   out(`removed ${address} (${ended} session${ended === 1 ? '' : 's'} ended)`);
 }
 
@@ -242,7 +247,7 @@ async function recordsCommand(
   const { out } = io;
   if (command === 'list') return listRecords(records, out);
   const address = email(values);
-  const found = records.find(address);
+  const found = await records.find(address);
   if (command === 'add') {
     const granted = roles(values);
     const fields = fieldValues(records, values);
@@ -254,25 +259,25 @@ async function recordsCommand(
       throw new InputError(`a User with the e-mail ${address} exists: add gives it a password; change it with update`);
     const password = await readValidPassword(io);
     if (found) {
-      records.addCredentials(found.id, hashPasswordSync(password), granted);
+      await records.addCredentials(found.id, hashPasswordSync(password), granted);
       out(`${address} (User ${found.id}) can now sign in (${describeRoles(granted)})`);
       return;
     }
-    const id = records.add({ ...fields, [records.loginField]: address }, hashPasswordSync(password), granted);
+    const id = await records.add({ ...fields, [records.loginField]: address }, hashPasswordSync(password), granted);
     out(`added ${address} (User ${id}, ${describeRoles(granted)})`);
     return;
   }
   if (!found) throw new InputError(`no User with the e-mail ${address}`);
   if (command === 'update') {
-    records.update(found.id, fieldValues(records, values));
+    await records.update(found.id, fieldValues(records, values));
     out(`updated User ${found.id} (${address})`);
   } else if (command === 'set-roles') {
     const granted = roles(values);
-    if (!records.setRoles(found.id, granted)) throw new InputError(`${address} has no password: add one with add`);
+    if (!(await records.setRoles(found.id, granted))) throw new InputError(`${address} has no password: add one with add`);
     out(`${address} now has ${describeRoles(granted)} given`);
   } else {
     if (!found.credentials) throw new InputError(`${address} has no password to remove`);
-    const ended = records.removeCredentials(found.id);
+    const ended = await records.removeCredentials(found.id);
     out(`${address} can no longer sign in (${ended} session${ended === 1 ? '' : 's'} ended; User ${found.id} stays)`);
   }
 }
@@ -302,8 +307,8 @@ async function readValidPassword(io: UsersCliIo): Promise<string> {
   return password;
 }
 
-function listRecords(records: UserRecordsAdmin, out: (line: string) => void): void {
-  const rows = records.list();
+async function listRecords(records: UserRecordsAdmin, out: (line: string) => void): Promise<void> {
+  const rows = await records.list();
   if (rows.length === 0) {
     out('no users');
     return;

@@ -6,7 +6,7 @@
 
 import { type Actor, makeActor } from '../../core/actor.ts';
 import { isEmail, storedDateTime } from '../../core/values.ts';
-import type { Db, Statement } from '../../data/db.ts';
+import { get, run, type Work } from '../../data/database.ts';
 
 export const USERS_TABLE = '_bp_users';
 
@@ -58,18 +58,25 @@ export interface UserRow {
   roles: string;
 }
 
-export interface UserStatements {
-  byId: Statement;
-  byEmail: Statement;
-  insert: Statement;
+const USER_COLUMNS = `"id", "email", "passwordHash", "roles"`;
+
+export function* userById(id: string): Work<UserRow | undefined> {
+  return (yield* get(`SELECT ${USER_COLUMNS} FROM "${USERS_TABLE}" WHERE "id" = ?`, [id])) as UserRow | undefined;
 }
 
-/** The statements the provider runs on the people table, prepared once. */
-export function userStatements(db: Db): UserStatements {
-  const columns = `"id", "email", "passwordHash", "roles"`;
-  return {
-    byId: db.prepare(`SELECT ${columns} FROM "${USERS_TABLE}" WHERE "id" = ?`),
-    byEmail: db.prepare(`SELECT ${columns} FROM "${USERS_TABLE}" WHERE "email" = ?`),
-    insert: db.prepare(`INSERT INTO "${USERS_TABLE}" (${columns}, "createdAt") VALUES (?, ?, ?, '[]', ?)`),
-  };
+/** `email` as normalizeEmail gives it: the table holds addresses in that form. */
+export function* userByEmail(email: string): Work<UserRow | undefined> {
+  return (yield* get(`SELECT ${USER_COLUMNS} FROM "${USERS_TABLE}" WHERE "email" = ?`, [email])) as
+    | UserRow
+    | undefined;
+}
+
+/** A person with no roles, as sign-up makes them. */
+export function* insertUser(id: string, email: string, passwordHash: string): Work<void> {
+  yield* run(`INSERT INTO "${USERS_TABLE}" (${USER_COLUMNS}, "createdAt") VALUES (?, ?, ?, '[]', ?)`, [
+    id,
+    email,
+    passwordHash,
+    isoNow(),
+  ]);
 }
