@@ -405,9 +405,9 @@ describe('domain commands on the reference helpdesk (in-process, over HTTP)', fu
         ['src/runtime/commands/executor.ts', 'src/runtime/data/entity-store.ts', 'src/runtime/data/audit.ts', 'src/runtime/data/idempotency-store.ts', 'src/runtime/commands/events.ts', 'src/runtime/core/actor.ts', 'src/commands.ts'].map((f) => hd.load<Mod>(f)),
       );
       const specs = await Promise.all(['ticket', 'customer', 'comment'].map((e) => hd.load<Mod>(`src/entities/${e}.ts`)));
-      const audit = new AuditLog(hd.db);
-      const stores = new Map(specs.map((m) => Object.values(m).find((v) => v && typeof v === 'object' && 'collection' in v)).map((spec) => [spec.name, new EntityStore(hd.db, spec, audit)]));
-      const rt = { stores, audit, idempotency: new IdempotencyStore(hd.db), events: new EventBus(), services: {}, reportEventFailure: () => undefined };
+      const audit = new AuditLog();
+      const stores = new Map(specs.map((m) => Object.values(m).find((v) => v && typeof v === 'object' && 'collection' in v)).map((spec) => [spec.name, new EntityStore(hd.database, spec, audit)]));
+      const rt = { stores, audit, idempotency: new IdempotencyStore(hd.database), events: new EventBus(), services: {}, reportEventFailure: () => undefined };
       const agent = { kind: 'agent', id: 'agent-triage', credentialId: 'cred-triage-1', roles: ['agent'], role: 'agent', scopes: ['tickets.read', 'tickets.write'] };
       const t = await newTicket();
 

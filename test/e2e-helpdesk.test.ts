@@ -55,8 +55,9 @@ for (const database of DATABASES) describe(`generated helpdesk app (end to end, 
     env.DATABASE_URL = await databaseUrl(database, 'e2e');
     generate(path.join(ROOT, 'fixtures/helpdesk/helpdesk.toml'), appDir);
     api = new OpenApiChecker(path.join(appDir, 'openapi.json'));
-    addUser(appDir, env, 'admin@example.com', 'correct horse battery', ['admin']);
+    // The app first, so that it is the one to apply the migrations (the users command would).
     app = await startApp(appDir, env);
+    addUser(appDir, env, 'admin@example.com', 'correct horse battery', ['admin']);
     admin = await login(app.url, 'admin@example.com', 'correct horse battery');
   });
   after(async () => app?.stop());

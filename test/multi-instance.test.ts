@@ -112,7 +112,7 @@ describe('two app instances on one PostgreSQL', function () {
     const ticket = await newTicket('race');
     const runs = await Promise.all(
       Array.from({ length: 20 }, (_, i) =>
-        request(on(i), 'POST', `/api/tickets/${ticket.id}/start`, {
+        request(on(i), 'POST', `/api/commands/start_ticket/${ticket.id}`, {
           json: {},
           headers: { ...agent, 'idempotency-key': freshKey() },
         }),

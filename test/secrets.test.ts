@@ -132,7 +132,7 @@ describe('secrets stay out of the database, the logs and the traces', function (
       const { runUsersCli } = await inProcess.load<{ runUsersCli: (db: unknown, args: string[], io: Io) => Promise<number> }>('src/runtime/auth/email/users-cli.ts');
       cliOutput = [];
       const io: Io = { out: (l) => cliOutput.push(l), readPassword: async () => SECRETS.cliPassword };
-      expect(await runUsersCli(inProcess.db, ['add', '--email', CLI_EMAIL, '--role', 'agent'], io)).to.equal(0);
+      expect(await runUsersCli(inProcess.database, ['add', '--email', CLI_EMAIL, '--role', 'agent'], io)).to.equal(0);
       await exercise(inProcess.url);
     });
     after(() => inProcess?.close());

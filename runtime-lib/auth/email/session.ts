@@ -177,7 +177,9 @@ export function sessionSecret(options: {
     return options.secret;
   }
   if (options.production) {
-    throw new Error(`SESSION_SECRET must be set in production: it signs the session cookies and CSRF tokens ${example}`);
+    throw new Error(
+      `SESSION_SECRET must be set in production: it signs the session cookies and CSRF tokens ${example}`,
+    );
   }
   if (options.dialect === 'postgres') {
     throw new Error(

@@ -33,6 +33,8 @@ export interface InProcessApp {
   dbFile: string;
   /** The app's own SQLite connection (that of the database it was built with). */
   db: Db;
+  /** The database the app was built with (runtime/data/database.ts), for its runtime's own classes. */
+  database: SqliteDatabase;
   /** Every event the app's EventBus delivered, in order. */
   delivered: AppEvent[];
   events: { subscribe(listener: (event: AppEvent) => void | Promise<void>): () => void };
@@ -69,7 +71,7 @@ export interface BootOptions {
 export async function bootInProcess(appDir: string, env: Record<string, string>, options: BootOptions = {}): Promise<InProcessApp> {
   const dbName = options.dbName ?? 'app.db';
   const load = async <T>(file: string): Promise<T> => (await import(pathToFileURL(path.join(appDir, file)).href)) as T;
-  const { createApp } = await load<{ createApp: (o: Rec) => { listen(port: number, host: string): Server; events: InProcessApp['events']; traces: InProcessApp['traces'] } }>('src/app.ts');
+  const { createApp } = await load<{ createApp: (o: Rec) => { listen(port: number, host: string): Server; events: InProcessApp['events']; traces: InProcessApp['traces']; close(): void } }>('src/app.ts');
   const { TraceStore } = await load<{ TraceStore: new (max: number, maxAgeMs: number) => unknown }>('src/runtime/observe/tracing.ts');
   const { openSqlite } = await load<{ openSqlite: (url: string, base: string, o?: BootOptions['database']) => SqliteDatabase }>('src/runtime/data/sqlite.ts');
   const { applyMigrations } = await load<{ applyMigrations: (db: Db, dir: string) => unknown }>('src/runtime/data/migrate.ts');
@@ -89,6 +91,7 @@ export async function bootInProcess(appDir: string, env: Record<string, string>,
     appDir,
     dbFile,
     db,
+    database,
     delivered,
     events: built.events,
     warnings,
@@ -97,6 +100,7 @@ export async function bootInProcess(appDir: string, env: Record<string, string>,
     close: async () => {
       server.closeAllConnections();
       await new Promise((resolve) => server.close(resolve));
+      built.close();
       await database.close();
     },
   };

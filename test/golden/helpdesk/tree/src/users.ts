@@ -13,7 +13,9 @@ const appDir = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 // The app's own database (DATABASE_URL, SQLite or PostgreSQL), migrated as when the app starts.
 let db: Database;
 try {
-  ({ db } = await openDatabase(appDir, process.env));
+  let applied: string[];
+  ({ db, applied } = await openDatabase(appDir, process.env));
+  if (applied.length) console.error(`applied migrations: ${applied.join(', ')}`);
 } catch (err) {
   console.error(`error: ${err instanceof Error ? err.message : String(err)}`);
   process.exit(1);

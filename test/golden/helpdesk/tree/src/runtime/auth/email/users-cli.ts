@@ -78,7 +78,12 @@ class InputError extends Error {}
 class UsageError extends Error {}
 
 /** `records`: given when people are the records of the blueprint's `User` entity. */
-export async function runUsersCli(db: Database, argv: string[], io: UsersCliIo, records?: UserRecordsAdmin): Promise<number> {
+export async function runUsersCli(
+  db: Database,
+  argv: string[],
+  io: UsersCliIo,
+  records?: UserRecordsAdmin,
+): Promise<number> {
   const { out } = io;
   const errOut = io.err ?? out;
   const usage = records ? USER_RECORDS_USAGE : USERS_USAGE;
@@ -172,7 +177,8 @@ async function add(db: Database, values: Values, io: UsersCliIo): Promise<void> 
   const password = await io.readPassword();
   const problem = passwordProblem(password);
   if (problem) throw new InputError(problem);
-  const insert = `INSERT INTO "${USERS_TABLE}" ("id", "email", "passwordHash", "roles", "createdAt") VALUES (?, ?, ?, ?, ?)`;
+  const insert =
+    `INSERT INTO "${USERS_TABLE}" ("id", "email", "passwordHash", "roles", "createdAt") ` + `VALUES (?, ?, ?, ?, ?)`;
   const row = [ulid(), address, hashPasswordSync(password), JSON.stringify(granted), isoNow()];
   try {
     await db.write(() => run(insert, row));
@@ -273,7 +279,8 @@ async function recordsCommand(
     out(`updated User ${found.id} (${address})`);
   } else if (command === 'set-roles') {
     const granted = roles(values);
-    if (!(await records.setRoles(found.id, granted))) throw new InputError(`${address} has no password: add one with add`);
+    const given = await records.setRoles(found.id, granted);
+    if (!given) throw new InputError(`${address} has no password: add one with add`);
     out(`${address} now has ${describeRoles(granted)} given`);
   } else {
     if (!found.credentials) throw new InputError(`${address} has no password to remove`);
