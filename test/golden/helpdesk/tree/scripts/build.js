@@ -91,6 +91,9 @@ export async function build() {
     platform: 'node',
     format: 'esm',
     target: 'node20',
+    // Modules imported with import() (the PostgreSQL driver) go into chunks loaded when needed.
+    splitting: true,
+    chunkNames: 'chunks/[name]-[hash]',
     packages: 'external',
     // Handlers import their contract as 'bp/runtime' (tsconfig.json paths): this app's own copy.
     alias: { 'bp/runtime': './src/runtime/commands/handler.ts' },
@@ -110,7 +113,12 @@ export async function build() {
   for (const file of SETTINGS) inputs[file] = sha256(fs.readFileSync(path.join(APP_DIR, file)));
   fs.mkdirSync(DIST, { recursive: true });
   fs.rmSync(RECORD, { force: true });
-  for (const output of result.outputFiles) writeAtomically(output.path, output.contents);
+  // Chunk names change with their content: the last build's would pile up.
+  fs.rmSync(path.join(DIST, 'chunks'), { recursive: true, force: true });
+  for (const output of result.outputFiles) {
+    fs.mkdirSync(path.dirname(output.path), { recursive: true });
+    writeAtomically(output.path, output.contents);
+  }
   const record = { '//': 'written by npm run build: the inputs of dist/ and their SHA-256', inputs };
   writeAtomically(RECORD, `${JSON.stringify(record, null, 2)}\n`);
   return { inputs: Object.keys(inputs).length, milliseconds: Date.now() - started };
