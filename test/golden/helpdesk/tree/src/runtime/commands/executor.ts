@@ -3,13 +3,19 @@
 // pages and workflow steps later). Nothing here depends on HTTP: it takes an actor and input.
 //
 // Order of checks: authenticated actor (401); API-key scopes (403); input (400); record loaded
-// with the relations its conditions read (404); policy (403); availableWhen (409). Then the
-// handler runs with writes staged, and one transaction (a unit of work) checks that the request
-// still holds its Idempotency-Key (data/idempotency-store.ts), re-reads and locks the row, checks
-// it is unchanged and that availableWhen still holds (else STATE_CONFLICT), applies mutations and
-// staged writes,
-// records the audit entries and the idempotent response, and commits. Events the handler
-// published are delivered after the commit; a throw anywhere leaves nothing behind.
+// with the relations its conditions read (404); policy (403); availableWhen (409).
+//
+// A command without a handler is one transaction, as an entity write is (data/idempotency.ts
+// runIdempotent): the Idempotency-Key's lookup, the record read and locked (PostgreSQL's FOR
+// UPDATE), the checks, the mutations, the audit entry and the stored response commit together.
+//
+// A command with a handler runs code that may take long, so its key is claimed first, in a
+// transaction of its own, and held with a lease (data/idempotency-store.ts). The handler runs with
+// writes staged, and one transaction checks that the request still holds its key, re-reads and
+// locks the row, checks it is unchanged and that availableWhen still holds (else STATE_CONFLICT),
+// applies mutations and staged writes, records the audit entries and the idempotent response,
+// and commits. Events the handler published are delivered after the commit; a throw anywhere
+// leaves nothing behind.
 
 import { type Actor, effectiveIdOf, isAuthenticated } from '../core/actor.ts';
 import type { CommandHandler, ScopedDb } from './handler.ts';
@@ -23,7 +29,7 @@ import type { FieldType } from '../core/values.ts';
 import { recordKey, type RecordKey } from '../core/ids.ts';
 import { AppError, type ErrorDetail } from '../core/errors.ts';
 import type { AppEvent, EventBus } from './events.ts';
-import { idempotencyScope, requestHash } from '../data/idempotency.ts';
+import { idempotencyScope, requestHash, runIdempotent } from '../data/idempotency.ts';
 import type { Claim, IdempotencyStore } from '../data/idempotency-store.ts';
 
 export interface CommandInputSpec {
@@ -97,6 +103,7 @@ export async function executeCommand<I, R>(
       throw new AppError('INSUFFICIENT_SCOPE', `${spec.operationId} needs the scope(s) ${missing.join(', ')}`);
   }
   const input = checkInput(spec, call.input);
+  if (!spec.handler) return runDeclarative(rt, spec, call, input);
 
   const key = call.idempotencyKey;
   let claim: Claim | undefined;
@@ -123,6 +130,48 @@ export async function executeCommand<I, R>(
   }
 }
 
+/** A command without a handler: checks, mutations, audit entry and stored response in one transaction. */
+async function runDeclarative(
+  rt: CommandRuntime,
+  spec: CommandSpec,
+  call: CommandCall,
+  input: Record<string, unknown>,
+): Promise<CommandResult> {
+  const { actor } = call;
+  const store = rt.stores.get(spec.entity) as EntityStore;
+  const command = { name: spec.name, entity: spec.entity };
+  function* execute(): Work<{ status: number; body: unknown }> {
+    // Locked until the commit: of commands racing on one record, from any number of app
+    // instances, each decides on the record as the one before it left it.
+    const current = yield* store.load(call, call.recordId, store.access.filter(actor, 'read'), { lock: true });
+    const now = new Date().toISOString();
+    checkConditions(spec, { actor, record: yield* withRelations(rt, spec, current), input, now });
+    const changes = resolveMutations(spec, input, actor, current, now);
+    const plan = store.planUpdate(call, current, changes, { command, checkFieldRules: false });
+    const after = yield* store.applyUpdate(call, plan, `command:${spec.name}`, { command: spec.name, input });
+    return { status: 200, body: store.present(call, { ...after }) };
+  }
+  // Commands need an authenticated actor (checked above): the access pre-check has nothing to add.
+  const operation = `command:${spec.operationId}`;
+  const result = await runIdempotent(rt.idempotency, call, operation, { recordId: call.recordId, input }, noop, execute);
+  return { status: result.status, body: result.body, replayed: result.replayed };
+}
+
+/** policy (403 FORBIDDEN), then availableWhen (409 COMMAND_UNAVAILABLE), on the record as loaded. */
+function checkConditions(
+  spec: CommandSpec,
+  scope: { actor: Actor; record: Row; input: Record<string, unknown>; now: string },
+): void {
+  if (spec.policy && !checkCondition(spec.policy, scope)) {
+    throw new AppError('FORBIDDEN', `you may not run ${spec.name} on this record`);
+  }
+  if (spec.availableWhen && !checkCondition(spec.availableWhen, scope)) {
+    throw new AppError('COMMAND_UNAVAILABLE', `${spec.name} is not available for this record in its current state`);
+  }
+}
+
+function noop(): void {}
+
 async function run(
   rt: CommandRuntime,
   spec: CommandSpec,
@@ -141,12 +190,7 @@ async function run(
     trace,
   );
   const now = new Date().toISOString();
-  if (spec.policy && !checkCondition(spec.policy, { actor, record, input, now })) {
-    throw new AppError('FORBIDDEN', `you may not run ${spec.name} on this record`);
-  }
-  if (spec.availableWhen && !checkCondition(spec.availableWhen, { actor, record, input, now })) {
-    throw new AppError('COMMAND_UNAVAILABLE', `${spec.name} is not available for this record in its current state`);
-  }
+  checkConditions(spec, { actor, record, input, now });
 
   const changes = resolveMutations(spec, input, actor, loaded, now);
   const staged: Array<() => Work<unknown>> = [];
