@@ -1,7 +1,9 @@
 // What the email provider keeps in the app's database, on both databases it runs on: sessions
 // (DatabaseSessionStore) and failed sign-in counts (SigninThrottle). The tables are the ones the
-// generated app's own migrations create (prisma/migrations, prisma/postgres/migrations), opened
-// the way the app opens them (runtime/data/open.ts).
+// generated app's own migrations create (prisma/migrations, prisma/postgres/migrations), applied
+// as the app applies them. The drivers are imported here, not through data/open.ts: mocha loads
+// test files as CommonJS, so the modules open.ts imports with import() would be second copies
+// (another AppError class, which the first copies' instanceof checks would not recognise).
 
 import * as path from 'node:path';
 import { expect } from 'chai';
@@ -10,7 +12,10 @@ import { createEmailAuth } from '../runtime-lib/auth/email/provider.ts';
 import { DatabaseSessionStore } from '../runtime-lib/auth/email/session-store.ts';
 import { EMAIL_FAILURE_THRESHOLD, IP_FAILURE_THRESHOLD, SigninThrottle } from '../runtime-lib/auth/email/signin-throttle.ts';
 import { all, type Database, get, run } from '../runtime-lib/data/database.ts';
-import { openDatabase } from '../runtime-lib/data/open.ts';
+import { applyMigrations } from '../runtime-lib/data/migrate.ts';
+import { openPostgres } from '../runtime-lib/data/postgres.ts';
+import { applyPostgresMigrations } from '../runtime-lib/data/postgres-migrate.ts';
+import { openSqlite } from '../runtime-lib/data/sqlite.ts';
 import { freshDir, generate, ROOT } from './support/apps.ts';
 import { DATABASES, databaseUrl } from './support/databases.ts';
 
@@ -34,7 +39,15 @@ describe('auth state in the database', function () {
       beforeEach(async function () {
         n += 1;
         const url = await databaseUrl(kind, `auth_storage_${n}`);
-        ({ db } = await openDatabase(appDir, { DATABASE_URL: url }));
+        if (kind === 'sqlite') {
+          const sqlite = openSqlite(url, appDir);
+          applyMigrations(sqlite.connection, path.join(appDir, 'prisma', 'migrations'));
+          db = sqlite;
+        } else {
+          const postgres = await openPostgres(url);
+          await applyPostgresMigrations(postgres.pool, path.join(appDir, 'prisma', 'postgres', 'migrations'));
+          db = postgres;
+        }
       });
 
       afterEach(async () => db.close());

@@ -10,6 +10,7 @@ import { entityPaths } from './openapi/entity-paths.ts';
 import { errorResponses } from './openapi/responses.ts';
 import { AUDIT_SCHEMAS, entitySchemas, ERROR_SCHEMA, HEALTH_STATUS_SCHEMA, SESSION_SCHEMA } from './openapi/schemas.ts';
 import { auditPath, authPaths, META_PATHS } from './openapi/service-paths.ts';
+import { SKILL_INDEX_PATH, skillPaths } from './openapi/skill-paths.ts';
 
 export function emitOpenApi(bp: Blueprint): string {
   const email = bp.auth.providers.includes('email');
@@ -25,6 +26,12 @@ export function emitOpenApi(bp: Blueprint): string {
   if (email) Object.assign(paths, authPaths(bp));
   for (const command of bp.commands) Object.assign(paths, commandPath(bp, command));
   Object.assign(paths, auditPath(bp));
+  Object.assign(paths, SKILL_INDEX_PATH);
+  // An action at an entity's own path and method is served by the entity's route, as in Zebric.
+  for (const [p, item] of Object.entries(skillPaths(bp))) {
+    const existing = (paths[p] ??= {}) as Schema;
+    for (const [method, op] of Object.entries(item)) existing[method] ??= op;
+  }
   Object.assign(schemas, AUDIT_SCHEMAS);
   const doc = {
     'x-generated-by': GENERATED_HEADER,
@@ -40,6 +47,7 @@ export function emitOpenApi(bp: Blueprint): string {
     tags: [
       ...(email ? [{ name: 'Auth', description: `${bp.auth.signup ? 'Sign-up, sign-in' : 'Sign-in'} and sessions of people` }] : []),
       ...bp.entities.map((e) => ({ name: e.name, description: e.description ?? `${e.name} records (/api/${e.collection})` })),
+      ...bp.skills.map((s) => ({ name: s.name, description: s.description ?? `Skill ${s.name}` })),
       { name: 'Audit', description: 'Who changed what, and why' },
       { name: 'Meta', description: 'About this API, and health checks' },
     ],

@@ -14,8 +14,17 @@ export function notGenerated(ctx: CompileContext): void {
     // A disabled plugin is skipped by Zebric too: there is nothing missing to warn about.
     if (value.enabled !== false) warn(['plugin', name], `plugin "${name}" is accepted but not loaded: the generated app has no plugin host yet`);
   }
-  for (const { name } of namedSections(ctx.parsed, 'skill')) {
-    warn(['skill', name], `skill "${name}" is accepted but not generated yet: its actions are not served`);
+  for (const { name, value } of namedSections(ctx.parsed, 'skill')) {
+    list(value.actions).forEach((raw, i) => {
+      const action = table(raw);
+      if (typeof action.workflow === 'string') {
+        const label = typeof action.name === 'string' ? `"${action.name}"` : String(i);
+        warn(
+          ['skill', name, 'actions', i, 'workflow'],
+          `skill action ${label} starts workflow "${action.workflow}", which is not generated yet: its route is not served`,
+        );
+      }
+    });
   }
   for (const { name, value } of namedSections(ctx.parsed, 'workflow')) {
     warn(['workflow', name], `workflow "${name}" is accepted but not generated yet: it never runs`);

@@ -13,7 +13,7 @@ import type { ApiRequest } from '../../http/request.ts';
 import type { AnonymousTokens } from './csrf.ts';
 import { clientKey, type SigninThrottle } from './signin-throttle.ts';
 import { authBody, credentials, field, isForm, isPlainObject, queryParam } from './forms.ts';
-import { valueFromText } from './field-text.ts';
+import { valueFromText } from '../../data/field-text.ts';
 import {
   LOGIN_PAGE_CSP,
   renderLoginPage,

@@ -16,12 +16,14 @@ import { EntityStore } from './runtime/data/entity-store.ts';
 import { EventBus } from './runtime/commands/events.ts';
 import { IdempotencyStore } from './runtime/data/idempotency-store.ts';
 import { COMMANDS } from './commands.ts';
+import { SKILLS } from './skills.ts';
 import extension from './extend.ts';
 import { checkExtension } from './runtime/http/extension.ts';
 import { crudRouter, type CrudEntity, frontDoor } from './runtime/http/front-door.ts';
 import { healthProbes } from './runtime/http/health.ts';
 import { compose, matched, routing, tracing } from './runtime/http/pipeline.ts';
 import { errorHandler, errorSender, routeNotFound } from './runtime/http/respond.ts';
+import { skillRouter } from './runtime/http/skill-routes.ts';
 import { TraceStore } from './runtime/observe/tracing.ts';
 import { categoryRoutes, categorySpec } from './entities/category.ts';
 import { productRoutes, productSpec } from './entities/product.ts';
@@ -150,6 +152,7 @@ export function createApp(options: AppOptions): App {
   // The forms of the entity and command URLs the front door leaves to Express (a trailing slash, HEAD...).
   for (const entity of entities) app.use(`/api/${entity.collection}`, crudRouter(entity));
   app.use(commandRouter(commands));
+  app.use(skillRouter(SKILLS, stores, idempotency));
   app.use(auditRoutes(audit, stores));
   if (extend.routes) {
     const routes = express.Router();

@@ -16,6 +16,7 @@ import { EntityStore } from './runtime/data/entity-store.ts';
 import { EventBus } from './runtime/commands/events.ts';
 import { IdempotencyStore } from './runtime/data/idempotency-store.ts';
 import { COMMANDS } from './commands.ts';
+import { SKILLS } from './skills.ts';
 import extension from './extend.ts';
 import { createEmailAuth } from './runtime/auth/email/provider.ts';
 import { checkExtension } from './runtime/http/extension.ts';
@@ -23,6 +24,7 @@ import { crudRouter, type CrudEntity, frontDoor } from './runtime/http/front-doo
 import { healthProbes } from './runtime/http/health.ts';
 import { compose, matched, onlyFor, routing, tracing } from './runtime/http/pipeline.ts';
 import { errorHandler, errorSender, routeNotFound } from './runtime/http/respond.ts';
+import { skillRouter } from './runtime/http/skill-routes.ts';
 import { TraceStore } from './runtime/observe/tracing.ts';
 import { commentRoutes, commentSpec } from './entities/comment.ts';
 import { customerRoutes, customerSpec } from './entities/customer.ts';
@@ -158,6 +160,7 @@ export function createApp(options: AppOptions): App {
   // The forms of the entity and command URLs the front door leaves to Express (a trailing slash, HEAD...).
   for (const entity of entities) app.use(`/api/${entity.collection}`, crudRouter(entity));
   app.use(commandRouter(commands));
+  app.use(skillRouter(SKILLS, stores, idempotency));
   app.use(auditRoutes(audit, stores));
   if (extend.routes) {
     const routes = express.Router();

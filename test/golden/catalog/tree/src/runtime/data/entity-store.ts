@@ -93,6 +93,8 @@ function correlation(ctx: RequestContext): {
 export interface ListQuery {
   limit: number;
   offset: number;
+  /** Equality filters (a skill action's path and query parameters), values in their JSON form. */
+  where?: ReadonlyArray<{ field: string; value: unknown }>;
 }
 
 export interface ListResult<T> {
@@ -130,15 +132,18 @@ export class EntityStore {
 
   *list(ctx: RequestContext, q: ListQuery): Work<ListResult<Row>> {
     const filter = this.access.filter(ctx.actor, 'read');
+    const where = q.where?.length ? this.equalities(q.where) : undefined;
+    const conditions = [...(where ? [where] : []), ...(filter === true || filter === false ? [] : [filter])];
     // One row more than asked tells whether another page exists, without a COUNT(*).
     const rows =
-      filter === true
-        ? yield* all(this.sql.list, [q.limit + 1, q.offset])
-        : filter === false
-          ? []
+      filter === false
+        ? []
+        : conditions.length === 0
+          ? yield* all(this.sql.list, [q.limit + 1, q.offset])
           : yield* all(
-              `${this.sql.select} WHERE ${filter.sql} ORDER BY ${this.sql.orderBy} LIMIT ? OFFSET ?`,
-              [...filter.params, q.limit + 1, q.offset],
+              `${this.sql.select} WHERE ${conditions.map((c) => `(${c.sql})`).join(' AND ')} ` +
+                `ORDER BY ${this.sql.orderBy} LIMIT ? OFFSET ?`,
+              [...conditions.flatMap((c) => c.params), q.limit + 1, q.offset],
             );
     const hasMore = rows.length > q.limit;
     if (hasMore) rows.pop();
@@ -339,6 +344,26 @@ export class EntityStore {
         : yield* get(`${this.sql.get} AND (${filter.sql})${lock}`, [key, ...filter.params]);
     if (!row) throw this.notFound(id);
     return decodeRow(this.decoded, row);
+  }
+
+  /** `field = value` for each filter, values checked and stored as their field's (400 when one is not). */
+  private equalities(where: NonNullable<ListQuery['where']>): { sql: string; params: unknown[] } {
+    const issues: ErrorDetail[] = [];
+    const parts: string[] = [];
+    const params: unknown[] = [];
+    for (const { field, value } of where) {
+      const f = this.byName.get(field);
+      if (!f) {
+        issues.push({ field, code: 'UNKNOWN_FIELD', message: `${this.spec.name} has no field "${field}"` });
+      } else if (value === null) {
+        parts.push(`"${field}" IS NULL`);
+      } else {
+        params.push(encodeField(f, value, issues));
+        parts.push(`"${field}" = ?`);
+      }
+    }
+    if (issues.length) throw validationError(issues);
+    return { sql: parts.join(' AND '), params };
   }
 
   present(ctx: RequestContext, record: Row): Row {

@@ -12,7 +12,7 @@ import { AppError } from '../../core/errors.ts';
 import { all, type Database, get, run } from '../../data/database.ts';
 import type { Row } from '../../data/fields.ts';
 import { ulid } from '../../core/ids.ts';
-import { valueFromText } from './field-text.ts';
+import { valueFromText } from '../../data/field-text.ts';
 import { hashPasswordSync, passwordProblem } from './password.ts';
 import { SESSIONS_TABLE } from './session-store.ts';
 import type { UserRecordsAdmin } from './user-records.ts';

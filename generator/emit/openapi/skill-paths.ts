@@ -1,0 +1,125 @@
+// The paths of skill actions: one operation per CRUD action (`<skill>_<action>`, as Zebric names
+// them), at the action's own method and path, with the entity's schemas; and GET /api/skills.
+// Actions that start a workflow are left out until workflows run.
+
+import type { Blueprint, Entity, Skill, SkillAction } from '../../model/types.ts';
+import { actionRisk } from '../skills.ts';
+import { errorResponse, IDEMPOTENCY_HEADER, json, ref, RUN_ID_HEADER, schemeNames, TRACE_HEADER, type Schema } from './common.ts';
+import { entitySchemas, fieldSchema, keySchema } from './schemas.ts';
+
+export const SKILL_INDEX_PATH: Record<string, Schema> = {
+  '/api/skills': {
+    get: {
+      operationId: 'listSkills',
+      tags: ['Meta'],
+      summary: 'Every skill and its actions: method, path, risk, scopes, and whether the app serves it',
+      security: [],
+      responses: { '200': { description: 'The skills', headers: TRACE_HEADER, content: json({ type: 'object' }) } },
+    },
+  },
+};
+
+function paramSchema(bp: Blueprint, entity: Entity, fieldName: string): Schema {
+  const field = entity.fields.find((f) => f.name === fieldName);
+  if (!field) return { type: 'string' };
+  const { description: _, ...schema } = field.primaryKey ? keySchema(field.type) : fieldSchema(bp, field);
+  return schema;
+}
+
+function operation(bp: Blueprint, skill: Skill, action: SkillAction, entity: Entity): Schema {
+  const n = entity.name;
+  const params = [...action.route.matchAll(/\{([A-Za-z_][A-Za-z0-9_]*)\}/g)].map((m) => m[1]);
+  const pathParams = params.map((p) => {
+    const field = action.mapParams[p] ?? p;
+    return { name: p, in: 'path', required: true, description: `${n}.${field}`, schema: paramSchema(bp, entity, field) };
+  });
+  const queryParams =
+    action.action === 'list'
+      ? [
+          ...['limit', 'offset']
+            .filter((name) => !action.query.some((q) => q.name === name))
+            .map((name) => ({
+              name,
+              in: 'query',
+              required: false,
+              schema: name === 'limit' ? { type: 'integer', minimum: 1, maximum: 1000, default: 100 } : { type: 'integer', minimum: 0, default: 0 },
+            })),
+          ...action.query.map((q) => ({
+            name: q.name,
+            in: 'query',
+            required: q.required,
+            ...(q.description ? { description: q.description } : {}),
+            schema: {
+              ...(q.values ? { type: 'string', enum: q.values } : paramSchema(bp, entity, q.field)),
+              ...(q.default !== undefined ? { default: q.default } : {}),
+            },
+          })),
+        ]
+      : [];
+  const mutation = action.action === 'create' || action.action === 'update' || action.action === 'delete';
+  const schemes = schemeNames(bp);
+  const ok = (description: string, schema: Schema) => ({ description, headers: TRACE_HEADER, content: json(schema) });
+  const responses: Record<string, Schema> = {
+    list: { '200': ok(`A page of ${n} records`, ref(`${n}List`)) },
+    get: { '200': ok(`The ${n}`, ref(n)), '404': errorResponse('NotFound') },
+    create: {
+      '201': { ...ok(`The stored ${n}`, ref(n)), headers: { ...TRACE_HEADER, Location: { schema: { type: 'string' } } } },
+      '409': errorResponse('Conflict'),
+      '422': errorResponse('UnprocessableEntity'),
+    },
+    update: { '200': ok(`The updated ${n}`, ref(n)), '404': errorResponse('NotFound'), '409': errorResponse('Conflict'), '422': errorResponse('UnprocessableEntity') },
+    delete: { '204': { description: 'Deleted', headers: TRACE_HEADER }, '404': errorResponse('NotFound'), '409': errorResponse('Conflict') },
+  }[action.action as string] as Record<string, Schema>;
+  return {
+    operationId: `${skill.name}_${action.name}`,
+    tags: [skill.name],
+    ...(action.description ? { summary: action.description } : {}),
+    'x-risk': actionRisk(action),
+    'x-scopes': [...action.scopes],
+    ...(schemes.length
+      ? {
+          security: [
+            ...schemes.map((name) => ({ [name]: name === 'apiKey' ? [...action.scopes] : [] })),
+            ...(skill.auth === 'none' ? [{}] : []),
+          ],
+        }
+      : {}),
+    parameters: [...pathParams, ...queryParams, ...(mutation ? [IDEMPOTENCY_HEADER, RUN_ID_HEADER] : [])],
+    ...(action.action === 'create' || action.action === 'update' ? { requestBody: requestBody(bp, action, entity, params) } : {}),
+    responses: {
+      ...responses,
+      '400': errorResponse('BadRequest'),
+      ...(schemes.length ? { '401': errorResponse('Unauthenticated'), '403': errorResponse('Forbidden') } : {}),
+      ...(mutation && action.action !== 'delete' ? { '413': errorResponse('PayloadTooLarge'), '415': errorResponse('UnsupportedMediaType') } : {}),
+      '503': errorResponse('ServiceUnavailable'),
+    },
+  };
+}
+
+/**
+ * The entity's create or update body; for a create, without the fields its path parameters write
+ * (they win over the body's values, so the body need not carry them).
+ */
+function requestBody(bp: Blueprint, action: SkillAction, entity: Entity, params: string[]): Schema {
+  const name = `${entity.name}${action.action === 'create' ? 'Create' : 'Update'}`;
+  const written = new Set(params.map((p) => action.mapParams[p] ?? p));
+  if (action.action !== 'create' || written.size === 0) return { required: true, content: json(ref(name)) };
+  const schema = entitySchemas(bp, entity)[name] as { properties: Record<string, Schema>; required?: string[] };
+  const properties = Object.fromEntries(Object.entries(schema.properties).filter(([k]) => !written.has(k)));
+  const required = (schema.required ?? []).filter((k) => !written.has(k));
+  return { required: true, content: json({ ...schema, properties, ...(required.length ? { required } : {}) }) };
+}
+
+/** The served (CRUD) actions of every skill, by path and method. */
+export function skillPaths(bp: Blueprint): Record<string, Schema> {
+  const paths: Record<string, Schema> = {};
+  for (const skill of bp.skills) {
+    for (const action of skill.actions) {
+      const entity = bp.entities.find((e) => e.name === action.entity);
+      if (!entity || action.action === undefined || action.workflow !== undefined) continue;
+      const item = (paths[action.route] ??= {});
+      item[action.method.toLowerCase()] = operation(bp, skill, action, entity);
+    }
+  }
+  return paths;
+}

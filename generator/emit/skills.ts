@@ -1,0 +1,37 @@
+// src/skills.ts: every skill of the blueprint as a spec for runtime/http/skill-routes.ts.
+
+import type { Blueprint, SkillAction } from '../model/types.ts';
+import { render } from './templates.ts';
+import { tsLiteral } from './ts-literal.ts';
+
+/** Zebric's default risk of an action that declares none: GET reads, DELETE destroys, the rest write. */
+export function actionRisk(action: SkillAction): NonNullable<SkillAction['risk']> {
+  if (action.risk) return action.risk;
+  return action.method === 'GET' ? 'read' : action.method === 'DELETE' ? 'destructive' : 'write';
+}
+
+export function emitSkills(bp: Blueprint): string {
+  const skills = bp.skills.map((skill) => ({
+    name: skill.name,
+    description: skill.description,
+    auth: skill.auth,
+    actions: skill.actions.map((a) => ({
+      name: a.name,
+      description: a.description,
+      method: a.method,
+      path: a.route,
+      entity: a.entity,
+      action: a.action,
+      workflow: a.workflow,
+      mapParams: a.mapParams,
+      body: a.body,
+      query: a.query,
+      scopes: a.scopes,
+      risk: actionRisk(a),
+    })),
+  }));
+  return render('app/src/skills.ts.hbs', {
+    skills: tsLiteral(skills, { lead: 'export const SKILLS: SkillSpec[] = '.length, trail: 1 }),
+    workflowActions: bp.skills.some((s) => s.actions.some((a) => a.workflow !== undefined)),
+  });
+}

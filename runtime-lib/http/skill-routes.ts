@@ -1,0 +1,306 @@
+// Skill actions (spec 2.6, 4.3): each CRUD action of a `[skill.X]` is served at its own method and
+// path, and runs the entity's own pipeline (access rules, validation, audit, Idempotency-Key), so
+// an agent gets nothing through a skill that it could not get through /api/<entity>s. On top of
+// the entity's checks an action holds its own: who may call it (the skill's `auth`) and the scopes
+// an API key needs (every one of the action's). `GET /api/skills` lists every skill and action.
+//
+// Path parameters name entity fields (through mapParams, else by their own name). For get, update
+// and delete the one naming the primary key is the record's id and any other must match the
+// record (else 404, as for a record that does not exist); for list they filter, with the typed
+// `query` parameters; for create they are written into the record, over the body's values.
+
+import type { ServerResponse } from 'node:http';
+import { Router } from 'express';
+import { isAuthenticated } from '../core/actor.ts';
+import { AppError, type ErrorDetail } from '../core/errors.ts';
+import type { FieldType } from '../core/values.ts';
+import type { EntityStore } from '../data/entity-store.ts';
+import { checkBody, type FieldSpec, type Row } from '../data/fields.ts';
+import { valueFromText } from '../data/field-text.ts';
+import { runIdempotent } from '../data/idempotency.ts';
+import type { IdempotencyStore } from '../data/idempotency-store.ts';
+import { jsonBody } from './body.ts';
+import { requestContext } from './context.ts';
+import { LIST_DEFAULT_LIMIT, LIST_MAX_LIMIT } from './list-query.ts';
+import { matched } from './pipeline.ts';
+import type { ApiRequest } from './request.ts';
+import { sendJson, sendStored } from './respond.ts';
+
+export type SkillRisk = 'read' | 'write' | 'destructive' | 'external';
+
+/** A typed query parameter of a list action: an equality filter on `field`, or `limit` / `offset`. */
+export interface SkillQueryParam {
+  name: string;
+  type: FieldType;
+  field: string;
+  values?: readonly string[];
+  required: boolean;
+  default?: string | number | boolean;
+  description?: string;
+}
+
+export interface SkillActionSpec {
+  name: string;
+  description?: string;
+  method: 'GET' | 'POST' | 'PUT' | 'DELETE';
+  /** As declared, with `{param}` placeholders. */
+  path: string;
+  entity?: string;
+  action?: 'create' | 'list' | 'get' | 'update' | 'delete';
+  workflow?: string;
+  /** Path parameter -> entity field. */
+  mapParams: Readonly<Record<string, string>>;
+  /** The body's keys and their field types, as declared (documentation of create and update). */
+  body: Readonly<Record<string, string>>;
+  query: readonly SkillQueryParam[];
+  scopes: readonly string[];
+  /** As declared, else from the method (GET read, DELETE destructive, others write), as in Zebric. */
+  risk: SkillRisk;
+}
+
+export interface SkillSpec {
+  name: string;
+  description?: string;
+  /** `none`: anonymous callers may call its actions (the entity's access rules still decide). */
+  auth: 'required' | 'none';
+  actions: readonly SkillActionSpec[];
+}
+
+/** What an action does once its route is matched: a CRUD operation, or nothing served yet. */
+export type SkillActionKind = 'crud' | 'workflow' | 'pass-through';
+
+export function actionKind(action: SkillActionSpec): SkillActionKind {
+  if (action.workflow !== undefined) return 'workflow';
+  return action.action !== undefined && action.entity !== undefined ? 'crud' : 'pass-through';
+}
+
+/** The routes of every CRUD skill action, and GET /api/skills. */
+export function skillRouter(
+  skills: readonly SkillSpec[],
+  stores: ReadonlyMap<string, EntityStore>,
+  idempotency: IdempotencyStore,
+): Router {
+  const router = Router({ caseSensitive: true });
+  const index = skillIndex(skills);
+  router.get('/api/skills', matched('skills.index'), (_req, res) => sendJson(res, 200, index));
+  for (const skill of skills) {
+    for (const action of skill.actions) {
+      if (actionKind(action) !== 'crud') continue;
+      const store = stores.get(action.entity as string);
+      if (!store) throw new Error(`skill ${skill.name}.${action.name}: no entity ${action.entity}`);
+      const run = crudAction(skill, action, store, idempotency);
+      const route = action.path.replace(/\{([A-Za-z_][A-Za-z0-9_]*)\}/g, ':$1');
+      const handlers = [matched(`skill.${skill.name}.${action.name}`), ...(hasBody(action) ? [jsonBody] : [])];
+      router[method(action)](route, ...handlers, (req, res) => run(req as ApiRequest, res));
+    }
+  }
+  return router;
+}
+
+function method(action: SkillActionSpec): 'get' | 'post' | 'put' | 'delete' {
+  return action.method.toLowerCase() as 'get' | 'post' | 'put' | 'delete';
+}
+
+function hasBody(action: SkillActionSpec): boolean {
+  return action.action === 'create' || action.action === 'update';
+}
+
+/** The machine-readable index of GET /api/skills: every skill and action, and whether it is served. */
+export function skillIndex(skills: readonly SkillSpec[]): unknown {
+  return {
+    skills: skills.map((skill) => ({
+      name: skill.name,
+      ...(skill.description ? { description: skill.description } : {}),
+      auth: skill.auth,
+      actions: skill.actions.map((a) => ({
+        name: a.name,
+        ...(a.description ? { description: a.description } : {}),
+        method: a.method,
+        path: a.path,
+        kind: actionKind(a),
+        // Workflow actions come with the workflow runtime; pass-through actions document a route
+        // served elsewhere (or nowhere).
+        served: actionKind(a) === 'crud',
+        ...(a.entity ? { entity: a.entity } : {}),
+        ...(a.action ? { action: a.action } : {}),
+        ...(a.workflow ? { workflow: a.workflow } : {}),
+        risk: a.risk,
+        scopes: a.scopes,
+        ...(Object.keys(a.body).length ? { body: a.body } : {}),
+        ...(a.query.length ? { query: a.query } : {}),
+        idempotencyKey: a.method === 'GET' ? 'none' : 'required for API keys',
+      })),
+    })),
+  };
+}
+
+type Handler = (req: ApiRequest, res: ServerResponse) => Promise<void>;
+
+function crudAction(
+  skill: SkillSpec,
+  action: SkillActionSpec,
+  store: EntityStore,
+  idempotency: IdempotencyStore,
+): Handler {
+  const { spec } = store;
+  const fields = new Map(spec.fields.map((f) => [f.name, f]));
+  const operation = `skill:${skill.name}.${action.name}`;
+  const paramNames = [...action.path.matchAll(/\{([A-Za-z_][A-Za-z0-9_]*)\}/g)].map((m) => m[1]);
+  const fieldOf = (param: string) => action.mapParams[param] ?? param;
+  const idParam = paramNames.find((p) => fieldOf(p) === spec.primaryKey);
+
+  /** The path parameters as field values (their JSON form), and the record id when one names it. */
+  function pathValues(req: ApiRequest): { id?: string; values: Array<{ field: string; text: string; value: unknown }> } {
+    const params = (req as { params?: Record<string, string> }).params ?? {};
+    const issues: ErrorDetail[] = [];
+    const values = paramNames
+      .filter((p) => p !== idParam)
+      .map((p) => {
+        const field = fields.get(fieldOf(p)) as FieldSpec;
+        const text = params[p] ?? '';
+        return { field: field.name, text, value: fieldValue(field, text, p, issues) };
+      });
+    if (issues.length) throw invalidParams(issues);
+    return { id: idParam === undefined ? undefined : params[idParam], values };
+  }
+
+  /** Refuses the caller before any work: the skill's auth, then the action's scopes (403). */
+  function admit(req: ApiRequest): void {
+    const { actor } = req;
+    if (skill.auth === 'required' && !isAuthenticated(actor))
+      throw new AppError('UNAUTHENTICATED', `skill ${skill.name} needs an API key or a session`);
+    if (actor.kind !== 'agent') return;
+    const missing = action.scopes.filter((s) => !actor.scopes?.includes(s));
+    if (missing.length)
+      throw new AppError('INSUFFICIENT_SCOPE', `${skill.name}.${action.name} needs the scope(s) ${missing.join(', ')}`);
+  }
+
+  /** The record of get, update or delete: 404 when another path parameter does not match it. */
+  const notFound = (id: string) => new AppError('NOT_FOUND', `${spec.name} ${id} not found`);
+  const matches = (record: Row, values: ReturnType<typeof pathValues>['values']) =>
+    values.every(({ field, text }) => record[field] !== null && String(record[field]) === text);
+
+  switch (action.action) {
+    case 'list':
+      return async (req, res) => {
+        admit(req);
+        const { values } = pathValues(req);
+        const q = listQuery(action, fields, (req as { query?: unknown }).query);
+        // A path parameter filters over a query parameter on the same field.
+        const byPath = new Set(values.map((v) => v.field));
+        const where = [...q.where.filter((w) => !byPath.has(w.field)), ...values];
+        const ctx = requestContext(req, { mutation: false });
+        sendJson(res, 200, await store.db.read(store.list(ctx, { ...q, where }), ctx.trace));
+      };
+    case 'get':
+      return async (req, res) => {
+        admit(req);
+        const { id, values } = pathValues(req);
+        const ctx = requestContext(req, { mutation: false });
+        const record = await store.db.read(store.get(ctx, id as string), ctx.trace);
+        if (!matches(record, values)) throw notFound(id as string);
+        sendJson(res, 200, record);
+      };
+    case 'create':
+      return async (req, res) => {
+        admit(req);
+        const { values } = pathValues(req);
+        const body: Row = { ...checkBody(req.body ?? {}) };
+        for (const { field, value } of values) body[field] = value;
+        const ctx = requestContext(req, { mutation: true });
+        const mayWrite = () => store.access.filter(ctx.actor, 'create');
+        const result = await runIdempotent(idempotency, ctx, operation, body, mayWrite, function* () {
+          const record = yield* store.create(ctx, body);
+          const location = `/api/${spec.collection}/${encodeURIComponent(String(record[spec.primaryKey]))}`;
+          return { status: 201, body: record, location };
+        });
+        sendStored(res, result);
+      };
+    case 'update':
+    case 'delete': {
+      const update = action.action === 'update';
+      return async (req, res) => {
+        admit(req);
+        const { id, values } = pathValues(req);
+        const ctx = requestContext(req, { mutation: true });
+        const request = { id, values, body: update ? (req.body ?? null) : undefined };
+        const mayWrite = () => store.access.filter(ctx.actor, update ? 'update' : 'delete');
+        const result = await runIdempotent(idempotency, ctx, operation, request, mayWrite, function* () {
+          if (values.length && !matches(yield* store.get(ctx, id as string), values)) throw notFound(id as string);
+          if (update) return { status: 200, body: yield* store.update(ctx, id as string, req.body) };
+          yield* store.delete(ctx, id as string);
+          return { status: 204, body: undefined };
+        });
+        sendStored(res, result);
+      };
+    }
+    default:
+      throw new Error(`skill ${skill.name}.${action.name}: not a CRUD action`);
+  }
+}
+
+function fieldValue(field: FieldSpec, text: string, name: string, issues: ErrorDetail[]): unknown {
+  const parsed = valueFromText(field, text);
+  if (parsed.ok) return parsed.value;
+  issues.push({ field: name, code: 'INVALID_PARAMETER', message: parsed.message });
+  return undefined;
+}
+
+function invalidParams(issues: ErrorDetail[]): AppError {
+  return new AppError('INVALID_QUERY', issues.map((i) => i.message).join('; '), { details: issues });
+}
+
+/**
+ * The list's query string: `limit` and `offset` as on /api/<entity>s, and the declared parameters,
+ * each typed, checked against its `values`, required or defaulted. Anything else is a 400.
+ */
+function listQuery(
+  action: SkillActionSpec,
+  fields: ReadonlyMap<string, FieldSpec>,
+  raw: unknown,
+): { limit: number; offset: number; where: Array<{ field: string; text: string; value: unknown }> } {
+  const query = (raw ?? {}) as Record<string, unknown>;
+  const issues: ErrorDetail[] = [];
+  const declared = new Map(action.query.map((p) => [p.name, p]));
+  for (const key of Object.keys(query)) {
+    if (!declared.has(key) && key !== 'limit' && key !== 'offset')
+      issues.push({ field: key, code: 'UNKNOWN_PARAMETER', message: `unknown query parameter "${key}"` });
+  }
+  const text = (name: string): string | undefined => {
+    const value = query[name];
+    if (value === undefined) return undefined;
+    if (typeof value === 'string') return value;
+    issues.push({ field: name, code: 'INVALID_PARAMETER', message: `${name} must be given once` });
+    return undefined;
+  };
+  const page = (name: string, fallback: number, max: number): number => {
+    const given = text(name) ?? declared.get(name)?.default?.toString();
+    if (given === undefined) return fallback;
+    if (!/^\d{1,15}$/.test(given) || Number(given) > max || (name === 'limit' && Number(given) < 1)) {
+      issues.push({ field: name, code: 'OUT_OF_RANGE', message: `${name} must be an integer from ${name === 'limit' ? 1 : 0} to ${max}` });
+      return fallback;
+    }
+    return Number(given);
+  };
+  const limit = page('limit', LIST_DEFAULT_LIMIT, LIST_MAX_LIMIT);
+  const offset = page('offset', 0, Number.MAX_SAFE_INTEGER);
+  const where: Array<{ field: string; text: string; value: unknown }> = [];
+  for (const param of action.query) {
+    if (param.name === 'limit' || param.name === 'offset') continue;
+    const given = text(param.name) ?? param.default?.toString();
+    if (given === undefined) {
+      if (param.required)
+        issues.push({ field: param.name, code: 'REQUIRED', message: `query parameter ${param.name} is required` });
+      continue;
+    }
+    if (param.values && !param.values.includes(given)) {
+      issues.push({ field: param.name, code: 'NOT_ALLOWED', message: `${param.name} must be one of ${param.values.join(', ')}` });
+      continue;
+    }
+    const field = fields.get(param.field) as FieldSpec;
+    const value = fieldValue({ ...field, name: param.name }, given, param.name, issues);
+    where.push({ field: field.name, text: given, value });
+  }
+  if (issues.length) throw invalidParams(issues);
+  return { limit, offset, where };
+}
