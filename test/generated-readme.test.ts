@@ -72,7 +72,7 @@ for (const fixture of ['helpdesk', 'catalog']) {
 
     it('lists, by name, what of the blueprint it does not serve yet', () => {
       const names = [
-        ...model.skills.map((s) => s.name),
+        ...model.skills.flatMap((s) => s.actions.filter((a) => a.workflow).map((a) => `${s.name}.${a.name}`)),
         ...model.workflows.map((w) => w.name),
         ...model.pages.map((p) => p.route),
         ...model.notifications.adapters.map((a) => a.name),
@@ -80,6 +80,16 @@ for (const fixture of ['helpdesk', 'catalog']) {
       const section = sections.get('Not served yet');
       if (!names.length) return expect(section).to.equal(undefined);
       for (const name of names) expect(section, name).to.contain(`\`${name}\``);
+    });
+
+    it('lists each served skill action under Skills, with its method, path and scopes', () => {
+      const served = model.skills.flatMap((s) => s.actions.filter((a) => a.action && !a.workflow).map((a) => ({ s, a })));
+      const section = sections.get('Skills');
+      if (!served.length) return expect(section).to.equal(undefined);
+      for (const { s, a } of served) {
+        expect(section).to.contain(`\`${a.method} ${a.route}\` (\`${s.name}.${a.name}\`)`);
+        for (const scope of a.scopes) expect(section).to.contain(`\`${scope}\``);
+      }
     });
   });
 }

@@ -63,7 +63,8 @@ describe('generated OpenAPI documents', function () {
 
     it(`${name}: every operation that reads or writes the database documents 503`, () => {
       const doc = JSON.parse(fs.readFileSync(file, 'utf8')) as Doc;
-      const database = Object.entries(doc.paths).filter(([p]) => p.startsWith('/api/') && p !== '/api/openapi.json' && !p.startsWith('/api/auth/'));
+      // The document itself and the skill index are built at start: they read no database.
+      const database = Object.entries(doc.paths).filter(([p]) => p.startsWith('/api/') && p !== '/api/openapi.json' && p !== '/api/skills' && !p.startsWith('/api/auth/'));
       expect(database.length).to.be.greaterThan(3);
       for (const [p, item] of database) {
         for (const [method, op] of Object.entries(item as Record<string, { responses?: Record<string, unknown> }>)) {

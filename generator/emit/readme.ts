@@ -64,8 +64,21 @@ export function emitReadme(bp: Blueprint, options: ReadmeOptions): string {
       '  ',
     );
   });
+  const skillActions = bp.skills.flatMap((skill) =>
+    skill.actions
+      .filter((a) => a.entity && a.action && !a.workflow)
+      .map((a) =>
+        wrap(
+          `${code(`${a.method} ${a.route}`)} (${code(`${skill.name}.${a.name}`)}): ${a.action} ${code(a.entity as string)}` +
+            `${a.scopes.length ? `; API keys need ${list(a.scopes)}` : ''}${skill.auth === 'none' ? '; no credential needed' : ''}.`,
+          '- ',
+          '  ',
+        ),
+      ),
+  );
+  const workflowActions = bp.skills.flatMap((s) => s.actions.filter((a) => a.workflow).map((a) => `${s.name}.${a.name}`));
   const notServed = [
-    bp.skills.length && `skills: ${bp.skills.map((s) => `${code(s.name)} (${s.actions.length} actions)`).join(', ')}`,
+    workflowActions.length && `skill actions that start a workflow: ${list(workflowActions)}`,
     bp.workflows.length && `workflows: ${list(bp.workflows.map((w) => w.name))}`,
     bp.pages.length && `pages: ${list(bp.pages.map((p) => p.route))}`,
     bp.notifications.adapters.length && `notifications: adapters ${list(bp.notifications.adapters.map((a) => a.name))}`,
@@ -99,6 +112,7 @@ export function emitReadme(bp: Blueprint, options: ReadmeOptions): string {
     entities: bp.entities.map((e) => ({ name: e.name, collection: e.collection })),
     apiKeys,
     commands,
+    skillActions,
     notServed,
     builds: options.entries.map((entry) => `dist/${entry}.js`).join(', '),
   });

@@ -74,7 +74,13 @@ function skillActionParams(ctx: CompileContext, action: Blueprint['skills'][numb
     ctx.report('MISSING_PATH_PARAM', [...at, 'path'], `a "${action.action}" skill action needs a {param} in its path to find the record`, {
       hint: `e.g. path = "${action.route.replace(/\/$/, '')}/{id}"`,
     });
-  } else if (identifiesRecord && entity?.primaryKey && !params.some((p) => (action.mapParams[p] ?? p) === entity.primaryKey?.name)) {
+  } else if (
+    identifiesRecord &&
+    entity?.primaryKey &&
+    // A mapParams entry already refused (an unknown parameter or field) says what is wrong.
+    Object.entries(action.mapParams).every(([p, f]) => params.includes(p) && fieldNamed(entity, f)) &&
+    !params.some((p) => (action.mapParams[p] ?? p) === entity.primaryKey?.name)
+  ) {
     // The record is found by its id: one parameter must name the primary key.
     const key = entity.primaryKey.name;
     ctx.report('MISSING_PATH_PARAM', [...at, 'path'], `no path parameter of ${action.route} names ${entity.name}'s id (${key}), so the "${action.action}" action cannot find the record`, {

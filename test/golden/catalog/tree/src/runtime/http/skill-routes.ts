@@ -137,6 +137,13 @@ export function skillIndex(skills: readonly SkillSpec[]): unknown {
 
 type Handler = (req: ApiRequest, res: ServerResponse) => Promise<void>;
 
+/** A path or query parameter as the field it names: the text sent, and the value read from it. */
+interface FieldValue {
+  field: string;
+  text: string;
+  value: unknown;
+}
+
 function crudAction(
   skill: SkillSpec,
   action: SkillActionSpec,
@@ -151,7 +158,7 @@ function crudAction(
   const idParam = paramNames.find((p) => fieldOf(p) === spec.primaryKey);
 
   /** The path parameters as field values (their JSON form), and the record id when one names it. */
-  function pathValues(req: ApiRequest): { id?: string; values: Array<{ field: string; text: string; value: unknown }> } {
+  function pathValues(req: ApiRequest): { id?: string; values: FieldValue[] } {
     const params = (req as { params?: Record<string, string> }).params ?? {};
     const issues: ErrorDetail[] = [];
     const values = paramNames
@@ -178,7 +185,7 @@ function crudAction(
 
   /** The record of get, update or delete: 404 when another path parameter does not match it. */
   const notFound = (id: string) => new AppError('NOT_FOUND', `${spec.name} ${id} not found`);
-  const matches = (record: Row, values: ReturnType<typeof pathValues>['values']) =>
+  const matches = (record: Row, values: readonly FieldValue[]) =>
     values.every(({ field, text }) => record[field] !== null && String(record[field]) === text);
 
   switch (action.action) {
@@ -259,7 +266,7 @@ function listQuery(
   action: SkillActionSpec,
   fields: ReadonlyMap<string, FieldSpec>,
   raw: unknown,
-): { limit: number; offset: number; where: Array<{ field: string; text: string; value: unknown }> } {
+): { limit: number; offset: number; where: FieldValue[] } {
   const query = (raw ?? {}) as Record<string, unknown>;
   const issues: ErrorDetail[] = [];
   const declared = new Map(action.query.map((p) => [p.name, p]));
@@ -278,14 +285,15 @@ function listQuery(
     const given = text(name) ?? declared.get(name)?.default?.toString();
     if (given === undefined) return fallback;
     if (!/^\d{1,15}$/.test(given) || Number(given) > max || (name === 'limit' && Number(given) < 1)) {
-      issues.push({ field: name, code: 'OUT_OF_RANGE', message: `${name} must be an integer from ${name === 'limit' ? 1 : 0} to ${max}` });
+      const min = name === 'limit' ? 1 : 0;
+      issues.push({ field: name, code: 'OUT_OF_RANGE', message: `${name} must be an integer from ${min} to ${max}` });
       return fallback;
     }
     return Number(given);
   };
   const limit = page('limit', LIST_DEFAULT_LIMIT, LIST_MAX_LIMIT);
   const offset = page('offset', 0, Number.MAX_SAFE_INTEGER);
-  const where: Array<{ field: string; text: string; value: unknown }> = [];
+  const where: FieldValue[] = [];
   for (const param of action.query) {
     if (param.name === 'limit' || param.name === 'offset') continue;
     const given = text(param.name) ?? param.default?.toString();
@@ -295,7 +303,8 @@ function listQuery(
       continue;
     }
     if (param.values && !param.values.includes(given)) {
-      issues.push({ field: param.name, code: 'NOT_ALLOWED', message: `${param.name} must be one of ${param.values.join(', ')}` });
+      const message = `${param.name} must be one of ${param.values.join(', ')}`;
+      issues.push({ field: param.name, code: 'NOT_ALLOWED', message });
       continue;
     }
     const field = fields.get(param.field) as FieldSpec;
