@@ -152,7 +152,8 @@ async function runDeclarative(
   }
   // Commands need an authenticated actor (checked above): the access pre-check has nothing to add.
   const operation = `command:${spec.operationId}`;
-  const result = await runIdempotent(rt.idempotency, call, operation, { recordId: call.recordId, input }, noop, execute);
+  const request = { recordId: call.recordId, input };
+  const result = await runIdempotent(rt.idempotency, call, operation, request, noop, execute);
   return { status: result.status, body: result.body, replayed: result.replayed };
 }
 

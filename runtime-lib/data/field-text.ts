@@ -1,6 +1,7 @@
 // A field's value written as text, where text is all there is: an input of the sign-up form, a
-// `--field name=value` of the users command, a path or query parameter of a skill action. The text becomes the JSON value the field's type
-// takes (numbers, booleans, JSON); the entity's own validation then checks it like any body.
+// `--field name=value` of the users command, a path or query parameter of a skill action. The
+// text becomes the JSON value the field's type takes (numbers, booleans, JSON); the entity's own
+// validation then checks it like any body.
 
 import type { FieldSpec } from './fields.ts';
 
