@@ -13,7 +13,8 @@ const ALLOWED: Record<string, string[]> = {
   observe: ['core'],
   data: ['core', 'rules', 'observe'],
   commands: ['core', 'rules', 'observe', 'data'],
-  http: ['core', 'observe', 'data', 'commands'],
+  workflows: ['core', 'observe', 'data', 'commands'],
+  http: ['core', 'observe', 'data', 'commands', 'workflows'],
   auth: ['core', 'observe', 'data', 'http'],
 };
 

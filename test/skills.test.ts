@@ -49,7 +49,7 @@ describe('skill actions (generated app, over HTTP)', function () {
       expect(byName.get_ticket).to.include({ method: 'GET', path: '/api/skills/triage/tickets/{ticketId}', kind: 'crud', served: true, risk: 'read', entity: 'Ticket' });
       expect(byName.add_comment).to.include({ kind: 'crud', served: true, risk: 'write' });
       expect(byName.add_comment.scopes).to.deep.equal(['tickets.write']);
-      expect(byName.escalate_ticket).to.include({ kind: 'workflow', served: false, workflow: 'EscalateTicket' });
+      expect(byName.escalate_ticket).to.include({ kind: 'workflow', served: true, workflow: 'EscalateTicket' });
     });
 
     it('runs list and get (the {ticketId} of the path is the record id) as the entity routes do', async () => {
@@ -106,16 +106,6 @@ describe('skill actions (generated app, over HTTP)', function () {
       expect(errorCode(unkeyed.body)).to.equal('IDEMPOTENCY_KEY_REQUIRED');
     });
 
-    it('does not serve the workflow action yet (404), as bp validate warns', async () => {
-      const res = await request(app.url, 'POST', `/api/skills/triage/tickets/${ticket.id}/escalate`, {
-        json: { reason: 'on fire' },
-        headers: { ...triage, 'idempotency-key': freshKey() },
-      });
-      expect(res.status).to.equal(404);
-      const validated = bp(['validate', 'fixtures/helpdesk/helpdesk.toml']);
-      expect(validated.stdout + validated.stderr).to.match(/skill\.triage\.actions\.3\.workflow: .*escalate_ticket.*not generated yet.*NOT_GENERATED/);
-    });
-
     it('describes each served action in openapi.json: <skill>_<action>, its parameters, scopes and risk', () => {
       const doc = JSON.parse(fs.readFileSync(path.join(appDir, 'openapi.json'), 'utf8')) as { paths: Record<string, Record<string, Rec>> };
       const add = doc.paths['/api/skills/triage/tickets/{ticketId}/comments'].post;
@@ -125,7 +115,7 @@ describe('skill actions (generated app, over HTTP)', function () {
       expect(Object.keys(bodySchema.properties)).to.not.include('ticketId');
       expect(bodySchema.required).to.deep.equal(['authorId', 'body']);
       expect(doc.paths['/api/skills/triage/tickets/{ticketId}'].get).to.include({ operationId: 'triage_get_ticket' });
-      expect(doc.paths['/api/skills/triage/tickets/{id}/escalate'], 'not served, not described').to.equal(undefined);
+      expect(doc.paths['/api/skills/triage/tickets/{id}/escalate'].post).to.include({ operationId: 'triage_escalate_ticket', 'x-workflow': 'EscalateTicket' });
       expect(doc.paths['/api/skills'].get).to.include({ operationId: 'listSkills' });
     });
   });

@@ -12,6 +12,7 @@ import { PRISMA_DIR, PRISMA_PROVIDERS } from './prisma-providers.ts';
 import { emitReadme } from './readme.ts';
 import { emitRuntime } from './runtime.ts';
 import { emitSkills } from './skills.ts';
+import { emitWorkflows } from './workflows.ts';
 import { render } from './templates.ts';
 import { code, tsLiteral, tsProperties, tsString, wrapText } from './ts-literal.ts';
 import { publicActions } from '../model/access-defaults.ts';
@@ -156,6 +157,7 @@ export async function emitApp(bp: Blueprint, options: EmitOptions): Promise<Emit
   }
   files.set('src/commands.ts', emitCommands(bp, options.outDir));
   files.set('src/skills.ts', emitSkills(bp));
+  files.set('src/workflows.ts', emitWorkflows(bp));
   for (const entity of bp.entities) files.set(`src/entities/${entityFileName(entity)}.ts`, emitEntityModule(bp, entity));
   for (const [p, content] of emitRuntime()) files.set(p, content);
   // Wrapped into whole comment lines: the name's own line breaks cannot end the comment.

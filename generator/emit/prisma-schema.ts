@@ -260,6 +260,27 @@ model BpIdempotency {
   @@map("_bp_idempotency")
 }
 
+/// Workflow jobs (runtime/workflows/jobs.ts); times are epoch milliseconds, data, actor, result and error JSON.
+/// A running job's lease is renewed by the instance running it: a lapsed lease means that instance stopped.
+model BpJob {
+  id             String  @id
+  workflow       String
+  status         String
+  owner          String
+  actor          String
+  data           String
+  result         String?
+  error          String?
+  attempts       Int     @default(0)
+  createdAt      BigInt
+  startedAt      BigInt?
+  finishedAt     BigInt?
+  leaseExpiresAt BigInt?
+
+  @@index([status, workflow, createdAt])
+  @@map("_bp_jobs")
+}
+
 /// One row, rewritten by every readiness probe (GET /readyz, runtime/http/health.ts); checkedAt is epoch milliseconds.
 model BpReady {
   id        String @id

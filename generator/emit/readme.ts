@@ -4,6 +4,7 @@
 
 import * as path from 'node:path';
 import { publicActions } from '../model/access-defaults.ts';
+import { runsAsJob } from './workflows.ts';
 import type { Blueprint } from '../model/types.ts';
 import { render } from './templates.ts';
 
@@ -64,24 +65,30 @@ export function emitReadme(bp: Blueprint, options: ReadmeOptions): string {
       '  ',
     );
   });
+  const jobWorkflows = new Set(bp.workflows.filter(runsAsJob).map((w) => w.name));
   const skillActions = bp.skills.flatMap((skill) =>
     skill.actions
-      .filter((a) => a.entity && a.action && !a.workflow)
+      .filter((a) => (a.entity && a.action && !a.workflow) || (a.workflow && jobWorkflows.has(a.workflow)))
       .map((a) =>
         wrap(
-          `${code(`${a.method} ${a.route}`)} (${code(`${skill.name}.${a.name}`)}): ${a.action} ${code(a.entity as string)}` +
+          `${code(`${a.method} ${a.route}`)} (${code(`${skill.name}.${a.name}`)}): ` +
+            `${a.workflow ? `starts workflow ${code(a.workflow)} (202 and a job)` : `${a.action} ${code(a.entity as string)}`}` +
             `${a.scopes.length ? `; API keys need ${list(a.scopes)}` : ''}${skill.auth === 'none' ? '; no credential needed' : ''}.`,
           '- ',
           '  ',
         ),
       ),
   );
-  const workflowActions = bp.skills.flatMap((s) => s.actions.filter((a) => a.workflow).map((a) => `${s.name}.${a.name}`));
+  const workflowActions = bp.skills.flatMap((s) =>
+    s.actions.filter((a) => a.workflow && !jobWorkflows.has(a.workflow)).map((a) => `${s.name}.${a.name}`),
+  );
   const notServed = [
     workflowActions.length && `skill actions that start a workflow: ${list(workflowActions)}`,
-    bp.workflows.length && `workflows: ${list(bp.workflows.map((w) => w.name))}`,
+    bp.workflows.some((w) => !runsAsJob(w)) &&
+      `workflows started by an entity event, a webhook or a schedule: ${list(bp.workflows.filter((w) => !runsAsJob(w)).map((w) => w.name))}`,
     bp.pages.length && `pages: ${list(bp.pages.map((p) => p.route))}`,
-    bp.notifications.adapters.length && `notifications: adapters ${list(bp.notifications.adapters.map((a) => a.name))}`,
+    bp.notifications.adapters.some((a) => a.type !== 'console') &&
+      `notification adapters other than console: ${list(bp.notifications.adapters.filter((a) => a.type !== 'console').map((a) => a.name))}`,
   ]
     .filter((line): line is string => typeof line === 'string')
     .map((line) => wrap(line, '- ', '  '));

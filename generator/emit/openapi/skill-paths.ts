@@ -1,9 +1,10 @@
-// The paths of skill actions: one operation per CRUD action (`<skill>_<action>`, as Zebric names
-// them), at the action's own method and path, with the entity's schemas; and GET /api/skills.
-// Actions that start a workflow are left out until workflows run.
+// The paths of skill actions: one operation per served action (`<skill>_<action>`, as Zebric names
+// them) at the action's own method and path: a CRUD action with the entity's schemas, a workflow
+// action with its body and the 202 job it answers; and GET /api/skills and GET /api/jobs/{id}.
 
 import type { Blueprint, Entity, Skill, SkillAction } from '../../model/types.ts';
 import { actionRisk } from '../skills.ts';
+import { runsAsJob } from '../workflows.ts';
 import { errorResponse, IDEMPOTENCY_HEADER, json, ref, RUN_ID_HEADER, schemeNames, TRACE_HEADER, type Schema } from './common.ts';
 import { entitySchemas, fieldSchema, keySchema } from './schemas.ts';
 
@@ -110,15 +111,118 @@ function requestBody(bp: Blueprint, action: SkillAction, entity: Entity, params:
   return { required: true, content: json({ ...schema, properties, ...(required.length ? { required } : {}) }) };
 }
 
-/** The served (CRUD) actions of every skill, by path and method. */
+/** A workflow job as GET /api/jobs/{id} answers it (runtime/workflows/jobs.ts). */
+export const JOB_SCHEMA: Schema = {
+  type: 'object',
+  properties: {
+    id: { type: 'string' },
+    workflow: { type: 'string' },
+    status: { type: 'string', enum: ['pending', 'running', 'completed', 'failed'] },
+    url: { type: 'string' },
+    createdAt: { type: 'string', format: 'date-time' },
+    startedAt: { type: ['string', 'null'], format: 'date-time' },
+    completedAt: { type: ['string', 'null'], format: 'date-time' },
+    attempts: { type: 'integer' },
+    result: { description: 'What the steps stored with assignTo, once completed' },
+    error: {
+      type: ['object', 'null'],
+      properties: { code: { type: 'string' }, message: { type: 'string' }, retryable: { type: 'boolean' } },
+    },
+  },
+  required: ['id', 'workflow', 'status', 'url', 'createdAt'],
+};
+
+export function jobPath(bp: Blueprint): Record<string, Schema> {
+  const schemes = schemeNames(bp);
+  return {
+    '/api/jobs/{id}': {
+      get: {
+        operationId: 'getJob',
+        tags: ['Meta'],
+        summary: 'A workflow job, for the credential that submitted it (anyone else: 404)',
+        ...(schemes.length ? { security: schemes.map((name) => ({ [name]: [] })) } : {}),
+        parameters: [{ name: 'id', in: 'path', required: true, schema: { type: 'string' } }],
+        responses: {
+          '200': { description: 'The job', headers: TRACE_HEADER, content: json(ref('Job')) },
+          '404': errorResponse('NotFound'),
+          '503': errorResponse('ServiceUnavailable'),
+        },
+      },
+    },
+  };
+}
+
+/** A workflow action: its declared body, the record its path names, and the 202 job. */
+function workflowOperation(bp: Blueprint, skill: Skill, action: SkillAction, entity: Entity | undefined): Schema {
+  const params = [...action.route.matchAll(/\{([A-Za-z_][A-Za-z0-9_]*)\}/g)].map((m) => m[1]);
+  const schemes = schemeNames(bp);
+  const body = {
+    type: 'object',
+    properties: Object.fromEntries(
+      Object.entries(action.body).map(([name, type]) => {
+        const { description: _, ...schema } = fieldSchema(bp, { name, type, required: false, nullable: true, primaryKey: false, commandOnly: false, access: {} } as unknown as Entity['fields'][number]);
+        return [name, schema];
+      }),
+    ),
+    additionalProperties: false,
+  };
+  return {
+    operationId: `${skill.name}_${action.name}`,
+    tags: [skill.name],
+    ...(action.description ? { summary: action.description } : {}),
+    'x-risk': actionRisk(action),
+    'x-scopes': [...action.scopes],
+    'x-workflow': action.workflow,
+    ...(schemes.length
+      ? {
+          security: [
+            ...schemes.map((name) => ({ [name]: name === 'apiKey' ? [...action.scopes] : [] })),
+            ...(skill.auth === 'none' ? [{}] : []),
+          ],
+        }
+      : {}),
+    parameters: [
+      ...params.map((p) => ({
+        name: p,
+        in: 'path',
+        required: true,
+        schema: entity ? paramSchema(bp, entity, action.mapParams[p] ?? p) : { type: 'string' },
+      })),
+      ...(action.method === 'GET' ? [] : [IDEMPOTENCY_HEADER, RUN_ID_HEADER]),
+    ],
+    ...(action.method === 'GET' ? {} : { requestBody: { required: false, content: json(body) } }),
+    responses: {
+      '202': {
+        description: 'The job, pending: poll its url',
+        headers: { ...TRACE_HEADER, Location: { schema: { type: 'string' } } },
+        content: json({
+          type: 'object',
+          properties: { success: { type: 'boolean' }, job: ref('Job') },
+          required: ['success', 'job'],
+        }),
+      },
+      '400': errorResponse('BadRequest'),
+      ...(schemes.length ? { '401': errorResponse('Unauthenticated'), '403': errorResponse('Forbidden') } : {}),
+      '404': errorResponse('NotFound'),
+      '409': errorResponse('Conflict'),
+      '503': errorResponse('ServiceUnavailable'),
+    },
+  };
+}
+
+/** The served actions of every skill, by path and method. */
 export function skillPaths(bp: Blueprint): Record<string, Schema> {
   const paths: Record<string, Schema> = {};
   for (const skill of bp.skills) {
     for (const action of skill.actions) {
       const entity = bp.entities.find((e) => e.name === action.entity);
-      if (!entity || action.action === undefined || action.workflow !== undefined) continue;
+      const workflow = bp.workflows.find((w) => w.name === action.workflow);
+      let op: Schema | undefined;
+      if (workflow && runsAsJob(workflow)) op = workflowOperation(bp, skill, action, entity);
+      else if (entity && action.action !== undefined && action.workflow === undefined) op = operation(bp, skill, action, entity);
+      if (!op) continue;
       const item = (paths[action.route] ??= {});
-      item[action.method.toLowerCase()] = operation(bp, skill, action, entity);
+      item[action.method.toLowerCase()] = op;
     }
   }
   return paths;

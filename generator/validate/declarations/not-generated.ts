@@ -3,7 +3,11 @@
 // Everything inside such a declaration (a page's board, a step's keys) is covered by its warning.
 
 import type { CompileContext } from '../../context.ts';
+import { triggerForms } from '../../model/build-sections.ts';
 import { list, namedSections, singleSection, table } from '../../model/raw.ts';
+
+/** Step types a workflow job runs; the others fail the job when it reaches them. */
+const RUNNING_STEPS = new Set(['query', 'command', 'notify']);
 
 export function notGenerated(ctx: CompileContext): void {
   const warn = (keys: (string | number)[], message: string) => ctx.report('NOT_GENERATED', keys, message, { severity: 'warning' });
@@ -14,20 +18,35 @@ export function notGenerated(ctx: CompileContext): void {
     // A disabled plugin is skipped by Zebric too: there is nothing missing to warn about.
     if (value.enabled !== false) warn(['plugin', name], `plugin "${name}" is accepted but not loaded: the generated app has no plugin host yet`);
   }
+  // Workflows started by hand (skill actions) run as jobs; other triggers have no runtime yet.
+  const manual = new Set(
+    namedSections(ctx.parsed, 'workflow')
+      .filter(({ value }) => !triggerForms(table(value.trigger)).some((f) => f !== 'manual'))
+      .map(({ name }) => name),
+  );
   for (const { name, value } of namedSections(ctx.parsed, 'skill')) {
     list(value.actions).forEach((raw, i) => {
       const action = table(raw);
-      if (typeof action.workflow === 'string') {
+      if (typeof action.workflow === 'string' && !manual.has(action.workflow)) {
         const label = typeof action.name === 'string' ? `"${action.name}"` : String(i);
         warn(
           ['skill', name, 'actions', i, 'workflow'],
-          `skill action ${label} starts workflow "${action.workflow}", which is not generated yet: its route is not served`,
+          `skill action ${label} starts workflow "${action.workflow}", which does not run yet: its route is not served`,
         );
       }
     });
   }
   for (const { name, value } of namedSections(ctx.parsed, 'workflow')) {
-    warn(['workflow', name], `workflow "${name}" is accepted but not generated yet: it never runs`);
+    if (!manual.has(name)) {
+      warn(['workflow', name], `workflow "${name}" is accepted but its trigger has no runtime yet: it never runs`);
+    } else {
+      list(value.steps).forEach((raw, i) => {
+        const type = table(raw).type;
+        if (typeof type === 'string' && !RUNNING_STEPS.has(type)) {
+          warn(['workflow', name, 'steps', i], `${type} steps do not run yet: a job of "${name}" fails at this step`);
+        }
+      });
+    }
     const webhook = table(value.trigger).webhook;
     if (typeof webhook === 'string') {
       warn(['workflow', name, 'trigger', 'webhook'], `webhook ${webhook} is accepted but not served yet: requests to it get 404`);
@@ -45,7 +64,10 @@ export function notGenerated(ctx: CompileContext): void {
   if (auth.pages !== undefined) {
     warn(['auth', 'pages'], '[auth.pages] is accepted but not used yet: the generated app serves its own sign-in and sign-up pages');
   }
-  if (ctx.parsed.sections.some((s) => s.kind === 'notifications')) {
-    warn(['notifications'], '[notifications] is accepted but not used yet: only workflows send notifications');
-  }
+  list(table(singleSection(ctx.parsed, 'notifications')).adapters).forEach((raw, i) => {
+    const { name, type } = table(raw);
+    if (typeof type === 'string' && type !== 'console') {
+      warn(['notifications', 'adapters', i, 'type'], `notification adapter "${String(name)}" of type "${type}" does not send yet: only console adapters do`);
+    }
+  });
 }

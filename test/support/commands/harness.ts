@@ -71,7 +71,7 @@ export interface BootOptions {
 export async function bootInProcess(appDir: string, env: Record<string, string>, options: BootOptions = {}): Promise<InProcessApp> {
   const dbName = options.dbName ?? 'app.db';
   const load = async <T>(file: string): Promise<T> => (await import(pathToFileURL(path.join(appDir, file)).href)) as T;
-  const { createApp } = await load<{ createApp: (o: Rec) => { listen(port: number, host: string): Server; events: InProcessApp['events']; traces: InProcessApp['traces']; close(): void } }>('src/app.ts');
+  const { createApp } = await load<{ createApp: (o: Rec) => { listen(port: number, host: string): Server; events: InProcessApp['events']; traces: InProcessApp['traces']; close(): Promise<void> } }>('src/app.ts');
   const { TraceStore } = await load<{ TraceStore: new (max: number, maxAgeMs: number) => unknown }>('src/runtime/observe/tracing.ts');
   const { openSqlite } = await load<{ openSqlite: (url: string, base: string, o?: BootOptions['database']) => SqliteDatabase }>('src/runtime/data/sqlite.ts');
   const { applyMigrations } = await load<{ applyMigrations: (db: Db, dir: string) => unknown }>('src/runtime/data/migrate.ts');
@@ -100,7 +100,7 @@ export async function bootInProcess(appDir: string, env: Record<string, string>,
     close: async () => {
       server.closeAllConnections();
       await new Promise((resolve) => server.close(resolve));
-      built.close();
+      await built.close();
       await database.close();
     },
   };

@@ -11,12 +11,19 @@ import { authenticate, type AuthenticateOptions } from './runtime/auth/authentic
 import { AuditLog } from './runtime/data/audit.ts';
 import type { Database } from './runtime/data/database.ts';
 import { auditRoutes } from './runtime/http/audit-routes.ts';
+import { type CommandRuntime, commandsByName } from './runtime/commands/executor.ts';
 import { commandRouter, commandRoutes } from './runtime/http/command-routes.ts';
+import { jobRouter } from './runtime/http/job-routes.ts';
 import { EntityStore } from './runtime/data/entity-store.ts';
 import { EventBus } from './runtime/commands/events.ts';
 import { IdempotencyStore } from './runtime/data/idempotency-store.ts';
 import { COMMANDS } from './commands.ts';
 import { SKILLS } from './skills.ts';
+import { NOTIFICATIONS, WORKFLOWS } from './workflows.ts';
+import { runWorkflow, type WorkflowRuntime } from './runtime/workflows/engine.ts';
+import { JobStore } from './runtime/workflows/jobs.ts';
+import { notifier } from './runtime/workflows/notify.ts';
+import { JobRunner } from './runtime/workflows/runner.ts';
 import extension from './extend.ts';
 import { createEmailAuth } from './runtime/auth/email/provider.ts';
 import { checkExtension } from './runtime/http/extension.ts';
@@ -75,8 +82,8 @@ export interface App {
   listen(port: number, host?: string): http.Server;
   traces: TraceStore;
   events: EventBus;
-  /** Stops the app's housekeeping timers; call it before closing the database. */
-  close(): void;
+  /** Stops taking jobs, lets the running ones finish (10 s at most) and stops the timers; then close the database. */
+  close(): Promise<void>;
 }
 
 /**
@@ -134,18 +141,31 @@ export function createApp(options: AppOptions): App {
       routes: ticketRoutes(ticketStore, idempotency),
     },
   ];
-  const commands = commandRoutes(
-    {
-      stores,
-      audit,
-      idempotency,
-      events,
-      services: { ...extend.services, ...options.services },
-      reportEventFailure: (err, event) =>
-        warn(`event ${event.name} listener failed: ${err instanceof Error ? err.message : String(err)}`),
-    },
-    COMMANDS,
-  );
+  const commandRuntime: CommandRuntime = {
+    stores,
+    audit,
+    idempotency,
+    events,
+    services: { ...extend.services, ...options.services },
+    reportEventFailure: (err, event) =>
+      warn(`event ${event.name} listener failed: ${err instanceof Error ? err.message : String(err)}`),
+  };
+  const commands = commandRoutes(commandRuntime, COMMANDS);
+  // Workflow jobs: stored in the database, run by this instance (and any other on the same database).
+  const jobs = new JobStore(options.db);
+  const workflowRuntime: WorkflowRuntime = {
+    db: options.db,
+    stores,
+    commands: commandsByName(COMMANDS),
+    commandRuntime,
+    ...notifier(NOTIFICATIONS),
+  };
+  const runner = new JobRunner(jobs, WORKFLOWS, (spec, job, trace) => runWorkflow(workflowRuntime, spec, job, trace), {
+    traces,
+    warn,
+  });
+  runner.start();
+  const skillWorkflows = { specs: new Map(WORKFLOWS.map((w) => [w.name, w])), jobs, submitted: () => runner.wake() };
   const openapi = fs.readFileSync(path.join(options.appDir, 'openapi.json'));
   const app = express();
   app.disable('x-powered-by');
@@ -160,7 +180,8 @@ export function createApp(options: AppOptions): App {
   // The forms of the entity and command URLs the front door leaves to Express (a trailing slash, HEAD...).
   for (const entity of entities) app.use(`/api/${entity.collection}`, crudRouter(entity));
   app.use(commandRouter(commands));
-  app.use(skillRouter(SKILLS, stores, idempotency));
+  app.use(skillRouter(SKILLS, stores, idempotency, skillWorkflows));
+  app.use(jobRouter(jobs));
   app.use(auditRoutes(audit, stores));
   if (extend.routes) {
     const routes = express.Router();
@@ -183,6 +204,9 @@ export function createApp(options: AppOptions): App {
   );
   const probes = healthProbes(options.db);
   const handle = frontDoor({ pipeline, entities, commands, fallback: app, sendError, probes });
-  const close = () => auth.close();
+  const close = async () => {
+    await runner.stop();
+    auth.close();
+  };
   return { handle, listen: (port, host) => http.createServer(handle).listen(port, host), traces, events, close };
 }

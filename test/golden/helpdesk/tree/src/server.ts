@@ -53,11 +53,15 @@ server.once('listening', () => {
 
 function shutdown(): void {
   server.close(() => {
-    app.close();
-    database.close().finally(() => process.exit(0));
+    app
+      .close()
+      .finally(() => database.close())
+      .finally(() => process.exit(0));
   });
-  // Keep-alive connections can hold close() open; do not wait for them forever.
-  setTimeout(() => process.exit(0), 5000).unref();
+  // Idle keep-alive connections would hold close() open until they time out.
+  server.closeIdleConnections();
+  // Keep-alive connections can hold close() open, and running jobs get 10 s: do not wait forever.
+  setTimeout(() => process.exit(0), 15_000).unref();
 }
 process.on('SIGTERM', shutdown);
 process.on('SIGINT', shutdown);

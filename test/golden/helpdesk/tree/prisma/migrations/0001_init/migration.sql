@@ -71,6 +71,23 @@ CREATE TABLE "_bp_idempotency" (
 );
 
 -- CreateTable
+CREATE TABLE "_bp_jobs" (
+    "id" TEXT NOT NULL PRIMARY KEY,
+    "workflow" TEXT NOT NULL,
+    "status" TEXT NOT NULL,
+    "owner" TEXT NOT NULL,
+    "actor" TEXT NOT NULL,
+    "data" TEXT NOT NULL,
+    "result" TEXT,
+    "error" TEXT,
+    "attempts" INTEGER NOT NULL DEFAULT 0,
+    "createdAt" BIGINT NOT NULL,
+    "startedAt" BIGINT,
+    "finishedAt" BIGINT,
+    "leaseExpiresAt" BIGINT
+);
+
+-- CreateTable
 CREATE TABLE "_bp_ready" (
     "id" TEXT NOT NULL PRIMARY KEY,
     "checkedAt" BIGINT NOT NULL
@@ -119,6 +136,9 @@ CREATE INDEX "_bp_audit_entity_recordId_at_idx" ON "_bp_audit"("entity", "record
 
 -- CreateIndex
 CREATE INDEX "_bp_idempotency_expiresAt_idx" ON "_bp_idempotency"("expiresAt");
+
+-- CreateIndex
+CREATE INDEX "_bp_jobs_status_workflow_createdAt_idx" ON "_bp_jobs"("status", "workflow", "createdAt");
 
 -- CreateIndex
 CREATE UNIQUE INDEX "_bp_users_email_key" ON "_bp_users"("email");

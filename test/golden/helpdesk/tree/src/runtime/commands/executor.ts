@@ -88,6 +88,11 @@ export interface CommandResult {
   replayed: boolean;
 }
 
+/** The commands by name, as workflow steps name them. */
+export function commandsByName(commands: ReadonlyArray<CommandSpec<never, never>>): Map<string, CommandSpec> {
+  return new Map(commands.map((c) => [c.name, c as unknown as CommandSpec]));
+}
+
 /** Generic so generated code passes typed specs; inside, records are plain rows. */
 export async function executeCommand<I, R>(
   rt: CommandRuntime,
@@ -96,13 +101,7 @@ export async function executeCommand<I, R>(
 ): Promise<CommandResult> {
   const spec = typedSpec as unknown as CommandSpec;
   const { actor, trace } = call;
-  if (!isAuthenticated(actor)) throw new AppError('UNAUTHENTICATED', 'sign in or present an API key to run commands');
-  if (actor.kind === 'agent') {
-    const missing = spec.scopes.filter((s) => !actor.scopes?.includes(s));
-    if (missing.length)
-      throw new AppError('INSUFFICIENT_SCOPE', `${spec.operationId} needs the scope(s) ${missing.join(', ')}`);
-  }
-  const input = checkInput(spec, call.input);
+  const input = admitCommand(spec, actor, call.input);
   if (!spec.handler) return runDeclarative(rt, spec, call, input);
 
   const key = call.idempotencyKey;
@@ -130,6 +129,43 @@ export async function executeCommand<I, R>(
   }
 }
 
+/** The checks before any work: an authenticated actor (401), an API key's scopes (403), the input (400). */
+export function admitCommand(spec: CommandSpec, actor: Actor, rawInput: unknown): Record<string, unknown> {
+  if (!isAuthenticated(actor)) throw new AppError('UNAUTHENTICATED', 'sign in or present an API key to run commands');
+  if (actor.kind === 'agent') {
+    const missing = spec.scopes.filter((s) => !actor.scopes?.includes(s));
+    if (missing.length)
+      throw new AppError('INSUFFICIENT_SCOPE', `${spec.operationId} needs the scope(s) ${missing.join(', ')}`);
+  }
+  return checkInput(spec, rawInput);
+}
+
+/**
+ * A command without a handler as a unit of work (input admitted by admitCommand): the record read
+ * and locked (PostgreSQL's FOR UPDATE), policy and availableWhen, the mutations and the audit
+ * entry. Returns the record as the actor sees it. Workflow steps run it inside their transaction.
+ */
+export function* declarativeCommand(
+  rt: CommandRuntime,
+  spec: CommandSpec,
+  call: CommandCall,
+  input: Record<string, unknown>,
+): Work<Row> {
+  if (spec.handler) throw new Error(`${spec.name} has a handler: it runs through executeCommand`);
+  const { actor } = call;
+  const store = rt.stores.get(spec.entity) as EntityStore;
+  // Locked until the commit: of commands racing on one record, from any number of app instances,
+  // each decides on the record as the one before it left it.
+  const current = yield* store.load(call, call.recordId, store.access.filter(actor, 'read'), { lock: true });
+  const now = new Date().toISOString();
+  checkConditions(spec, { actor, record: yield* withRelations(rt, spec, current), input, now });
+  const changes = resolveMutations(spec, input, actor, current, now);
+  const command = { name: spec.name, entity: spec.entity };
+  const plan = store.planUpdate(call, current, changes, { command, checkFieldRules: false });
+  const after = yield* store.applyUpdate(call, plan, `command:${spec.name}`, { command: spec.name, input });
+  return store.present(call, { ...after });
+}
+
 /** A command without a handler: checks, mutations, audit entry and stored response in one transaction. */
 async function runDeclarative(
   rt: CommandRuntime,
@@ -137,24 +173,12 @@ async function runDeclarative(
   call: CommandCall,
   input: Record<string, unknown>,
 ): Promise<CommandResult> {
-  const { actor } = call;
-  const store = rt.stores.get(spec.entity) as EntityStore;
-  const command = { name: spec.name, entity: spec.entity };
-  function* execute(): Work<{ status: number; body: unknown }> {
-    // Locked until the commit: of commands racing on one record, from any number of app
-    // instances, each decides on the record as the one before it left it.
-    const current = yield* store.load(call, call.recordId, store.access.filter(actor, 'read'), { lock: true });
-    const now = new Date().toISOString();
-    checkConditions(spec, { actor, record: yield* withRelations(rt, spec, current), input, now });
-    const changes = resolveMutations(spec, input, actor, current, now);
-    const plan = store.planUpdate(call, current, changes, { command, checkFieldRules: false });
-    const after = yield* store.applyUpdate(call, plan, `command:${spec.name}`, { command: spec.name, input });
-    return { status: 200, body: store.present(call, { ...after }) };
-  }
-  // Commands need an authenticated actor (checked above): the access pre-check has nothing to add.
+  // Commands need an authenticated actor (admitCommand): the access pre-check has nothing to add.
   const operation = `command:${spec.operationId}`;
   const request = { recordId: call.recordId, input };
-  const result = await runIdempotent(rt.idempotency, call, operation, request, noop, execute);
+  const result = await runIdempotent(rt.idempotency, call, operation, request, noop, function* () {
+    return { status: 200, body: yield* declarativeCommand(rt, spec, call, input) };
+  });
   return { status: result.status, body: result.body, replayed: result.replayed };
 }
 

@@ -58,6 +58,21 @@ export const ERROR_CODES = {
     retryable: false,
     description: 'The record is no longer in the state the workflow requires.',
   },
+  WORKFLOW_TEMPLATE_UNRESOLVED: {
+    status: 422,
+    retryable: false,
+    description: 'A workflow step names a {{ path }} that does not resolve in its run.',
+  },
+  WORKFLOW_STEP_NOT_SUPPORTED: {
+    status: 501,
+    retryable: false,
+    description: 'This kind of workflow step does not run in this version of the app.',
+  },
+  JOB_INTERRUPTED: {
+    status: 503,
+    retryable: true,
+    description: 'The app instance running the job stopped before it finished; nothing of it was committed.',
+  },
   IDEMPOTENCY_KEY_REUSE: {
     status: 409,
     retryable: false,

@@ -9,16 +9,24 @@
 // and delete the one naming the primary key is the record's id and any other must match the
 // record (else 404, as for a record that does not exist); for list they filter, with the typed
 // `query` parameters; for create they are written into the record, over the body's values.
+//
+// A workflow action checks its body against its declared `body`, loads the record its path names,
+// checks the workflow's precondition (409 WORKFLOW_PRECONDITION_FAILED), stores a job and answers
+// 202 with it: `{ success, job: { id, workflow, status, url } }`. The same Idempotency-Key returns
+// the same job. Whoever submitted it polls GET /api/jobs/<id>.
 
 import type { ServerResponse } from 'node:http';
 import { Router } from 'express';
-import { isAuthenticated } from '../core/actor.ts';
+import { type Actor, isAuthenticated } from '../core/actor.ts';
 import { AppError, type ErrorDetail } from '../core/errors.ts';
 import type { FieldType } from '../core/values.ts';
 import type { EntityStore } from '../data/entity-store.ts';
-import { checkBody, type FieldSpec, type Row } from '../data/fields.ts';
+import { checkBody, type FieldSpec, normalizeValue, type Row, validationError } from '../data/fields.ts';
 import { valueFromText } from '../data/field-text.ts';
-import { runIdempotent } from '../data/idempotency.ts';
+import { idempotencyScope, runIdempotent } from '../data/idempotency.ts';
+import { ulid } from '../core/ids.ts';
+import { checkPrecondition, runContext, type WorkflowSpec } from '../workflows/engine.ts';
+import { insertJob, type JobStore } from '../workflows/jobs.ts';
 import type { IdempotencyStore } from '../data/idempotency-store.ts';
 import { jsonBody } from './body.ts';
 import { requestContext } from './context.ts';
@@ -67,7 +75,15 @@ export interface SkillSpec {
   actions: readonly SkillActionSpec[];
 }
 
-/** What an action does once its route is matched: a CRUD operation, or nothing served yet. */
+/** The jobs a workflow action submits, and who runs them. */
+export interface SkillWorkflows {
+  specs: ReadonlyMap<string, WorkflowSpec>;
+  jobs: JobStore;
+  /** Told when a job was submitted, so that it starts at once. */
+  submitted(): void;
+}
+
+/** What an action does once its route is matched: a CRUD operation, a workflow job, or nothing. */
 export type SkillActionKind = 'crud' | 'workflow' | 'pass-through';
 
 export function actionKind(action: SkillActionSpec): SkillActionKind {
@@ -75,21 +91,28 @@ export function actionKind(action: SkillActionSpec): SkillActionKind {
   return action.action !== undefined && action.entity !== undefined ? 'crud' : 'pass-through';
 }
 
-/** The routes of every CRUD skill action, and GET /api/skills. */
+/** The routes of every CRUD and workflow skill action, and GET /api/skills. */
 export function skillRouter(
   skills: readonly SkillSpec[],
   stores: ReadonlyMap<string, EntityStore>,
   idempotency: IdempotencyStore,
+  workflows: SkillWorkflows,
 ): Router {
   const router = Router({ caseSensitive: true });
-  const index = skillIndex(skills);
+  const served = (a: SkillActionSpec) =>
+    actionKind(a) === 'crud' || (a.workflow !== undefined && workflows.specs.has(a.workflow));
+  const index = skillIndex(skills, served);
   router.get('/api/skills', matched('skills.index'), (_req, res) => sendJson(res, 200, index));
   for (const skill of skills) {
     for (const action of skill.actions) {
-      if (actionKind(action) !== 'crud') continue;
-      const store = stores.get(action.entity as string);
-      if (!store) throw new Error(`skill ${skill.name}.${action.name}: no entity ${action.entity}`);
-      const run = crudAction(skill, action, store, idempotency);
+      if (!served(action)) continue;
+      const store = action.entity === undefined ? undefined : stores.get(action.entity);
+      if (action.entity !== undefined && !store)
+        throw new Error(`skill ${skill.name}.${action.name}: no entity ${action.entity}`);
+      const run =
+        actionKind(action) === 'crud'
+          ? crudAction(skill, action, store as EntityStore, idempotency)
+          : workflowAction(skill, action, store, idempotency, workflows);
       const route = action.path.replace(/\{([A-Za-z_][A-Za-z0-9_]*)\}/g, ':$1');
       const handlers = [matched(`skill.${skill.name}.${action.name}`), ...(hasBody(action) ? [jsonBody] : [])];
       router[method(action)](route, ...handlers, (req, res) => run(req as ApiRequest, res));
@@ -103,11 +126,12 @@ function method(action: SkillActionSpec): 'get' | 'post' | 'put' | 'delete' {
 }
 
 function hasBody(action: SkillActionSpec): boolean {
+  if (action.workflow !== undefined) return action.method !== 'GET';
   return action.action === 'create' || action.action === 'update';
 }
 
 /** The machine-readable index of GET /api/skills: every skill and action, and whether it is served. */
-export function skillIndex(skills: readonly SkillSpec[]): unknown {
+export function skillIndex(skills: readonly SkillSpec[], served: (action: SkillActionSpec) => boolean): unknown {
   return {
     skills: skills.map((skill) => ({
       name: skill.name,
@@ -119,9 +143,8 @@ export function skillIndex(skills: readonly SkillSpec[]): unknown {
         method: a.method,
         path: a.path,
         kind: actionKind(a),
-        // Workflow actions come with the workflow runtime; pass-through actions document a route
-        // served elsewhere (or nowhere).
-        served: actionKind(a) === 'crud',
+        // Pass-through actions document a route served elsewhere (or nowhere).
+        served: served(a),
         ...(a.entity ? { entity: a.entity } : {}),
         ...(a.action ? { action: a.action } : {}),
         ...(a.workflow ? { workflow: a.workflow } : {}),
@@ -130,12 +153,15 @@ export function skillIndex(skills: readonly SkillSpec[]): unknown {
         ...(Object.keys(a.body).length ? { body: a.body } : {}),
         ...(a.query.length ? { query: a.query } : {}),
         idempotencyKey: a.method === 'GET' ? 'none' : 'required for API keys',
+        ...(a.workflow ? { answers: WORKFLOW_ANSWER } : {}),
       })),
     })),
   };
 }
 
 type Handler = (req: ApiRequest, res: ServerResponse) => Promise<void>;
+
+const WORKFLOW_ANSWER = '202 { success, job: { id, workflow, status, url } }; poll GET /api/jobs/<id>';
 
 /** A path or query parameter as the field it names: the text sent, and the value read from it. */
 interface FieldValue {
@@ -172,16 +198,7 @@ function crudAction(
     return { id: idParam === undefined ? undefined : params[idParam], values };
   }
 
-  /** Refuses the caller before any work: the skill's auth, then the action's scopes (403). */
-  function admit(req: ApiRequest): void {
-    const { actor } = req;
-    if (skill.auth === 'required' && !isAuthenticated(actor))
-      throw new AppError('UNAUTHENTICATED', `skill ${skill.name} needs an API key or a session`);
-    if (actor.kind !== 'agent') return;
-    const missing = action.scopes.filter((s) => !actor.scopes?.includes(s));
-    if (missing.length)
-      throw new AppError('INSUFFICIENT_SCOPE', `${skill.name}.${action.name} needs the scope(s) ${missing.join(', ')}`);
-  }
+  const admit = (req: ApiRequest) => admitCaller(skill, action, req.actor);
 
   /** The record of get, update or delete: 404 when another path parameter does not match it. */
   const notFound = (id: string) => new AppError('NOT_FOUND', `${spec.name} ${id} not found`);
@@ -245,6 +262,83 @@ function crudAction(
     default:
       throw new Error(`skill ${skill.name}.${action.name}: not a CRUD action`);
   }
+}
+
+/** Refuses the caller before any work: the skill's auth (401), then the action's scopes (403). */
+function admitCaller(skill: SkillSpec, action: SkillActionSpec, actor: Actor): void {
+  if (skill.auth === 'required' && !isAuthenticated(actor))
+    throw new AppError('UNAUTHENTICATED', `skill ${skill.name} needs an API key or a session`);
+  if (actor.kind !== 'agent') return;
+  const missing = action.scopes.filter((s) => !actor.scopes?.includes(s));
+  if (missing.length)
+    throw new AppError('INSUFFICIENT_SCOPE', `${skill.name}.${action.name} needs the scope(s) ${missing.join(', ')}`);
+}
+
+/**
+ * A workflow action: the body checked against the declared `body` (types; unknown keys refused),
+ * the record its path names loaded as the caller may read it (404 otherwise), the precondition,
+ * then a job stored under the request's Idempotency-Key and answered 202.
+ */
+function workflowAction(
+  skill: SkillSpec,
+  action: SkillActionSpec,
+  store: EntityStore | undefined,
+  idempotency: IdempotencyStore,
+  workflows: SkillWorkflows,
+): Handler {
+  const spec = workflows.specs.get(action.workflow as string) as WorkflowSpec;
+  const operation = `skill:${skill.name}.${action.name}`;
+  const paramNames = [...action.path.matchAll(/\{([A-Za-z_][A-Za-z0-9_]*)\}/g)].map((m) => m[1]);
+  const key = store?.spec.primaryKey;
+  const idParam = key === undefined ? undefined : paramNames.find((p) => (action.mapParams[p] ?? p) === key);
+  return async (req, res) => {
+    admitCaller(skill, action, req.actor);
+    const params = { ...((req as { params?: Record<string, string> }).params ?? {}) };
+    const body = action.method === 'GET' ? {} : checkWorkflowBody(action, req.body);
+    const ctx = requestContext(req, { mutation: true });
+    const recordId = idParam === undefined ? undefined : params[idParam];
+    const record = store && recordId !== undefined ? await store.db.read(store.get(ctx, recordId), ctx.trace) : null;
+    const { actor } = ctx;
+    const data = {
+      params,
+      body,
+      payload: body,
+      entity: action.entity ?? null,
+      recordId: recordId ?? null,
+      record,
+      attribution: { runId: ctx.agentRunId ?? null, agentId: actor.kind === 'agent' ? actor.id : null },
+    };
+    checkPrecondition(spec, runContext(data));
+    // An anonymous caller's job belongs to nobody who could ask for it again.
+    const owner = isAuthenticated(actor) ? idempotencyScope(actor) : `anonymous:${ulid()}`;
+    const result = await runIdempotent(idempotency, ctx, operation, { params, body }, noop, function* () {
+      const job = yield* insertJob(spec.name, owner, actor, data);
+      const summary = { id: job.id, workflow: job.workflow, status: job.status, url: job.url };
+      return { status: 202, body: { success: true, job: summary }, location: job.url };
+    });
+    if (!result.replayed) workflows.submitted();
+    sendStored(res, result);
+  };
+}
+
+function noop(): void {}
+
+/** The body of a workflow action: a JSON object of the declared keys, each of its declared type. */
+function checkWorkflowBody(action: SkillActionSpec, raw: unknown): Row {
+  const body = checkBody(raw ?? {});
+  const issues: ErrorDetail[] = [];
+  const out: Row = {};
+  for (const [name, value] of Object.entries(body)) {
+    const type = action.body[name] as FieldType | undefined;
+    if (type === undefined) {
+      issues.push({ field: name, code: 'UNKNOWN_FIELD', message: `${action.name} takes no "${name}"` });
+      continue;
+    }
+    if (value === null) continue;
+    out[name] = normalizeValue({ name, type }, value, issues);
+  }
+  if (issues.length) throw validationError(issues);
+  return out;
 }
 
 function fieldValue(field: FieldSpec, text: string, name: string, issues: ErrorDetail[]): unknown {

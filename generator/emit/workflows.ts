@@ -1,0 +1,35 @@
+// src/workflows.ts: the workflows that run as jobs, as specs for runtime/workflows/engine.ts, and
+// the notification adapters their notify steps use.
+
+import type { Blueprint, Workflow } from '../model/types.ts';
+import { render } from './templates.ts';
+import { tsLiteral } from './ts-literal.ts';
+
+/** Workflows bp runs: started by hand (a skill action). Entity, webhook and schedule triggers come later. */
+export function runsAsJob(workflow: Workflow): boolean {
+  return workflow.trigger.kind === 'manual';
+}
+
+export function emitWorkflows(bp: Blueprint): string {
+  const workflows = bp.workflows.filter(runsAsJob).map((w) => ({
+    name: w.name,
+    description: w.description,
+    precondition: w.precondition,
+    transactional: w.transactional,
+    retries: w.retries,
+    maxConcurrent: w.maxConcurrent,
+    steps: w.steps.map((s) => s.spec),
+  }));
+  const notRun = bp.workflows.filter((w) => !runsAsJob(w)).map((w) => w.name);
+  const notifications = {
+    default: bp.notifications.default,
+    adapters: bp.notifications.adapters.map((a) => ({ name: a.name, type: a.type })),
+  };
+  const lead = 'export const NOTIFICATIONS: { default?: string; adapters: Array<{ name: string; type: string }> } = '.length;
+  return render('app/src/workflows.ts.hbs', {
+    templateSyntax: '{{ path }}',
+    workflows: tsLiteral(workflows, { lead: 'export const WORKFLOWS: WorkflowSpec[] = '.length, trail: 1 }),
+    notifications: tsLiteral(notifications, { lead, trail: 1 }),
+    notRun: notRun.join(', '),
+  });
+}

@@ -1,0 +1,205 @@
+// Workflow jobs in the app's database (_bp_jobs), not in memory: a client polling after a restart
+// gets an answer, and every instance of the app on one PostgreSQL sees and runs the same jobs.
+//
+// pending -> running -> completed | failed. A job is claimed by one instance at a time: the claim
+// is one transaction that, per workflow, counts the running jobs and takes the oldest pending ones
+// up to `maxConcurrent` (on PostgreSQL under a transaction-scoped advisory lock per workflow, so two
+// instances cannot both take the last free place, and FOR UPDATE SKIP LOCKED). The instance running
+// a job renews its lease; a job whose lease lapsed was running on an instance that stopped, and
+// fails with JOB_INTERRUPTED (retryable): nothing of a failed run is committed, so a client may
+// submit it again.
+
+import { createHash } from 'node:crypto';
+import { ANONYMOUS, type Actor, type ActorFields, makeActor } from '../core/actor.ts';
+import { AppError } from '../core/errors.ts';
+import { ulid } from '../core/ids.ts';
+import { all, type Database, get, run, type Work } from '../data/database.ts';
+import type { ActiveTrace } from '../observe/tracing.ts';
+
+export const JOBS_TABLE = '_bp_jobs';
+const T = `"${JOBS_TABLE}"`;
+/** How long a running job's claim lasts without renewal. */
+export const JOB_LEASE_MS = 30_000;
+
+export type JobStatus = 'pending' | 'running' | 'completed' | 'failed';
+
+export interface JobView {
+  id: string;
+  workflow: string;
+  status: JobStatus;
+  url: string;
+  createdAt: string;
+  startedAt: string | null;
+  completedAt: string | null;
+  attempts: number;
+  result: unknown;
+  error: { code: string; message: string; retryable: boolean } | null;
+}
+
+/** A claimed job, as the runner runs it. */
+export interface ClaimedJob {
+  id: string;
+  workflow: string;
+  actor: Actor;
+  data: Record<string, unknown>;
+  attempts: number;
+}
+
+export function jobUrl(id: string): string {
+  return `/api/jobs/${id}`;
+}
+
+/** The new job of a submission, inserted in the submission's transaction. */
+export function* insertJob(workflow: string, owner: string, actor: Actor, data: unknown): Work<JobView> {
+  const id = ulid();
+  const now = Date.now();
+  yield* run(
+    `INSERT INTO ${T} ("id", "workflow", "status", "owner", "actor", "data", "attempts", "createdAt") ` +
+      `VALUES (?, ?, 'pending', ?, ?, ?, 0, ?)`,
+    [id, workflow, owner, JSON.stringify(actor), JSON.stringify(data), now],
+  );
+  return view({ id, workflow, status: 'pending', createdAt: now, attempts: 0 });
+}
+
+export class JobStore {
+  /** PostgreSQL: claims of one workflow wait for each other across instances. */
+  private readonly postgres: boolean;
+
+  constructor(readonly db: Database) {
+    this.postgres = db.dialect === 'postgres';
+  }
+
+  /** The job as its owner sees it; undefined for anyone else (they hear 404, as for no job). */
+  async find(id: string, owner: string, trace?: ActiveTrace): Promise<JobView | undefined> {
+    const row = await this.db.read(get(`SELECT * FROM ${T} WHERE "id" = ? AND "owner" = ?`, [id, owner]), trace);
+    return row && view(row);
+  }
+
+  /** Claims pending jobs, oldest first, as long as each workflow stays within its limit. */
+  claim(limits: ReadonlyMap<string, number>, max: number): Promise<ClaimedJob[]> {
+    const postgres = this.postgres;
+    return this.db.write(function* () {
+      const claimed: ClaimedJob[] = [];
+      const now = Date.now();
+      for (const [workflow, limit] of limits) {
+        if (claimed.length >= max) break;
+        if (postgres) yield* get('SELECT pg_advisory_xact_lock(?) AS "locked"', [advisoryKey(workflow)]);
+        const running = yield* get(`SELECT COUNT(*) AS "n" FROM ${T} WHERE "workflow" = ? AND "status" = 'running'`, [
+          workflow,
+        ]);
+        const free = Math.min(limit - Number(running?.n ?? 0), max - claimed.length);
+        if (free <= 0) continue;
+        const rows = yield* all(
+          `SELECT "id", "actor", "data", "attempts" FROM ${T} WHERE "workflow" = ? AND "status" = 'pending' ` +
+            `ORDER BY "createdAt", "id" LIMIT ?${postgres ? ' FOR UPDATE SKIP LOCKED' : ''}`,
+          [workflow, free],
+        );
+        for (const row of rows) {
+          yield* run(
+            `UPDATE ${T} SET "status" = 'running', "startedAt" = ?, "attempts" = "attempts" + 1, ` +
+              `"leaseExpiresAt" = ? WHERE "id" = ?`,
+            [now, now + JOB_LEASE_MS, row.id],
+          );
+          claimed.push({
+            id: String(row.id),
+            workflow,
+            actor: storedActor(String(row.actor)),
+            data: JSON.parse(String(row.data)) as Record<string, unknown>,
+            attempts: Number(row.attempts) + 1,
+          });
+        }
+      }
+      return claimed;
+    });
+  }
+
+  /** Keeps running jobs claimed; a job no longer running here (interrupted meanwhile) drops out. */
+  async renew(ids: readonly string[]): Promise<void> {
+    if (!ids.length) return;
+    const until = Date.now() + JOB_LEASE_MS;
+    await this.db.write(function* () {
+      for (const id of ids) {
+        yield* run(`UPDATE ${T} SET "leaseExpiresAt" = ? WHERE "id" = ? AND "status" = 'running'`, [until, id]);
+      }
+    });
+  }
+
+  /** The job ran to its end; `false` when it was no longer running (interrupted meanwhile). */
+  async complete(id: string, result: unknown): Promise<boolean> {
+    return this.finish(id, 'completed', JSON.stringify(result ?? null), null);
+  }
+
+  async fail(id: string, err: AppError): Promise<boolean> {
+    const error = JSON.stringify({ code: err.code, message: err.message, retryable: err.retryable });
+    return this.finish(id, 'failed', null, error);
+  }
+
+  /** Puts a job back to wait for another attempt (a retryable failure). */
+  async retry(id: string): Promise<void> {
+    await this.db.write(() =>
+      run(`UPDATE ${T} SET "status" = 'pending', "leaseExpiresAt" = NULL WHERE "id" = ? AND "status" = 'running'`, [
+        id,
+      ]),
+    );
+  }
+
+  /** Fails every running job whose lease lapsed: its instance stopped. Resolves to how many. */
+  async interruptLapsed(now = Date.now()): Promise<number> {
+    const error = JSON.stringify({
+      code: 'JOB_INTERRUPTED',
+      message: 'the app instance running this job stopped before it finished; nothing of it was committed',
+      retryable: true,
+    });
+    const { changes } = await this.db.write(() =>
+      run(
+        `UPDATE ${T} SET "status" = 'failed', "error" = ?, "finishedAt" = ?, "leaseExpiresAt" = NULL ` +
+          `WHERE "status" = 'running' AND "leaseExpiresAt" < ?`,
+        [error, now, now],
+      ),
+    );
+    return changes;
+  }
+
+  private async finish(id: string, status: JobStatus, result: string | null, error: string | null): Promise<boolean> {
+    const { changes } = await this.db.write(() =>
+      run(
+        `UPDATE ${T} SET "status" = ?, "result" = ?, "error" = ?, "finishedAt" = ?, "leaseExpiresAt" = NULL ` +
+          `WHERE "id" = ? AND "status" = 'running'`,
+        [status, result, error, Date.now(), id],
+      ),
+    );
+    return changes > 0;
+  }
+}
+
+/** A 63-bit advisory lock key per workflow (PostgreSQL's bigint), from its name. */
+function advisoryKey(workflow: string): string {
+  const hex = createHash('sha256').update(`bp-jobs:${workflow}`).digest('hex').slice(0, 16);
+  return BigInt.asIntN(64, BigInt(`0x${hex}`)).toString();
+}
+
+/** The submitter, as the job recorded it: written by this app, so trusted as the request's actor was. */
+function storedActor(text: string): Actor {
+  const actor = JSON.parse(text) as Actor;
+  return actor.kind === 'anonymous' ? ANONYMOUS : makeActor(actor as ActorFields);
+}
+
+function iso(ms: unknown): string | null {
+  return ms === null || ms === undefined ? null : new Date(Number(ms)).toISOString();
+}
+
+function view(row: Record<string, unknown>): JobView {
+  const id = String(row.id);
+  return {
+    id,
+    workflow: String(row.workflow),
+    status: row.status as JobStatus,
+    url: jobUrl(id),
+    createdAt: iso(row.createdAt) as string,
+    startedAt: iso(row.startedAt),
+    completedAt: iso(row.finishedAt),
+    attempts: Number(row.attempts ?? 0),
+    result: row.result === null || row.result === undefined ? null : JSON.parse(String(row.result)),
+    error: row.error === null || row.error === undefined ? null : JSON.parse(String(row.error)),
+  };
+}

@@ -1,0 +1,234 @@
+// Workflows as jobs, over HTTP: a skill action submits a job (202), GET /api/jobs/<id> answers its
+// submitter only, and the job's steps run as that submitter through the entity and command code:
+// a transactional update with its notify sent after the commit, a conditional update that finds
+// the record changed (STATE_CONFLICT), a transaction rolled back by its second step, a template
+// that does not resolve, and a command step. Then the reference helpdesk's escalate_ticket.
+
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { expect } from 'chai';
+import { freshDir, freshKey, generate, request, ROOT, startApp, typecheck, type HttpResponse, type RunningApp } from './support/apps.ts';
+
+type Rec = Record<string, unknown>;
+type Job = { id: string; workflow: string; status: string; url: string; result: unknown; error: Rec | null; attempts: number };
+const errorCode = (res: HttpResponse) => (res.body as { error: { code: string } }).error.code;
+
+/** Polls the job until it has finished (completed or failed), as its submitter. */
+async function finished(base: string, headers: Record<string, string>, url: string): Promise<Job> {
+  for (let i = 0; i < 100; i++) {
+    const res = await request(base, 'GET', url, { headers });
+    expect(res.status, res.text).to.equal(200);
+    const job = res.body as Job;
+    if (job.status === 'completed' || job.status === 'failed') return job;
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  throw new Error(`job ${url} did not finish`);
+}
+
+describe('workflows as jobs (generated app, over HTTP)', function () {
+  this.timeout(120_000);
+
+  describe('test/fixtures/workflows', () => {
+    const env = { PLANNER_API_KEY: 'planner-key-0123456789abcdef', VIEWER_API_KEY: 'viewer-key-0123456789abcdef' };
+    const planner = { authorization: `Bearer ${env.PLANNER_API_KEY}` };
+    const viewer = { authorization: `Bearer ${env.VIEWER_API_KEY}` };
+    let appDir: string;
+    let app: RunningApp;
+
+    const newTask = async (title: string, projectId = 'p1'): Promise<Rec> => {
+      const res = await request(app.url, 'POST', '/api/tasks', { json: { title, projectId }, headers: { ...planner, 'idempotency-key': freshKey() } });
+      expect(res.status, res.text).to.equal(201);
+      return res.body as Rec;
+    };
+    const task = async (id: unknown): Promise<Rec> => (await request(app.url, 'GET', `/api/tasks/${String(id)}`, { headers: planner })).body as Rec;
+    const submit = (id: unknown, action: string, body: unknown = {}, headers: Record<string, string> = {}) =>
+      request(app.url, 'POST', `/api/skills/flow/tasks/${String(id)}/${action}`, {
+        json: body,
+        headers: { ...planner, 'idempotency-key': freshKey(), ...headers },
+      });
+
+    before(async () => {
+      appDir = path.join(freshDir('workflows'), 'app');
+      const r = generate(path.join(ROOT, 'test/fixtures/workflows/app.toml'), appDir);
+      expect(r.status, r.stderr).to.equal(0);
+      app = await startApp(appDir, env);
+    });
+    after(async () => app?.stop());
+
+    it('typechecks in strict mode', () => {
+      const r = typecheck(appDir);
+      expect(r.stdout + r.stderr).to.equal('');
+    });
+
+    it('answers 202 with the job, runs it as the submitter, and sends the notify after the commit', async () => {
+      const t = await newTask('write docs');
+      const res = await submit(t.id, 'bump', { priority: 5 }, { 'x-agent-run-id': 'run-7' });
+      expect(res.status, res.text).to.equal(202);
+      const { success, job } = res.body as { success: boolean; job: Job };
+      expect(success).to.equal(true);
+      expect(job).to.include({ workflow: 'Bump', status: 'pending', url: `/api/jobs/${job.id}` });
+      expect(job.id).to.match(/^[0-7][0-9A-HJKMNP-TV-Z]{25}$/);
+      expect(res.headers.get('location')).to.equal(job.url);
+      const done = await finished(app.url, planner, job.url);
+      expect(done.status, JSON.stringify(done.error)).to.equal('completed');
+      expect((done.result as { bumped: Rec }).bumped).to.include({ id: t.id, priority: 5 });
+      expect((await task(t.id)).priority).to.equal(5);
+      expect(app.output()).to.include(`notify log: {"body":"task ${String(t.id)} bumped to 5 by planner (run run-7)"`);
+      // The step's write is audited as the submitter's, with the agent run id.
+      const trail = await request(app.url, 'GET', `/api/audit?entity=Task&recordId=${String(t.id)}`, { headers: planner });
+      const update = (trail.body as { items: Rec[] }).items.find((e) => e.operation === 'Task.update');
+      expect(update).to.include({ actorId: 'planner', agentRunId: 'run-7' });
+    });
+
+    it('returns the same job for the same Idempotency-Key, and shows it to its submitter only', async () => {
+      const t = await newTask('one job');
+      const key = freshKey();
+      const first = await submit(t.id, 'bump', { priority: 2 }, { 'idempotency-key': key });
+      const again = await submit(t.id, 'bump', { priority: 2 }, { 'idempotency-key': key });
+      expect(first.status).to.equal(202);
+      expect(again.status).to.equal(202);
+      const id = (first.body as { job: Job }).job.id;
+      expect((again.body as { job: Job }).job.id).to.equal(id);
+      await finished(app.url, planner, `/api/jobs/${id}`);
+      for (const headers of [viewer, {}]) {
+        const other = await request(app.url, 'GET', `/api/jobs/${id}`, { headers });
+        expect(other.status).to.equal(404);
+      }
+      expect((await request(app.url, 'GET', '/api/jobs/01ARZ3NDEKTSV4RRFFQ69G5FAV', { headers: planner })).status).to.equal(404);
+    });
+
+    it('refuses before any job: scopes (403), a body that does not fit (400), an unreadable record (404), the precondition (409)', async () => {
+      const t = await newTask('refusals');
+      const scoped = await submit(t.id, 'bump', { priority: 2 }, viewer);
+      expect(scoped.status).to.equal(403);
+      expect(errorCode(scoped)).to.equal('INSUFFICIENT_SCOPE');
+      for (const body of [{ priority: 'high' }, { priority: 2, extra: true }]) {
+        const bad = await submit(t.id, 'bump', body);
+        expect(bad.status, JSON.stringify(body)).to.equal(400);
+      }
+      const missing = await submit('01ARZ3NDEKTSV4RRFFQ69G5FAV', 'bump', { priority: 2 });
+      expect(missing.status).to.equal(404);
+      const finish = await submit(t.id, 'finish');
+      await finished(app.url, planner, (finish.body as { job: Job }).job.url);
+      const late = await submit(t.id, 'bump', { priority: 3 });
+      expect(late.status, late.text).to.equal(409);
+      expect(errorCode(late)).to.equal('WORKFLOW_PRECONDITION_FAILED');
+      expect((await task(t.id)).priority).to.equal(1);
+    });
+
+    it('fails a conditional update whose record changed with STATE_CONFLICT, changing nothing', async () => {
+      const t = await newTask('original title');
+      const res = await submit(t.id, 'guarded', { expected: 'another title' });
+      const done = await finished(app.url, planner, (res.body as { job: Job }).job.url);
+      expect(done.status).to.equal('failed');
+      expect(done.error).to.include({ code: 'STATE_CONFLICT', retryable: false });
+      expect(String(done.error?.message)).to.include('title = "another title"');
+      expect((await task(t.id)).priority).to.equal(1);
+      const ok = await submit(t.id, 'guarded', { expected: 'original title' });
+      expect((await finished(app.url, planner, (ok.body as { job: Job }).job.url)).status).to.equal('completed');
+      expect((await task(t.id)).priority).to.equal(7);
+    });
+
+    it('rolls a transactional workflow back entirely when a later step fails', async () => {
+      const t = await newTask('atomic');
+      const res = await submit(t.id, 'broken');
+      const done = await finished(app.url, planner, (res.body as { job: Job }).job.url);
+      expect(done.status).to.equal('failed');
+      expect(done.error).to.include({ code: 'PROTECTED_FIELD_MUTATION' });
+      const after = await task(t.id);
+      expect(after).to.include({ priority: 1, state: 'open' });
+    });
+
+    it('fails a step whose template does not resolve, naming the path', async () => {
+      const t = await newTask('templates');
+      const res = await submit(t.id, 'unresolved');
+      const done = await finished(app.url, planner, (res.body as { job: Job }).job.url);
+      expect(done.status).to.equal('failed');
+      expect(done.error).to.include({ code: 'WORKFLOW_TEMPLATE_UNRESOLVED' });
+      expect(String(done.error?.message)).to.include('{{ variables.data.payload.nothing }}');
+      expect(app.output()).to.not.include('about {{');
+    });
+
+    it('runs a command step through the command executor and stores step results with assignTo', async () => {
+      const a = await newTask('first', 'p9');
+      await newTask('second', 'p9');
+      const res = await submit(a.id, 'finish');
+      const done = await finished(app.url, planner, (res.body as { job: Job }).job.url);
+      expect(done.status, JSON.stringify(done.error)).to.equal('completed');
+      const result = done.result as { completed: Rec; stillOpen: Rec[] };
+      expect(result.completed).to.include({ id: a.id, state: 'done' });
+      expect(result.stillOpen.map((r) => r.title)).to.deep.equal(['second']);
+      const trail = await request(app.url, 'GET', `/api/audit?entity=Task&recordId=${String(a.id)}`, { headers: planner });
+      expect((trail.body as { items: Rec[] }).items.map((e) => e.operation)).to.include('command:CompleteTask');
+      // The command's availableWhen holds inside the job too: a second run fails, and says why.
+      const again = await submit(a.id, 'finish');
+      const refused = await finished(app.url, planner, (again.body as { job: Job }).job.url);
+      expect(refused.error).to.include({ code: 'COMMAND_UNAVAILABLE' });
+    });
+
+    it('keeps jobs across a restart: a client polling after it gets the answer', async () => {
+      const t = await newTask('durable');
+      const res = await submit(t.id, 'bump', { priority: 4 });
+      const url = (res.body as { job: Job }).job.url;
+      await finished(app.url, planner, url);
+      await app.stop();
+      app = await startApp(appDir, env);
+      const again = await request(app.url, 'GET', url, { headers: planner });
+      expect(again.status).to.equal(200);
+      expect((again.body as Job).status).to.equal('completed');
+    });
+
+    it('lists workflow actions as served, with how they answer', async () => {
+      const res = await request(app.url, 'GET', '/api/skills');
+      const flow = (res.body as { skills: Array<{ actions: Rec[] }> }).skills[0];
+      expect(flow.actions.find((a) => a.name === 'bump')).to.include({ kind: 'workflow', served: true, workflow: 'Bump' });
+      const doc = JSON.parse(fs.readFileSync(path.join(appDir, 'openapi.json'), 'utf8')) as { paths: Record<string, Record<string, Rec>> };
+      const op = doc.paths['/api/skills/flow/tasks/{id}/bump'].post;
+      expect(op).to.include({ operationId: 'flow_bump' });
+      expect(Object.keys(op.responses as Rec)).to.include('202');
+      expect(doc.paths['/api/jobs/{id}'].get).to.include({ operationId: 'getJob' });
+    });
+  });
+
+  describe('the reference helpdesk: escalate_ticket', () => {
+    const env = {
+      TRIAGE_API_KEY: 'triage-key-0123456789abcdef',
+      REPORTER_API_KEY: 'reporter-key-0123456789abcdef',
+      SESSION_SECRET: 'workflows-secret-0123456789abcdef0123456789',
+    };
+    const triage = { authorization: `Bearer ${env.TRIAGE_API_KEY}` };
+    let app: RunningApp;
+
+    before(async () => {
+      const appDir = path.join(freshDir('workflows-helpdesk'), 'app');
+      const r = generate(path.join(ROOT, 'fixtures/helpdesk/helpdesk.toml'), appDir);
+      expect(r.status, r.stderr).to.equal(0);
+      app = await startApp(appDir, env);
+    });
+    after(async () => app?.stop());
+
+    it('raises an open ticket to high priority and announces it; refuses a ticket no longer open', async () => {
+      const created = await request(app.url, 'POST', '/api/tickets', { json: { title: 'Server down' }, headers: { ...triage, 'idempotency-key': freshKey() } });
+      const ticket = created.body as Rec;
+      const res = await request(app.url, 'POST', `/api/skills/triage/tickets/${String(ticket.id)}/escalate`, {
+        json: { reason: 'customers affected' },
+        headers: { ...triage, 'idempotency-key': freshKey() },
+      });
+      expect(res.status, res.text).to.equal(202);
+      const done = await finished(app.url, triage, (res.body as { job: Job }).job.url);
+      expect(done.status, JSON.stringify(done.error)).to.equal('completed');
+      const after = await request(app.url, 'GET', `/api/tickets/${String(ticket.id)}`, { headers: triage });
+      expect((after.body as Rec).priority).to.equal('high');
+      expect(app.output(), app.output()).to.include(`escalated by agent-triage: customers affected`);
+
+      const started = await request(app.url, 'POST', `/api/commands/start_ticket/${String(ticket.id)}`, { json: {}, headers: { ...triage, 'idempotency-key': freshKey() } });
+      expect(started.status, started.text).to.equal(200);
+      const late = await request(app.url, 'POST', `/api/skills/triage/tickets/${String(ticket.id)}/escalate`, {
+        json: { reason: 'again' },
+        headers: { ...triage, 'idempotency-key': freshKey() },
+      });
+      expect(late.status).to.equal(409);
+      expect(errorCode(late)).to.equal('WORKFLOW_PRECONDITION_FAILED');
+    });
+  });
+});
