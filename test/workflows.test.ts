@@ -7,7 +7,7 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { expect } from 'chai';
-import { freshDir, freshKey, generate, request, ROOT, startApp, typecheck, type HttpResponse, type RunningApp } from './support/apps.ts';
+import { bp, freshDir, freshKey, generate, request, ROOT, startApp, typecheck, type HttpResponse, type RunningApp } from './support/apps.ts';
 
 type Rec = Record<string, unknown>;
 type Job = { id: string; workflow: string; status: string; url: string; result: unknown; error: Rec | null; attempts: number };
@@ -166,6 +166,45 @@ describe('workflows as jobs (generated app, over HTTP)', function () {
       expect(refused.error).to.include({ code: 'COMMAND_UNAVAILABLE' });
     });
 
+    it('runs at most maxConcurrent jobs of a workflow at once under a burst', async () => {
+      const tasks = await Promise.all(Array.from({ length: 6 }, (_, i) => newTask(`burst ${i}`)));
+      const submitted = await Promise.all(tasks.map((t) => submit(t.id, 'ponder', { waitMs: 200 })));
+      const jobs = await Promise.all(submitted.map((r) => finished(app.url, planner, (r.body as { job: Job }).job.url)));
+      expect(jobs.map((j) => j.status)).to.deep.equal(Array(6).fill('completed'));
+      // The most jobs running at one moment, from their start and end times.
+      const edges = jobs.flatMap((j) => {
+        const { startedAt, completedAt } = j as unknown as { startedAt: string; completedAt: string };
+        return [
+          { at: Date.parse(startedAt), step: 1 },
+          { at: Date.parse(completedAt), step: -1 },
+        ];
+      });
+      edges.sort((a, b) => a.at - b.at || a.step - b.step);
+      let now = 0;
+      let most = 0;
+      for (const e of edges) most = Math.max(most, (now += e.step));
+      expect(most).to.equal(2);
+      for (const t of tasks) expect((await task(t.id)).priority).to.equal(2);
+    });
+
+    it('fails a job that was running when its app stopped with JOB_INTERRUPTED (retryable), committing nothing', async () => {
+      const t = await newTask('interrupted');
+      const res = await submit(t.id, 'ponder', { waitMs: 60_000 });
+      const url = (res.body as { job: Job }).job.url;
+      for (let i = 0; i < 100; i++) {
+        const now = (await request(app.url, 'GET', url, { headers: planner })).body as Job;
+        if (now.status === 'running') break;
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+      app.process.kill('SIGKILL');
+      await new Promise((resolve) => app.process.once('exit', resolve));
+      app = await startApp(appDir, env);
+      const done = await finished(app.url, planner, url);
+      expect(done.status).to.equal('failed');
+      expect(done.error).to.include({ code: 'JOB_INTERRUPTED', retryable: true });
+      expect((await task(t.id)).priority).to.equal(1);
+    });
+
     it('keeps jobs across a restart: a client polling after it gets the answer', async () => {
       const t = await newTask('durable');
       const res = await submit(t.id, 'bump', { priority: 4 });
@@ -188,6 +227,17 @@ describe('workflows as jobs (generated app, over HTTP)', function () {
       expect(Object.keys(op.responses as Rec)).to.include('202');
       expect(doc.paths['/api/jobs/{id}'].get).to.include({ operationId: 'getJob' });
     });
+  });
+
+  it('refuses an entity served at /api/jobs when skill actions start jobs there', () => {
+    const dir = freshDir('workflows-jobs-entity');
+    const blueprint = path.join(dir, 'app.toml');
+    const source = fs.readFileSync(path.join(ROOT, 'test/fixtures/workflows/app.toml'), 'utf8');
+    fs.cpSync(path.join(ROOT, 'test/fixtures/workflows/handlers'), path.join(dir, 'handlers'), { recursive: true });
+    fs.writeFileSync(blueprint, `${source}\n[entity.Job]\nfields = [{ name = "id", type = "ULID", primary_key = true }]\n`);
+    const r = bp(['validate', blueprint]);
+    expect(r.status).to.equal(1);
+    expect(r.stdout + r.stderr).to.match(/entity\.Job: entity "Job" is served at \/api\/jobs, where workflow jobs are polled .*DUPLICATE_ROUTE/);
   });
 
   describe('the reference helpdesk: escalate_ticket', () => {

@@ -11,6 +11,7 @@ import { errorResponses } from './openapi/responses.ts';
 import { AUDIT_SCHEMAS, entitySchemas, ERROR_SCHEMA, HEALTH_STATUS_SCHEMA, SESSION_SCHEMA } from './openapi/schemas.ts';
 import { auditPath, authPaths, META_PATHS } from './openapi/service-paths.ts';
 import { JOB_SCHEMA, jobPath, SKILL_INDEX_PATH, skillPaths } from './openapi/skill-paths.ts';
+import { runsAsJob } from './workflows.ts';
 
 export function emitOpenApi(bp: Blueprint): string {
   const email = bp.auth.providers.includes('email');
@@ -27,8 +28,11 @@ export function emitOpenApi(bp: Blueprint): string {
   for (const command of bp.commands) Object.assign(paths, commandPath(bp, command));
   Object.assign(paths, auditPath(bp));
   Object.assign(paths, SKILL_INDEX_PATH);
-  Object.assign(paths, jobPath(bp));
-  schemas.Job = JOB_SCHEMA;
+  // Jobs exist when a skill action starts a workflow that runs as one.
+  if (bp.skills.some((s) => s.actions.some((a) => bp.workflows.some((w) => w.name === a.workflow && runsAsJob(w))))) {
+    Object.assign(paths, jobPath(bp));
+    schemas.WorkflowJob = JOB_SCHEMA;
+  }
   // An action at an entity's own path and method is served by the entity's route, as in Zebric.
   for (const [p, item] of Object.entries(skillPaths(bp))) {
     const existing = (paths[p] ??= {}) as Schema;

@@ -143,7 +143,7 @@ export function jobPath(bp: Blueprint): Record<string, Schema> {
         ...(schemes.length ? { security: schemes.map((name) => ({ [name]: [] })) } : {}),
         parameters: [{ name: 'id', in: 'path', required: true, schema: { type: 'string' } }],
         responses: {
-          '200': { description: 'The job', headers: TRACE_HEADER, content: json(ref('Job')) },
+          '200': { description: 'The job', headers: TRACE_HEADER, content: json(ref('WorkflowJob')) },
           '404': errorResponse('NotFound'),
           '503': errorResponse('ServiceUnavailable'),
         },
@@ -197,7 +197,7 @@ function workflowOperation(bp: Blueprint, skill: Skill, action: SkillAction, ent
         headers: { ...TRACE_HEADER, Location: { schema: { type: 'string' } } },
         content: json({
           type: 'object',
-          properties: { success: { type: 'boolean' }, job: ref('Job') },
+          properties: { success: { type: 'boolean' }, job: ref('WorkflowJob') },
           required: ['success', 'job'],
         }),
       },

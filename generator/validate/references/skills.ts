@@ -9,6 +9,14 @@ import { entityNamed, fieldNamed, names, unknownEntity, unknownField } from './c
 
 export function skillActions(ctx: CompileContext, bp: Blueprint): void {
   const routes = new Map<string, string>();
+  // Jobs are polled at GET /api/jobs/<id> (spec 4.4): an entity whose routes are /api/jobs would take it.
+  const startsJobs = bp.skills.some((s) => s.actions.some((a) => bp.workflows.some((w) => w.name === a.workflow && w.trigger.kind === 'manual')));
+  const jobs = bp.entities.find((e) => e.collection === 'jobs');
+  if (startsJobs && jobs) {
+    ctx.report('DUPLICATE_ROUTE', ['entity', jobs.name], `entity "${jobs.name}" is served at /api/jobs, where workflow jobs are polled (GET /api/jobs/<id>)`, {
+      hint: `rename the entity (its routes follow its name), or start no workflow from a skill action`,
+    });
+  }
   for (const skill of bp.skills) {
     const seenNames = new Set<string>();
     for (const action of skill.actions) {

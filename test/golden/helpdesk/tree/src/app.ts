@@ -163,6 +163,8 @@ export function createApp(options: AppOptions): App {
   const runner = new JobRunner(jobs, WORKFLOWS, (spec, job, trace) => runWorkflow(workflowRuntime, spec, job, trace), {
     traces,
     warn,
+    // SQLite is one machine's file: only this instance runs its jobs.
+    singleInstance: options.db.dialect === 'sqlite',
   });
   runner.start();
   const skillWorkflows = { specs: new Map(WORKFLOWS.map((w) => [w.name, w])), jobs, submitted: () => runner.wake() };

@@ -17,6 +17,11 @@ export interface JobRunnerOptions {
   maxRunning?: number;
   /** Where each run's trace goes (the request that submitted a job has ended by then). */
   traces?: TraceStore;
+  /**
+   * No other instance runs jobs on this database (SQLite: one machine's file): a job still running
+   * when this one starts was left by a process that stopped, whatever its lease says.
+   */
+  singleInstance?: boolean;
   warn(message: string): void;
 }
 
@@ -54,7 +59,9 @@ export class JobRunner {
     every(this.options.pollMs ?? 1000, async () => this.wake());
     every(JOB_LEASE_MS / 3, () => this.jobs.renew([...this.running.keys()]));
     every(JOB_LEASE_MS, () => this.jobs.interruptLapsed());
-    this.jobs.interruptLapsed().then(
+    // At start this instance runs nothing yet: with no other instance, every running job is stale.
+    const before = this.options.singleInstance ? Number.MAX_SAFE_INTEGER : Date.now();
+    this.jobs.interruptLapsed(before).then(
       () => this.wake(),
       () => undefined,
     );

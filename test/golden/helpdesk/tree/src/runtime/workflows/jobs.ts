@@ -144,8 +144,9 @@ export class JobStore {
     );
   }
 
-  /** Fails every running job whose lease lapsed: its instance stopped. Resolves to how many. */
-  async interruptLapsed(now = Date.now()): Promise<number> {
+  /** Fails every running job whose lease lapsed before `before`: its instance stopped. Resolves to how many. */
+  async interruptLapsed(before = Date.now()): Promise<number> {
+    const now = Date.now();
     const error = JSON.stringify({
       code: 'JOB_INTERRUPTED',
       message: 'the app instance running this job stopped before it finished; nothing of it was committed',
@@ -155,7 +156,7 @@ export class JobStore {
       run(
         `UPDATE ${T} SET "status" = 'failed', "error" = ?, "finishedAt" = ?, "leaseExpiresAt" = NULL ` +
           `WHERE "status" = 'running' AND "leaseExpiresAt" < ?`,
-        [error, now, now],
+        [error, now, before],
       ),
     );
     return changes;
