@@ -190,7 +190,11 @@ class Steps {
     if (!store) throw new AppError('WORKFLOW_STEP_NOT_SUPPORTED', `no entity ${String(step.entity)}`);
     const { ctx } = this;
     const data = resolveTemplates(step.data ?? {}, context);
-    const where = resolveTemplates(step.where ?? {}, context) as Record<string, unknown>;
+    // `where` may also be the record's id itself, as in Zebric.
+    const resolved = resolveTemplates(step.where ?? {}, context);
+    const where = (
+      typeof resolved === 'string' || typeof resolved === 'number' ? { [store.spec.primaryKey]: resolved } : resolved
+    ) as Record<string, unknown>;
     switch (step.action) {
       case 'create':
         return yield* store.create(ctx, data);
