@@ -1202,7 +1202,6 @@ describe('validateBlueprint', () => {
       ),
       warning('15:1', 'UNSCOPED_WRITE', 'auth.apiKeys.0', unscoped('triage', 'Comment (create, update, delete), Customer (create, update), Ticket (create, update)'), scopeHint),
       warning('24:1', 'UNSCOPED_WRITE', 'auth.apiKeys.1', unscoped('reporter', 'Comment (create, update, delete), Ticket (create)'), scopeHint),
-      warning('149:11', 'NOT_GENERATED', 'workflow.AnnounceResolution', 'workflow "AnnounceResolution" is accepted but its trigger has no runtime yet: it never runs'),
       warning('156:11', 'NOT_GENERATED', 'workflow.InboundEmail', 'workflow "InboundEmail" is accepted but its trigger has no runtime yet: it never runs'),
       warning('158:13', 'NOT_GENERATED', 'workflow.InboundEmail.trigger.webhook', 'webhook /webhooks/inbound-email is accepted but not served yet: requests to it get 404'),
       notGenerated('163:7', 'page."/tickets"', 'page "/tickets"', 'nothing is served at this path'),

@@ -6,6 +6,7 @@
 
 import * as fs from 'node:fs';
 import * as path from 'node:path';
+import BetterSqlite3 from 'better-sqlite3';
 import { expect } from 'chai';
 import { bp, freshDir, freshKey, generate, request, ROOT, startApp, typecheck, type HttpResponse, type RunningApp } from './support/apps.ts';
 
@@ -205,6 +206,36 @@ describe('workflows as jobs (generated app, over HTTP)', function () {
       expect((await task(t.id)).priority).to.equal(1);
     });
 
+    it('starts a workflow when a change of an entity meets its trigger condition, once per change', async () => {
+      const before = app.output().split('urgent task').length;
+      await request(app.url, 'POST', '/api/tasks', { json: { title: 'calm', projectId: 'p5', priority: 2 }, headers: { ...planner, 'idempotency-key': freshKey() } });
+      await request(app.url, 'POST', '/api/tasks', { json: { title: 'fire', projectId: 'p5', priority: 9 }, headers: { ...planner, 'idempotency-key': freshKey() } });
+      for (let i = 0; i < 100 && !app.output().includes('urgent task fire in p5'); i++) await new Promise((resolve) => setTimeout(resolve, 50));
+      expect(app.output()).to.include('notify log: {"body":"urgent task fire in p5"');
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      expect(app.output().split('urgent task').length - before, 'one announcement, for the matching task only').to.equal(1);
+    });
+
+    it('stops entity-triggered workflows that start each other at the depth limit, naming the chain', async () => {
+      const t = await newTask('loop');
+      const moved = await request(app.url, 'PUT', `/api/tasks/${String(t.id)}`, { json: { projectId: 'echo' }, headers: { ...planner, 'idempotency-key': freshKey() } });
+      expect(moved.status, moved.text).to.equal(200);
+      // Echo renames the task, which starts Echo again: four runs add "!", the fifth would start a sixth and is refused.
+      const db = new BetterSqlite3(path.join(appDir, 'data', 'app.db'), { readonly: true });
+      const jobs = () =>
+        db.prepare(`SELECT "status", "error" FROM "_bp_jobs" WHERE "workflow" = 'Echo' ORDER BY "createdAt", "id"`).all() as Array<{ status: string; error: string | null }>;
+      let rows = jobs();
+      for (let i = 0; i < 100 && !(rows.length === 5 && rows[4].status === 'failed'); i++) {
+        await new Promise((resolve) => setTimeout(resolve, 100));
+        rows = jobs();
+      }
+      db.close();
+      expect(rows.map((r) => r.status)).to.deep.equal(['completed', 'completed', 'completed', 'completed', 'failed']);
+      expect((await task(t.id)).title).to.equal('loop!!!!');
+      expect(JSON.parse(rows[4].error as string)).to.include({ code: 'WORKFLOW_DEPTH_EXCEEDED' });
+      expect(JSON.parse(rows[4].error as string).message).to.include('Echo -> Echo -> Echo -> Echo -> Echo -> Echo');
+    });
+
     it('keeps jobs across a restart: a client polling after it gets the answer', async () => {
       const t = await newTask('durable');
       const res = await submit(t.id, 'bump', { priority: 4 });
@@ -273,6 +304,14 @@ describe('workflows as jobs (generated app, over HTTP)', function () {
 
       const started = await request(app.url, 'POST', `/api/commands/start_ticket/${String(ticket.id)}`, { json: {}, headers: { ...triage, 'idempotency-key': freshKey() } });
       expect(started.status, started.text).to.equal(200);
+      // AnnounceResolution: resolving the ticket (the ResolveTicket command's update) announces it.
+      const resolved = await request(app.url, 'POST', `/api/commands/resolve_ticket/${String(ticket.id)}`, {
+        json: { resolution: 'rebooted' },
+        headers: { ...triage, 'idempotency-key': freshKey() },
+      });
+      expect(resolved.status, resolved.text).to.equal(200);
+      for (let i = 0; i < 100 && !app.output().includes('resolved: rebooted'); i++) await new Promise((resolve) => setTimeout(resolve, 50));
+      expect(app.output()).to.include(`"body":"Ticket ${String(ticket.id)} resolved: rebooted"`);
       const late = await request(app.url, 'POST', `/api/skills/triage/tickets/${String(ticket.id)}/escalate`, {
         json: { reason: 'again' },
         headers: { ...triage, 'idempotency-key': freshKey() },

@@ -65,7 +65,7 @@ export function emitReadme(bp: Blueprint, options: ReadmeOptions): string {
       '  ',
     );
   });
-  const jobWorkflows = new Set(bp.workflows.filter(runsAsJob).map((w) => w.name));
+  const jobWorkflows = new Set(bp.workflows.filter((w) => w.trigger.kind === 'manual').map((w) => w.name));
   const skillActions = bp.skills.flatMap((skill) =>
     skill.actions
       .filter((a) => (a.entity && a.action && !a.workflow) || (a.workflow && jobWorkflows.has(a.workflow)))
@@ -85,7 +85,7 @@ export function emitReadme(bp: Blueprint, options: ReadmeOptions): string {
   const notServed = [
     workflowActions.length && `skill actions that start a workflow: ${list(workflowActions)}`,
     bp.workflows.some((w) => !runsAsJob(w)) &&
-      `workflows started by an entity event, a webhook or a schedule: ${list(bp.workflows.filter((w) => !runsAsJob(w)).map((w) => w.name))}`,
+      `workflows started by a webhook or a schedule: ${list(bp.workflows.filter((w) => !runsAsJob(w)).map((w) => w.name))}`,
     bp.pages.length && `pages: ${list(bp.pages.map((p) => p.route))}`,
     bp.notifications.adapters.some((a) => a.type !== 'console') &&
       `notification adapters other than console: ${list(bp.notifications.adapters.filter((a) => a.type !== 'console').map((a) => a.name))}`,

@@ -5,15 +5,16 @@ import type { Blueprint, Workflow } from '../model/types.ts';
 import { render } from './templates.ts';
 import { tsLiteral } from './ts-literal.ts';
 
-/** Workflows bp runs: started by hand (a skill action). Entity, webhook and schedule triggers come later. */
+/** Workflows bp runs: started by hand (a skill action) or by entity events. Webhooks and schedules come later. */
 export function runsAsJob(workflow: Workflow): boolean {
-  return workflow.trigger.kind === 'manual';
+  return workflow.trigger.kind === 'manual' || workflow.trigger.kind === 'entity';
 }
 
 export function emitWorkflows(bp: Blueprint): string {
   const workflows = bp.workflows.filter(runsAsJob).map((w) => ({
     name: w.name,
     description: w.description,
+    trigger: w.trigger,
     precondition: w.precondition,
     transactional: w.transactional,
     retries: w.retries,

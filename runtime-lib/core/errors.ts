@@ -62,6 +62,11 @@ export const ERROR_CODES = {
     retryable: false,
     description: 'A workflow step names a {{ path }} that does not resolve in its run.',
   },
+  WORKFLOW_DEPTH_EXCEEDED: {
+    status: 409,
+    retryable: false,
+    description: 'Entity-triggered workflows started each other past the depth limit; the chain is named.',
+  },
   WORKFLOW_STEP_NOT_SUPPORTED: {
     status: 501,
     retryable: false,

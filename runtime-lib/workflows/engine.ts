@@ -26,9 +26,21 @@ import { lookup, resolveTemplates } from './templates.ts';
 /** A step as the blueprint wrote it: its type, an optional name and assignTo, and its own keys. */
 export type StepSpec = Readonly<Record<string, unknown>> & { type: string; name?: string; assignTo?: string };
 
+/** How a workflow starts: by hand (a skill action), or when records of an entity change. */
+export type WorkflowTrigger =
+  | { kind: 'manual' }
+  | {
+      kind: 'entity';
+      entity: string;
+      event: 'create' | 'update' | 'delete';
+      /** `before.<field>` / `after.<field>` -> the value it must hold. */
+      condition: Readonly<Record<string, unknown>>;
+    };
+
 export interface WorkflowSpec {
   name: string;
   description?: string;
+  trigger?: WorkflowTrigger;
   /** Context path -> the value it must hold when the job is submitted. */
   precondition: Readonly<Record<string, unknown>>;
   transactional: boolean;
@@ -60,14 +72,25 @@ export interface WorkflowRuntime {
   defaultAdapter?: string;
 }
 
-/** The context templates and preconditions read: `variables.data` is what the job was submitted with. */
+/**
+ * The context templates and preconditions read. A job submitted by a skill action has
+ * `variables.data` (record, payload, params, attribution); one started by an entity event has
+ * `trigger.before` and `trigger.after` (also as `variables.before` and `variables.after`).
+ */
 export function runContext(data: Record<string, unknown>): Record<string, unknown> {
+  if (data.kind === 'entity') {
+    const { entity, event, before, after } = data;
+    return { trigger: { type: 'entity', entity, event, before, after }, variables: { entity, event, before, after } };
+  }
   return { variables: { data }, trigger: { type: 'manual', data } };
 }
 
-/** Refuses (409 WORKFLOW_PRECONDITION_FAILED) unless every path of the precondition holds its value. */
-export function checkPrecondition(spec: WorkflowSpec, context: unknown): void {
-  for (const [path, expected] of Object.entries(spec.precondition)) {
+/** The first path of `condition` whose value is not the one it needs, or undefined when all hold. */
+function firstMismatch(
+  condition: Readonly<Record<string, unknown>>,
+  context: unknown,
+): [path: string, expected: unknown, actual: unknown] | undefined {
+  for (const [path, expected] of Object.entries(condition)) {
     let actual: unknown;
     try {
       actual = lookup(context, path);
@@ -75,13 +98,25 @@ export function checkPrecondition(spec: WorkflowSpec, context: unknown): void {
       actual = undefined;
     }
     const holds = Array.isArray(expected) ? expected.some((e) => same(actual, e)) : same(actual, expected);
-    if (!holds) {
-      throw new AppError(
-        'WORKFLOW_PRECONDITION_FAILED',
-        `${spec.name} needs ${path} to be ${JSON.stringify(expected)}; it is ${JSON.stringify(actual ?? null)}`,
-      );
-    }
+    if (!holds) return [path, expected, actual];
   }
+  return undefined;
+}
+
+/** Whether every path of the condition holds its value (a list: any of them). */
+export function conditionHolds(condition: Readonly<Record<string, unknown>>, context: unknown): boolean {
+  return firstMismatch(condition, context) === undefined;
+}
+
+/** Refuses (409 WORKFLOW_PRECONDITION_FAILED) unless every path of the precondition holds its value. */
+export function checkPrecondition(spec: WorkflowSpec, context: unknown): void {
+  const mismatch = firstMismatch(spec.precondition, context);
+  if (!mismatch) return;
+  const [path, expected, actual] = mismatch;
+  throw new AppError(
+    'WORKFLOW_PRECONDITION_FAILED',
+    `${spec.name} needs ${path} to be ${JSON.stringify(expected)}; it is ${JSON.stringify(actual ?? null)}`,
+  );
 }
 
 function same(actual: unknown, expected: unknown): boolean {
@@ -107,10 +142,13 @@ export async function runWorkflow(
     }
   };
   const attribution = (job.data.attribution ?? {}) as { runId?: unknown };
+  const chain = Array.isArray(job.data.chain) ? (job.data.chain as string[]) : [];
   const ctx: RequestContext = {
     actor: job.actor,
     trace,
     agentRunId: typeof attribution.runId === 'string' ? attribution.runId : undefined,
+    // Changes this job makes may start workflows in turn: the chain stops them past a depth.
+    workflowChain: [...chain, spec.name],
   };
   const steps = new Steps(rt, spec, job, ctx);
 

@@ -4,7 +4,6 @@
 
 import type { Blueprint, Entity, Skill, SkillAction } from '../../model/types.ts';
 import { actionRisk } from '../skills.ts';
-import { runsAsJob } from '../workflows.ts';
 import { errorResponse, IDEMPOTENCY_HEADER, json, ref, RUN_ID_HEADER, schemeNames, TRACE_HEADER, type Schema } from './common.ts';
 import { entitySchemas, fieldSchema, keySchema } from './schemas.ts';
 
@@ -218,7 +217,7 @@ export function skillPaths(bp: Blueprint): Record<string, Schema> {
       const entity = bp.entities.find((e) => e.name === action.entity);
       const workflow = bp.workflows.find((w) => w.name === action.workflow);
       let op: Schema | undefined;
-      if (workflow && runsAsJob(workflow)) op = workflowOperation(bp, skill, action, entity);
+      if (workflow?.trigger.kind === 'manual') op = workflowOperation(bp, skill, action, entity);
       else if (entity && action.action !== undefined && action.workflow === undefined) op = operation(bp, skill, action, entity);
       if (!op) continue;
       const item = (paths[action.route] ??= {});

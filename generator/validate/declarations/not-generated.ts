@@ -18,7 +18,12 @@ export function notGenerated(ctx: CompileContext): void {
     // A disabled plugin is skipped by Zebric too: there is nothing missing to warn about.
     if (value.enabled !== false) warn(['plugin', name], `plugin "${name}" is accepted but not loaded: the generated app has no plugin host yet`);
   }
-  // Workflows started by hand (skill actions) run as jobs; other triggers have no runtime yet.
+  // Workflows started by hand (skill actions) or by entity events run as jobs; webhooks and schedules do not yet.
+  const running = new Set(
+    namedSections(ctx.parsed, 'workflow')
+      .filter(({ value }) => !triggerForms(table(value.trigger)).some((f) => f === 'webhook' || f === 'schedule'))
+      .map(({ name }) => name),
+  );
   const manual = new Set(
     namedSections(ctx.parsed, 'workflow')
       .filter(({ value }) => !triggerForms(table(value.trigger)).some((f) => f !== 'manual'))
@@ -37,7 +42,7 @@ export function notGenerated(ctx: CompileContext): void {
     });
   }
   for (const { name, value } of namedSections(ctx.parsed, 'workflow')) {
-    if (!manual.has(name)) {
+    if (!running.has(name)) {
       warn(['workflow', name], `workflow "${name}" is accepted but its trigger has no runtime yet: it never runs`);
     } else {
       list(value.steps).forEach((raw, i) => {

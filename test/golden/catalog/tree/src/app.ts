@@ -21,6 +21,7 @@ import { COMMANDS } from './commands.ts';
 import { SKILLS } from './skills.ts';
 import { NOTIFICATIONS, WORKFLOWS } from './workflows.ts';
 import { runWorkflow, type WorkflowRuntime } from './runtime/workflows/engine.ts';
+import { entityEventHook } from './runtime/workflows/entity-events.ts';
 import { JobStore } from './runtime/workflows/jobs.ts';
 import { notifier } from './runtime/workflows/notify.ts';
 import { JobRunner } from './runtime/workflows/runner.ts';
@@ -111,9 +112,11 @@ export function createApp(options: AppOptions): App {
   const events = options.events ?? new EventBus();
   const audit = new AuditLog();
   const idempotency = new IdempotencyStore(options.db);
-  const categoryStore = new EntityStore(options.db, categorySpec, audit);
-  const productStore = new EntityStore(options.db, productSpec, audit);
-  const stockMovementStore = new EntityStore(options.db, stockMovementSpec, audit);
+  // Workflows triggered by entity events: their jobs are stored in the transaction of the change.
+  const entityEvents = entityEventHook(WORKFLOWS);
+  const categoryStore = new EntityStore(options.db, categorySpec, audit, entityEvents);
+  const productStore = new EntityStore(options.db, productSpec, audit, entityEvents);
+  const stockMovementStore = new EntityStore(options.db, stockMovementSpec, audit, entityEvents);
   const stores = new Map<string, EntityStore>([
     ['Category', categoryStore],
     ['Product', productStore],

@@ -21,6 +21,7 @@ import { COMMANDS } from './commands.ts';
 import { SKILLS } from './skills.ts';
 import { NOTIFICATIONS, WORKFLOWS } from './workflows.ts';
 import { runWorkflow, type WorkflowRuntime } from './runtime/workflows/engine.ts';
+import { entityEventHook } from './runtime/workflows/entity-events.ts';
 import { JobStore } from './runtime/workflows/jobs.ts';
 import { notifier } from './runtime/workflows/notify.ts';
 import { JobRunner } from './runtime/workflows/runner.ts';
@@ -103,9 +104,11 @@ export function createApp(options: AppOptions): App {
   const events = options.events ?? new EventBus();
   const audit = new AuditLog();
   const idempotency = new IdempotencyStore(options.db);
-  const commentStore = new EntityStore(options.db, commentSpec, audit);
-  const customerStore = new EntityStore(options.db, customerSpec, audit);
-  const ticketStore = new EntityStore(options.db, ticketSpec, audit);
+  // Workflows triggered by entity events: their jobs are stored in the transaction of the change.
+  const entityEvents = entityEventHook(WORKFLOWS);
+  const commentStore = new EntityStore(options.db, commentSpec, audit, entityEvents);
+  const customerStore = new EntityStore(options.db, customerSpec, audit, entityEvents);
+  const ticketStore = new EntityStore(options.db, ticketSpec, audit, entityEvents);
   const stores = new Map<string, EntityStore>([
     ['Comment', commentStore],
     ['Customer', customerStore],

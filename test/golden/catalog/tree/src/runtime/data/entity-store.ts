@@ -66,7 +66,23 @@ export interface RequestContext {
   idempotencyKey?: string;
   /** An anonymous caller's proven scope (http/request.ts RequestState.sessionId). */
   sessionId?: string;
+  /** The workflows, oldest first, whose jobs led to this write through entity events. */
+  workflowChain?: readonly string[];
 }
+
+/** A record created, updated or deleted, as the write's own unit of work tells it. */
+export interface RecordChange {
+  entity: string;
+  event: 'create' | 'update' | 'delete';
+  before: Row | null;
+  after: Row | null;
+}
+
+/**
+ * Runs inside every write's transaction, after the change (workflows/entity-events.ts stores the
+ * jobs of entity-triggered workflows there): what it writes commits or rolls back with the change.
+ */
+export type ChangeHook = (ctx: RequestContext, change: RecordChange) => Work<void>;
 
 export interface UpdatePlan {
   id: RecordKey;
@@ -116,6 +132,7 @@ export class EntityStore {
     readonly db: Database,
     readonly spec: EntitySpec,
     private readonly audit?: AuditLog,
+    private readonly onChange?: ChangeHook,
   ) {
     this.sql = spec.sql[db.dialect];
     for (const f of spec.fields) this.byName.set(f.name, f);
@@ -201,6 +218,7 @@ export class EntityStore {
       recordId,
       changes: diffRecords(null, created),
     });
+    yield* this.changed(ctx, 'create', null, created);
     return this.present(ctx, { ...created });
   }
 
@@ -225,6 +243,7 @@ export class EntityStore {
       recordId: String(key),
       changes: diffRecords(current, null),
     });
+    yield* this.changed(ctx, 'delete', current, null);
   }
 
   /**
@@ -301,6 +320,7 @@ export class EntityStore {
     }
     const changes = diffRecords(plan.before, after);
     yield* this.recordAudit(ctx, { operation, recordId: String(plan.id), changes, detail });
+    yield* this.changed(ctx, 'update', plan.before, after);
     return after;
   }
 
@@ -344,6 +364,16 @@ export class EntityStore {
         : yield* get(`${this.sql.get} AND (${filter.sql})${lock}`, [key, ...filter.params]);
     if (!row) throw this.notFound(id);
     return decodeRow(this.decoded, row);
+  }
+
+  /** Tells the change hook, inside the write's unit of work. */
+  private *changed(
+    ctx: RequestContext,
+    event: RecordChange['event'],
+    before: Row | null,
+    after: Row | null,
+  ): Work<void> {
+    if (this.onChange) yield* this.onChange(ctx, { entity: this.spec.name, event, before, after });
   }
 
   /** `field = value` for each filter, values checked and stored as their field's (400 when one is not). */

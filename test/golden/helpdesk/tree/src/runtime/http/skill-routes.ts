@@ -99,8 +99,13 @@ export function skillRouter(
   workflows: SkillWorkflows,
 ): Router {
   const router = Router({ caseSensitive: true });
+  // A workflow started by entity events is not started by hand.
+  const startable = (name: string) => {
+    const spec = workflows.specs.get(name);
+    return spec !== undefined && spec.trigger?.kind !== 'entity';
+  };
   const served = (a: SkillActionSpec) =>
-    actionKind(a) === 'crud' || (a.workflow !== undefined && workflows.specs.has(a.workflow));
+    actionKind(a) === 'crud' || (a.workflow !== undefined && startable(a.workflow));
   const index = skillIndex(skills, served);
   router.get('/api/skills', matched('skills.index'), (_req, res) => sendJson(res, 200, index));
   for (const skill of skills) {
