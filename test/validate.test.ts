@@ -642,7 +642,9 @@ const CASES: Array<{ fixture: string; root?: string; expected: Expected[] }> = [
         code: 'NOT_GENERATED',
         severity: 'warning',
         path: 'notifications.adapters.1.type',
-        message: 'notification adapter "team" of type "slack" does not send yet: only console adapters do',
+        message:
+          'notification adapter "team" of type "slack" is not built in: register its sender in src/extend.ts ' +
+          '(notifications.team), or notify steps through it fail',
       },
       {
         at: 'app.toml:14:78',

@@ -52,6 +52,17 @@ describe('workflows as jobs (generated app, over HTTP)', function () {
       appDir = path.join(freshDir('workflows'), 'app');
       const r = generate(path.join(ROOT, 'test/fixtures/workflows/app.toml'), appDir);
       expect(r.status, r.stderr).to.equal(0);
+      // The team's own file: a sender for the "team" adapter, which is not built in.
+      fs.writeFileSync(
+        path.join(appDir, 'src', 'extend.ts'),
+        `import { defineExtension } from './runtime/http/extension.ts';
+export default defineExtension({
+  notifications: {
+    team: async (message, config) => console.log(\`TEAM \${String(config.channel)} (\${message.workflow}): \${message.body}\`),
+  },
+});
+`,
+      );
       app = await startApp(appDir, env);
     });
     after(async () => app?.stop());
@@ -234,6 +245,17 @@ describe('workflows as jobs (generated app, over HTTP)', function () {
       expect((await task(t.id)).title).to.equal('loop!!!!');
       expect(JSON.parse(rows[4].error as string)).to.include({ code: 'WORKFLOW_DEPTH_EXCEEDED' });
       expect(JSON.parse(rows[4].error as string).message).to.include('Echo -> Echo -> Echo -> Echo -> Echo -> Echo');
+    });
+
+    it('sends through a sender src/extend.ts registers for an adapter, and fails a job whose adapter has none', async () => {
+      const t = await newTask('loud');
+      const shout = await submit(t.id, 'shout');
+      expect((await finished(app.url, planner, (shout.body as { job: Job }).job.url)).status).to.equal('completed');
+      expect(app.output()).to.include('TEAM #ops (Shout): look at loud');
+      const page = await submit(t.id, 'page');
+      const paged = await finished(app.url, planner, (page.body as { job: Job }).job.url);
+      expect(paged.error).to.include({ code: 'WORKFLOW_STEP_NOT_SUPPORTED' });
+      expect(String(paged.error?.message)).to.include('"pager" (pagerduty) has no sender');
     });
 
     it('keeps jobs across a restart: a client polling after it gets the answer', async () => {

@@ -24,9 +24,9 @@ export function emitWorkflows(bp: Blueprint): string {
   const notRun = bp.workflows.filter((w) => !runsAsJob(w)).map((w) => w.name);
   const notifications = {
     default: bp.notifications.default,
-    adapters: bp.notifications.adapters.map((a) => ({ name: a.name, type: a.type })),
+    adapters: bp.notifications.adapters.map((a) => ({ name: a.name, type: a.type, config: a.config })),
   };
-  const lead = 'export const NOTIFICATIONS: { default?: string; adapters: Array<{ name: string; type: string }> } = '.length;
+  const lead = 'export const NOTIFICATIONS: NotificationConfig = '.length;
   return render('app/src/workflows.ts.hbs', {
     templateSyntax: '{{ path }}',
     workflows: tsLiteral(workflows, { lead: 'export const WORKFLOWS: WorkflowSpec[] = '.length, trail: 1 }),

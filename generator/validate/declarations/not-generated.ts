@@ -72,7 +72,11 @@ export function notGenerated(ctx: CompileContext): void {
   list(table(singleSection(ctx.parsed, 'notifications')).adapters).forEach((raw, i) => {
     const { name, type } = table(raw);
     if (typeof type === 'string' && type !== 'console') {
-      warn(['notifications', 'adapters', i, 'type'], `notification adapter "${String(name)}" of type "${type}" does not send yet: only console adapters do`);
+      warn(
+        ['notifications', 'adapters', i, 'type'],
+        `notification adapter "${String(name)}" of type "${type}" is not built in: register its sender in src/extend.ts ` +
+          `(notifications.${String(name)}), or notify steps through it fail`,
+      );
     }
   });
 }

@@ -12,6 +12,8 @@
 //   services    handed to every command handler as ctx.services.
 //   delegate    for an authenticated actor, the id of the person it acts for, from something your code
 //               verified (never a header taken as is); it becomes actor.delegatedBy in audit records.
+//   notifications  senders of [notifications] adapters that are not console, by adapter name:
+//               (message, config) => Promise<void>; a notify step through one without a sender fails its job.
 //
 // To try the examples, delete the four lines that open and close them (/* example, example */): they add
 // CORS for one origin, a GET /api/me route, a mailer service and delegation your approval service signs.

@@ -4,8 +4,9 @@
 // Their steps are the blueprint's, as written; `{{ path }}` templates are resolved when each step runs.
 
 import type { WorkflowSpec } from './runtime/workflows/engine.ts';
+import type { NotificationConfig } from './runtime/workflows/notify.ts';
 
 export const WORKFLOWS: WorkflowSpec[] = [];
 
-/** [notifications]: the adapter a notify step uses when it names none, and each adapter's type. */
-export const NOTIFICATIONS: { default?: string; adapters: Array<{ name: string; type: string }> } = { adapters: [] };
+/** [notifications]: the adapter a notify step uses when it names none; each adapter's type and config. */
+export const NOTIFICATIONS: NotificationConfig = { adapters: [] };

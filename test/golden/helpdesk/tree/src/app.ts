@@ -161,7 +161,7 @@ export function createApp(options: AppOptions): App {
     stores,
     commands: commandsByName(COMMANDS),
     commandRuntime,
-    ...notifier(NOTIFICATIONS),
+    ...notifier(NOTIFICATIONS, extend.notifications),
   };
   const runner = new JobRunner(jobs, WORKFLOWS, (spec, job, trace) => runWorkflow(workflowRuntime, spec, job, trace), {
     traces,

@@ -5,6 +5,7 @@
 // Not run yet (their triggers have no runtime yet): InboundEmail.
 
 import type { WorkflowSpec } from './runtime/workflows/engine.ts';
+import type { NotificationConfig } from './runtime/workflows/notify.ts';
 
 export const WORKFLOWS: WorkflowSpec[] = [
   {
@@ -55,8 +56,8 @@ export const WORKFLOWS: WorkflowSpec[] = [
   },
 ];
 
-/** [notifications]: the adapter a notify step uses when it names none, and each adapter's type. */
-export const NOTIFICATIONS: { default?: string; adapters: Array<{ name: string; type: string }> } = {
+/** [notifications]: the adapter a notify step uses when it names none; each adapter's type and config. */
+export const NOTIFICATIONS: NotificationConfig = {
   default: 'console',
-  adapters: [{ name: 'console', type: 'console' }],
+  adapters: [{ name: 'console', type: 'console', config: {} }],
 };

@@ -8,6 +8,7 @@ import type { Router } from 'express';
 import type { Actor } from '../core/actor.ts';
 import type { Database } from '../data/database.ts';
 import type { EventBus } from '../commands/events.ts';
+import type { Notification } from '../workflows/engine.ts';
 import type { ApiRequest, Middleware } from './request.ts';
 
 /** What `routes` gets besides the router: the app's own database and event bus. */
@@ -46,7 +47,16 @@ export interface Extension {
    * becomes `actor.delegatedBy` in audit records. Undefined: the actor acts for itself.
    */
   delegate?: (req: ApiRequest, actor: Actor) => string | undefined;
+  /**
+   * Senders of the blueprint's [notifications] adapters that are not built in (only `console` is),
+   * by adapter name: `notifications: { team: async (message, config) => ... }`, `config` being the
+   * adapter's own table of the blueprint. A notify step through an adapter without a sender fails
+   * its job (WORKFLOW_STEP_NOT_SUPPORTED); a sender that throws fails it too.
+   */
+  notifications?: Readonly<Record<string, NotificationSender>>;
 }
+
+export type NotificationSender = (message: Notification, config: Readonly<Record<string, unknown>>) => Promise<void>;
 
 /** Types the default export of src/extend.ts: `export default defineExtension({ ... })`. */
 export function defineExtension(extension: Extension): Extension {
@@ -61,13 +71,19 @@ export function checkExtension(extension: unknown): Extension {
   const where = 'src/extend.ts';
   if (extension === undefined) return {};
   if (!isPlainObject(extension)) throw new Error(`${where} must export default defineExtension({ ... })`);
-  const known = new Set(['middleware', 'routes', 'services', 'delegate']);
+  const known = new Set(['middleware', 'routes', 'services', 'delegate', 'notifications']);
   const unknown = Object.keys(extension).filter((key) => !known.has(key));
   if (unknown.length) {
     const expected = [...known].join(', ');
     throw new Error(`${where}: unknown key(s) ${unknown.join(', ')} (expected ${expected})`);
   }
-  const { middleware, routes, services, delegate } = extension as Record<string, unknown>;
+  const { middleware, routes, services, delegate, notifications } = extension as Record<string, unknown>;
+  if (notifications !== undefined) {
+    if (!isPlainObject(notifications)) throw new Error(`${where}: notifications must be an object of functions`);
+    for (const [name, send] of Object.entries(notifications)) {
+      if (typeof send !== 'function') throw new Error(`${where}: notifications.${name} is not a function`);
+    }
+  }
   if (middleware !== undefined) {
     if (!Array.isArray(middleware)) throw new Error(`${where}: middleware must be an array of functions`);
     middleware.forEach((step, i) => {
