@@ -200,7 +200,7 @@ describe('skill actions (generated app, over HTTP)', function () {
       expect(gone.status).to.equal(404);
     });
 
-    it('lets anonymous callers use a skill with auth = "none", under the entity rules, and writes nothing for them', async () => {
+    it('lets anonymous callers use a skill with auth = "none", under the entity rules', async () => {
       const open = await request(app.url, 'GET', '/api/skills/public/tasks');
       expect(open.status, open.text).to.equal(200);
       expect((open.body as { items: Rec[] }).items.map((t) => t.title)).to.deep.equal(['c', 'd']);

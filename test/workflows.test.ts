@@ -258,6 +258,21 @@ export default defineExtension({
       expect(String(paged.error?.message)).to.include('"pager" (pagerduty) has no sender');
     });
 
+    it('lets a running job finish when the app is stopped (SIGTERM) before it exits', async () => {
+      const t = await newTask('drained');
+      const res = await submit(t.id, 'ponder', { waitMs: 800 });
+      const url = (res.body as { job: Job }).job.url;
+      for (let i = 0; i < 100; i++) {
+        if (((await request(app.url, 'GET', url, { headers: planner })).body as Job).status === 'running') break;
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+      await app.stop();
+      app = await startApp(appDir, env);
+      const done = (await request(app.url, 'GET', url, { headers: planner })).body as Job;
+      expect(done, JSON.stringify(done)).to.include({ status: 'completed', attempts: 1 });
+      expect((await task(t.id)).priority).to.equal(2);
+    });
+
     it('keeps jobs across a restart: a client polling after it gets the answer', async () => {
       const t = await newTask('durable');
       const res = await submit(t.id, 'bump', { priority: 4 });

@@ -11,6 +11,7 @@ import { errorResponses } from './openapi/responses.ts';
 import { AUDIT_SCHEMAS, entitySchemas, ERROR_SCHEMA, HEALTH_STATUS_SCHEMA, SESSION_SCHEMA } from './openapi/schemas.ts';
 import { auditPath, authPaths, META_PATHS } from './openapi/service-paths.ts';
 import { JOB_SCHEMA, jobPath, SKILL_INDEX_PATH, skillPaths } from './openapi/skill-paths.ts';
+import { startsJobs } from '../model/workflows.ts';
 
 export function emitOpenApi(bp: Blueprint): string {
   const email = bp.auth.providers.includes('email');
@@ -28,7 +29,7 @@ export function emitOpenApi(bp: Blueprint): string {
   Object.assign(paths, auditPath(bp));
   Object.assign(paths, SKILL_INDEX_PATH);
   // Jobs exist when a skill action starts a workflow that runs as one.
-  if (bp.skills.some((s) => s.actions.some((a) => bp.workflows.some((w) => w.name === a.workflow && w.trigger.kind === 'manual')))) {
+  if (startsJobs(bp)) {
     Object.assign(paths, jobPath(bp));
     schemas.WorkflowJob = JOB_SCHEMA;
   }

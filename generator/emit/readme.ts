@@ -4,7 +4,7 @@
 
 import * as path from 'node:path';
 import { publicActions } from '../model/access-defaults.ts';
-import { runsAsJob } from './workflows.ts';
+import { runsAsJob, startedByHand } from '../model/workflows.ts';
 import type { Blueprint } from '../model/types.ts';
 import { render } from './templates.ts';
 
@@ -65,7 +65,7 @@ export function emitReadme(bp: Blueprint, options: ReadmeOptions): string {
       '  ',
     );
   });
-  const jobWorkflows = new Set(bp.workflows.filter((w) => w.trigger.kind === 'manual').map((w) => w.name));
+  const jobWorkflows = new Set(bp.workflows.filter(startedByHand).map((w) => w.name));
   const skillActions = bp.skills.flatMap((skill) =>
     skill.actions
       .filter((a) => (a.entity && a.action && !a.workflow) || (a.workflow && jobWorkflows.has(a.workflow)))

@@ -1,14 +1,10 @@
 // src/workflows.ts: the workflows that run as jobs, as specs for runtime/workflows/engine.ts, and
 // the notification adapters their notify steps use.
 
-import type { Blueprint, Workflow } from '../model/types.ts';
+import type { Blueprint } from '../model/types.ts';
+import { runsAsJob } from '../model/workflows.ts';
 import { render } from './templates.ts';
 import { tsLiteral } from './ts-literal.ts';
-
-/** Workflows bp runs: started by hand (a skill action) or by entity events. Webhooks and schedules come later. */
-export function runsAsJob(workflow: Workflow): boolean {
-  return workflow.trigger.kind === 'manual' || workflow.trigger.kind === 'entity';
-}
 
 export function emitWorkflows(bp: Blueprint): string {
   const workflows = bp.workflows.filter(runsAsJob).map((w) => ({

@@ -5,6 +5,8 @@
 // `actor.effectiveId`, `actor.metadata.*`), set once when the actor is made (makeActor), so that
 // rules read them as plain properties, with no work per check.
 
+import { AppError } from './errors.ts';
+
 export type ActorKind = 'user' | 'agent' | 'service' | 'system' | 'anonymous';
 
 /** The kinds of an actor that is someone: Zebric's `actor.type`. */
@@ -53,6 +55,16 @@ export function makeActor(fields: ActorFields): Actor {
  * system session does. No request can be this actor: only code that imports it.
  */
 export const SYSTEM: Actor = makeActor({ kind: 'system', id: 'system', credentialId: 'system', roles: [] });
+
+/**
+ * Refuses (403 INSUFFICIENT_SCOPE) an API key that lacks any of `needed`: scopes narrow what a key
+ * may call; people are not scoped. `what` names who needs them in the message.
+ */
+export function requireScopes(actor: Actor, needed: readonly string[], what: string): void {
+  if (actor.kind !== 'agent') return;
+  const missing = needed.filter((s) => !actor.scopes?.includes(s));
+  if (missing.length) throw new AppError('INSUFFICIENT_SCOPE', `${what} needs the scope(s) ${missing.join(', ')}`);
+}
 
 export function isAuthenticated(actor: Actor | undefined): actor is Actor {
   return actor !== undefined && actor.kind !== 'anonymous';

@@ -3,6 +3,7 @@
 // action with its body and the 202 job it answers; and GET /api/skills and GET /api/jobs/{id}.
 
 import type { Blueprint, Entity, Skill, SkillAction } from '../../model/types.ts';
+import { pathParams } from '../../../runtime-lib/http/skill-routes.ts';
 import { actionRisk } from '../skills.ts';
 import { errorResponse, IDEMPOTENCY_HEADER, json, ref, RUN_ID_HEADER, schemeNames, TRACE_HEADER, type Schema } from './common.ts';
 import { entitySchemas, fieldSchema, keySchema } from './schemas.ts';
@@ -26,10 +27,35 @@ function paramSchema(bp: Blueprint, entity: Entity, fieldName: string): Schema {
   return schema;
 }
 
+/**
+ * What every action's operation starts with: its id (`<skill>_<action>`, as Zebric names it), tag,
+ * summary, risk and scopes (and `extensions`), and the credentials it takes (none needed for a skill
+ * with auth none).
+ */
+function identity(bp: Blueprint, skill: Skill, action: SkillAction, extensions: Schema = {}): Schema {
+  const schemes = schemeNames(bp);
+  return {
+    operationId: `${skill.name}_${action.name}`,
+    tags: [skill.name],
+    ...(action.description ? { summary: action.description } : {}),
+    'x-risk': actionRisk(action),
+    'x-scopes': [...action.scopes],
+    ...extensions,
+    ...(schemes.length
+      ? {
+          security: [
+            ...schemes.map((name) => ({ [name]: name === 'apiKey' ? [...action.scopes] : [] })),
+            ...(skill.auth === 'none' ? [{}] : []),
+          ],
+        }
+      : {}),
+  };
+}
+
 function operation(bp: Blueprint, skill: Skill, action: SkillAction, entity: Entity): Schema {
   const n = entity.name;
-  const params = [...action.route.matchAll(/\{([A-Za-z_][A-Za-z0-9_]*)\}/g)].map((m) => m[1]);
-  const pathParams = params.map((p) => {
+  const params = pathParams(action.route);
+  const pathParameters = params.map((p) => {
     const field = action.mapParams[p] ?? p;
     return { name: p, in: 'path', required: true, description: `${n}.${field}`, schema: paramSchema(bp, entity, field) };
   });
@@ -71,20 +97,8 @@ function operation(bp: Blueprint, skill: Skill, action: SkillAction, entity: Ent
     delete: { '204': { description: 'Deleted', headers: TRACE_HEADER }, '404': errorResponse('NotFound'), '409': errorResponse('Conflict') },
   }[action.action as string] as Record<string, Schema>;
   return {
-    operationId: `${skill.name}_${action.name}`,
-    tags: [skill.name],
-    ...(action.description ? { summary: action.description } : {}),
-    'x-risk': actionRisk(action),
-    'x-scopes': [...action.scopes],
-    ...(schemes.length
-      ? {
-          security: [
-            ...schemes.map((name) => ({ [name]: name === 'apiKey' ? [...action.scopes] : [] })),
-            ...(skill.auth === 'none' ? [{}] : []),
-          ],
-        }
-      : {}),
-    parameters: [...pathParams, ...queryParams, ...(mutation ? [IDEMPOTENCY_HEADER, RUN_ID_HEADER] : [])],
+    ...identity(bp, skill, action),
+    parameters: [...pathParameters, ...queryParams, ...(mutation ? [IDEMPOTENCY_HEADER, RUN_ID_HEADER] : [])],
     ...(action.action === 'create' || action.action === 'update' ? { requestBody: requestBody(bp, action, entity, params) } : {}),
     responses: {
       ...responses,
@@ -153,7 +167,7 @@ export function jobPath(bp: Blueprint): Record<string, Schema> {
 
 /** A workflow action: its declared body, the record its path names, and the 202 job. */
 function workflowOperation(bp: Blueprint, skill: Skill, action: SkillAction, entity: Entity | undefined): Schema {
-  const params = [...action.route.matchAll(/\{([A-Za-z_][A-Za-z0-9_]*)\}/g)].map((m) => m[1]);
+  const params = pathParams(action.route);
   const schemes = schemeNames(bp);
   const body = {
     type: 'object',
@@ -166,20 +180,7 @@ function workflowOperation(bp: Blueprint, skill: Skill, action: SkillAction, ent
     additionalProperties: false,
   };
   return {
-    operationId: `${skill.name}_${action.name}`,
-    tags: [skill.name],
-    ...(action.description ? { summary: action.description } : {}),
-    'x-risk': actionRisk(action),
-    'x-scopes': [...action.scopes],
-    'x-workflow': action.workflow,
-    ...(schemes.length
-      ? {
-          security: [
-            ...schemes.map((name) => ({ [name]: name === 'apiKey' ? [...action.scopes] : [] })),
-            ...(skill.auth === 'none' ? [{}] : []),
-          ],
-        }
-      : {}),
+    ...identity(bp, skill, action, { 'x-workflow': action.workflow }),
     parameters: [
       ...params.map((p) => ({
         name: p,

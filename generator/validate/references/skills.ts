@@ -5,14 +5,14 @@ import { type Blueprint, type Entity } from '../../model/types.ts';
 import { FIELD_TYPES } from '../../../runtime-lib/core/values.ts';
 import type { KeyPath } from '../../parse/locate.ts';
 import { didYouMean } from '../../suggest.ts';
+import { startsJobs } from '../../model/workflows.ts';
 import { entityNamed, fieldNamed, names, unknownEntity, unknownField } from './common.ts';
 
 export function skillActions(ctx: CompileContext, bp: Blueprint): void {
   const routes = new Map<string, string>();
   // Jobs are polled at GET /api/jobs/<id> (spec 4.4): an entity whose routes are /api/jobs would take it.
-  const startsJobs = bp.skills.some((s) => s.actions.some((a) => bp.workflows.some((w) => w.name === a.workflow && w.trigger.kind === 'manual')));
   const jobs = bp.entities.find((e) => e.collection === 'jobs');
-  if (startsJobs && jobs) {
+  if (jobs && startsJobs(bp)) {
     ctx.report('DUPLICATE_ROUTE', ['entity', jobs.name], `entity "${jobs.name}" is served at /api/jobs, where workflow jobs are polled (GET /api/jobs/<id>)`, {
       hint: `rename the entity (its routes follow its name), or start no workflow from a skill action`,
     });

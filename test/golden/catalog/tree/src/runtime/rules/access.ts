@@ -8,7 +8,7 @@
 // leaves it (WITH CHECK, checkWrite). The app's own trusted work (the SYSTEM actor) passes every
 // check, as Zebric's system session does.
 
-import { isAuthenticated, type Actor } from '../core/actor.ts';
+import { isAuthenticated, type Actor, requireScopes } from '../core/actor.ts';
 import type { Dialect } from '../core/dialect.ts';
 import { andFilters, type ColumnType, conditionToSql, notFilter, orFilters, type RowFilter } from './condition-sql.ts';
 import { checkCondition, type Condition, conditionReadsRecord, ownerField } from './conditions.ts';
@@ -202,11 +202,7 @@ export class Access {
 
   /** Scopes narrow the credential whatever the record: checked before any record is looked up. */
   requireScopes(actor: Actor, action: EntityAction): void {
-    if (actor.kind !== 'agent') return;
-    const needed = action === 'read' ? this.policy.scopes.read : this.policy.scopes.write;
-    const missing = needed.filter((s) => !actor.scopes?.includes(s));
-    if (missing.length)
-      throw new AppError('INSUFFICIENT_SCOPE', `this API key needs the scope(s) ${missing.join(', ')}`);
+    requireScopes(actor, action === 'read' ? this.policy.scopes.read : this.policy.scopes.write, 'this API key');
   }
 
   /** Rules of the actor's roles that match this entity and action. */

@@ -17,7 +17,7 @@
 // and commits. Events the handler published are delivered after the commit; a throw anywhere
 // leaves nothing behind.
 
-import { type Actor, effectiveIdOf, isAuthenticated } from '../core/actor.ts';
+import { type Actor, effectiveIdOf, isAuthenticated, requireScopes } from '../core/actor.ts';
 import type { CommandHandler, ScopedDb } from './handler.ts';
 import type { AuditLog } from '../data/audit.ts';
 import { checkCondition, type Condition } from '../rules/conditions.ts';
@@ -132,11 +132,7 @@ export async function executeCommand<I, R>(
 /** The checks before any work: an authenticated actor (401), an API key's scopes (403), the input (400). */
 export function admitCommand(spec: CommandSpec, actor: Actor, rawInput: unknown): Record<string, unknown> {
   if (!isAuthenticated(actor)) throw new AppError('UNAUTHENTICATED', 'sign in or present an API key to run commands');
-  if (actor.kind === 'agent') {
-    const missing = spec.scopes.filter((s) => !actor.scopes?.includes(s));
-    if (missing.length)
-      throw new AppError('INSUFFICIENT_SCOPE', `${spec.operationId} needs the scope(s) ${missing.join(', ')}`);
-  }
+  requireScopes(actor, spec.scopes, spec.operationId);
   return checkInput(spec, rawInput);
 }
 

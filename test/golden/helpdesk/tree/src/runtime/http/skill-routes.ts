@@ -17,7 +17,7 @@
 
 import type { ServerResponse } from 'node:http';
 import { Router } from 'express';
-import { type Actor, isAuthenticated } from '../core/actor.ts';
+import { type Actor, isAuthenticated, requireScopes } from '../core/actor.ts';
 import { AppError, type ErrorDetail } from '../core/errors.ts';
 import type { FieldType } from '../core/values.ts';
 import type { EntityStore } from '../data/entity-store.ts';
@@ -81,6 +81,11 @@ export interface SkillWorkflows {
   jobs: JobStore;
   /** Told when a job was submitted, so that it starts at once. */
   submitted(): void;
+}
+
+/** The `{param}` names of an action's declared path, in order. */
+export function pathParams(path: string): string[] {
+  return [...path.matchAll(/\{([A-Za-z_][A-Za-z0-9_]*)\}/g)].map((m) => m[1]);
 }
 
 /** What an action does once its route is matched: a CRUD operation, a workflow job, or nothing. */
@@ -184,7 +189,7 @@ function crudAction(
   const { spec } = store;
   const fields = new Map(spec.fields.map((f) => [f.name, f]));
   const operation = `skill:${skill.name}.${action.name}`;
-  const paramNames = [...action.path.matchAll(/\{([A-Za-z_][A-Za-z0-9_]*)\}/g)].map((m) => m[1]);
+  const paramNames = pathParams(action.path);
   const fieldOf = (param: string) => action.mapParams[param] ?? param;
   const idParam = paramNames.find((p) => fieldOf(p) === spec.primaryKey);
 
@@ -273,10 +278,7 @@ function crudAction(
 function admitCaller(skill: SkillSpec, action: SkillActionSpec, actor: Actor): void {
   if (skill.auth === 'required' && !isAuthenticated(actor))
     throw new AppError('UNAUTHENTICATED', `skill ${skill.name} needs an API key or a session`);
-  if (actor.kind !== 'agent') return;
-  const missing = action.scopes.filter((s) => !actor.scopes?.includes(s));
-  if (missing.length)
-    throw new AppError('INSUFFICIENT_SCOPE', `${skill.name}.${action.name} needs the scope(s) ${missing.join(', ')}`);
+  requireScopes(actor, action.scopes, `${skill.name}.${action.name}`);
 }
 
 /**
@@ -293,7 +295,7 @@ function workflowAction(
 ): Handler {
   const spec = workflows.specs.get(action.workflow as string) as WorkflowSpec;
   const operation = `skill:${skill.name}.${action.name}`;
-  const paramNames = [...action.path.matchAll(/\{([A-Za-z_][A-Za-z0-9_]*)\}/g)].map((m) => m[1]);
+  const paramNames = pathParams(action.path);
   const key = store?.spec.primaryKey;
   const idParam = key === undefined ? undefined : paramNames.find((p) => (action.mapParams[p] ?? p) === key);
   return async (req, res) => {

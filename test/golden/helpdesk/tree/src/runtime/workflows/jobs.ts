@@ -77,7 +77,10 @@ export class JobStore {
   }
 
   /** Claims pending jobs, oldest first, as long as each workflow stays within its limit. */
-  claim(limits: ReadonlyMap<string, number>, max: number): Promise<ClaimedJob[]> {
+  async claim(limits: ReadonlyMap<string, number>, max: number): Promise<ClaimedJob[]> {
+    // The runner asks every second: with nothing pending, a read answers, not a write transaction
+    // (and, on PostgreSQL, its advisory locks).
+    if (!(await this.db.read(get(`SELECT 1 AS "one" FROM ${T} WHERE "status" = 'pending' LIMIT 1`)))) return [];
     const postgres = this.postgres;
     return this.db.write(function* () {
       const claimed: ClaimedJob[] = [];
