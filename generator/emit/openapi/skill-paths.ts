@@ -3,7 +3,7 @@
 // action with its body and the 202 job it answers; and GET /api/skills and GET /api/jobs/{id}.
 
 import type { Blueprint, Entity, Skill, SkillAction } from '../../model/types.ts';
-import { pathParams } from '../../../runtime-lib/http/skill-routes.ts';
+import { pathParams } from '../../../runtime-lib/core/path-params.ts';
 import { actionRisk } from '../skills.ts';
 import { errorResponse, IDEMPOTENCY_HEADER, json, ref, RUN_ID_HEADER, schemeNames, TRACE_HEADER, type Schema } from './common.ts';
 import { entitySchemas, fieldSchema, keySchema } from './schemas.ts';

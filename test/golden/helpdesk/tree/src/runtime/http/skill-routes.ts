@@ -18,6 +18,7 @@
 import type { ServerResponse } from 'node:http';
 import { Router } from 'express';
 import { type Actor, isAuthenticated, requireScopes } from '../core/actor.ts';
+import { pathParams } from '../core/path-params.ts';
 import { AppError, type ErrorDetail } from '../core/errors.ts';
 import type { FieldType } from '../core/values.ts';
 import type { EntityStore } from '../data/entity-store.ts';
@@ -81,11 +82,6 @@ export interface SkillWorkflows {
   jobs: JobStore;
   /** Told when a job was submitted, so that it starts at once. */
   submitted(): void;
-}
-
-/** The `{param}` names of an action's declared path, in order. */
-export function pathParams(path: string): string[] {
-  return [...path.matchAll(/\{([A-Za-z_][A-Za-z0-9_]*)\}/g)].map((m) => m[1]);
 }
 
 /** What an action does once its route is matched: a CRUD operation, a workflow job, or nothing. */
