@@ -111,6 +111,8 @@ export async function emitApp(bp: Blueprint, options: EmitOptions): Promise<Emit
   files.set('src/app.ts', render('app/src/app.ts.hbs', {
     entities,
     emailAuth,
+    webhooks: bp.workflows.some((w) => w.trigger.kind === 'webhook'),
+    schedules: bp.workflows.some((w) => w.trigger.kind === 'schedule'),
     slug: bp.slug,
     title: bp.project.name,
     loginPath: bp.auth.loginPath,

@@ -281,6 +281,16 @@ model BpJob {
   @@map("_bp_jobs")
 }
 
+/// Triggers that fire once across instances (runtime/workflows/fired-once.ts): a schedule's tick, a signed
+/// webhook delivery. Kept until expiresAt (epoch milliseconds), while a duplicate could still arrive.
+model BpTriggerFired {
+  key       String @id
+  expiresAt BigInt
+
+  @@index([expiresAt])
+  @@map("_bp_triggers_fired")
+}
+
 /// One row, rewritten by every readiness probe (GET /readyz, runtime/http/health.ts); checkedAt is epoch milliseconds.
 model BpReady {
   id        String @id

@@ -26,7 +26,10 @@ import { lookup, resolveTemplates } from './templates.ts';
 /** A step as the blueprint wrote it: its type, an optional name and assignTo, and its own keys. */
 export type StepSpec = Readonly<Record<string, unknown>> & { type: string; name?: string; assignTo?: string };
 
-/** How a workflow starts: by hand (a skill action), or when records of an entity change. */
+/**
+ * How a workflow starts: by hand (a skill action), when records of an entity change, when a caller
+ * posts to its webhook route (http/webhook-routes.ts), or on a cron schedule (schedules.ts).
+ */
 export type WorkflowTrigger =
   | { kind: 'manual' }
   | {
@@ -35,7 +38,14 @@ export type WorkflowTrigger =
       event: 'create' | 'update' | 'delete';
       /** `before.<field>` / `after.<field>` -> the value it must hold. */
       condition: Readonly<Record<string, unknown>>;
-    };
+    }
+  | {
+      kind: 'webhook';
+      route: string;
+      /** The environment variable holding the secret a caller must prove it knows. */
+      secretEnv?: string;
+    }
+  | { kind: 'schedule'; cron: string };
 
 export interface WorkflowSpec {
   name: string;
@@ -75,12 +85,21 @@ export interface WorkflowRuntime {
 /**
  * The context templates and preconditions read. A job submitted by a skill action has
  * `variables.data` (record, payload, params, attribution); one started by an entity event has
- * `trigger.before` and `trigger.after` (also as `variables.before` and `variables.after`).
+ * `trigger.before` and `trigger.after` (also as `variables.before` and `variables.after`); one
+ * started by a webhook has `webhook.body`, `webhook.headers` and `webhook.query` (also under
+ * `trigger`); one started by its schedule has `trigger.tick`, the instant it was due.
  */
 export function runContext(data: Record<string, unknown>): Record<string, unknown> {
   if (data.kind === 'entity') {
     const { entity, event, before, after } = data;
     return { trigger: { type: 'entity', entity, event, before, after }, variables: { entity, event, before, after } };
+  }
+  if (data.kind === 'webhook') {
+    const webhook = { body: data.body, headers: data.headers, query: data.query };
+    return { webhook, trigger: { type: 'webhook', ...webhook }, variables: {} };
+  }
+  if (data.kind === 'schedule') {
+    return { trigger: { type: 'schedule', tick: data.tick }, variables: { tick: data.tick } };
   }
   return { variables: { data }, trigger: { type: 'manual', data } };
 }

@@ -33,6 +33,7 @@ import { healthProbes } from './runtime/http/health.ts';
 import { compose, matched, onlyFor, routing, tracing } from './runtime/http/pipeline.ts';
 import { errorHandler, errorSender, routeNotFound } from './runtime/http/respond.ts';
 import { skillRouter } from './runtime/http/skill-routes.ts';
+import { webhookRoutes } from './runtime/http/webhook-routes.ts';
 import { TraceStore } from './runtime/observe/tracing.ts';
 import { commentRoutes, commentSpec } from './entities/comment.ts';
 import { customerRoutes, customerSpec } from './entities/customer.ts';
@@ -170,6 +171,8 @@ export function createApp(options: AppOptions): App {
     singleInstance: options.db.dialect === 'sqlite',
   });
   runner.start();
+  // Deliveries are not browser requests: they are served before sessions and CSRF.
+  const webhooks = webhookRoutes(WORKFLOWS, { db: options.db, env, submitted: () => runner.wake(), warn });
   const skillWorkflows = { specs: new Map(WORKFLOWS.map((w) => [w.name, w])), jobs, submitted: () => runner.wake() };
   const openapi = fs.readFileSync(path.join(options.appDir, 'openapi.json'));
   const app = express();
@@ -197,11 +200,12 @@ export function createApp(options: AppOptions): App {
   app.use(routeNotFound);
   app.use(errorHandler(sendError));
 
-  // Every request: trace, your middleware, credentials (session, then API key or person), CSRF;
+  // Every request: trace, your middleware, webhook deliveries, credentials (session, then API key or person), CSRF;
   // then the routes.
   const pipeline = compose(
     tracing(traces),
     ...(extend.middleware ?? []),
+    webhooks,
     auth.session,
     authenticate({ apiKeys, sessionActor: auth.sessionActor, delegate }),
     auth.csrf,

@@ -44,6 +44,11 @@ export const ERROR_CODES = {
     retryable: false,
     description: 'The record does not exist (or is not visible to the actor).',
   },
+  METHOD_NOT_ALLOWED: {
+    status: 405,
+    retryable: false,
+    description: 'The route exists but not for this method; the Allow header lists the ones it takes.',
+  },
   ROUTE_NOT_FOUND: { status: 404, retryable: false, description: 'No route matches the method and path.' },
   EMAIL_TAKEN: { status: 409, retryable: false, description: 'An account with this e-mail exists.' },
   UNIQUE_CONFLICT: { status: 409, retryable: false, description: 'A unique field already holds this value.' },
@@ -57,6 +62,11 @@ export const ERROR_CODES = {
     status: 409,
     retryable: false,
     description: 'The record is no longer in the state the workflow requires.',
+  },
+  WEBHOOK_REPLAYED: {
+    status: 409,
+    retryable: false,
+    description: 'This signed webhook delivery was already received; it starts its workflow once.',
   },
   WORKFLOW_TEMPLATE_UNRESOLVED: {
     status: 422,

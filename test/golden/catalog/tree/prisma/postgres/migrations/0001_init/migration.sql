@@ -98,6 +98,14 @@ CREATE TABLE "_bp_jobs" (
 );
 
 -- CreateTable
+CREATE TABLE "_bp_triggers_fired" (
+    "key" TEXT NOT NULL,
+    "expiresAt" BIGINT NOT NULL,
+
+    CONSTRAINT "_bp_triggers_fired_pkey" PRIMARY KEY ("key")
+);
+
+-- CreateTable
 CREATE TABLE "_bp_ready" (
     "id" TEXT NOT NULL,
     "checkedAt" BIGINT NOT NULL,
@@ -122,6 +130,9 @@ CREATE INDEX "_bp_idempotency_expiresAt_idx" ON "_bp_idempotency"("expiresAt");
 
 -- CreateIndex
 CREATE INDEX "_bp_jobs_status_workflow_createdAt_idx" ON "_bp_jobs"("status", "workflow", "createdAt");
+
+-- CreateIndex
+CREATE INDEX "_bp_triggers_fired_expiresAt_idx" ON "_bp_triggers_fired"("expiresAt");
 
 -- AddForeignKey
 ALTER TABLE "Category" ADD CONSTRAINT "Category_parentId_fkey" FOREIGN KEY ("parentId") REFERENCES "Category"("id")
