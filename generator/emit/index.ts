@@ -25,6 +25,7 @@ import { publicActions } from '../model/access-defaults.ts';
  */
 export const APP_DEPENDENCIES: Record<string, string> = {
   'better-sqlite3': '^12.6.0',
+  croner: '^11.0.1',
   'csrf-sync': '^4.2.1',
   esbuild: '^0.28.2',
   express: '^5.3.0',
