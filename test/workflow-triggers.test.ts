@@ -1,13 +1,15 @@
 // Workflows their triggers start, over HTTP on a generated app: webhook deliveries proved by a
 // bearer secret or an HMAC signature (with its timestamp window and replay refusal), a webhook
 // whose secret is not configured, an open webhook whose steps meet the access rules as an
-// anonymous caller, and a schedule that runs each tick once and skips the ticks of a restart.
+// anonymous caller, and a schedule that runs each tick once and skips the ticks of a restart. Then
+// the trace of a request whose change starts a workflow: the queued job, and its run.
 
 import { createHmac } from 'node:crypto';
 import * as path from 'node:path';
 import BetterSqlite3 from 'better-sqlite3';
 import { expect } from 'chai';
 import { bp, freshDir, generate, request, ROOT, startApp, typecheck, type HttpResponse, type RunningApp } from './support/apps.ts';
+import { bootInProcess, type InProcessApp } from './support/commands/harness.ts';
 
 type Rec = Record<string, unknown>;
 const errorCode = (res: HttpResponse) => (res.body as { error: { code: string } }).error.code;
@@ -206,5 +208,38 @@ describe('workflow triggers: webhooks and schedules (generated app, over HTTP)',
     const missed = ticks.filter((t) => t > stoppedAt + 1_000 && t < restartedAt);
     expect(missed, 'ticks run for the time the app was stopped').to.deep.equal([]);
     expect(ticks.filter((t) => t >= restartedAt).length).to.be.at.least(1);
+  });
+});
+
+describe('the trace of a request that starts a workflow (generated app, in process)', function () {
+  this.timeout(120_000);
+  let app: InProcessApp;
+  const env = { PLANNER_API_KEY: 'planner-key-0123456789abcdef', VIEWER_API_KEY: 'viewer-key-0123456789abcdef' };
+
+  before(async () => {
+    const appDir = path.join(freshDir('workflow-traces'), 'app');
+    const r = generate(path.join(ROOT, 'test/fixtures/workflows/app.toml'), appDir);
+    expect(r.status, r.stderr).to.equal(0);
+    app = await bootInProcess(appDir, env);
+  });
+  after(async () => app?.close());
+
+  it('shows the job an entity event queued, then its run with a link to the run\'s own trace', async () => {
+    const res = await request(app.url, 'POST', '/api/tasks', {
+      json: { title: 'fire drill', projectId: 'p1', priority: 9 },
+      headers: { authorization: `Bearer ${env.PLANNER_API_KEY}`, 'idempotency-key': 'urgent-1' },
+    });
+    expect(res.status, res.text).to.equal(201);
+    const traceId = res.headers.get('x-trace-id') as string;
+    const trace = () => app.traces.list().find((t) => t.traceId === traceId);
+    const workflowSpans = () => (trace()?.spans ?? []).filter((s) => s.type === 'workflow');
+    for (let i = 0; i < 100 && workflowSpans().length < 2; i++) await new Promise((resolve) => setTimeout(resolve, 50));
+    const [queued, ran] = workflowSpans();
+    expect(queued).to.include({ name: 'workflow.AnnounceUrgent' });
+    expect(queued.attributes).to.include({ status: 'pending' });
+    expect(ran, 'the run, attached to the causing trace').to.include({ name: 'workflow.AnnounceUrgent', parentId: 1 });
+    expect(ran.attributes).to.include({ jobId: queued.attributes?.jobId, status: 'completed', causeTraceId: traceId });
+    const run = app.traces.list().find((t) => t.traceId === ran.attributes?.runTraceId);
+    expect(run?.metadata).to.include({ method: 'JOB', route: 'workflow.AnnounceUrgent' });
   });
 });

@@ -260,7 +260,8 @@ model BpIdempotency {
   @@map("_bp_idempotency")
 }
 
-/// Workflow jobs (runtime/workflows/jobs.ts); times are epoch milliseconds, data, actor, result and error JSON.
+/// Workflow jobs (runtime/workflows/jobs.ts); times are epoch milliseconds, data, actor, result and error JSON;
+/// causeTraceId is the trace of the request that caused the job.
 /// A running job's lease is renewed by the instance running it: a lapsed lease means that instance stopped.
 model BpJob {
   id             String  @id
@@ -276,6 +277,7 @@ model BpJob {
   startedAt      BigInt?
   finishedAt     BigInt?
   leaseExpiresAt BigInt?
+  causeTraceId   String?
 
   @@index([status, workflow, createdAt])
   @@map("_bp_jobs")

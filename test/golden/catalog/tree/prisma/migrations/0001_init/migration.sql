@@ -90,7 +90,8 @@ CREATE TABLE "_bp_jobs" (
     "createdAt" BIGINT NOT NULL,
     "startedAt" BIGINT,
     "finishedAt" BIGINT,
-    "leaseExpiresAt" BIGINT
+    "leaseExpiresAt" BIGINT,
+    "causeTraceId" TEXT
 );
 
 -- CreateTable

@@ -84,7 +84,8 @@ CREATE TABLE "_bp_jobs" (
     "createdAt" BIGINT NOT NULL,
     "startedAt" BIGINT,
     "finishedAt" BIGINT,
-    "leaseExpiresAt" BIGINT
+    "leaseExpiresAt" BIGINT,
+    "causeTraceId" TEXT
 );
 
 -- CreateTable

@@ -90,7 +90,7 @@ async function deliver(spec: WorkflowSpec, req: ApiRequest, res: ServerResponse,
   const job = await options.db.write(function* () {
     if (replayKey !== undefined && !(yield* fireOnce(replayKey, SIGNATURE_WINDOW_MS * 2)))
       throw new AppError('WEBHOOK_REPLAYED', 'this signed delivery was already received: it starts its workflow once');
-    return yield* insertJob(spec.name, owner, actor, data);
+    return yield* insertJob(spec.name, owner, actor, data, req.trace);
   }, req.trace);
   options.submitted();
   // Nobody can poll a delivery's job (no credential owns it): the answer carries no URL.

@@ -117,7 +117,11 @@ export class JobRunner {
   private async run(job: ClaimedJob): Promise<void> {
     const spec = this.byName.get(job.workflow) as WorkflowSpec;
     const trace = new ActiveTrace();
-    const span = trace.startSpan(`workflow.${spec.name}`, 'workflow', { jobId: job.id, attempt: job.attempts });
+    const span = trace.startSpan(`workflow.${spec.name}`, 'workflow', {
+      jobId: job.id,
+      attempt: job.attempts,
+      ...(job.causeTraceId ? { causeTraceId: job.causeTraceId } : {}),
+    });
     try {
       const result = await this.runJob(spec, job, trace);
       span.end({ status: 'completed' });
@@ -131,7 +135,14 @@ export class JobRunner {
       else await this.jobs.fail(job.id, failure);
     } finally {
       const route = `workflow.${spec.name}`;
-      this.options.traces?.add(trace.finish({ method: 'JOB', path: `/api/jobs/${job.id}`, statusCode: 200, route }));
+      const filed = trace.finish({ method: 'JOB', path: `/api/jobs/${job.id}`, statusCode: 200, route });
+      this.options.traces?.add(filed);
+      // The causing request's trace shows the run too, pointing at the run's own trace.
+      if (job.causeTraceId) {
+        const { name, type, startTime, endTime, duration, attributes } = filed.spans[0];
+        const run = { name, type, startTime, endTime, duration, attributes: { ...attributes, runTraceId: filed.traceId } };
+        this.options.traces?.attach(job.causeTraceId, run);
+      }
     }
   }
 }

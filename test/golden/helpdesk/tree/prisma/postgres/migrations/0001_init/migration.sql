@@ -89,6 +89,7 @@ CREATE TABLE "_bp_jobs" (
     "startedAt" BIGINT,
     "finishedAt" BIGINT,
     "leaseExpiresAt" BIGINT,
+    "causeTraceId" TEXT,
 
     CONSTRAINT "_bp_jobs_pkey" PRIMARY KEY ("id")
 );
