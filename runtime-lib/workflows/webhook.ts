@@ -37,7 +37,7 @@ export interface WebhookOptions {
 export const WEBHOOK_METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'] as const;
 const MAX_REDIRECTS = 5;
 const MAX_RESPONSE_BYTES = 1024 * 1024;
-const DEFAULT_BACKOFF_MS = [500, 2000, 5000];
+const DEFAULT_BACKOFF_MS = [250, 1000, 3000];
 /** Headers the step may not set: the request's framing, its target, and the key it gets from the job. */
 const RESERVED_HEADERS = new Set([
   'host',
