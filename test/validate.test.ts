@@ -72,6 +72,25 @@ const CASES: Array<{ fixture: string; root?: string; expected: Expected[] }> = [
     ],
   },
   {
+    fixture: 'after-commit-result',
+    expected: [
+      {
+        at: 'app.toml:12:59',
+        code: 'RESULT_AFTER_COMMIT',
+        path: 'workflow.Sync.steps.1.data',
+        message: 'variables.crm is the result of a webhook step, which runs after this transactional workflow commits: it does not exist while this step runs',
+        hint: 'read it in a step that runs after the commit (notify, email, webhook, plugin), or make the workflow not transactional',
+      },
+      {
+        at: 'app.toml:13:25',
+        code: 'RESULT_AFTER_COMMIT',
+        path: 'workflow.Sync.steps.2.if',
+        message: 'variables.tagged is the result of a plugin step, which runs after this transactional workflow commits: it does not exist while this step runs',
+        hint: 'read it in a step that runs after the commit (notify, email, webhook, plugin), or make the workflow not transactional',
+      },
+    ],
+  },
+  {
     fixture: 'api-key-duplicate',
     expected: [
       {
@@ -639,7 +658,7 @@ const CASES: Array<{ fixture: string; root?: string; expected: Expected[] }> = [
     fixture: 'not-generated',
     expected: [
       {
-        at: 'app.toml:8:70',
+        at: 'app.toml:9:70',
         code: 'NOT_GENERATED',
         severity: 'warning',
         path: 'notifications.adapters.1.type',
@@ -648,25 +667,39 @@ const CASES: Array<{ fixture: string; root?: string; expected: Expected[] }> = [
           '(notifications.team), or notify steps through it fail',
       },
       {
-        at: 'app.toml:14:78',
+        at: 'app.toml:15:78',
         code: 'NOT_GENERATED',
         severity: 'warning',
         path: 'skill.tickets.actions.2.workflow',
         message: 'skill action "inbound" starts workflow "Inbound", which its webhook starts, not a caller: the action\'s route is not served',
       },
       {
-        at: 'app.toml:19:68',
+        at: 'app.toml:20:68',
         code: 'NOT_GENERATED',
         severity: 'warning',
         path: 'workflow.Log.steps.1',
-        message: 'delay steps do not run yet: a job of "Log" fails at this step',
+        message: 'plugin steps run the action src/extend.ts registers (plugins.crm.log); without it a job of "Log" fails at this step',
       },
       {
-        at: 'app.toml:25:7',
+        at: 'app.toml:26:7',
         code: 'NOT_GENERATED',
         severity: 'warning',
         path: 'page."/tickets"',
         message: 'page "/tickets" is accepted but not generated yet: nothing is served at this path',
+      },
+      {
+        at: 'app.toml:29:10',
+        code: 'NOT_GENERATED',
+        severity: 'warning',
+        path: 'service.billing',
+        message: 'service "billing" is accepted but not generated yet: nothing calls it',
+      },
+      {
+        at: 'app.toml:34:86',
+        code: 'NOT_GENERATED',
+        severity: 'warning',
+        path: 'workflow.Charge.steps.0.then.0',
+        message: 'service steps do not run yet: a job of "Charge" fails at this step',
       },
     ],
   },

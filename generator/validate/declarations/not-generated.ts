@@ -6,8 +6,8 @@ import type { CompileContext } from '../../context.ts';
 import { triggerForms } from '../../model/build-sections.ts';
 import { list, namedSections, singleSection, table } from '../../model/raw.ts';
 
-/** Step types a workflow job runs; the others fail the job when it reaches them. */
-const RUNNING_STEPS = new Set(['query', 'command', 'notify']);
+/** Step types a workflow job runs; the others (service) fail the job when it reaches them. */
+const RUNNING_STEPS = new Set(['query', 'command', 'notify', 'webhook', 'email', 'plugin', 'condition', 'loop', 'delay']);
 
 export function notGenerated(ctx: CompileContext): void {
   const warn = (keys: (string | number)[], message: string) => ctx.report('NOT_GENERATED', keys, message, { severity: 'warning' });
@@ -37,12 +37,7 @@ export function notGenerated(ctx: CompileContext): void {
     });
   }
   for (const { name, value } of namedSections(ctx.parsed, 'workflow')) {
-    list(value.steps).forEach((raw, i) => {
-      const type = table(raw).type;
-      if (typeof type === 'string' && !RUNNING_STEPS.has(type)) {
-        warn(['workflow', name, 'steps', i], `${type} steps do not run yet: a job of "${name}" fails at this step`);
-      }
-    });
+    stepWarnings(warn, name, ['workflow', name, 'steps'], value.steps);
   }
   for (const { name } of namedSections(ctx.parsed, 'page')) {
     warn(['page', name], `page "${name}" is accepted but not generated yet: nothing is served at this path`);
@@ -65,5 +60,24 @@ export function notGenerated(ctx: CompileContext): void {
           `(notifications.${String(name)}), or notify steps through it fail`,
       );
     }
+  });
+}
+
+/** Per step, nested ones (then, else, do) included: a type that does not run, a plugin action the app must register. */
+function stepWarnings(warn: (keys: (string | number)[], message: string) => void, workflow: string, at: (string | number)[], steps: unknown): void {
+  list(steps).forEach((raw, i) => {
+    const step = table(raw);
+    const here = [...at, i];
+    if (typeof step.type === 'string' && !RUNNING_STEPS.has(step.type)) {
+      warn(here, `${step.type} steps do not run yet: a job of "${workflow}" fails at this step`);
+    }
+    if (step.type === 'plugin' && typeof step.plugin === 'string' && typeof step.action_name === 'string') {
+      warn(
+        here,
+        `plugin steps run the action src/extend.ts registers (plugins.${step.plugin}.${step.action_name}); ` +
+          `without it a job of "${workflow}" fails at this step`,
+      );
+    }
+    for (const branch of ['then', 'else', 'do']) stepWarnings(warn, workflow, [...here, branch], step[branch]);
   });
 }

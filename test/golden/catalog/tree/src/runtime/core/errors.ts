@@ -83,6 +83,32 @@ export const ERROR_CODES = {
     retryable: false,
     description: 'This kind of workflow step does not run in this version of the app.',
   },
+  WORKFLOW_STEP_INVALID: {
+    status: 422,
+    retryable: false,
+    description:
+      'A workflow step holds a value it cannot run with (loop items not a list, a bad delay, a webhook header).',
+  },
+  WORKFLOW_LIMIT_EXCEEDED: {
+    status: 422,
+    retryable: false,
+    description: 'A loop over more than 1,000 items, a delay over 5 minutes, or a job past 10,000 steps.',
+  },
+  WEBHOOK_TARGET_BLOCKED: {
+    status: 403,
+    retryable: false,
+    description: 'A webhook step targets a local, private or reserved address (refused in production) or not http(s).',
+  },
+  WEBHOOK_STEP_FAILED: {
+    status: 502,
+    retryable: true,
+    description: 'A webhook step got no answer, or 408, 429 or 5xx, on every attempt; a later run may succeed.',
+  },
+  WEBHOOK_STEP_REJECTED: {
+    status: 502,
+    retryable: false,
+    description: 'A webhook step was answered with another non-2xx status, too many redirects or too large a body.',
+  },
   JOB_INTERRUPTED: {
     status: 503,
     retryable: true,
