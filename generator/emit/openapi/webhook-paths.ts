@@ -5,12 +5,16 @@
 import type { Blueprint, Workflow } from '../../model/types.ts';
 import { errorResponse, json, ref, TRACE_HEADER, type Schema } from './common.ts';
 
-const SIGNED =
-  'The caller proves it knows the secret in the environment variable {env}: `Authorization: Bearer <secret>`, or ' +
-  '`X-Webhook-Timestamp: <unix seconds>` (within 5 minutes of the server clock) and ' +
-  '`X-Webhook-Signature: sha256=<hex>`, the HMAC-SHA256 with the secret of `<timestamp>.<raw body>`, accepted once. ' +
-  'The steps run as the app itself.';
-const OPEN = 'Anyone may call it (no webhookSecretEnv); the steps run as an anonymous caller, under the access rules.';
+// Each a line of openapi.json of its own: short enough to read there.
+const SIGNED = 'The caller proves it knows the secret (x-webhook-auth); the steps run as the app itself.';
+const OPEN = 'Anyone may call it (no webhookSecretEnv); its steps run as an anonymous caller.';
+const proof = (secretEnv: string): Schema => ({
+  secretEnv,
+  bearer: 'Authorization: Bearer <secret>',
+  timestamp: 'X-Webhook-Timestamp: <unix seconds>, within 5 minutes of the server clock',
+  signature: 'X-Webhook-Signature: sha256=<hex HMAC-SHA256 with the secret of "<timestamp>.<raw body>">',
+  replay: 'A signed delivery is accepted once: 409 WEBHOOK_REPLAYED after',
+});
 
 export function webhookPaths(bp: Blueprint): Record<string, Schema> {
   const paths: Record<string, Schema> = {};
@@ -32,8 +36,9 @@ function operation(workflow: Workflow): Schema {
     operationId: `${workflow.name}_webhook`,
     tags: ['Webhooks'],
     summary: workflow.description ?? `Starts workflow ${workflow.name}`,
-    description: secretEnv ? SIGNED.replace('{env}', secretEnv) : OPEN,
+    description: secretEnv ? SIGNED : OPEN,
     'x-workflow': workflow.name,
+    ...(secretEnv ? { 'x-webhook-auth': proof(secretEnv) } : {}),
     security: [],
     requestBody: {
       required: false,

@@ -67,8 +67,8 @@ export function* insertJob(
   const id = ulid();
   const now = Date.now();
   yield* run(
-    `INSERT INTO ${T} ("id", "workflow", "status", "owner", "actor", "data", "attempts", "createdAt", "causeTraceId") ` +
-      `VALUES (?, ?, 'pending', ?, ?, ?, 0, ?, ?)`,
+    `INSERT INTO ${T} ("id", "workflow", "status", "owner", "actor", "data", "attempts", "createdAt", ` +
+      `"causeTraceId") VALUES (?, ?, 'pending', ?, ?, ?, 0, ?, ?)`,
     [id, workflow, owner, JSON.stringify(actor), JSON.stringify(data), now, cause?.traceId ?? null],
   );
   cause?.startSpan(`workflow.${workflow}`, 'workflow', { jobId: id, status: 'pending' }).end();
@@ -107,7 +107,8 @@ export class JobStore {
         const free = Math.min(limit - Number(running?.n ?? 0), max - claimed.length);
         if (free <= 0) continue;
         const rows = yield* all(
-          `SELECT "id", "actor", "data", "attempts", "causeTraceId" FROM ${T} WHERE "workflow" = ? AND "status" = 'pending' ` +
+          `SELECT "id", "actor", "data", "attempts", "causeTraceId" FROM ${T} ` +
+            `WHERE "workflow" = ? AND "status" = 'pending' ` +
             `ORDER BY "createdAt", "id" LIMIT ?${postgres ? ' FOR UPDATE SKIP LOCKED' : ''}`,
           [workflow, free],
         );

@@ -152,8 +152,8 @@ export class JobRunner {
       // The causing request's trace shows the run too, pointing at the run's own trace.
       if (job.causeTraceId) {
         const { name, type, startTime, endTime, duration, attributes } = filed.spans[0];
-        const run = { name, type, startTime, endTime, duration, attributes: { ...attributes, runTraceId: filed.traceId } };
-        this.options.traces?.attach(job.causeTraceId, run);
+        const linked = { ...attributes, runTraceId: filed.traceId };
+        this.options.traces?.attach(job.causeTraceId, { name, type, startTime, endTime, duration, attributes: linked });
       }
     }
   }
