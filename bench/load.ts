@@ -21,7 +21,7 @@ interface Request {
  * Each server is called as one API client: every request carries the API key, and every write a
  * fresh Idempotency-Key (the generated app requires one on API-key writes; the baselines ignore it).
  */
-function requestFor(operation: Operation, plan: LoadPlan, ids: string[]): () => Request {
+function requestFor(operation: Operation, plan: LoadPlan, ids: string[], openIds: string[]): () => Request {
   const authorization = `Bearer ${plan.apiKey}`;
   const someId = () => ids[Math.floor(Math.random() * ids.length)];
   let n = 0;
@@ -42,6 +42,15 @@ function requestFor(operation: Operation, plan: LoadPlan, ids: string[]): () => 
         const i = ++n;
         const body = { title: `Updated ticket ${i}`, priority: i % 2 ? 'low' : 'high' };
         return { method: 'PUT', path: `/api/tickets/${someId()}`, headers: writeHeaders(i), body: JSON.stringify(body) };
+      };
+    case 'escalate':
+      // EscalateTicket's precondition wants an open ticket; escalating leaves it open, so any open
+      // ticket may be escalated again.
+      return () => {
+        const i = ++n;
+        const id = openIds[i % openIds.length];
+        const body = JSON.stringify({ reason: `bench ${i}` });
+        return { method: 'POST', path: `/api/skills/triage/tickets/${id}/escalate`, headers: writeHeaders(i), body };
       };
     case 'command':
       // Each ticket at most once per round: the reset reopens them all before every round, and
@@ -189,11 +198,12 @@ async function round(plan: LoadPlan, operation: Operation, seconds: number, next
 
 async function main(plan: LoadPlan): Promise<void> {
   const ids = JSON.parse(readFileSync(plan.idsFile, 'utf8')) as string[];
+  const openIds = plan.openIdsFile ? (JSON.parse(readFileSync(plan.openIdsFile, 'utf8')) as string[]) : [];
   /** The fastest update or command round so far: what sizes the tickets of a command round. */
   let fastest = 0;
   const tickets = plan.resetDb === undefined ? undefined : commandTickets(plan.resetDb);
   for (const operation of plan.operations) {
-    const next = requestFor(operation, plan, ids);
+    const next = requestFor(operation, plan, ids, openIds);
     const run = async (seconds: number, r: number) => {
       let freshRecords: number | undefined;
       if (operation === 'command' && tickets) {
@@ -201,6 +211,8 @@ async function main(plan: LoadPlan): Promise<void> {
         await tickets.reopen();
         freshRecords = ids.length;
       }
+      // The command rounds before it left tickets started: escalation wants them open.
+      if (operation === 'escalate' && tickets) await tickets.reopen();
       const result = { ...(await round(plan, operation, seconds, next)), round: r, freshRecords };
       if (operation === 'update' || operation === 'command') fastest = Math.max(fastest, result.requestsPerSecond);
       if (freshRecords !== undefined && result.requests > freshRecords) {

@@ -3,11 +3,16 @@
 export const OPERATIONS = ['get', 'list', 'create', 'update'] as const;
 /** The generated app only: a command (StartTicket) against the plain update of the same record. */
 export const COMMAND_OPERATIONS = ['update', 'command'] as const;
+/**
+ * The generated app only: a skill action that starts a workflow (escalate_ticket: 202 and a job),
+ * against the plain command on the same server.
+ */
+export const JOB_OPERATIONS = ['command', 'escalate'] as const;
 /** The PostgreSQL section: every operation on every server, the command included. */
 export const POSTGRES_OPERATIONS = [...OPERATIONS, 'command'] as const;
 /** The PostgreSQL section's two instances of the generated app on one database: reads only. */
 export const READ_OPERATIONS = ['get', 'list'] as const;
-export type Operation = (typeof OPERATIONS)[number] | (typeof COMMAND_OPERATIONS)[number];
+export type Operation = (typeof OPERATIONS)[number] | (typeof COMMAND_OPERATIONS)[number] | (typeof JOB_OPERATIONS)[number];
 
 export interface LoadPlan {
   /**
@@ -23,6 +28,8 @@ export interface LoadPlan {
   apiKey: string;
   /** JSON file holding the ids of the seeded tickets. */
   idsFile: string;
+  /** For 'escalate': JSON file holding the ids of the seeded tickets that are open (its precondition). */
+  openIdsFile?: string;
   /** Rows in the table when the run starts; list pages are drawn from them. */
   rows: number;
   connections: number;
@@ -31,7 +38,7 @@ export interface LoadPlan {
   rounds: number;
   operations: Operation[];
   /**
-   * For 'command': the server's database, a SQLite file or a postgres:// URL. Before every round
+   * For 'command' (and 'escalate'): the server's database, a SQLite file or a postgres:// URL. Before every round
    * the tickets are set back to 'open' through a connection of the load generator's own, so each
    * round runs StartTicket on records it may start, each at most once; where the round could need
    * more tickets than there are, copies of seeded tickets are added first (load.ts, freshTicketsFor).

@@ -32,6 +32,7 @@ export const OPERATION_LABELS: Record<Operation, string> = {
   create: 'create',
   update: 'update',
   command: 'command',
+  escalate: 'skill → job',
 };
 
 /**

@@ -214,6 +214,10 @@ export interface Measurement {
   instances?: number;
   /** For 'command': the database the load generator reopens the tickets in (LoadPlan.resetDb). */
   resetDb?: string;
+  /** For 'escalate': the open tickets' ids (LoadPlan.openIdsFile). */
+  openIdsFile?: string;
+  /** Runs once the load is done, while the server still runs (to let its jobs finish, say). */
+  afterLoad?: () => Promise<void>;
   databasePid?: number;
   /** Also check StartTicket before the load. */
   checkCommand?: boolean;
@@ -228,16 +232,19 @@ export async function measureServer(ctx: RunContext, m: Measurement): Promise<Ro
       const created = await checkResponses(url, ctx.credentials.apiKey, ctx.ids[0], m.fields, m.checkCommand ?? false);
       if (m.stored && !(await m.stored(created))) throw new Error(`${url}: the record it created is not in the database under test`);
     }
-    return load({
+    const rounds = await load({
       urls,
       serverPids: pids,
       databasePid: m.databasePid,
       apiKey: ctx.credentials.apiKey,
       idsFile: ctx.idsFile,
+      openIdsFile: m.openIdsFile,
       rows: TICKETS,
       ...ctx.settings,
       operations: m.operations,
       resetDb: m.resetDb,
     });
+    await m.afterLoad?.();
+    return rounds;
   });
 }

@@ -8,7 +8,8 @@ import * as path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { START_NODE_FLAGS } from '../generator/emit/index.ts';
-import { COMMAND_OPERATIONS, OPERATIONS, type LoadPlan, type RoundResult } from './plan.ts';
+import BetterSqlite3 from 'better-sqlite3';
+import { COMMAND_OPERATIONS, JOB_OPERATIONS, OPERATIONS, type LoadPlan, type RoundResult } from './plan.ts';
 import { APP_DIR, PRISMA_CLIENT_DIRS, ROOT, SQLITE_SCHEMA, WORK, generatePrismaClient, seedDatabase, type SeedRows } from './prepare.ts';
 import { buildReport, consoleReport, footprintLines, markdownReport, type Footprint, type Target } from './report.ts';
 import { baseline, freePort, measureServer, serverEnv, startChild, stop, type Credentials, type RunContext, type Server } from './servers.ts';
@@ -95,6 +96,39 @@ async function coldStart(server: Server, seedFile: string, credentials: Credenti
   }
 }
 
+/** How the jobs a run submitted went: how many completed, and at what rate from the first start to the last finish. */
+interface JobThroughput {
+  completed: number;
+  failed: number;
+  perSecond: number;
+}
+
+/**
+ * Waits (up to 2 minutes) until no job of the app's database is pending or running, then reads
+ * how many completed, from the first start to the last finish: the runner's own rate, whatever
+ * the rate at which the load generator submitted them.
+ */
+async function drainedJobs(dbFile: string): Promise<JobThroughput> {
+  const db = new BetterSqlite3(dbFile, { readonly: true });
+  try {
+    const open = db.prepare(`SELECT COUNT(*) AS "n" FROM "_bp_jobs" WHERE "status" IN ('pending', 'running')`);
+    const deadline = Date.now() + 120_000;
+    while ((open.get() as { n: number }).n > 0) {
+      if (Date.now() > deadline) throw new Error('the jobs of the escalation rounds did not finish within 2 minutes');
+      await sleep(200);
+    }
+    const row = db
+      .prepare(
+        `SELECT SUM("status" = 'completed') AS "completed", SUM("status" = 'failed') AS "failed", ` +
+          `MIN("startedAt") AS "first", MAX("finishedAt") AS "last" FROM "_bp_jobs"`,
+      )
+      .get() as { completed: number; failed: number; first: number; last: number };
+    return { completed: row.completed, failed: row.failed, perSecond: row.completed / ((row.last - row.first) / 1000) };
+  } finally {
+    db.close();
+  }
+}
+
 /** RSS of the generated app's main run: after the first warm-up, and after the last round. */
 function footprint(starts: Array<{ ms: number; probe: string }>, all: Record<string, RoundResult[]>): Footprint {
   const rounds = all[APP];
@@ -108,6 +142,23 @@ function footprint(starts: Array<{ ms: number; probe: string }>, all: Record<str
     rssAfterLoad: rounds[rounds.length - 1].serverRss,
     rssMax: Math.max(...rounds.map((r) => r.serverRss)),
   };
+}
+
+/** The skill action's 202 round trip and the jobs completed per second, each against the plain command. */
+function jobsSummary(rounds: RoundResult[], jobs: JobThroughput): string {
+  const best = (op: string) =>
+    rounds.filter((r) => r.operation === op && r.round > 0).sort((a, b) => b.requestsPerSecond - a.requestsPerSecond)[0];
+  const [skill, command] = [best('escalate'), best('command')];
+  const rate = (n: number) => Math.round(n).toLocaleString('en-US');
+  return (
+    `Skill action starting a workflow (escalate_ticket: body and precondition checked, job stored, 202): ` +
+    `${rate(skill.requestsPerSecond)} req/s, p50 ${skill.p50.toFixed(2)} ms, p99 ${skill.p99.toFixed(2)} ms, against the plain command ` +
+    `(StartTicket) ${rate(command.requestsPerSecond)} req/s, p50 ${command.p50.toFixed(2)} ms, p99 ${command.p99.toFixed(2)} ms: ` +
+    `${(skill.requestsPerSecond / command.requestsPerSecond).toFixed(2)}×. ` +
+    `Jobs of EscalateTicket (one update step, then a console notify; maxConcurrent 5) completed meanwhile: ` +
+    `${rate(jobs.perSecond)} per second (${rate(jobs.completed)} completed, ${jobs.failed} failed), ` +
+    `${(jobs.perSecond / command.requestsPerSecond).toFixed(2)}× the plain command.`
+  );
 }
 
 /** Runs the section; returns every server's rounds, by key, for the run's check of failed requests. */
@@ -135,6 +186,28 @@ export async function sqliteSection(ctx: RunContext, seed: SeedRows): Promise<Re
     `${Math.round(best('command')).toLocaleString('en-US')} req/s against ${Math.round(best('update')).toLocaleString('en-US')} req/s for the plain update of the same record: ` +
     `${(best('command') / best('update')).toFixed(2)}×.`;
 
+  // Issue 11: a skill action that starts a workflow answers 202 with a job; how that round trip
+  // compares with the plain command, and how many jobs of the workflow (EscalateTicket: one update
+  // step, then its console notify) the app completes per second meanwhile.
+  console.log(`\n${app.label}: a skill action starting a workflow (202 and a job) against the plain command`);
+  const openIdsFile = path.join(WORK, 'open-ids.json');
+  fs.writeFileSync(openIdsFile, JSON.stringify(seed.tickets.filter((t) => t[3] === 'open').map((t) => t[0])));
+  const jobsDb = copyOf(seedFile, 'bp-app-jobs');
+  let jobs: JobThroughput | undefined;
+  const jobRounds = await measureServer(ctx, {
+    server: app,
+    name: 'bp-app-jobs',
+    databaseUrl: `file:${jobsDb}`,
+    fields,
+    operations: [...JOB_OPERATIONS],
+    resetDb: jobsDb,
+    openIdsFile,
+    afterLoad: async () => {
+      jobs = await drainedJobs(jobsDb);
+    },
+  });
+  const jobSummary = jobsSummary(jobRounds, jobs as JobThroughput);
+
   console.log(`\n${app.label}: ${COLD_STARTS} cold starts of the production build`);
   const starts: Array<{ ms: number; probe: string }> = [];
   for (let i = 0; i < COLD_STARTS; i++) {
@@ -145,12 +218,16 @@ export async function sqliteSection(ctx: RunContext, seed: SeedRows): Promise<Re
   const footprintReport = footprintLines(measured);
 
   const report = buildReport(SERVERS, APP, [...OPERATIONS], rounds, ctx.settings, TARGETS);
-  const results = { ...report, commands: commandRounds, footprint: measured };
+  const results = { ...report, commands: commandRounds, jobs: { rounds: jobRounds, ...jobs }, footprint: measured };
   fs.writeFileSync(path.join(WORK, 'results.json'), `${JSON.stringify(results, null, 2)}\n`);
-  fs.writeFileSync(path.join(WORK, 'results.md'), `${markdownReport(report, APP)}\n${commandSummary}\n\n${footprintReport.join('\n')}\n`);
+  fs.writeFileSync(
+    path.join(WORK, 'results.md'),
+    `${markdownReport(report, APP)}\n${commandSummary}\n\n${jobSummary}\n\n${footprintReport.join('\n')}\n`,
+  );
   console.log('\nSQLite');
   console.log(consoleReport(report, APP));
   console.log(`\n${commandSummary}`);
+  console.log(`\n${jobSummary}`);
   console.log(`\n${footprintReport.join('\n')}`);
-  return { ...rounds, 'bp-app-commands': commandRounds };
+  return { ...rounds, 'bp-app-commands': commandRounds, 'bp-app-jobs': jobRounds };
 }
