@@ -34,6 +34,11 @@ export const ERROR_CODES = {
     retryable: false,
     description: 'A session-authenticated mutation without a valid CSRF token or from an untrusted origin.',
   },
+  ORIGIN_NOT_ALLOWED: {
+    status: 403,
+    retryable: false,
+    description: 'A request to /mcp from a browser origin that is not one of auth.trustedOrigins.',
+  },
   PROTECTED_FIELD_MUTATION: {
     status: 403,
     retryable: false,
@@ -45,6 +50,7 @@ export const ERROR_CODES = {
     description: 'The record does not exist (or is not visible to the actor).',
   },
   ROUTE_NOT_FOUND: { status: 404, retryable: false, description: 'No route matches the method and path.' },
+  METHOD_NOT_ALLOWED: { status: 405, retryable: false, description: 'The route does not take this method.' },
   EMAIL_TAKEN: { status: 409, retryable: false, description: 'An account with this e-mail exists.' },
   UNIQUE_CONFLICT: { status: 409, retryable: false, description: 'A unique field already holds this value.' },
   REFERENCE_CONFLICT: { status: 409, retryable: false, description: 'Other records still reference this one.' },
