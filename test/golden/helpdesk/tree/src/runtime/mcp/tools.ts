@@ -191,9 +191,10 @@ function pathValues(raw: unknown, names: readonly string[]): Record<string, stri
   const out: Record<string, string> = {};
   for (const name of names) {
     const value = scalarText(given[name]);
-    if (value === undefined || value === '') {
-      const message = given[name] === undefined ? 'is required' : 'must be a non-empty string, number or boolean';
-      issues.push({ field: `params.${name}`, code: given[name] === undefined ? 'REQUIRED' : 'INVALID_ARGUMENT', message });
+    const field = `params.${name}`;
+    if (given[name] === undefined) issues.push({ field, code: 'REQUIRED', message: 'is required' });
+    else if (value === undefined || value === '') {
+      issues.push({ field, code: 'INVALID_ARGUMENT', message: 'must be a non-empty string, number or boolean' });
     } else out[name] = value;
   }
   if (issues.length) throw invalidAll(issues);
