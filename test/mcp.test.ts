@@ -9,6 +9,10 @@ import * as path from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { expect } from 'chai';
+import { validateBlueprint } from '../generator/compile.ts';
+import { mcpTools } from '../generator/emit/mcp.ts';
+import type { Blueprint } from '../generator/model/types.ts';
+import { nodeSourceHost } from '../generator/source.ts';
 import { addUser, freshDir, freshKey, generate, login, request, ROOT, startApp, type RunningApp } from './support/apps.ts';
 
 type Rec = Record<string, unknown>;
@@ -259,5 +263,35 @@ describe('MCP endpoint (generated app, /mcp)', function () {
       expect(res.headers.get('allow')).to.equal('POST');
       expect(errorOf(res.body)).to.include({ code: 'METHOD_NOT_ALLOWED' });
     }
+  });
+});
+
+describe('MCP tools (generator)', () => {
+  const model = (blueprint: string) => validateBlueprint(path.join(ROOT, blueprint), nodeSourceHost()).model as Blueprint;
+
+  it('makes one tool per served skill action and per command of the helpdesk, named as their operations', () => {
+    const bp = model('fixtures/helpdesk/helpdesk.toml');
+    const tools = mcpTools(bp);
+    expect(tools.map((t) => t.name)).to.deep.equal([
+      ...bp.skills.flatMap((s) => s.actions.map((a) => `${s.name}_${a.name}`)),
+      ...bp.commands.map((c) => c.operationId),
+    ]);
+    const escalate = tools.find((t) => t.name === 'triage_escalate_ticket');
+    // A job is a change whatever its method: it takes an idempotency key, and may reach the world outside.
+    expect(escalate?.inputSchema.required).to.include('idempotencyKey');
+    expect(escalate?.annotations).to.include({ openWorldHint: true });
+    expect(JSON.stringify(tools)).to.not.include('$ref');
+  });
+
+  it('leaves out pass-through actions, and /mcp out of an app without skills or commands', () => {
+    const skills = mcpTools(model('test/fixtures/skills/app.toml')).map((t) => t.name);
+    expect(skills).to.not.include('board_docs');
+    expect(skills).to.include.members(['board_list_tasks', 'public_open_tasks']);
+    expect(mcpTools(model('test/fixtures/valid/presentational/app.toml'))).to.deep.equal([]);
+    const appDir = path.join(freshDir('mcp-none'), 'app');
+    const r = generate(path.join(ROOT, 'test/fixtures/valid/presentational/app.toml'), appDir);
+    expect(r.status, r.stderr).to.equal(0);
+    expect(fs.existsSync(path.join(appDir, 'src/mcp.ts'))).to.equal(false);
+    expect(fs.readFileSync(path.join(appDir, 'src/app.ts'), 'utf8')).to.not.include('mcp');
   });
 });

@@ -72,9 +72,11 @@ function skillTool(skill: Skill, action: SkillAction, op: Schema, schemas: Recor
   const group = (where: string) => {
     const list = parameters.filter((p) => p.in === where);
     const required = list.filter((p) => p.required).map((p) => p.name);
-    const properties = Object.fromEntries(
-      list.map((p) => [p.name, { ...inline(p.schema, schemas), ...(p.description ? { description: p.description } : {}) }]),
-    );
+    const described = (p: Parameter) => ({
+      ...inline(p.schema, schemas),
+      ...(p.description ? { description: p.description } : {}),
+    });
+    const properties = Object.fromEntries(list.map((p) => [p.name, described(p)]));
     return list.length
       ? { type: 'object', properties, ...(required.length ? { required } : {}), additionalProperties: false }
       : undefined;
@@ -114,8 +116,9 @@ function skillTool(skill: Skill, action: SkillAction, op: Schema, schemas: Recor
 
 function defaultDescription(action: SkillAction): string {
   if (action.workflow !== undefined) return `Starts the workflow ${action.workflow}.`;
-  const what = { list: 'Lists', get: 'Reads', create: 'Creates', update: 'Updates', delete: 'Deletes' };
-  return `${what[action.action as keyof typeof what]} ${action.action === 'list' ? 'the' : 'a'} ${action.entity} record${action.action === 'list' ? 's' : ''}.`;
+  if (action.action === 'list') return `Lists the ${action.entity} records.`;
+  const what = { get: 'Reads', create: 'Creates', update: 'Updates', delete: 'Deletes' };
+  return `${what[action.action as keyof typeof what]} a ${action.entity} record.`;
 }
 
 function commandTool(command: Command, op: Schema, schemas: Record<string, Schema>): McpTool {
