@@ -2,6 +2,7 @@
 // it like `npm start` does, and drive every CRUD rule over HTTP. Every response is checked
 // against the generated OpenAPI document.
 
+import { createHmac } from 'node:crypto';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { expect } from 'chai';
@@ -17,6 +18,7 @@ const ENV = {
   REPORTER_API_KEY: 'reporter-key-0123456789abcdef',
   // Fixed so sessions survive the restart test.
   SESSION_SECRET: 'e2e-session-secret-0123456789abcdef0123',
+  INBOUND_EMAIL_SECRET: 'inbound-email-secret-0123456789',
 };
 
 for (const database of DATABASES) describe(`generated helpdesk app (end to end, ${database})`, function () {
@@ -387,6 +389,33 @@ for (const database of DATABASES) describe(`generated helpdesk app (end to end, 
     const ids = new Set<string | null>();
     for (let i = 0; i < 5; i++) ids.add((await call('GET', '/api/tickets', '/api/tickets?limit=1')).headers.get('x-trace-id'));
     expect(ids.size).to.equal(5);
+  });
+
+  it('opens a ticket from a signed inbound e-mail delivery, once', async () => {
+    const body = JSON.stringify({ subject: `printer jam ${freshKey()}`, text: 'third floor' });
+    const at = String(Math.floor(Date.now() / 1000));
+    const signature = createHmac('sha256', ENV.INBOUND_EMAIL_SECRET).update(`${at}.${body}`).digest('hex');
+    const headers = { 'content-type': 'application/json', 'x-webhook-timestamp': at, 'x-webhook-signature': `sha256=${signature}` };
+    const delivered = await request(app.url, 'POST', '/webhooks/inbound-email', { body, headers });
+    api.check('POST', '/webhooks/inbound-email', delivered);
+    expect(delivered.status, delivered.text).to.equal(202);
+    const replayed = await request(app.url, 'POST', '/webhooks/inbound-email', { body, headers });
+    api.check('POST', '/webhooks/inbound-email', replayed);
+    expect(errorOf(replayed).code).to.equal('WEBHOOK_REPLAYED');
+    const unsigned = await request(app.url, 'POST', '/webhooks/inbound-email', { body, headers: { 'content-type': 'application/json' } });
+    expect(unsigned.status).to.equal(401);
+    const { subject } = JSON.parse(body) as { subject: string };
+    for (let i = 0; i < 100; i++) {
+      const tickets = ((await call('GET', '/api/tickets', '/api/tickets?limit=1000')).body as { items: Rec[] }).items;
+      const opened = tickets.filter((t) => t.title === subject);
+      if (opened.length) {
+        expect(opened).to.have.length(1);
+        expect(opened[0]).to.include({ body: 'third floor', status: 'open' });
+        return;
+      }
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    throw new Error('the delivery opened no ticket');
   });
 
   it('keeps its data across a restart without applying migrations again', async () => {

@@ -1,7 +1,9 @@
 // Two instances of the generated reference app on one PostgreSQL database, with requests
 // alternating between them: nothing that must be shared lives in one process. Sessions, CSRF
-// tokens, Idempotency-Keys, sign-in throttling and audit records are all in the database.
+// tokens, Idempotency-Keys, sign-in throttling and audit records are all in the database; so are
+// jobs, a schedule's ticks and the signatures of webhook deliveries.
 
+import { createHmac } from 'node:crypto';
 import * as path from 'node:path';
 import { expect } from 'chai';
 import pg from 'pg';
@@ -224,5 +226,55 @@ describe('two app instances on one PostgreSQL', function () {
     expect(replacement.output()).not.to.contain('applied migrations');
     const res = await request(on(1), 'GET', `/api/tickets/${acknowledged[0]}`, { headers: agent });
     expect(res.status).to.equal(200);
+  });
+});
+
+describe('two instances of an app with webhook and schedule triggers on one PostgreSQL', function () {
+  this.timeout(180_000);
+  const env: Record<string, string> = { OPS_API_KEY: 'ops-key-0123456789abcdef0123', INBOUND_SECRET: 'inbound-secret-0123456789' };
+  let apps: RunningApp[] = [];
+  const query = async (sql: string): Promise<Rec[]> => {
+    const client = new pg.Client({ connectionString: env.DATABASE_URL });
+    await client.connect();
+    try {
+      return (await client.query(sql)).rows as Rec[];
+    } finally {
+      await client.end();
+    }
+  };
+
+  before(async () => {
+    const appDir = path.join(freshDir('multi-triggers'), 'app');
+    generate(path.join(ROOT, 'test/fixtures/triggers/app.toml'), appDir);
+    env.DATABASE_URL = await freshPostgresDatabase('triggers');
+    env.SESSION_SECRET = 'multi-triggers-secret-0123456789abcdef';
+    apps = [await startApp(appDir, env)];
+    apps.push(await startApp(appDir, env));
+  });
+  after(async () => {
+    await Promise.all(apps.map((a) => a.stop()));
+  });
+
+  it('runs each tick of a schedule once, though both instances keep its timer', async () => {
+    await new Promise((resolve) => setTimeout(resolve, 3_000));
+    // One job per tick, and one beat per job.
+    const jobTicks = (await query(`SELECT "data" FROM "_bp_jobs" WHERE "workflow" = 'Heartbeat'`)).map(
+      (r) => (JSON.parse(String(r.data)) as { tick: string }).tick,
+    );
+    expect(jobTicks.length).to.be.at.least(2);
+    expect(new Set(jobTicks).size, jobTicks.join(', ')).to.equal(jobTicks.length);
+    const beats = (await query('SELECT "tick" FROM "Beat"')).map((r) => String(r.tick));
+    expect(new Set(beats).size, beats.join(', ')).to.equal(beats.length);
+  });
+
+  it('refuses a signed delivery replayed to the other instance', async () => {
+    const body = JSON.stringify({ kind: 'mail', subject: 'sent to both' });
+    const at = String(Math.floor(Date.now() / 1000));
+    const signature = createHmac('sha256', env.INBOUND_SECRET).update(`${at}.${body}`).digest('hex');
+    const headers = { 'content-type': 'application/json', 'x-sender': 'a@example.com', 'x-webhook-timestamp': at, 'x-webhook-signature': `sha256=${signature}` };
+    const answers = await Promise.all(apps.map((a) => request(a.url, 'POST', '/webhooks/inbound', { body, headers })));
+    expect(answers.map((a) => a.status).sort()).to.deep.equal([202, 409]);
+    const jobs = await query(`SELECT "id" FROM "_bp_jobs" WHERE "workflow" = 'Inbound'`);
+    expect(jobs).to.have.length(1);
   });
 });

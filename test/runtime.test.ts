@@ -65,7 +65,7 @@ describe('runtime-lib', () => {
   describe('errors', () => {
     it('marks retryable only the codes a retry can fix', () => {
       const retryable = Object.entries(ERROR_CODES).filter(([, v]) => v.retryable).map(([k]) => k);
-      expect(retryable).to.deep.equal(['JOB_INTERRUPTED', 'IDEMPOTENCY_KEY_IN_PROGRESS', 'TOO_MANY_ATTEMPTS', 'DATABASE_BUSY', 'STORAGE_UNAVAILABLE']);
+      expect(retryable).to.deep.equal(['WEBHOOK_STEP_FAILED', 'JOB_INTERRUPTED', 'IDEMPOTENCY_KEY_IN_PROGRESS', 'TOO_MANY_ATTEMPTS', 'DATABASE_BUSY', 'STORAGE_UNAVAILABLE']);
     });
 
     it('renders the envelope of the format contract', () => {

@@ -49,9 +49,10 @@ function validateText(text: string): Diagnostic[] {
  * no-cascade-others break several on purpose); `root` defaults to app.toml. NOT_GENERATED
  * warnings are compared only where a case expects one: elsewhere skills, workflows and pages are
  * just the context of the rule a fixture breaks. So are the warnings of a blueprint without
- * [auth] (PUBLIC_ENTITY, COMMAND_WITHOUT_AUTH): most fixtures leave [auth] out.
+ * [auth] (PUBLIC_ENTITY, COMMAND_WITHOUT_AUTH): most fixtures leave [auth] out; and a webhook's
+ * without a secret (UNSIGNED_WEBHOOK, tested in workflow-triggers.test.ts).
  */
-const CONTEXT_WARNINGS = ['NOT_GENERATED', 'PUBLIC_ENTITY', 'COMMAND_WITHOUT_AUTH'];
+const CONTEXT_WARNINGS = ['NOT_GENERATED', 'PUBLIC_ENTITY', 'COMMAND_WITHOUT_AUTH', 'UNSIGNED_WEBHOOK'];
 const CASES: Array<{ fixture: string; root?: string; expected: Expected[] }> = [
   {
     fixture: 'access-expression',
@@ -67,6 +68,25 @@ const CASES: Array<{ fixture: string; root?: string; expected: Expected[] }> = [
         code: 'INVALID_CONDITION',
         path: 'entity.Expense.access.delete',
         message: 'expression does not parse: expected expression after "contains"',
+      },
+    ],
+  },
+  {
+    fixture: 'after-commit-result',
+    expected: [
+      {
+        at: 'app.toml:12:59',
+        code: 'RESULT_AFTER_COMMIT',
+        path: 'workflow.Sync.steps.1.data',
+        message: 'variables.crm is the result of a webhook step, which runs after this transactional workflow commits: it does not exist while this step runs',
+        hint: 'read it in a step that runs after the commit (notify, email, webhook, plugin), or make the workflow not transactional',
+      },
+      {
+        at: 'app.toml:13:25',
+        code: 'RESULT_AFTER_COMMIT',
+        path: 'workflow.Sync.steps.2.if',
+        message: 'variables.tagged is the result of a plugin step, which runs after this transactional workflow commits: it does not exist while this step runs',
+        hint: 'read it in a step that runs after the commit (notify, email, webhook, plugin), or make the workflow not transactional',
       },
     ],
   },
@@ -638,7 +658,7 @@ const CASES: Array<{ fixture: string; root?: string; expected: Expected[] }> = [
     fixture: 'not-generated',
     expected: [
       {
-        at: 'app.toml:8:70',
+        at: 'app.toml:9:70',
         code: 'NOT_GENERATED',
         severity: 'warning',
         path: 'notifications.adapters.1.type',
@@ -647,39 +667,39 @@ const CASES: Array<{ fixture: string; root?: string; expected: Expected[] }> = [
           '(notifications.team), or notify steps through it fail',
       },
       {
-        at: 'app.toml:14:78',
+        at: 'app.toml:15:78',
         code: 'NOT_GENERATED',
         severity: 'warning',
         path: 'skill.tickets.actions.2.workflow',
-        message: 'skill action "inbound" starts workflow "Inbound", which does not run yet: its route is not served',
+        message: 'skill action "inbound" starts workflow "Inbound", which its webhook starts, not a caller: the action\'s route is not served',
       },
       {
-        at: 'app.toml:19:68',
+        at: 'app.toml:20:68',
         code: 'NOT_GENERATED',
         severity: 'warning',
         path: 'workflow.Log.steps.1',
-        message: 'delay steps do not run yet: a job of "Log" fails at this step',
+        message: 'plugin steps run the action src/extend.ts registers (plugins.crm.log); without it a job of "Log" fails at this step',
       },
       {
-        at: 'app.toml:21:11',
-        code: 'NOT_GENERATED',
-        severity: 'warning',
-        path: 'workflow.Inbound',
-        message: 'workflow "Inbound" is accepted but its trigger has no runtime yet: it never runs',
-      },
-      {
-        at: 'app.toml:22:13',
-        code: 'NOT_GENERATED',
-        severity: 'warning',
-        path: 'workflow.Inbound.trigger.webhook',
-        message: 'webhook /webhooks/inbound is accepted but not served yet: requests to it get 404',
-      },
-      {
-        at: 'app.toml:25:7',
+        at: 'app.toml:26:7',
         code: 'NOT_GENERATED',
         severity: 'warning',
         path: 'page."/tickets"',
         message: 'page "/tickets" is accepted but not generated yet: nothing is served at this path',
+      },
+      {
+        at: 'app.toml:29:10',
+        code: 'NOT_GENERATED',
+        severity: 'warning',
+        path: 'service.billing',
+        message: 'service "billing" is accepted but not generated yet: nothing calls it',
+      },
+      {
+        at: 'app.toml:34:86',
+        code: 'NOT_GENERATED',
+        severity: 'warning',
+        path: 'workflow.Charge.steps.0.then.0',
+        message: 'service steps do not run yet: a job of "Charge" fails at this step',
       },
     ],
   },
@@ -1204,8 +1224,6 @@ describe('validateBlueprint', () => {
       ),
       warning('15:1', 'UNSCOPED_WRITE', 'auth.apiKeys.0', unscoped('triage', 'Comment (create, update, delete), Customer (create, update), Ticket (create, update)'), scopeHint),
       warning('24:1', 'UNSCOPED_WRITE', 'auth.apiKeys.1', unscoped('reporter', 'Comment (create, update, delete), Ticket (create)'), scopeHint),
-      warning('156:11', 'NOT_GENERATED', 'workflow.InboundEmail', 'workflow "InboundEmail" is accepted but its trigger has no runtime yet: it never runs'),
-      warning('158:13', 'NOT_GENERATED', 'workflow.InboundEmail.trigger.webhook', 'webhook /webhooks/inbound-email is accepted but not served yet: requests to it get 404'),
       notGenerated('163:7', 'page."/tickets"', 'page "/tickets"', 'nothing is served at this path'),
       notGenerated('174:7', 'page."/tickets/:id"', 'page "/tickets/:id"', 'nothing is served at this path'),
     ]);

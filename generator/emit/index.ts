@@ -27,6 +27,7 @@ import { publicActions } from '../model/access-defaults.ts';
 export const APP_DEPENDENCIES: Record<string, string> = {
   '@modelcontextprotocol/sdk': '^1.32.2',
   'better-sqlite3': '^12.6.0',
+  croner: '^11.0.1',
   'csrf-sync': '^4.2.1',
   esbuild: '^0.28.2',
   express: '^5.3.0',
@@ -117,6 +118,8 @@ export async function emitApp(bp: Blueprint, options: EmitOptions): Promise<Emit
     entities,
     emailAuth,
     mcp,
+    webhooks: bp.workflows.some((w) => w.trigger.kind === 'webhook'),
+    schedules: bp.workflows.some((w) => w.trigger.kind === 'schedule'),
     slug: bp.slug,
     title: bp.project.name,
     loginPath: bp.auth.loginPath,

@@ -260,7 +260,8 @@ model BpIdempotency {
   @@map("_bp_idempotency")
 }
 
-/// Workflow jobs (runtime/workflows/jobs.ts); times are epoch milliseconds, data, actor, result and error JSON.
+/// Workflow jobs (runtime/workflows/jobs.ts); times are epoch milliseconds, data, actor, result and error JSON;
+/// causeTraceId is the trace of the request that caused the job.
 /// A running job's lease is renewed by the instance running it: a lapsed lease means that instance stopped.
 model BpJob {
   id             String  @id
@@ -276,9 +277,20 @@ model BpJob {
   startedAt      BigInt?
   finishedAt     BigInt?
   leaseExpiresAt BigInt?
+  causeTraceId   String?
 
   @@index([status, workflow, createdAt])
   @@map("_bp_jobs")
+}
+
+/// Triggers that fire once across instances (runtime/workflows/fired-once.ts): a schedule's tick, a signed
+/// webhook delivery. Kept until expiresAt (epoch milliseconds), while a duplicate could still arrive.
+model BpTriggerFired {
+  key       String @id
+  expiresAt BigInt
+
+  @@index([expiresAt])
+  @@map("_bp_triggers_fired")
 }
 
 /// One row, rewritten by every readiness probe (GET /readyz, runtime/http/health.ts); checkedAt is epoch milliseconds.

@@ -4,7 +4,7 @@
 
 import * as path from 'node:path';
 import { publicActions } from '../model/access-defaults.ts';
-import { runsAsJob, startedByHand } from '../model/workflows.ts';
+import { startedByHand } from '../model/workflows.ts';
 import type { Blueprint } from '../model/types.ts';
 import { render } from './templates.ts';
 
@@ -81,13 +81,28 @@ export function emitReadme(bp: Blueprint, options: ReadmeOptions): string {
         ),
       ),
   );
+  const webhooks = bp.workflows.flatMap((w) =>
+    w.trigger.kind === 'webhook'
+      ? [
+          wrap(
+            `${code(`POST ${w.trigger.route}`)} starts ${code(w.name)}` +
+              (w.trigger.secretEnv
+                ? `; the caller proves it knows the secret in ${code(w.trigger.secretEnv)}.`
+                : ': anyone may call it (it has no `webhookSecretEnv`), and its steps run as an anonymous caller.'),
+            '- ',
+            '  ',
+          ),
+        ]
+      : [],
+  );
+  const schedules = bp.workflows.flatMap((w) =>
+    w.trigger.kind === 'schedule' ? [wrap(`${code(w.trigger.cron)} (UTC) starts ${code(w.name)}.`, '- ', '  ')] : [],
+  );
   const workflowActions = bp.skills.flatMap((s) =>
     s.actions.filter((a) => a.workflow && !jobWorkflows.has(a.workflow)).map((a) => `${s.name}.${a.name}`),
   );
   const notServed = [
     workflowActions.length && `skill actions that start a workflow: ${list(workflowActions)}`,
-    bp.workflows.some((w) => !runsAsJob(w)) &&
-      `workflows started by a webhook or a schedule: ${list(bp.workflows.filter((w) => !runsAsJob(w)).map((w) => w.name))}`,
     bp.pages.length && `pages: ${list(bp.pages.map((p) => p.route))}`,
     bp.notifications.adapters.some((a) => a.type !== 'console') &&
       `notification adapters other than console: ${list(bp.notifications.adapters.filter((a) => a.type !== 'console').map((a) => a.name))}`,
@@ -123,6 +138,8 @@ export function emitReadme(bp: Blueprint, options: ReadmeOptions): string {
     commands,
     skillActions,
     mcpTools: options.mcpTools.map((t) => wrap(`${code(t.name)}: ${t.description}`, '- ', '  ')),
+    webhooks,
+    schedules,
     notServed,
     builds: options.entries.map((entry) => `dist/${entry}.js`).join(', '),
   });

@@ -1,13 +1,12 @@
-// src/workflows.ts: the workflows that run as jobs, as specs for runtime/workflows/engine.ts, and
-// the notification adapters their notify steps use.
+// src/workflows.ts: the blueprint's workflows, as specs for runtime/workflows/engine.ts, and the
+// notification adapters their notify steps use.
 
 import type { Blueprint } from '../model/types.ts';
-import { runsAsJob } from '../model/workflows.ts';
 import { render } from './templates.ts';
 import { tsLiteral } from './ts-literal.ts';
 
 export function emitWorkflows(bp: Blueprint): string {
-  const workflows = bp.workflows.filter(runsAsJob).map((w) => ({
+  const workflows = bp.workflows.map((w) => ({
     name: w.name,
     description: w.description,
     trigger: w.trigger,
@@ -17,7 +16,6 @@ export function emitWorkflows(bp: Blueprint): string {
     maxConcurrent: w.maxConcurrent,
     steps: w.steps.map((s) => s.spec),
   }));
-  const notRun = bp.workflows.filter((w) => !runsAsJob(w)).map((w) => w.name);
   const notifications = {
     default: bp.notifications.default,
     adapters: bp.notifications.adapters.map((a) => ({ name: a.name, type: a.type, config: a.config })),
@@ -27,6 +25,5 @@ export function emitWorkflows(bp: Blueprint): string {
     templateSyntax: '{{ path }}',
     workflows: tsLiteral(workflows, { lead: 'export const WORKFLOWS: WorkflowSpec[] = '.length, trail: 1 }),
     notifications: tsLiteral(notifications, { lead, trail: 1 }),
-    notRun: notRun.join(', '),
   });
 }

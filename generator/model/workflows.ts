@@ -1,4 +1,4 @@
-// Which workflows the generated app runs, as the generator's stages ask it: the emitters (what to
+// How the generated app starts workflows, as the generator's stages ask it: the emitters (what to
 // generate, document and describe in OpenAPI) and the validator (what would clash with jobs).
 
 import type { Blueprint, Workflow } from './types.ts';
@@ -6,11 +6,6 @@ import type { Blueprint, Workflow } from './types.ts';
 /** Started by hand: a skill action submits it as a job (202, GET /api/jobs/<id>). */
 export function startedByHand(workflow: Workflow): boolean {
   return workflow.trigger.kind === 'manual';
-}
-
-/** Runs as jobs: started by hand or by entity events. Webhook and schedule triggers do not run yet. */
-export function runsAsJob(workflow: Workflow): boolean {
-  return startedByHand(workflow) || workflow.trigger.kind === 'entity';
 }
 
 /** Whether some skill action starts a workflow by hand: the app then serves /api/jobs. */

@@ -1,13 +1,14 @@
 // The contract of src/extend.ts, the one file of a generated app that belongs to its team: bp
 // scaffolds it once and never changes it. Through it a team adds middleware for every request,
-// routes of its own, services for command handlers and the delegation hook, without editing a
-// generated file. src/app.ts checks the extension once at start and composes it.
+// routes of its own, services for command handlers, the delegation hook, senders of notification
+// adapters and the actions of plugin workflow steps, without editing a generated file. src/app.ts
+// checks the extension once at start and composes it.
 
 import type { Router } from 'express';
 import type { Actor } from '../core/actor.ts';
 import type { Database } from '../data/database.ts';
 import type { EventBus } from '../commands/events.ts';
-import type { Notification } from '../workflows/engine.ts';
+import type { Notification, PluginAction } from '../workflows/engine.ts';
 import type { ApiRequest, Middleware } from './request.ts';
 
 /** What `routes` gets besides the router: the app's own database and event bus. */
@@ -53,6 +54,16 @@ export interface Extension {
    * its job (WORKFLOW_STEP_NOT_SUPPORTED); a sender that throws fails it too.
    */
   notifications?: Readonly<Record<string, NotificationSender>>;
+  /**
+   * The actions plugin workflow steps run, by plugin and action name (the step's `plugin` and
+   * `action_name`): `plugins: { crm: { upsert: async (params, ctx) => ... } }`. `params` is the
+   * step's `params`, templates resolved; `ctx` names the workflow, the job and its actor, with a
+   * copy of the run's context. What the action resolves to is the step's result (assignTo), and
+   * must be JSON. A step whose action is not registered fails its job (WORKFLOW_STEP_NOT_SUPPORTED);
+   * an action that throws fails it too (an AppError keeps its code: a retryable one is retried).
+   * The blueprint's [plugin.*] sections are not loaded: this is where plugin steps get their code.
+   */
+  plugins?: Readonly<Record<string, Readonly<Record<string, PluginAction>>>>;
 }
 
 export type NotificationSender = (message: Notification, config: Readonly<Record<string, unknown>>) => Promise<void>;
@@ -70,13 +81,22 @@ export function checkExtension(extension: unknown): Extension {
   const where = 'src/extend.ts';
   if (extension === undefined) return {};
   if (!isPlainObject(extension)) throw new Error(`${where} must export default defineExtension({ ... })`);
-  const known = new Set(['middleware', 'routes', 'services', 'delegate', 'notifications']);
+  const known = new Set(['middleware', 'routes', 'services', 'delegate', 'notifications', 'plugins']);
   const unknown = Object.keys(extension).filter((key) => !known.has(key));
   if (unknown.length) {
     const expected = [...known].join(', ');
     throw new Error(`${where}: unknown key(s) ${unknown.join(', ')} (expected ${expected})`);
   }
-  const { middleware, routes, services, delegate, notifications } = extension as Record<string, unknown>;
+  const { middleware, routes, services, delegate, notifications, plugins } = extension as Record<string, unknown>;
+  if (plugins !== undefined) {
+    if (!isPlainObject(plugins)) throw new Error(`${where}: plugins must be an object of plugins`);
+    for (const [plugin, actions] of Object.entries(plugins)) {
+      if (!isPlainObject(actions)) throw new Error(`${where}: plugins.${plugin} must be an object of functions`);
+      for (const [action, run] of Object.entries(actions)) {
+        if (typeof run !== 'function') throw new Error(`${where}: plugins.${plugin}.${action} is not a function`);
+      }
+    }
+  }
   if (notifications !== undefined) {
     if (!isPlainObject(notifications)) throw new Error(`${where}: notifications must be an object of functions`);
     for (const [name, send] of Object.entries(notifications)) {

@@ -43,21 +43,34 @@ export interface ClaimedJob {
   actor: Actor;
   data: Record<string, unknown>;
   attempts: number;
+  /** The trace of the request that caused the job, if one did (not a schedule's tick). */
+  causeTraceId?: string;
 }
 
 export function jobUrl(id: string): string {
   return `/api/jobs/${id}`;
 }
 
-/** The new job of a submission, inserted in the submission's transaction. */
-export function* insertJob(workflow: string, owner: string, actor: Actor, data: unknown): Work<JobView> {
+/**
+ * The new job of a submission, inserted in the submission's transaction. The request that caused
+ * it (`cause`) gets a `workflow` span saying so, and the job remembers its trace: the runner adds
+ * the run's span to it once the job has run (runner.ts).
+ */
+export function* insertJob(
+  workflow: string,
+  owner: string,
+  actor: Actor,
+  data: unknown,
+  cause?: ActiveTrace,
+): Work<JobView> {
   const id = ulid();
   const now = Date.now();
   yield* run(
-    `INSERT INTO ${T} ("id", "workflow", "status", "owner", "actor", "data", "attempts", "createdAt") ` +
-      `VALUES (?, ?, 'pending', ?, ?, ?, 0, ?)`,
-    [id, workflow, owner, JSON.stringify(actor), JSON.stringify(data), now],
+    `INSERT INTO ${T} ("id", "workflow", "status", "owner", "actor", "data", "attempts", "createdAt", "causeTraceId") ` +
+      `VALUES (?, ?, 'pending', ?, ?, ?, 0, ?, ?)`,
+    [id, workflow, owner, JSON.stringify(actor), JSON.stringify(data), now, cause?.traceId ?? null],
   );
+  cause?.startSpan(`workflow.${workflow}`, 'workflow', { jobId: id, status: 'pending' }).end();
   return view({ id, workflow, status: 'pending', createdAt: now, attempts: 0 });
 }
 
@@ -93,7 +106,7 @@ export class JobStore {
         const free = Math.min(limit - Number(running?.n ?? 0), max - claimed.length);
         if (free <= 0) continue;
         const rows = yield* all(
-          `SELECT "id", "actor", "data", "attempts" FROM ${T} WHERE "workflow" = ? AND "status" = 'pending' ` +
+          `SELECT "id", "actor", "data", "attempts", "causeTraceId" FROM ${T} WHERE "workflow" = ? AND "status" = 'pending' ` +
             `ORDER BY "createdAt", "id" LIMIT ?${postgres ? ' FOR UPDATE SKIP LOCKED' : ''}`,
           [workflow, free],
         );
@@ -109,6 +122,7 @@ export class JobStore {
             actor: storedActor(String(row.actor)),
             data: JSON.parse(String(row.data)) as Record<string, unknown>,
             attempts: Number(row.attempts) + 1,
+            ...(typeof row.causeTraceId === 'string' ? { causeTraceId: row.causeTraceId } : {}),
           });
         }
       }

@@ -1,4 +1,5 @@
-// Notification adapters of [notifications] (spec 2.7): where a notify step's message goes. The
+// Notification adapters of [notifications] (spec 2.7): where a notify step's message goes (and an
+// email step's: to the first adapter of type email, else to the default). The
 // `console` type writes one line to the app's output; any other adapter sends through the sender
 // src/extend.ts registers under its name (`notifications`). A step through an adapter with neither
 // fails with WORKFLOW_STEP_NOT_SUPPORTED rather than dropping the message silently.
@@ -17,10 +18,11 @@ export function notifier(
   config: NotificationConfig,
   senders: Readonly<Record<string, Sender>> = {},
   log: (line: string) => void = (line) => console.log(line),
-): { notify(message: Notification): Promise<void>; defaultAdapter?: string } {
+): { notify(message: Notification): Promise<void>; defaultAdapter?: string; emailAdapter?: string } {
   const adapters = new Map(config.adapters.map((a) => [a.name, a]));
   return {
     defaultAdapter: config.default ?? (config.adapters.length === 1 ? config.adapters[0].name : undefined),
+    emailAdapter: config.adapters.find((a) => a.type === 'email')?.name,
     async notify(message) {
       const adapter = adapters.get(message.adapter);
       if (adapter === undefined)

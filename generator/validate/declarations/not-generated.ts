@@ -6,8 +6,8 @@ import type { CompileContext } from '../../context.ts';
 import { triggerForms } from '../../model/build-sections.ts';
 import { list, namedSections, singleSection, table } from '../../model/raw.ts';
 
-/** Step types a workflow job runs; the others fail the job when it reaches them. */
-const RUNNING_STEPS = new Set(['query', 'command', 'notify']);
+/** Step types a workflow job runs; the others (service) fail the job when it reaches them. */
+const RUNNING_STEPS = new Set(['query', 'command', 'notify', 'webhook', 'email', 'plugin', 'condition', 'loop', 'delay']);
 
 export function notGenerated(ctx: CompileContext): void {
   const warn = (keys: (string | number)[], message: string) => ctx.report('NOT_GENERATED', keys, message, { severity: 'warning' });
@@ -18,44 +18,26 @@ export function notGenerated(ctx: CompileContext): void {
     // A disabled plugin is skipped by Zebric too: there is nothing missing to warn about.
     if (value.enabled !== false) warn(['plugin', name], `plugin "${name}" is accepted but not loaded: the generated app has no plugin host yet`);
   }
-  // Workflows started by hand (skill actions) or by entity events run as jobs; webhooks and schedules do not yet.
-  const running = new Set(
-    namedSections(ctx.parsed, 'workflow')
-      .filter(({ value }) => !triggerForms(table(value.trigger)).some((f) => f === 'webhook' || f === 'schedule'))
-      .map(({ name }) => name),
-  );
-  const manual = new Set(
-    namedSections(ctx.parsed, 'workflow')
-      .filter(({ value }) => !triggerForms(table(value.trigger)).some((f) => f !== 'manual'))
-      .map(({ name }) => name),
-  );
+  // A skill action starts a workflow by hand; one triggered otherwise (entity events, a webhook, a
+  // schedule) is started only by its trigger.
+  const triggers = new Map(namedSections(ctx.parsed, 'workflow').map(({ name, value }) => [name, triggerForms(table(value.trigger))]));
   for (const { name, value } of namedSections(ctx.parsed, 'skill')) {
     list(value.actions).forEach((raw, i) => {
       const action = table(raw);
-      if (typeof action.workflow === 'string' && !manual.has(action.workflow)) {
+      const forms = typeof action.workflow === 'string' ? triggers.get(action.workflow) : undefined;
+      const other = forms?.find((f) => f !== 'manual');
+      if (other !== undefined) {
         const label = typeof action.name === 'string' ? `"${action.name}"` : String(i);
         warn(
           ['skill', name, 'actions', i, 'workflow'],
-          `skill action ${label} starts workflow "${action.workflow}", which does not run yet: its route is not served`,
+          `skill action ${label} starts workflow "${String(action.workflow)}", which its ${other === 'entity' ? 'entity event' : other} ` +
+            'starts, not a caller: the action\'s route is not served',
         );
       }
     });
   }
   for (const { name, value } of namedSections(ctx.parsed, 'workflow')) {
-    if (!running.has(name)) {
-      warn(['workflow', name], `workflow "${name}" is accepted but its trigger has no runtime yet: it never runs`);
-    } else {
-      list(value.steps).forEach((raw, i) => {
-        const type = table(raw).type;
-        if (typeof type === 'string' && !RUNNING_STEPS.has(type)) {
-          warn(['workflow', name, 'steps', i], `${type} steps do not run yet: a job of "${name}" fails at this step`);
-        }
-      });
-    }
-    const webhook = table(value.trigger).webhook;
-    if (typeof webhook === 'string') {
-      warn(['workflow', name, 'trigger', 'webhook'], `webhook ${webhook} is accepted but not served yet: requests to it get 404`);
-    }
+    stepWarnings(warn, name, ['workflow', name, 'steps'], value.steps);
   }
   for (const { name } of namedSections(ctx.parsed, 'page')) {
     warn(['page', name], `page "${name}" is accepted but not generated yet: nothing is served at this path`);
@@ -78,5 +60,24 @@ export function notGenerated(ctx: CompileContext): void {
           `(notifications.${String(name)}), or notify steps through it fail`,
       );
     }
+  });
+}
+
+/** Per step, nested ones (then, else, do) included: a type that does not run, a plugin action the app must register. */
+function stepWarnings(warn: (keys: (string | number)[], message: string) => void, workflow: string, at: (string | number)[], steps: unknown): void {
+  list(steps).forEach((raw, i) => {
+    const step = table(raw);
+    const here = [...at, i];
+    if (typeof step.type === 'string' && !RUNNING_STEPS.has(step.type)) {
+      warn(here, `${step.type} steps do not run yet: a job of "${workflow}" fails at this step`);
+    }
+    if (step.type === 'plugin' && typeof step.plugin === 'string' && typeof step.action_name === 'string') {
+      warn(
+        here,
+        `plugin steps run the action src/extend.ts registers (plugins.${step.plugin}.${step.action_name}); ` +
+          `without it a job of "${workflow}" fails at this step`,
+      );
+    }
+    for (const branch of ['then', 'else', 'do']) stepWarnings(warn, workflow, [...here, branch], step[branch]);
   });
 }

@@ -10,6 +10,7 @@ import { commandEntities, commandHandlers, commandMutations, operationIds } from
 import type { ReferenceRule } from './common.ts';
 import { entityCollections, indexes, protection, refTargets, relations } from './entities.ts';
 import { skillActions } from './skills.ts';
+import { transactionalSteps } from './transactional-steps.ts';
 import { pageReferences, workflowReferences } from './workflows-pages.ts';
 
 const RULES: ReferenceRule[] = [
@@ -24,6 +25,7 @@ const RULES: ReferenceRule[] = [
   operationIds,
   skillActions,
   workflowReferences,
+  transactionalSteps,
   pageReferences,
   permissionPatterns,
   apiKeyNames,

@@ -4,6 +4,7 @@
 // may act on an entity), COMMAND_WITHOUT_AUTH (without [auth], nobody can run a command) and
 // ROLE_FIELD_WRITABLE (a person could give themselves roles through their User record). They read
 // the rules three-valued: a rule that depends on the record counts as letting the actor.
+// UNSIGNED_WEBHOOK: a webhook trigger without a secret lets anyone start its workflow.
 
 import type { CompileContext } from '../../context.ts';
 import { publicActions } from '../../model/access-defaults.ts';
@@ -20,6 +21,17 @@ export function checkSecurity(ctx: CompileContext, bp: Blueprint): void {
   publicEntities(ctx, bp);
   commandsWithoutAuth(ctx, bp);
   writableRoleFields(ctx, bp);
+  unsignedWebhooks(ctx, bp);
+}
+
+function unsignedWebhooks(ctx: CompileContext, bp: Blueprint): void {
+  for (const workflow of bp.workflows) {
+    if (workflow.trigger.kind !== 'webhook' || workflow.trigger.secretEnv !== undefined) continue;
+    ctx.report('UNSIGNED_WEBHOOK', [...workflow.path, 'trigger', 'webhook'], `anyone may POST to ${workflow.trigger.route} and start ${workflow.name}`, {
+      severity: 'warning',
+      hint: 'add webhookSecretEnv = "<VARIABLE>" naming the environment variable that holds the secret its callers prove they know; without it the steps run as an anonymous caller',
+    });
+  }
 }
 
 function publicEntities(ctx: CompileContext, bp: Blueprint): void {

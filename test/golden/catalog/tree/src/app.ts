@@ -25,7 +25,7 @@ import { runWorkflow, type WorkflowRuntime } from './runtime/workflows/engine.ts
 import { entityEventHook } from './runtime/workflows/entity-events.ts';
 import { JobStore } from './runtime/workflows/jobs.ts';
 import { notifier } from './runtime/workflows/notify.ts';
-import { JobRunner } from './runtime/workflows/runner.ts';
+import { JobRunner, type RunJob } from './runtime/workflows/runner.ts';
 import extension from './extend.ts';
 import { checkExtension } from './runtime/http/extension.ts';
 import { crudRouter, type CrudEntity, frontDoor } from './runtime/http/front-door.ts';
@@ -160,8 +160,12 @@ export function createApp(options: AppOptions): App {
     commands: commandsByName(COMMANDS),
     commandRuntime,
     ...notifier(NOTIFICATIONS, extend.notifications),
+    plugins: extend.plugins ?? {},
+    // Webhook steps reach only public addresses in production (spec 3); in development, anything.
+    blockPrivateTargets: env.NODE_ENV === 'production',
   };
-  const runner = new JobRunner(jobs, WORKFLOWS, (spec, job, trace) => runWorkflow(workflowRuntime, spec, job, trace), {
+  const runJob: RunJob = (spec, job, trace, stopping) => runWorkflow(workflowRuntime, spec, job, trace, stopping);
+  const runner = new JobRunner(jobs, WORKFLOWS, runJob, {
     traces,
     warn,
     // SQLite is one machine's file: only this instance runs its jobs.

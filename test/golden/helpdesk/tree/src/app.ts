@@ -25,7 +25,7 @@ import { runWorkflow, type WorkflowRuntime } from './runtime/workflows/engine.ts
 import { entityEventHook } from './runtime/workflows/entity-events.ts';
 import { JobStore } from './runtime/workflows/jobs.ts';
 import { notifier } from './runtime/workflows/notify.ts';
-import { JobRunner } from './runtime/workflows/runner.ts';
+import { JobRunner, type RunJob } from './runtime/workflows/runner.ts';
 import extension from './extend.ts';
 import { createEmailAuth } from './runtime/auth/email/provider.ts';
 import { checkExtension } from './runtime/http/extension.ts';
@@ -34,6 +34,7 @@ import { healthProbes } from './runtime/http/health.ts';
 import { compose, matched, onlyFor, routing, tracing } from './runtime/http/pipeline.ts';
 import { errorHandler, errorSender, routeNotFound } from './runtime/http/respond.ts';
 import { skillActions, skillRouter } from './runtime/http/skill-routes.ts';
+import { webhookRoutes } from './runtime/http/webhook-routes.ts';
 import { mcpRouter } from './runtime/mcp/endpoint.ts';
 import { MCP_ORIGINS, MCP_SERVER, MCP_TOOLS } from './mcp.ts';
 import { TraceStore } from './runtime/observe/tracing.ts';
@@ -165,14 +166,20 @@ export function createApp(options: AppOptions): App {
     commands: commandsByName(COMMANDS),
     commandRuntime,
     ...notifier(NOTIFICATIONS, extend.notifications),
+    plugins: extend.plugins ?? {},
+    // Webhook steps reach only public addresses in production (spec 3); in development, anything.
+    blockPrivateTargets: env.NODE_ENV === 'production',
   };
-  const runner = new JobRunner(jobs, WORKFLOWS, (spec, job, trace) => runWorkflow(workflowRuntime, spec, job, trace), {
+  const runJob: RunJob = (spec, job, trace, stopping) => runWorkflow(workflowRuntime, spec, job, trace, stopping);
+  const runner = new JobRunner(jobs, WORKFLOWS, runJob, {
     traces,
     warn,
     // SQLite is one machine's file: only this instance runs its jobs.
     singleInstance: options.db.dialect === 'sqlite',
   });
   runner.start();
+  // Deliveries are not browser requests: they are served before sessions and CSRF.
+  const webhooks = webhookRoutes(WORKFLOWS, { db: options.db, env, submitted: () => runner.wake(), warn });
   const skillWorkflows = { specs: new Map(WORKFLOWS.map((w) => [w.name, w])), jobs, submitted: () => runner.wake() };
   const openapi = fs.readFileSync(path.join(options.appDir, 'openapi.json'));
   const app = express();
@@ -203,11 +210,12 @@ export function createApp(options: AppOptions): App {
   app.use(routeNotFound);
   app.use(errorHandler(sendError));
 
-  // Every request: trace, your middleware, credentials (session, then API key or person), CSRF;
+  // Every request: trace, your middleware, webhook deliveries, credentials (session, then API key or person), CSRF;
   // then the routes.
   const pipeline = compose(
     tracing(traces),
     ...(extend.middleware ?? []),
+    webhooks,
     auth.session,
     authenticate({ apiKeys, sessionActor: auth.sessionActor, delegate }),
     auth.csrf,

@@ -90,7 +90,14 @@ CREATE TABLE "_bp_jobs" (
     "createdAt" BIGINT NOT NULL,
     "startedAt" BIGINT,
     "finishedAt" BIGINT,
-    "leaseExpiresAt" BIGINT
+    "leaseExpiresAt" BIGINT,
+    "causeTraceId" TEXT
+);
+
+-- CreateTable
+CREATE TABLE "_bp_triggers_fired" (
+    "key" TEXT NOT NULL PRIMARY KEY,
+    "expiresAt" BIGINT NOT NULL
 );
 
 -- CreateTable
@@ -116,3 +123,6 @@ CREATE INDEX "_bp_idempotency_expiresAt_idx" ON "_bp_idempotency"("expiresAt");
 
 -- CreateIndex
 CREATE INDEX "_bp_jobs_status_workflow_createdAt_idx" ON "_bp_jobs"("status", "workflow", "createdAt");
+
+-- CreateIndex
+CREATE INDEX "_bp_triggers_fired_expiresAt_idx" ON "_bp_triggers_fired"("expiresAt");

@@ -361,7 +361,7 @@ function workflowAction(
     // An anonymous caller's job belongs to nobody who could ask for it again.
     const owner = isAuthenticated(actor) ? idempotencyScope(actor) : `anonymous:${ulid()}`;
     const result = await runIdempotent(idempotency, ctx, operation, { params, body }, noop, function* () {
-      const job = yield* insertJob(spec.name, owner, actor, data);
+      const job = yield* insertJob(spec.name, owner, actor, data, ctx.trace);
       const summary = { id: job.id, workflow: job.workflow, status: job.status, url: job.url };
       return { status: 202, body: { success: true, job: summary }, location: job.url };
     });

@@ -49,6 +49,17 @@ export class TraceStore {
     return [...this.traces.values()].reverse().slice(0, limit);
   }
 
+  /**
+   * Adds a span under the root of a filed trace: the run of a workflow job that the trace's request
+   * caused, which ends after the response. False when the trace is no longer kept.
+   */
+  attach(traceId: string, span: Omit<Span, 'id' | 'parentId'>): boolean {
+    const trace = this.traces.get(traceId);
+    if (!trace) return false;
+    trace.spans.push({ ...span, id: trace.spans.length + 1, parentId: trace.spans[0]?.id });
+    return true;
+  }
+
   get(traceId: string): Trace | undefined {
     this.expire();
     return this.traces.get(traceId);

@@ -46,7 +46,7 @@ export function entityEventHook(workflows: readonly WorkflowSpec[]): ChangeHook 
             `more than ${MAX_WORKFLOW_DEPTH} workflows in a chain`,
         );
       }
-      yield* insertJob(spec.name, EVENT_OWNER, ctx.actor, { kind: 'entity', ...data, chain });
+      yield* insertJob(spec.name, EVENT_OWNER, ctx.actor, { kind: 'entity', ...data, chain }, ctx.trace);
     }
   };
 }

@@ -25,7 +25,13 @@ export interface JobRunnerOptions {
   warn(message: string): void;
 }
 
-export type RunJob = (spec: WorkflowSpec, job: ClaimedJob, trace: ActiveTrace) => Promise<unknown>;
+/** `stopping` aborts when the app stops: steps that wait (delay, a webhook's backoff) end at once. */
+export type RunJob = (
+  spec: WorkflowSpec,
+  job: ClaimedJob,
+  trace: ActiveTrace,
+  stopping: AbortSignal,
+) => Promise<unknown>;
 
 export class JobRunner {
   private readonly running = new Map<string, Promise<void>>();
@@ -33,6 +39,7 @@ export class JobRunner {
   private readonly byName: Map<string, WorkflowSpec>;
   private timers: NodeJS.Timeout[] = [];
   private stopping = false;
+  private readonly stopped = new AbortController();
   private ticking = false;
   private again = false;
 
@@ -86,9 +93,14 @@ export class JobRunner {
       });
   }
 
-  /** Stops taking jobs and waits for the running ones, at most `deadlineMs`; their leases then lapse. */
+  /**
+   * Stops taking jobs and waits for the running ones, at most `deadlineMs`; their leases then lapse.
+   * A job waiting (a delay step) stops waiting at once with JOB_INTERRUPTED, retryable: it goes back
+   * to pending while it has attempts left, and runs again from its first step.
+   */
   async stop(deadlineMs = 10_000): Promise<void> {
     this.stopping = true;
+    this.stopped.abort();
     for (const timer of this.timers) clearInterval(timer);
     this.timers = [];
     let timeout: NodeJS.Timeout | undefined;
@@ -117,9 +129,13 @@ export class JobRunner {
   private async run(job: ClaimedJob): Promise<void> {
     const spec = this.byName.get(job.workflow) as WorkflowSpec;
     const trace = new ActiveTrace();
-    const span = trace.startSpan(`workflow.${spec.name}`, 'workflow', { jobId: job.id, attempt: job.attempts });
+    const span = trace.startSpan(`workflow.${spec.name}`, 'workflow', {
+      jobId: job.id,
+      attempt: job.attempts,
+      ...(job.causeTraceId ? { causeTraceId: job.causeTraceId } : {}),
+    });
     try {
-      const result = await this.runJob(spec, job, trace);
+      const result = await this.runJob(spec, job, trace, this.stopped.signal);
       span.end({ status: 'completed' });
       await this.jobs.complete(job.id, result);
     } catch (err) {
@@ -131,7 +147,14 @@ export class JobRunner {
       else await this.jobs.fail(job.id, failure);
     } finally {
       const route = `workflow.${spec.name}`;
-      this.options.traces?.add(trace.finish({ method: 'JOB', path: `/api/jobs/${job.id}`, statusCode: 200, route }));
+      const filed = trace.finish({ method: 'JOB', path: `/api/jobs/${job.id}`, statusCode: 200, route });
+      this.options.traces?.add(filed);
+      // The causing request's trace shows the run too, pointing at the run's own trace.
+      if (job.causeTraceId) {
+        const { name, type, startTime, endTime, duration, attributes } = filed.spans[0];
+        const run = { name, type, startTime, endTime, duration, attributes: { ...attributes, runTraceId: filed.traceId } };
+        this.options.traces?.attach(job.causeTraceId, run);
+      }
     }
   }
 }

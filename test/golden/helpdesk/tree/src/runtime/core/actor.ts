@@ -58,6 +58,15 @@ export function makeActor(fields: ActorFields): Actor {
 export const SYSTEM: Actor = makeActor({ kind: 'system', id: 'system', credentialId: 'system', roles: [] });
 
 /**
+ * The app acting for a trigger no person or key made: a webhook delivery that proved it knows the
+ * secret (`webhook:<Workflow>`), or a schedule's tick (`schedule:<Workflow>`). A system actor, as
+ * Zebric runs such workflows: the blueprint's author wrote the steps; audit records name the trigger.
+ */
+export function triggerActor(id: string): Actor {
+  return makeActor({ kind: 'system', id, credentialId: id, roles: [] });
+}
+
+/**
  * Refuses (403 INSUFFICIENT_SCOPE) an API key that lacks any of `needed`: scopes narrow what a key
  * may call; people are not scoped. `what` names who needs them in the message.
  */

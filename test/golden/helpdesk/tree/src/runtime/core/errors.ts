@@ -49,8 +49,12 @@ export const ERROR_CODES = {
     retryable: false,
     description: 'The record does not exist (or is not visible to the actor).',
   },
+  METHOD_NOT_ALLOWED: {
+    status: 405,
+    retryable: false,
+    description: 'The route exists but not for this method; the Allow header lists the ones it takes.',
+  },
   ROUTE_NOT_FOUND: { status: 404, retryable: false, description: 'No route matches the method and path.' },
-  METHOD_NOT_ALLOWED: { status: 405, retryable: false, description: 'The route does not take this method.' },
   EMAIL_TAKEN: { status: 409, retryable: false, description: 'An account with this e-mail exists.' },
   UNIQUE_CONFLICT: { status: 409, retryable: false, description: 'A unique field already holds this value.' },
   REFERENCE_CONFLICT: { status: 409, retryable: false, description: 'Other records still reference this one.' },
@@ -63,6 +67,11 @@ export const ERROR_CODES = {
     status: 409,
     retryable: false,
     description: 'The record is no longer in the state the workflow requires.',
+  },
+  WEBHOOK_REPLAYED: {
+    status: 409,
+    retryable: false,
+    description: 'This signed webhook delivery was already received; it starts its workflow once.',
   },
   WORKFLOW_TEMPLATE_UNRESOLVED: {
     status: 422,
@@ -78,6 +87,32 @@ export const ERROR_CODES = {
     status: 501,
     retryable: false,
     description: 'This kind of workflow step does not run in this version of the app.',
+  },
+  WORKFLOW_STEP_INVALID: {
+    status: 422,
+    retryable: false,
+    description:
+      'A workflow step holds a value it cannot run with (loop items not a list, a bad delay, a webhook header).',
+  },
+  WORKFLOW_LIMIT_EXCEEDED: {
+    status: 422,
+    retryable: false,
+    description: 'A loop over more than 1,000 items, a delay over 5 minutes, or a job past 10,000 steps.',
+  },
+  WEBHOOK_TARGET_BLOCKED: {
+    status: 403,
+    retryable: false,
+    description: 'A webhook step targets a local, private or reserved address (refused in production) or not http(s).',
+  },
+  WEBHOOK_STEP_FAILED: {
+    status: 502,
+    retryable: true,
+    description: 'A webhook step got no answer, or 408, 429 or 5xx, on every attempt; a later run may succeed.',
+  },
+  WEBHOOK_STEP_REJECTED: {
+    status: 502,
+    retryable: false,
+    description: 'A webhook step was answered with another non-2xx status, too many redirects or too large a body.',
   },
   JOB_INTERRUPTED: {
     status: 503,

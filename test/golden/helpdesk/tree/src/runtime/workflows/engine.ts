@@ -6,9 +6,13 @@
 // through the entity and command routes.
 //
 // A transactional workflow runs its query and command steps as one unit of work: they commit or
-// roll back together. Its notify steps, which cannot be rolled back, are sent after the commit.
+// roll back together. Its steps that reach outside the database (notify, email, webhook, plugin)
+// cannot be rolled back, and a delay must not hold the transaction open: those run after the
+// commit, in their order (the validator refuses a database step that reads their results).
+// Condition and loop steps run where they stand, their database steps in the transaction.
 // Elsewhere each step commits on its own, in order.
 
+import { createHash } from 'node:crypto';
 import type { Actor } from '../core/actor.ts';
 import { AppError } from '../core/errors.ts';
 import {
@@ -22,12 +26,30 @@ import type { Database, Work } from '../data/database.ts';
 import type { EntityStore, RequestContext } from '../data/entity-store.ts';
 import type { ActiveTrace } from '../observe/tracing.ts';
 import type { ClaimedJob } from './jobs.ts';
+import { ifHolds, same } from './step-condition.ts';
 import { lookup, resolveTemplates } from './templates.ts';
+import { deliverWebhook, pause, WEBHOOK_METHODS } from './webhook.ts';
+
+/** Items one loop step goes over at most. */
+export const MAX_LOOP_ITEMS = 1000;
+/** Steps one job runs at most, loops unrolled: nested loops cannot multiply past it. */
+export const MAX_JOB_STEPS = 10_000;
+/**
+ * The longest delay step. A waiting job keeps its lease (the runner renews it) and its place
+ * under maxConcurrent; past a few minutes a schedule is the tool, not a job that sleeps.
+ */
+export const MAX_DELAY_MS = 5 * 60_000;
+
+/** Steps that act outside the database: in a transactional workflow they run after the commit. */
+const AFTER_COMMIT = new Set(['notify', 'email', 'webhook', 'plugin', 'delay']);
 
 /** A step as the blueprint wrote it: its type, an optional name and assignTo, and its own keys. */
 export type StepSpec = Readonly<Record<string, unknown>> & { type: string; name?: string; assignTo?: string };
 
-/** How a workflow starts: by hand (a skill action), or when records of an entity change. */
+/**
+ * How a workflow starts: by hand (a skill action), when records of an entity change, when a caller
+ * posts to its webhook route (http/webhook-routes.ts), or on a cron schedule (schedules.ts).
+ */
 export type WorkflowTrigger =
   | { kind: 'manual' }
   | {
@@ -36,7 +58,14 @@ export type WorkflowTrigger =
       event: 'create' | 'update' | 'delete';
       /** `before.<field>` / `after.<field>` -> the value it must hold. */
       condition: Readonly<Record<string, unknown>>;
-    };
+    }
+  | {
+      kind: 'webhook';
+      route: string;
+      /** The environment variable holding the secret a caller must prove it knows. */
+      secretEnv?: string;
+    }
+  | { kind: 'schedule'; cron: string };
 
 export interface WorkflowSpec {
   name: string;
@@ -51,13 +80,15 @@ export interface WorkflowSpec {
   steps: readonly StepSpec[];
 }
 
-/** A message of a notify step, as an adapter receives it. */
+/** A message of a notify or email step, as an adapter receives it. */
 export interface Notification {
   adapter: string;
   channel?: string;
   to?: string;
   subject?: string;
   body: string;
+  /** The step's `template`, for senders that render their own (bp renders none). */
+  template?: string;
   workflow: string;
   jobId: string;
 }
@@ -71,17 +102,42 @@ export interface WorkflowRuntime {
   /** Sends a notify step's message through its adapter (the blueprint's default when it names none). */
   notify(message: Notification): Promise<void>;
   defaultAdapter?: string;
+  /** The first adapter of type `email`: where email steps go (else the default adapter). */
+  emailAdapter?: string;
+  /** Plugin step actions by plugin and action name, from src/extend.ts. */
+  plugins: Readonly<Record<string, Readonly<Record<string, PluginAction>>>>;
+  /** Production: webhook steps may not reach loopback, private or reserved addresses. */
+  blockPrivateTargets: boolean;
 }
+
+/** What a plugin action gets besides its params: the job it runs for and a copy of the run's context. */
+export interface PluginContext {
+  workflow: string;
+  jobId: string;
+  actor: Actor;
+  context: Record<string, unknown>;
+}
+
+export type PluginAction = (params: unknown, ctx: PluginContext) => Promise<unknown>;
 
 /**
  * The context templates and preconditions read. A job submitted by a skill action has
  * `variables.data` (record, payload, params, attribution); one started by an entity event has
- * `trigger.before` and `trigger.after` (also as `variables.before` and `variables.after`).
+ * `trigger.before` and `trigger.after` (also as `variables.before` and `variables.after`); one
+ * started by a webhook has `webhook.body`, `webhook.headers` and `webhook.query` (also under
+ * `trigger`); one started by its schedule has `trigger.tick`, the instant it was due.
  */
 export function runContext(data: Record<string, unknown>): Record<string, unknown> {
   if (data.kind === 'entity') {
     const { entity, event, before, after } = data;
     return { trigger: { type: 'entity', entity, event, before, after }, variables: { entity, event, before, after } };
+  }
+  if (data.kind === 'webhook') {
+    const webhook = { body: data.body, headers: data.headers, query: data.query };
+    return { webhook, trigger: { type: 'webhook', ...webhook }, variables: {} };
+  }
+  if (data.kind === 'schedule') {
+    return { trigger: { type: 'schedule', tick: data.tick }, variables: { tick: data.tick } };
   }
   return { variables: { data }, trigger: { type: 'manual', data } };
 }
@@ -120,27 +176,22 @@ export function checkPrecondition(spec: WorkflowSpec, context: unknown): void {
   );
 }
 
-function same(actual: unknown, expected: unknown): boolean {
-  if (actual === undefined || actual === null || expected === null) return (actual ?? null) === expected;
-  if (typeof actual === 'object') return JSON.stringify(actual) === JSON.stringify(expected);
-  return String(actual) === String(expected);
-}
-
 /** Runs every step for `job`; resolves to what its steps stored with assignTo (the job's result). */
 export async function runWorkflow(
   rt: WorkflowRuntime,
   spec: WorkflowSpec,
   job: ClaimedJob,
   trace?: ActiveTrace,
+  signal?: AbortSignal,
 ): Promise<Record<string, unknown>> {
   const context = runContext(job.data);
   const variables = context.variables as Record<string, unknown>;
   const assigned: Record<string, unknown> = {};
-  const assign = (step: StepSpec, value: unknown) => {
-    if (typeof step.assignTo !== 'string' || value === undefined) return;
-    for (const target of [variables, assigned]) {
-      Object.defineProperty(target, step.assignTo, { value, enumerable: true, writable: true, configurable: true });
-    }
+  const top: Scope = {
+    context,
+    assign: (step, value) => {
+      for (const target of [variables, assigned]) define(target, step.assignTo, value);
+    },
   };
   const attribution = (job.data.attribution ?? {}) as { runId?: unknown };
   const chain = Array.isArray(job.data.chain) ? (job.data.chain as string[]) : [];
@@ -151,64 +202,204 @@ export async function runWorkflow(
     // Changes this job makes may start workflows in turn: the chain stops them past a depth.
     workflowChain: [...chain, spec.name],
   };
-  const steps = new Steps(rt, spec, job, ctx);
+  const steps = new Steps(rt, spec, job, ctx, signal);
 
   if (spec.transactional) {
-    const later: StepSpec[] = [];
+    const later: Deferred[] = [];
     await rt.db.write(function* () {
-      for (const step of spec.steps) {
-        // Sent once the transaction has committed: a message cannot be taken back.
-        if (step.type === 'notify') later.push(step);
-        else assign(step, yield* steps.inTransaction(step, context));
-      }
+      later.length = 0;
+      yield* steps.inTransaction(spec.steps, 'steps', top, later);
     }, trace);
-    for (const step of later) await steps.notify(step, context);
+    for (const { step, at, scope, settle } of later) settle(await steps.outside(step, at, scope));
     return assigned;
   }
-  for (const step of spec.steps) {
-    if (step.type === 'notify') await steps.notify(step, context);
-    else assign(step, await steps.alone(step, context));
-  }
+  await steps.alone(spec.steps, 'steps', top);
   return assigned;
 }
 
+/** Where steps read templates and store results: the run, or one iteration of a loop. */
+interface Scope {
+  context: Record<string, unknown>;
+  assign(step: StepSpec, value: unknown): void;
+}
+
+/** A step of a transactional workflow kept for after the commit, and where its result goes. */
+interface Deferred {
+  step: StepSpec;
+  at: string;
+  scope: Scope;
+  settle(value: unknown): void;
+}
+
+/** Sets `name` on `target` as its own property (a step named `__proto__` included), unless there is no value. */
+function define(target: Record<string, unknown>, name: unknown, value: unknown): void {
+  if (typeof name !== 'string' || value === undefined) return;
+  Object.defineProperty(target, name, { value, enumerable: true, writable: true, configurable: true });
+}
+
 class Steps {
+  private ran = 0;
+
   constructor(
     private readonly rt: WorkflowRuntime,
     private readonly spec: WorkflowSpec,
     private readonly job: ClaimedJob,
     private readonly ctx: RequestContext,
+    private readonly signal?: AbortSignal,
   ) {}
 
-  /** A database step inside the workflow's transaction. */
-  *inTransaction(step: StepSpec, context: unknown): Work<unknown> {
-    if (step.type === 'query') return yield* this.query(step, context);
-    if (step.type === 'command') {
-      const { spec, call, input } = this.command(step, context);
-      if (spec.handler)
-        throw new AppError('WORKFLOW_STEP_NOT_SUPPORTED', `${spec.name} has a handler: it cannot join a transaction`);
-      return yield* declarativeCommand(this.rt.commandRuntime, spec, call, input);
+  /** Steps inside the workflow's transaction; those that act outside it are kept in `later`. */
+  *inTransaction(steps: readonly StepSpec[], at: string, scope: Scope, later: Deferred[]): Work<void> {
+    for (const [i, step] of steps.entries()) {
+      const where = `${at}.${i}`;
+      if (AFTER_COMMIT.has(step.type)) later.push({ step, at: where, scope, settle: (v) => scope.assign(step, v) });
+      else scope.assign(step, yield* this.oneInTransaction(step, where, scope, later));
     }
-    throw notSupported(step);
   }
 
-  /** A step that commits on its own. */
-  async alone(step: StepSpec, context: unknown): Promise<unknown> {
-    if (step.type === 'query') return this.rt.db.write(() => this.query(step, context), this.ctx.trace);
-    if (step.type === 'command') {
-      const { spec, call, input } = this.command(step, context);
-      if (spec.handler) return (await executeCommand(this.rt.commandRuntime, spec, { ...call, input })).body;
-      return this.rt.db.write(() => declarativeCommand(this.rt.commandRuntime, spec, call, input), this.ctx.trace);
-    }
-    throw notSupported(step);
+  /** Steps that commit each on its own, in order. */
+  async alone(steps: readonly StepSpec[], at: string, scope: Scope): Promise<void> {
+    for (const [i, step] of steps.entries()) scope.assign(step, await this.oneAlone(step, `${at}.${i}`, scope));
   }
 
-  async notify(step: StepSpec, context: unknown): Promise<void> {
-    const text = (key: string): string | undefined => {
-      const value = step[key] === undefined ? undefined : resolveTemplates(step[key], context);
-      if (value === undefined || value === null) return undefined;
-      return typeof value === 'string' ? value : JSON.stringify(value);
-    };
+  private *oneInTransaction(step: StepSpec, at: string, scope: Scope, later: Deferred[]): Work<unknown> {
+    this.count();
+    switch (step.type) {
+      case 'query':
+        return yield* this.query(step, scope.context);
+      case 'command': {
+        const { spec, call, input } = this.command(step, scope.context);
+        if (spec.handler)
+          throw new AppError('WORKFLOW_STEP_NOT_SUPPORTED', `${spec.name} has a handler: it cannot join a transaction`);
+        return yield* declarativeCommand(this.rt.commandRuntime, spec, call, input);
+      }
+      case 'condition': {
+        const [branch, steps] = this.branch(step, scope);
+        yield* this.inTransaction(steps, `${at}.${branch}`, scope, later);
+        return undefined;
+      }
+      case 'loop': {
+        const body = stepList(step.do, 'do');
+        const results: unknown[] = [];
+        for (const [index, iteration] of this.iterations(step, scope).entries()) {
+          for (const [j, sub] of body.entries()) {
+            const where = `${at}[${index}].do.${j}`;
+            const slot = results.push(null) - 1;
+            const settle = (value: unknown) => {
+              iteration.assign(sub, value);
+              results[slot] = value ?? null;
+            };
+            if (AFTER_COMMIT.has(sub.type)) later.push({ step: sub, at: where, scope: iteration, settle });
+            else settle(yield* this.oneInTransaction(sub, where, iteration, later));
+          }
+        }
+        return results;
+      }
+      default:
+        throw notSupported(step);
+    }
+  }
+
+  private async oneAlone(step: StepSpec, at: string, scope: Scope): Promise<unknown> {
+    if (AFTER_COMMIT.has(step.type)) return this.outside(step, at, scope);
+    this.count();
+    switch (step.type) {
+      case 'query':
+        return this.rt.db.write(() => this.query(step, scope.context), this.ctx.trace);
+      case 'command': {
+        const { spec, call, input } = this.command(step, scope.context);
+        if (spec.handler) return (await executeCommand(this.rt.commandRuntime, spec, { ...call, input })).body;
+        return this.rt.db.write(() => declarativeCommand(this.rt.commandRuntime, spec, call, input), this.ctx.trace);
+      }
+      case 'condition': {
+        const [branch, steps] = this.branch(step, scope);
+        await this.alone(steps, `${at}.${branch}`, scope);
+        return undefined;
+      }
+      case 'loop': {
+        const body = stepList(step.do, 'do');
+        const results: unknown[] = [];
+        for (const [index, iteration] of this.iterations(step, scope).entries()) {
+          for (const [j, sub] of body.entries()) {
+            const value = await this.oneAlone(sub, `${at}[${index}].do.${j}`, iteration);
+            iteration.assign(sub, value);
+            results.push(value ?? null);
+          }
+        }
+        return results;
+      }
+      default:
+        throw notSupported(step);
+    }
+  }
+
+  /** A step that acts outside the database; resolves to what it stores with assignTo. */
+  async outside(step: StepSpec, at: string, scope: Scope): Promise<unknown> {
+    this.count();
+    const { context } = scope;
+    switch (step.type) {
+      case 'notify':
+        return this.notify(step, context);
+      case 'email':
+        return this.email(step, context);
+      case 'webhook':
+        return this.webhook(step, at, context);
+      case 'plugin':
+        return this.plugin(step, context);
+      case 'delay':
+        return pause(delayOf(step, context), this.signal);
+      default:
+        throw notSupported(step);
+    }
+  }
+
+  /** Fails the job once it has run more steps than any sound workflow needs (loops in loops). */
+  private count(): void {
+    if (++this.ran > MAX_JOB_STEPS) {
+      throw new AppError('WORKFLOW_LIMIT_EXCEEDED', `a job runs at most ${MAX_JOB_STEPS} steps, loops unrolled`);
+    }
+  }
+
+  /** The branch of a condition step its `if` picks, and its steps (none when that branch is absent). */
+  private branch(step: StepSpec, scope: Scope): ['then' | 'else', readonly StepSpec[]] {
+    const branch = ifHolds(step.if, scope.context) ? 'then' : 'else';
+    return [branch, stepList(step[branch], branch)];
+  }
+
+  /**
+   * One scope per item of a loop step: the run's variables as they are, plus `variables.item` and
+   * `variables.index` (Zebric's names). A result stored with assignTo in the body stays in its
+   * iteration; the loop's own assignTo gets every body step's result, item after item.
+   */
+  private iterations(step: StepSpec, scope: Scope): Scope[] {
+    // `items`: a list, a `{{ path }}` template, or a bare context path.
+    const raw = step.items;
+    const items =
+      typeof raw === 'string' && !raw.includes('{{')
+        ? lookup(scope.context, raw.trim())
+        : resolveTemplates(raw, scope.context);
+    if (!Array.isArray(items)) {
+      const what = items === null ? 'null' : typeof items;
+      throw new AppError('WORKFLOW_STEP_INVALID', `loop items must be a list; ${JSON.stringify(raw)} is ${what}`);
+    }
+    if (items.length > MAX_LOOP_ITEMS) {
+      throw new AppError(
+        'WORKFLOW_LIMIT_EXCEEDED',
+        `a loop runs over at most ${MAX_LOOP_ITEMS} items; ${JSON.stringify(raw)} has ${items.length}`,
+      );
+    }
+    const parent = scope.context.variables as Record<string, unknown>;
+    return items.map((item: unknown, index) => {
+      const variables: Record<string, unknown> = {};
+      for (const [name, value] of Object.entries(parent)) define(variables, name, value);
+      define(variables, 'item', item ?? null);
+      define(variables, 'index', index);
+      return { context: { ...scope.context, variables }, assign: (s, value) => define(variables, s.assignTo, value) };
+    });
+  }
+
+  private async notify(step: StepSpec, context: unknown): Promise<void> {
+    const text = (key: string) => textOf(step, key, context);
     const adapter = text('adapter') ?? this.rt.defaultAdapter;
     if (adapter === undefined) throw new AppError('WORKFLOW_STEP_NOT_SUPPORTED', 'a notify step names no adapter');
     await this.rt.notify({
@@ -218,9 +409,83 @@ class Steps {
       subject: text('subject'),
       // `message` is read as the body it means (Zebric drops it).
       body: text('body') ?? text('message') ?? '',
+      template: text('template'),
       workflow: this.spec.name,
       jobId: this.job.id,
     });
+  }
+
+  /** An email step: a notification with to, subject and body, through the email adapter (else the default). */
+  private async email(step: StepSpec, context: unknown): Promise<void> {
+    const adapter = this.rt.emailAdapter ?? this.rt.defaultAdapter;
+    if (adapter === undefined) {
+      throw new AppError('WORKFLOW_STEP_NOT_SUPPORTED', 'an email step needs an adapter of type email, or a default');
+    }
+    const to = textOf(step, 'to', context);
+    const subject = textOf(step, 'subject', context);
+    if (!to || !subject) throw new AppError('WORKFLOW_STEP_INVALID', 'an email step needs to and subject');
+    await this.rt.notify({
+      adapter,
+      to,
+      subject,
+      body: textOf(step, 'body', context) ?? '',
+      template: textOf(step, 'template', context),
+      workflow: this.spec.name,
+      jobId: this.job.id,
+    });
+  }
+
+  /**
+   * A webhook step. Every attempt of it, in this run or a later one of the same job, sends the same
+   * Idempotency-Key: the job's id and the step's place (`steps.2`, `steps.1[3].do.0` in a loop).
+   */
+  private async webhook(step: StepSpec, at: string, context: unknown): Promise<unknown> {
+    const url = textOf(step, 'url', context);
+    if (!url) throw new AppError('WORKFLOW_STEP_INVALID', 'a webhook step needs url');
+    const method = (textOf(step, 'method', context) ?? 'POST').toUpperCase();
+    if (!(WEBHOOK_METHODS as readonly string[]).includes(method)) {
+      throw new AppError('WORKFLOW_STEP_INVALID', `webhook method "${method}" is not ${WEBHOOK_METHODS.join(', ')}`);
+    }
+    const given = step.headers === undefined ? {} : resolveTemplates(step.headers, context);
+    if (typeof given !== 'object' || given === null || Array.isArray(given)) {
+      throw new AppError('WORKFLOW_STEP_INVALID', 'webhook headers must be a table of names and values');
+    }
+    const headers: Record<string, string> = {};
+    for (const [name, value] of Object.entries(given)) {
+      if (typeof value === 'object' && value !== null) {
+        throw new AppError('WORKFLOW_STEP_INVALID', `webhook header "${name}" must be text`);
+      }
+      define(headers, name, String(value ?? ''));
+    }
+    // Zebric's webhook step sends `payload`; the format contract calls it `body`.
+    const source = step.body !== undefined ? step.body : step.payload;
+    const body = source === undefined ? undefined : resolveTemplates(source, context);
+    if (body !== undefined && method === 'GET') {
+      throw new AppError('WORKFLOW_STEP_INVALID', 'a GET webhook step has no body');
+    }
+    const idempotencyKey = createHash('sha256').update(`bp-webhook:${this.job.id}:${at}`).digest('hex').slice(0, 32);
+    return deliverWebhook(
+      { url, method, headers, body, idempotencyKey },
+      { blockPrivate: this.rt.blockPrivateTargets, signal: this.signal },
+    );
+  }
+
+  /** A plugin step: the action src/extend.ts registers as plugins.<plugin>.<action_name>, with the step's params. */
+  private async plugin(step: StepSpec, context: Record<string, unknown>): Promise<unknown> {
+    const name = String(step.plugin);
+    const actionName = String(step.action_name);
+    const plugin = Object.hasOwn(this.rt.plugins, name) ? this.rt.plugins[name] : undefined;
+    const action = plugin && Object.hasOwn(plugin, actionName) ? plugin[actionName] : undefined;
+    if (typeof action !== 'function') {
+      throw new AppError(
+        'WORKFLOW_STEP_NOT_SUPPORTED',
+        `plugin action ${name}.${actionName} is not registered: add it to plugins in src/extend.ts`,
+      );
+    }
+    const params = resolveTemplates(step.params ?? {}, context);
+    // A copy: the action cannot change what later steps read.
+    const { spec, job } = this;
+    return action(params, { workflow: spec.name, jobId: job.id, actor: job.actor, context: structuredClone(context) });
   }
 
   private *query(step: StepSpec, context: unknown): Work<unknown> {
@@ -284,6 +549,41 @@ interface CommandStep {
   spec: CommandSpec;
   call: RequestContext & { recordId: string; input: unknown };
   input: Record<string, unknown>;
+}
+
+/** A key of the step as text, its templates resolved; undefined when absent or null. */
+function textOf(step: StepSpec, key: string, context: unknown): string | undefined {
+  const value = step[key] === undefined ? undefined : resolveTemplates(step[key], context);
+  if (value === undefined || value === null) return undefined;
+  return typeof value === 'string' ? value : JSON.stringify(value);
+}
+
+/** The steps of a condition's then / else or a loop's do, as the blueprint wrote them. */
+function stepList(value: unknown, key: string): readonly StepSpec[] {
+  if (value === undefined) return [];
+  const valid =
+    Array.isArray(value) &&
+    value.every((s) => typeof s === 'object' && s !== null && typeof (s as { type?: unknown }).type === 'string');
+  if (!valid) throw new AppError('WORKFLOW_STEP_INVALID', `${key} must be a list of steps`);
+  return value as StepSpec[];
+}
+
+/** A delay step's duration in milliseconds: a number, or text such as "1500", "1500ms", "30s" or "2m". */
+function delayOf(step: StepSpec, context: unknown): number {
+  const value = typeof step.duration === 'string' ? resolveTemplates(step.duration, context) : step.duration;
+  const match = typeof value === 'string' ? /^\s*(\d+(?:\.\d+)?)\s*(ms|s|m)?\s*$/.exec(value) : null;
+  const unit = { ms: 1, s: 1000, m: 60_000 };
+  const ms =
+    typeof value === 'number' ? value : match ? Number(match[1]) * unit[(match[2] ?? 'ms') as keyof typeof unit] : NaN;
+  if (!Number.isFinite(ms) || ms < 0) {
+    const given = JSON.stringify(value);
+    throw new AppError('WORKFLOW_STEP_INVALID', `delay duration ${given} is not a number of milliseconds`);
+  }
+  if (ms > MAX_DELAY_MS) {
+    const most = MAX_DELAY_MS / 60_000;
+    throw new AppError('WORKFLOW_LIMIT_EXCEEDED', `a delay waits at most ${most} minutes; this one ${ms} ms`);
+  }
+  return Math.round(ms);
 }
 
 function notSupported(step: StepSpec): AppError {

@@ -93,8 +93,17 @@ CREATE TABLE "_bp_jobs" (
     "startedAt" BIGINT,
     "finishedAt" BIGINT,
     "leaseExpiresAt" BIGINT,
+    "causeTraceId" TEXT,
 
     CONSTRAINT "_bp_jobs_pkey" PRIMARY KEY ("id")
+);
+
+-- CreateTable
+CREATE TABLE "_bp_triggers_fired" (
+    "key" TEXT NOT NULL,
+    "expiresAt" BIGINT NOT NULL,
+
+    CONSTRAINT "_bp_triggers_fired_pkey" PRIMARY KEY ("key")
 );
 
 -- CreateTable
@@ -122,6 +131,9 @@ CREATE INDEX "_bp_idempotency_expiresAt_idx" ON "_bp_idempotency"("expiresAt");
 
 -- CreateIndex
 CREATE INDEX "_bp_jobs_status_workflow_createdAt_idx" ON "_bp_jobs"("status", "workflow", "createdAt");
+
+-- CreateIndex
+CREATE INDEX "_bp_triggers_fired_expiresAt_idx" ON "_bp_triggers_fired"("expiresAt");
 
 -- AddForeignKey
 ALTER TABLE "Category" ADD CONSTRAINT "Category_parentId_fkey" FOREIGN KEY ("parentId") REFERENCES "Category"("id")
