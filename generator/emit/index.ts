@@ -5,6 +5,7 @@ import { emitCommands } from './commands.ts';
 import { emitEntityModule, entityFileName, routesName } from './entities.ts';
 import { lowerFirst } from './relations.ts';
 import { emitMigrations, type PreviousOutput } from './migrations.ts';
+import { emitMcp, mcpTools } from './mcp.ts';
 import { emitOpenApi } from './openapi.ts';
 import { emitPermissions } from './permissions.ts';
 import { emitPrismaSchema } from './prisma-schema.ts';
@@ -24,6 +25,7 @@ import { publicActions } from '../model/access-defaults.ts';
  * app itself runs SQL, not Prisma Client) are for development only.
  */
 export const APP_DEPENDENCIES: Record<string, string> = {
+  '@modelcontextprotocol/sdk': '^1.32.2',
   'better-sqlite3': '^12.6.0',
   croner: '^11.0.1',
   'csrf-sync': '^4.2.1',
@@ -80,6 +82,9 @@ export async function emitApp(bp: Blueprint, options: EmitOptions): Promise<Emit
   }));
   const deps = (table: Record<string, string>) => Object.entries(table).map(([name, version]) => ({ name, version }));
   const emailAuth = bp.auth.providers.includes('email');
+  // /mcp only where there is a tool to serve: a skill action or a command.
+  const tools = mcpTools(bp);
+  const mcp = tools.length > 0;
   const userRecords = bp.auth.userRecords;
   /** The entry points scripts/build.js bundles into dist/. */
   const entries = emailAuth ? ['server', 'users'] : ['server'];
@@ -97,7 +102,7 @@ export async function emitApp(bp: Blueprint, options: EmitOptions): Promise<Emit
   files.set('scripts/build.js', render('app/scripts/build.js.hbs', { entries }));
   files.set('scripts/start.js', render('app/scripts/start.js.hbs', {}));
   files.set('.gitignore', render('app/gitignore.hbs', {}));
-  files.set('README.md', emitReadme(bp, { blueprintName: options.blueprintName, outDir: options.outDir, entries }));
+  files.set('README.md', emitReadme(bp, { blueprintName: options.blueprintName, outDir: options.outDir, entries, mcpTools: tools }));
   files.set('prisma.config.ts', render('app/prisma.config.ts.hbs', {}));
   // Each provider's schema and migrations; the engine runs for both at once.
   const migrations = await Promise.all(PRISMA_PROVIDERS.map(async (provider) => {
@@ -112,6 +117,7 @@ export async function emitApp(bp: Blueprint, options: EmitOptions): Promise<Emit
   files.set('src/app.ts', render('app/src/app.ts.hbs', {
     entities,
     emailAuth,
+    mcp,
     webhooks: bp.workflows.some((w) => w.trigger.kind === 'webhook'),
     schedules: bp.workflows.some((w) => w.trigger.kind === 'schedule'),
     slug: bp.slug,
@@ -160,6 +166,7 @@ export async function emitApp(bp: Blueprint, options: EmitOptions): Promise<Emit
   }
   files.set('src/commands.ts', emitCommands(bp, options.outDir));
   files.set('src/skills.ts', emitSkills(bp));
+  if (mcp) files.set('src/mcp.ts', emitMcp(bp, tools));
   files.set('src/workflows.ts', emitWorkflows(bp));
   for (const entity of bp.entities) files.set(`src/entities/${entityFileName(entity)}.ts`, emitEntityModule(bp, entity));
   for (const [p, content] of emitRuntime()) files.set(p, content);

@@ -15,6 +15,11 @@ import { webhookPaths } from './openapi/webhook-paths.ts';
 import { startsJobs } from '../model/workflows.ts';
 
 export function emitOpenApi(bp: Blueprint): string {
+  return `${JSON.stringify(openApiDocument(bp), null, 2)}\n`;
+}
+
+/** The document as data: the MCP tools (emit/mcp.ts) take their input schemas from its operations. */
+export function openApiDocument(bp: Blueprint): Schema {
   const email = bp.auth.providers.includes('email');
   const paths: Record<string, Schema> = { ...META_PATHS };
   const schemas: Record<string, Schema> = {};
@@ -41,7 +46,7 @@ export function emitOpenApi(bp: Blueprint): string {
   }
   Object.assign(paths, webhookPaths(bp));
   Object.assign(schemas, AUDIT_SCHEMAS);
-  const doc = {
+  return {
     'x-generated-by': GENERATED_HEADER,
     openapi: '3.1.0',
     info: {
@@ -68,7 +73,6 @@ export function emitOpenApi(bp: Blueprint): string {
       ...securitySchemes(bp),
     },
   };
-  return `${JSON.stringify(doc, null, 2)}\n`;
 }
 
 function securitySchemes(bp: Blueprint): { securitySchemes?: Record<string, Schema> } {

@@ -41,6 +41,8 @@ export interface ReadmeOptions {
   outDir: string;
   /** The entry points of the build (dist/<entry>.js). */
   entries: string[];
+  /** The MCP tools of /mcp (emit/mcp.ts), by name and description. */
+  mcpTools: ReadonlyArray<{ name: string; description: string }>;
 }
 
 export function emitReadme(bp: Blueprint, options: ReadmeOptions): string {
@@ -135,6 +137,7 @@ export function emitReadme(bp: Blueprint, options: ReadmeOptions): string {
     apiKeys,
     commands,
     skillActions,
+    mcpTools: options.mcpTools.map((t) => wrap(`${code(t.name)}: ${t.description}`, '- ', '  ')),
     webhooks,
     schedules,
     notServed,

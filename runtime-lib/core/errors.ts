@@ -33,6 +33,11 @@ export const ERROR_CODES = {
     retryable: false,
     description: 'A session-authenticated mutation without a valid CSRF token or from an untrusted origin.',
   },
+  ORIGIN_NOT_ALLOWED: {
+    status: 403,
+    retryable: false,
+    description: 'A request to /mcp from a browser origin that is not one of auth.trustedOrigins.',
+  },
   PROTECTED_FIELD_MUTATION: {
     status: 403,
     retryable: false,

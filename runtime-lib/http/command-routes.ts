@@ -1,9 +1,10 @@
 // POST /api/commands/<operation_id>/:id: runs a command through the one executor
-// (commands/executor.ts).
+// (commands/executor.ts). The MCP tools (http/mcp-routes.ts) call the same `execute`.
 
 import type { ServerResponse } from 'node:http';
 import { Router } from 'express';
-import { executeCommand, type CommandRuntime, type CommandSpec } from '../commands/executor.ts';
+import { executeCommand, type CommandResult, type CommandRuntime, type CommandSpec } from '../commands/executor.ts';
+import type { RequestContext } from '../data/entity-store.ts';
 import { jsonBody } from './body.ts';
 import { requestContext } from './context.ts';
 import { matched } from './pipeline.ts';
@@ -17,19 +18,23 @@ export interface CommandRoute {
   name: string;
   /** Runs with the body parsed (jsonBody). */
   run(req: ApiRequest, res: ServerResponse, recordId: string): Promise<void>;
+  /** The command on `recordId` with `input`, for the caller of `ctx`: what `run` sends. */
+  execute(ctx: RequestContext, recordId: string, input: unknown): Promise<CommandResult>;
 }
 
 export function commandRoutes(rt: CommandRuntime, commands: ReadonlyArray<CommandSpec<never, never>>): CommandRoute[] {
-  return commands.map((spec) => ({
-    operationId: spec.operationId,
-    name: `command.${spec.operationId}`,
-    async run(req, res, recordId) {
-      sendStored(
-        res,
-        await executeCommand(rt, spec, { ...requestContext(req, { mutation: true }), recordId, input: req.body }),
-      );
-    },
-  }));
+  return commands.map((spec) => {
+    const execute = (ctx: RequestContext, recordId: string, input: unknown) =>
+      executeCommand(rt, spec, { ...ctx, recordId, input });
+    return {
+      operationId: spec.operationId,
+      name: `command.${spec.operationId}`,
+      execute,
+      async run(req, res, recordId) {
+        sendStored(res, await execute(requestContext(req, { mutation: true }), recordId, req.body));
+      },
+    };
+  });
 }
 
 /** The Express form of the command routes, for the URL forms the front door leaves to it. */

@@ -13,21 +13,23 @@
 // checks the workflow's precondition (409 WORKFLOW_PRECONDITION_FAILED), stores a job and answers
 // 202 with it: `{ success, job: { id, workflow, status, url } }`. The same Idempotency-Key returns
 // the same job. Whoever submitted it polls GET /api/jobs/<id>.
+//
+// Each action runs as a function of an ActionCall (the caller, its parameters, body and context),
+// not of an HTTP request: the routes here and the MCP tools (http/mcp-routes.ts) call the same one.
 
-import type { ServerResponse } from 'node:http';
 import { Router } from 'express';
 import { type Actor, isAuthenticated, requireScopes } from '../core/actor.ts';
 import { pathParams } from '../core/path-params.ts';
 import { AppError, type ErrorDetail } from '../core/errors.ts';
 import type { FieldType } from '../core/values.ts';
-import type { EntityStore } from '../data/entity-store.ts';
+import type { EntityStore, RequestContext } from '../data/entity-store.ts';
 import { checkBody, type FieldSpec, normalizeValue, type Row, validationError } from '../data/fields.ts';
 import { valueFromText } from '../data/field-text.ts';
 import { idempotencyScope, runIdempotent } from '../data/idempotency.ts';
 import { ulid } from '../core/ids.ts';
 import { checkPrecondition, runContext, type WorkflowSpec } from '../workflows/engine.ts';
 import { insertJob, type JobStore } from '../workflows/jobs.ts';
-import type { IdempotencyStore } from '../data/idempotency-store.ts';
+import type { IdempotencyStore, StoredResponse } from '../data/idempotency-store.ts';
 import { jsonBody } from './body.ts';
 import { requestContext } from './context.ts';
 import { LIST_DEFAULT_LIMIT, LIST_MAX_LIMIT } from './list-query.ts';
@@ -91,37 +93,83 @@ export function actionKind(action: SkillActionSpec): SkillActionKind {
   return action.action !== undefined && action.entity !== undefined ? 'crud' : 'pass-through';
 }
 
-/** The routes of every CRUD and workflow skill action, and GET /api/skills. */
-export function skillRouter(
+/** One call of an action, from whichever surface: who calls, with what, and the data layer's context. */
+export interface ActionCall {
+  actor: Actor;
+  /** Every path parameter of the action, by name, as text. */
+  params: Readonly<Record<string, string>>;
+  /** The query of a list action: each value as text (a repeated one as several). */
+  query: Readonly<Record<string, unknown>>;
+  body: unknown;
+  /** Called once the caller is admitted, so that a refused caller hears that before any key problem. */
+  context(options: { mutation: boolean }): RequestContext;
+}
+
+/** What an action answers: a (possibly replayed) stored response. */
+export type ActionAnswer = StoredResponse & { replayed: boolean };
+
+/** A served action, ready to run. */
+export interface SkillActionRunner {
+  skill: SkillSpec;
+  action: SkillActionSpec;
+  /** Whether it writes (a CRUD create, update or delete, or a job): its callers give an idempotency key. */
+  mutation: boolean;
+  run(call: ActionCall): Promise<ActionAnswer>;
+}
+
+/** The CRUD and workflow actions the app serves (pass-through actions and entity-started workflows are not). */
+export function skillActions(
   skills: readonly SkillSpec[],
   stores: ReadonlyMap<string, EntityStore>,
   idempotency: IdempotencyStore,
   workflows: SkillWorkflows,
-): Router {
-  const router = Router({ caseSensitive: true });
+): SkillActionRunner[] {
   // A workflow started by entity events is not started by hand.
   const startable = (name: string) => {
     const spec = workflows.specs.get(name);
     return spec !== undefined && spec.trigger?.kind !== 'entity';
   };
-  const served = (a: SkillActionSpec) =>
-    actionKind(a) === 'crud' || (a.workflow !== undefined && startable(a.workflow));
-  const index = skillIndex(skills, served);
-  router.get('/api/skills', matched('skills.index'), (_req, res) => sendJson(res, 200, index));
+  const runners: SkillActionRunner[] = [];
   for (const skill of skills) {
     for (const action of skill.actions) {
-      if (!served(action)) continue;
+      const kind = actionKind(action);
+      if (kind === 'pass-through' || (action.workflow !== undefined && !startable(action.workflow))) continue;
       const store = action.entity === undefined ? undefined : stores.get(action.entity);
       if (action.entity !== undefined && !store)
         throw new Error(`skill ${skill.name}.${action.name}: no entity ${action.entity}`);
       const run =
-        actionKind(action) === 'crud'
+        kind === 'crud'
           ? crudAction(skill, action, store as EntityStore, idempotency)
           : workflowAction(skill, action, store, idempotency, workflows);
-      const route = action.path.replace(/\{([A-Za-z_][A-Za-z0-9_]*)\}/g, ':$1');
-      const handlers = [matched(`skill.${skill.name}.${action.name}`), ...(hasBody(action) ? [jsonBody] : [])];
-      router[method(action)](route, ...handlers, (req, res) => run(req as ApiRequest, res));
+      const mutation = kind === 'workflow' || (action.action !== 'list' && action.action !== 'get');
+      runners.push({ skill, action, mutation, run });
     }
+  }
+  return runners;
+}
+
+/** The routes of every served skill action (skillActions), and GET /api/skills. */
+export function skillRouter(skills: readonly SkillSpec[], runners: readonly SkillActionRunner[]): Router {
+  const router = Router({ caseSensitive: true });
+  const servedActions = new Set(runners.map((r) => r.action));
+  const index = skillIndex(skills, (a) => servedActions.has(a));
+  router.get('/api/skills', matched('skills.index'), (_req, res) => sendJson(res, 200, index));
+  for (const { skill, action, run } of runners) {
+    const route = action.path.replace(/\{([A-Za-z_][A-Za-z0-9_]*)\}/g, ':$1');
+    const handlers = [matched(`skill.${skill.name}.${action.name}`), ...(hasBody(action) ? [jsonBody] : [])];
+    router[method(action)](route, ...handlers, async (req, res) => {
+      const request = req as ApiRequest;
+      sendStored(
+        res,
+        await run({
+          actor: request.actor,
+          params: (req as { params?: Record<string, string> }).params ?? {},
+          query: ((req as { query?: unknown }).query ?? {}) as Record<string, unknown>,
+          body: request.body,
+          context: (options) => requestContext(request, options),
+        }),
+      );
+    });
   }
   return router;
 }
@@ -130,7 +178,8 @@ function method(action: SkillActionSpec): 'get' | 'post' | 'put' | 'delete' {
   return action.method.toLowerCase() as 'get' | 'post' | 'put' | 'delete';
 }
 
-function hasBody(action: SkillActionSpec): boolean {
+/** Whether the action takes a JSON body: create, update, and a workflow action other than a GET. */
+export function hasBody(action: SkillActionSpec): boolean {
   if (action.workflow !== undefined) return action.method !== 'GET';
   return action.action === 'create' || action.action === 'update';
 }
@@ -164,7 +213,7 @@ export function skillIndex(skills: readonly SkillSpec[], served: (action: SkillA
   };
 }
 
-type Handler = (req: ApiRequest, res: ServerResponse) => Promise<void>;
+type Run = (call: ActionCall) => Promise<ActionAnswer>;
 
 const WORKFLOW_ANSWER = '202 { success, job: { id, workflow, status, url } }; poll GET /api/jobs/<id>';
 
@@ -180,7 +229,7 @@ function crudAction(
   action: SkillActionSpec,
   store: EntityStore,
   idempotency: IdempotencyStore,
-): Handler {
+): Run {
   const { spec } = store;
   const fields = new Map(spec.fields.map((f) => [f.name, f]));
   const operation = `skill:${skill.name}.${action.name}`;
@@ -189,8 +238,7 @@ function crudAction(
   const idParam = paramNames.find((p) => fieldOf(p) === spec.primaryKey);
 
   /** The path parameters as field values (their JSON form), and the record id when one names it. */
-  function pathValues(req: ApiRequest): { id?: string; values: FieldValue[] } {
-    const params = (req as { params?: Record<string, string> }).params ?? {};
+  function pathValues({ params }: ActionCall): { id?: string; values: FieldValue[] } {
     const issues: ErrorDetail[] = [];
     const values = paramNames
       .filter((p) => p !== idParam)
@@ -203,7 +251,7 @@ function crudAction(
     return { id: idParam === undefined ? undefined : params[idParam], values };
   }
 
-  const admit = (req: ApiRequest) => admitCaller(skill, action, req.actor);
+  const admit = (call: ActionCall) => admitCaller(skill, action, call.actor);
 
   /** The record of get, update or delete: 404 when another path parameter does not match it. */
   const notFound = (id: string) => new AppError('NOT_FOUND', `${spec.name} ${id} not found`);
@@ -212,56 +260,54 @@ function crudAction(
 
   switch (action.action) {
     case 'list':
-      return async (req, res) => {
-        admit(req);
-        const { values } = pathValues(req);
-        const q = listQuery(action, fields, (req as { query?: unknown }).query);
+      return async (call) => {
+        admit(call);
+        const { values } = pathValues(call);
+        const q = listQuery(action, fields, call.query);
         // A path parameter filters over a query parameter on the same field.
         const byPath = new Set(values.map((v) => v.field));
         const where = [...q.where.filter((w) => !byPath.has(w.field)), ...values];
-        const ctx = requestContext(req, { mutation: false });
-        sendJson(res, 200, await store.db.read(store.list(ctx, { ...q, where }), ctx.trace));
+        const ctx = call.context({ mutation: false });
+        return { status: 200, body: await store.db.read(store.list(ctx, { ...q, where }), ctx.trace), replayed: false };
       };
     case 'get':
-      return async (req, res) => {
-        admit(req);
-        const { id, values } = pathValues(req);
-        const ctx = requestContext(req, { mutation: false });
+      return async (call) => {
+        admit(call);
+        const { id, values } = pathValues(call);
+        const ctx = call.context({ mutation: false });
         const record = await store.db.read(store.get(ctx, id as string), ctx.trace);
         if (!matches(record, values)) throw notFound(id as string);
-        sendJson(res, 200, record);
+        return { status: 200, body: record, replayed: false };
       };
     case 'create':
-      return async (req, res) => {
-        admit(req);
-        const { values } = pathValues(req);
-        const body: Row = { ...checkBody(req.body ?? {}) };
+      return async (call) => {
+        admit(call);
+        const { values } = pathValues(call);
+        const body: Row = { ...checkBody(call.body ?? {}) };
         for (const { field, value } of values) body[field] = value;
-        const ctx = requestContext(req, { mutation: true });
+        const ctx = call.context({ mutation: true });
         const mayWrite = () => store.access.filter(ctx.actor, 'create');
-        const result = await runIdempotent(idempotency, ctx, operation, body, mayWrite, function* () {
+        return runIdempotent(idempotency, ctx, operation, body, mayWrite, function* () {
           const record = yield* store.create(ctx, body);
           const location = `/api/${spec.collection}/${encodeURIComponent(String(record[spec.primaryKey]))}`;
           return { status: 201, body: record, location };
         });
-        sendStored(res, result);
       };
     case 'update':
     case 'delete': {
       const update = action.action === 'update';
-      return async (req, res) => {
-        admit(req);
-        const { id, values } = pathValues(req);
-        const ctx = requestContext(req, { mutation: true });
-        const request = { id, values, body: update ? (req.body ?? null) : undefined };
+      return async (call) => {
+        admit(call);
+        const { id, values } = pathValues(call);
+        const ctx = call.context({ mutation: true });
+        const request = { id, values, body: update ? (call.body ?? null) : undefined };
         const mayWrite = () => store.access.filter(ctx.actor, update ? 'update' : 'delete');
-        const result = await runIdempotent(idempotency, ctx, operation, request, mayWrite, function* () {
+        return runIdempotent(idempotency, ctx, operation, request, mayWrite, function* () {
           if (values.length && !matches(yield* store.get(ctx, id as string), values)) throw notFound(id as string);
-          if (update) return { status: 200, body: yield* store.update(ctx, id as string, req.body) };
+          if (update) return { status: 200, body: yield* store.update(ctx, id as string, call.body) };
           yield* store.delete(ctx, id as string);
           return { status: 204, body: undefined };
         });
-        sendStored(res, result);
       };
     }
     default:
@@ -287,17 +333,17 @@ function workflowAction(
   store: EntityStore | undefined,
   idempotency: IdempotencyStore,
   workflows: SkillWorkflows,
-): Handler {
+): Run {
   const spec = workflows.specs.get(action.workflow as string) as WorkflowSpec;
   const operation = `skill:${skill.name}.${action.name}`;
   const paramNames = pathParams(action.path);
   const key = store?.spec.primaryKey;
   const idParam = key === undefined ? undefined : paramNames.find((p) => (action.mapParams[p] ?? p) === key);
-  return async (req, res) => {
-    admitCaller(skill, action, req.actor);
-    const params = { ...((req as { params?: Record<string, string> }).params ?? {}) };
-    const body = action.method === 'GET' ? {} : checkWorkflowBody(action, req.body);
-    const ctx = requestContext(req, { mutation: true });
+  return async (call) => {
+    admitCaller(skill, action, call.actor);
+    const params = { ...call.params };
+    const body = action.method === 'GET' ? {} : checkWorkflowBody(action, call.body);
+    const ctx = call.context({ mutation: true });
     const recordId = idParam === undefined ? undefined : params[idParam];
     const record = store && recordId !== undefined ? await store.db.read(store.get(ctx, recordId), ctx.trace) : null;
     const { actor } = ctx;
@@ -319,7 +365,7 @@ function workflowAction(
       return { status: 202, body: { success: true, job: summary }, location: job.url };
     });
     if (!result.replayed) workflows.submitted();
-    sendStored(res, result);
+    return result;
   };
 }
 

@@ -43,7 +43,7 @@ export interface RefTarget {
 }
 
 /** Keys that could reach or replace an object's prototype: refused wherever they appear. */
-const PROTOTYPE_KEYS = new Set(['__proto__', 'constructor', 'prototype']);
+export const PROTOTYPE_KEYS = new Set(['__proto__', 'constructor', 'prototype']);
 
 /** A request body (or handler changes): a JSON object without prototype keys. */
 export function checkBody(body: unknown): Row {

@@ -64,6 +64,20 @@ export function idempotencyKeyOf(header: string | undefined, actor: Actor): stri
   return header;
 }
 
+/**
+ * The `idempotencyKey` argument of an MCP tool that changes data: its callers are API keys, so it
+ * is required, with the header's rules.
+ */
+export function idempotencyKeyArgument(value: unknown): string {
+  if (value === undefined)
+    throw new AppError('IDEMPOTENCY_KEY_REQUIRED', 'tools that change data need an idempotencyKey argument');
+  if (typeof value === 'string' && KEY_PATTERN.test(value)) return value;
+  const message = 'must be a string of 1 to 255 visible ASCII characters';
+  throw new AppError('VALIDATION_FAILED', `idempotencyKey ${message}`, {
+    details: [{ field: 'idempotencyKey', code: 'INVALID_ARGUMENT', message }],
+  });
+}
+
 function keyProblem(key: string): AppError | undefined {
   if (KEY_PATTERN.test(key)) return undefined;
   return new AppError('VALIDATION_FAILED', 'Idempotency-Key must be 1 to 255 visible ASCII characters', {

@@ -42,24 +42,34 @@ export type ErrorSender = (err: unknown, req: ApiRequest, res: ServerResponse) =
  * so are storage faults, which an operator has to hear about (the disk is full, the file became
  * read-only), in one line each.
  */
-export function errorSender(log: (line: string) => void = (l) => console.error(l)): ErrorSender {
+export function errorSender(log: Log = (l) => console.error(l)): ErrorSender {
   return (err, req, res) => {
-    const appError = toAppError(err);
-    const traceId = req.trace?.traceId ?? '';
-    if (appError.code === 'INTERNAL_ERROR') {
-      log(
-        `[${traceId}] ${req.method} ${pathOf(req.url)}: ` +
-          (err instanceof Error ? (err.stack ?? err.message) : String(err)),
-      );
-    } else if (appError.code === 'STORAGE_UNAVAILABLE') {
-      const cause = appError.cause as { code?: unknown; message?: unknown } | undefined;
-      const what = typeof cause?.code === 'string' ? `${cause.code}: ${String(cause.message)}` : String(cause?.message);
-      log(`[${traceId}] ${req.method} ${pathOf(req.url)}: storage unavailable: ${what}`);
-    }
+    const appError = reportedError(err, req, log);
     if (res.headersSent) return;
     if (appError.retryAfter !== undefined) res.setHeader('Retry-After', String(appError.retryAfter));
-    sendJson(res, appError.status, envelope(appError, traceId));
+    sendJson(res, appError.status, envelope(appError, req.trace?.traceId ?? ''));
   };
+}
+
+export type Log = (line: string) => void;
+
+/**
+ * Any error as the AppError a client hears; an unexpected error or a storage fault is logged with
+ * the trace id and `where` (the request's method and path unless told), and sent as no more than
+ * its code. An MCP tool call (http/mcp-routes.ts) reports its failures here too.
+ */
+export function reportedError(err: unknown, req: ApiRequest, log: Log, where?: string): AppError {
+  const appError = toAppError(err);
+  const traceId = req.trace?.traceId ?? '';
+  const at = where ?? `${req.method} ${pathOf(req.url)}`;
+  if (appError.code === 'INTERNAL_ERROR') {
+    log(`[${traceId}] ${at}: ` + (err instanceof Error ? (err.stack ?? err.message) : String(err)));
+  } else if (appError.code === 'STORAGE_UNAVAILABLE') {
+    const cause = appError.cause as { code?: unknown; message?: unknown } | undefined;
+    const what = typeof cause?.code === 'string' ? `${cause.code}: ${String(cause.message)}` : String(cause?.message);
+    log(`[${traceId}] ${at}: storage unavailable: ${what}`);
+  }
+  return appError;
 }
 
 /** An error sender as Express's error middleware. */

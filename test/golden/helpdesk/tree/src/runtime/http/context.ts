@@ -11,6 +11,17 @@ const RUN_ID = /^[\x21-\x7e]{1,255}$/;
 
 /** The request's actor, trace and correlation ids (X-Agent-Run-ID, Idempotency-Key). */
 export function requestContext(req: ApiRequest, options: { mutation: boolean }): RequestContext {
+  return callContext(req, () =>
+    options.mutation ? idempotencyKeyOf(header(req, 'idempotency-key'), req.actor) : undefined,
+  );
+}
+
+/**
+ * The request's actor, trace and X-Agent-Run-ID, with the idempotency key `keyOf` reads and checks
+ * (after the run id, so that a bad run id is heard first): an MCP tool call takes it from its
+ * arguments (http/mcp-routes.ts), not from the header.
+ */
+export function callContext(req: ApiRequest, keyOf: () => string | undefined): RequestContext {
   const runId = header(req, 'x-agent-run-id');
   if (runId !== undefined && !RUN_ID.test(runId)) {
     throw new AppError('VALIDATION_FAILED', 'X-Agent-Run-ID must be 1 to 255 visible ASCII characters', {
@@ -23,7 +34,7 @@ export function requestContext(req: ApiRequest, options: { mutation: boolean }):
     actor: req.actor,
     trace: req.trace,
     agentRunId: runId,
-    idempotencyKey: options.mutation ? idempotencyKeyOf(header(req, 'idempotency-key'), req.actor) : undefined,
+    idempotencyKey: keyOf(),
     sessionId: req.sessionId,
   };
 }

@@ -1,0 +1,240 @@
+// The MCP tools of the app (src/mcp.ts lists them): each bound to the skill action or command it
+// runs, through the very function its REST route runs (http/skill-routes.ts skillActions,
+// http/command-routes.ts execute). A tool call only turns its arguments into that function's call:
+// the caller's scopes, the entity's access rules, the command's policy and availableWhen, the
+// idempotency store and the audit trail are the route's own. Nothing here loads the MCP SDK.
+//
+// Arguments mirror the REST request, so that no name can clash: a skill action takes `params` (its
+// path parameters), `query` (a list's query parameters) and `body`; a command `recordId` and
+// `input`. Every tool that changes data takes a required `idempotencyKey` in place of the
+// Idempotency-Key header; the same key and arguments replay the stored result, over MCP or REST.
+
+import { AppError, envelope, type ErrorDetail } from '../core/errors.ts';
+import { pathParams } from '../core/path-params.ts';
+import { PROTOTYPE_KEYS } from '../data/fields.ts';
+import { idempotencyKeyArgument } from '../data/idempotency.ts';
+import type { CommandRoute } from '../http/command-routes.ts';
+import { callContext } from '../http/context.ts';
+import type { ApiRequest } from '../http/request.ts';
+import { type Log, reportedError } from '../http/respond.ts';
+import { type ActionAnswer, hasBody, type SkillActionRunner } from '../http/skill-routes.ts';
+
+/** MCP's tool annotations: hints for clients, taken from the action's declared risk. */
+export interface McpToolAnnotations {
+  title?: string;
+  readOnlyHint?: boolean;
+  destructiveHint?: boolean;
+  idempotentHint?: boolean;
+  openWorldHint?: boolean;
+}
+
+/** A tool as src/mcp.ts declares it. */
+export interface McpToolSpec {
+  name: string;
+  description: string;
+  /** JSON Schema of the arguments, built from the blueprint (the schemas of openapi.json). */
+  inputSchema: { type: 'object' } & Readonly<Record<string, unknown>>;
+  annotations: McpToolAnnotations;
+  /** What the tool runs: a skill action, or a command by its operation id. */
+  runs: { skill: string; action: string } | { command: string };
+}
+
+/** A tool call's answer, in MCP's CallToolResult form. */
+export interface ToolResult {
+  [key: string]: unknown;
+  content: Array<{ type: 'text'; text: string }>;
+  structuredContent?: Record<string, unknown>;
+  isError?: boolean;
+  _meta: Record<string, unknown>;
+}
+
+/** The tools as a request serves them: their listing, and a call for one of them. */
+export interface Toolbox {
+  listing: ReadonlyArray<Omit<McpToolSpec, 'runs'>>;
+  /** Undefined when no tool has this name. */
+  call(req: ApiRequest, name: string, args: unknown): Promise<ToolResult | undefined>;
+}
+
+type Invoke = (req: ApiRequest, args: Readonly<Record<string, unknown>>) => Promise<ActionAnswer>;
+
+/**
+ * Binds each declared tool to what it runs. Throws when one names an action the app does not
+ * serve or a command it does not have: the tool table and the app were generated apart.
+ */
+export function toolbox(
+  specs: readonly McpToolSpec[],
+  runners: readonly SkillActionRunner[],
+  commands: readonly CommandRoute[],
+  log: Log,
+): Toolbox {
+  const invokers = new Map<string, Invoke>();
+  for (const spec of specs) {
+    const { runs } = spec;
+    if ('command' in runs) {
+      const route = commands.find((c) => c.operationId === runs.command);
+      if (!route) throw new Error(`MCP tool ${spec.name}: no command ${runs.command}`);
+      invokers.set(spec.name, commandInvoke(route));
+    } else {
+      const runner = runners.find((r) => r.skill.name === runs.skill && r.action.name === runs.action);
+      if (!runner) throw new Error(`MCP tool ${spec.name}: skill action ${runs.skill}.${runs.action} is not served`);
+      invokers.set(spec.name, skillInvoke(runner));
+    }
+  }
+  const listing = specs.map(({ runs: _runs, ...tool }) => tool);
+  return {
+    listing,
+    async call(req, name, args) {
+      const invoke = invokers.get(name);
+      if (!invoke) return undefined;
+      // Within the trace of the POST: the route's own spans (database, audit) follow it.
+      const span = req.trace?.startSpan('mcp.tool', 'mcp', { tool: name }, req.rootSpanId);
+      const traceId = req.trace?.traceId ?? '';
+      try {
+        const answer = await invoke(req, argumentObject(args));
+        span?.end({ status: answer.status, replayed: answer.replayed });
+        return answered(answer, traceId);
+      } catch (err) {
+        const appError = reportedError(err, req, log, `MCP tool ${name}`);
+        span?.end({ status: appError.status, error: appError.code });
+        const body = envelope(appError, traceId);
+        return { ...text(body), structuredContent: { ...body }, isError: true, _meta: meta(appError.status, traceId) };
+      }
+    },
+  };
+}
+
+function skillInvoke(runner: SkillActionRunner): Invoke {
+  const params = pathParams(runner.action.path);
+  const allowed = new Set([
+    ...(params.length ? ['params'] : []),
+    ...(runner.action.action === 'list' ? ['query'] : []),
+    ...(hasBody(runner.action) ? ['body'] : []),
+    ...(runner.mutation ? ['idempotencyKey'] : []),
+  ]);
+  return (req, args) => {
+    refuseUnknown(args, allowed);
+    return runner.run({
+      actor: req.actor,
+      params: pathValues(args.params, params),
+      query: queryValues(args.query),
+      body: args.body,
+      context: ({ mutation }) =>
+        callContext(req, () => (mutation ? idempotencyKeyArgument(args.idempotencyKey) : undefined)),
+    });
+  };
+}
+
+const COMMAND_ARGUMENTS = new Set(['recordId', 'input', 'idempotencyKey']);
+
+function commandInvoke(route: CommandRoute): Invoke {
+  return (req, args) => {
+    refuseUnknown(args, COMMAND_ARGUMENTS);
+    const recordId = args.recordId;
+    if (typeof recordId !== 'string' || recordId === '') throw invalid('recordId', 'must be a non-empty string');
+    const ctx = callContext(req, () => idempotencyKeyArgument(args.idempotencyKey));
+    return route.execute(ctx, recordId, args.input);
+  };
+}
+
+/** A stored answer as a tool result; a stored failure (a replayed 4xx) is an error result. */
+function answered(answer: ActionAnswer, traceId: string): ToolResult {
+  const { status, body, location, replayed } = answer;
+  const structured = typeof body === 'object' && body !== null && !Array.isArray(body);
+  return {
+    ...text(body ?? null),
+    ...(structured ? { structuredContent: { ...(body as Record<string, unknown>) } } : {}),
+    ...(status >= 400 ? { isError: true } : {}),
+    _meta: { ...meta(status, traceId), 'bp/replayed': replayed, ...(location ? { 'bp/location': location } : {}) },
+  };
+}
+
+function text(value: unknown): Pick<ToolResult, 'content'> {
+  return { content: [{ type: 'text', text: JSON.stringify(value) }] };
+}
+
+/** The HTTP status the REST route would have answered, and the trace to look the call up by. */
+function meta(status: number, traceId: string): Record<string, unknown> {
+  return { 'bp/status': status, 'bp/traceId': traceId };
+}
+
+/** The arguments as an object without prototype keys (absent arguments: none). */
+function argumentObject(value: unknown, name = 'arguments'): Readonly<Record<string, unknown>> {
+  if (value === undefined) return {};
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw invalid(name, 'must be an object');
+  const forbidden = Object.keys(value).filter((k) => PROTOTYPE_KEYS.has(k));
+  if (forbidden.length) {
+    throw new AppError('VALIDATION_FAILED', `${name} may not name ${forbidden.join(', ')}`, {
+      details: forbidden.map((k) => ({ field: k, code: 'FORBIDDEN_KEY', message: `"${k}" is not allowed` })),
+    });
+  }
+  return value as Record<string, unknown>;
+}
+
+function refuseUnknown(args: Readonly<Record<string, unknown>>, allowed: ReadonlySet<string>): void {
+  const unknown = Object.keys(args).filter((k) => !allowed.has(k));
+  if (!unknown.length) return;
+  const takes = allowed.size ? `it takes ${[...allowed].join(', ')}` : 'it takes none';
+  throw new AppError('VALIDATION_FAILED', `unknown argument(s) ${unknown.join(', ')}: ${takes}`, {
+    details: unknown.map((k) => ({ field: k, code: 'UNKNOWN_ARGUMENT', message: `unknown argument "${k}"` })),
+  });
+}
+
+/**
+ * `params`: every path parameter, as the text a URL would carry (a number or boolean as written
+ * in JSON); as in a URL, none may be empty, and there are no others.
+ */
+function pathValues(raw: unknown, names: readonly string[]): Record<string, string> {
+  const given = argumentObject(raw, 'params');
+  refuseUnknownIn('params', given, new Set(names));
+  const issues: ErrorDetail[] = [];
+  const out: Record<string, string> = {};
+  for (const name of names) {
+    const value = scalarText(given[name]);
+    const field = `params.${name}`;
+    if (given[name] === undefined) issues.push({ field, code: 'REQUIRED', message: 'is required' });
+    else if (value === undefined || value === '') {
+      issues.push({ field, code: 'INVALID_ARGUMENT', message: 'must be a non-empty string, number or boolean' });
+    } else out[name] = value;
+  }
+  if (issues.length) throw invalidAll(issues);
+  return out;
+}
+
+/** `query`: each value as the text of a query string; the list action checks names and values. */
+function queryValues(raw: unknown): Record<string, unknown> {
+  const given = argumentObject(raw, 'query');
+  const issues: ErrorDetail[] = [];
+  const out: Record<string, unknown> = {};
+  for (const [name, value] of Object.entries(given)) {
+    const textValue = scalarText(value);
+    if (textValue === undefined) {
+      issues.push({ field: `query.${name}`, code: 'INVALID_ARGUMENT', message: 'must be a string, number or boolean' });
+    } else out[name] = textValue;
+  }
+  if (issues.length) throw invalidAll(issues);
+  return out;
+}
+
+function refuseUnknownIn(name: string, given: Readonly<Record<string, unknown>>, allowed: ReadonlySet<string>): void {
+  const unknown = Object.keys(given).filter((k) => !allowed.has(k));
+  if (!unknown.length) return;
+  throw invalidAll(
+    unknown.map((k) => ({ field: `${name}.${k}`, code: 'UNKNOWN_ARGUMENT', message: 'is not one this tool takes' })),
+  );
+}
+
+function scalarText(value: unknown): string | undefined {
+  if (typeof value === 'string') return value;
+  if (typeof value === 'number' && Number.isFinite(value)) return String(value);
+  if (typeof value === 'boolean') return String(value);
+  return undefined;
+}
+
+function invalid(field: string, message: string): AppError {
+  return invalidAll([{ field, code: 'INVALID_ARGUMENT', message }]);
+}
+
+function invalidAll(issues: ErrorDetail[]): AppError {
+  const message = issues.map((i) => `${i.field ?? 'arguments'} ${i.message}`).join('; ');
+  return new AppError('VALIDATION_FAILED', message, { details: issues });
+}
