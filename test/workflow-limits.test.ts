@@ -1,6 +1,7 @@
 // The limits of control steps, run by the engine itself (no database step involved): a loop over
 // more than 1,000 items, loops in loops past 10,000 steps, and a delay that the app stopping
-// interrupts at once (JOB_INTERRUPTED, retryable: the job goes back to pending).
+// interrupts at once (JOB_INTERRUPTED, retryable: the job goes back to pending, unless a step
+// before it took effect: running it again would repeat that step).
 
 import { expect } from 'chai';
 import { ANONYMOUS } from '../runtime-lib/core/actor.ts';
@@ -61,6 +62,17 @@ describe('workflow step limits', () => {
     expect(err).to.include({ code: 'JOB_INTERRUPTED', retryable: true });
     expect(Date.now() - started).to.be.below(5_000);
     expect(sent).to.deep.equal([]);
+  });
+
+  it('does not offer to run a job again once a step of it took effect: the failure is no longer retryable', async () => {
+    const stopping = new AbortController();
+    setTimeout(() => stopping.abort(), 50);
+    const steps = [{ type: 'notify', body: 'before' }, { type: 'delay', duration: 60_000 }, { type: 'notify', body: 'after' }];
+    const err = await failure(steps, stopping.signal);
+    expect(err).to.include({ code: 'JOB_INTERRUPTED', retryable: false });
+    expect(err.message).to.include('not run again');
+    // Run again, the first notify would be sent twice.
+    expect(sent).to.deep.equal(['before']);
   });
 
   it('keeps assignTo of a loop body in its iteration and gives the loop every result', async () => {

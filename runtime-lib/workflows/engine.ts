@@ -41,6 +41,8 @@ export const MAX_DELAY_MS = 5 * 60_000;
 
 /** Steps that act outside the database: in a transactional workflow they run after the commit. */
 const AFTER_COMMIT = new Set(['notify', 'email', 'webhook', 'plugin', 'delay']);
+/** Steps whose success changes something (a query's find aside): a job is not run again past one. */
+const TAKES_EFFECT = new Set(['query', 'command', 'notify', 'email', 'webhook', 'plugin']);
 
 /** A step as the blueprint wrote it: its type, an optional name and assignTo, and its own keys. */
 export type StepSpec = Readonly<Record<string, unknown>> & { type: string; name?: string; assignTo?: string };
@@ -203,17 +205,26 @@ export async function runWorkflow(
   };
   const steps = new Steps(rt, spec, job, ctx, signal);
 
-  if (spec.transactional) {
-    const later: Deferred[] = [];
-    await rt.db.write(function* () {
-      later.length = 0;
-      yield* steps.inTransaction(spec.steps, 'steps', top, later);
-    }, trace);
-    for (const { step, at, scope, settle } of later) settle(await steps.outside(step, at, scope));
+  try {
+    if (spec.transactional) {
+      const later: Deferred[] = [];
+      await rt.db.write(function* () {
+        later.length = 0;
+        yield* steps.inTransaction(spec.steps, 'steps', top, later);
+      }, trace);
+      steps.tookEffect();
+      for (const { step, at, scope, settle } of later) settle(await steps.outside(step, at, scope));
+    } else {
+      await steps.alone(spec.steps, 'steps', top);
+    }
     return assigned;
+  } catch (err) {
+    // The runner runs a job again, from its first step, after a failure a retry can fix: unless a
+    // step has already taken effect (committed, sent), which running again would repeat.
+    if (!(err instanceof AppError) || !err.retryable || !steps.effects) throw err;
+    const message = `${err.message}; earlier steps had taken effect, so the job is not run again`;
+    throw new AppError(err.code, message, { details: err.details, cause: err, retryable: false });
   }
-  await steps.alone(spec.steps, 'steps', top);
-  return assigned;
 }
 
 /** Where steps read templates and store results: the run, or one iteration of a loop. */
@@ -238,6 +249,8 @@ function define(target: Record<string, unknown>, name: unknown, value: unknown):
 
 class Steps {
   private ran = 0;
+  /** Steps that took effect (committed, or acted outside the app): a run past them is not repeated. */
+  effects = 0;
 
   constructor(
     private readonly rt: WorkflowRuntime,
@@ -258,7 +271,13 @@ class Steps {
 
   /** Steps that commit each on its own, in order. */
   async alone(steps: readonly StepSpec[], at: string, scope: Scope): Promise<void> {
-    for (const [i, step] of steps.entries()) scope.assign(step, await this.oneAlone(step, `${at}.${i}`, scope));
+    for (const [i, step] of steps.entries()) {
+      scope.assign(step, await this.oneAlone(step, `${at}.${i}`, scope));
+    }
+  }
+
+  tookEffect(): void {
+    this.effects++;
   }
 
   private *oneInTransaction(step: StepSpec, at: string, scope: Scope, later: Deferred[]): Work<unknown> {
@@ -300,6 +319,12 @@ class Steps {
   }
 
   private async oneAlone(step: StepSpec, at: string, scope: Scope): Promise<unknown> {
+    const value = await this.runAlone(step, at, scope);
+    if (TAKES_EFFECT.has(step.type) && step.action !== 'find') this.tookEffect();
+    return value;
+  }
+
+  private async runAlone(step: StepSpec, at: string, scope: Scope): Promise<unknown> {
     if (AFTER_COMMIT.has(step.type)) return this.outside(step, at, scope);
     this.count();
     switch (step.type) {

@@ -179,17 +179,20 @@ export class AppError extends Error {
   /** Seconds; sent as Retry-After for retryable errors. */
   readonly retryAfter?: number;
 
-  /** `cause`: the underlying failure, for the logs only (a storage fault's SQLite error); never sent. */
+  /**
+   * `cause`: the underlying failure, for the logs only (a storage fault's SQLite error); never sent.
+   * `retryable: false` withdraws the code's offer of a retry, where repeating would repeat effects.
+   */
   constructor(
     code: ErrorCode,
     message: string,
-    options: { details?: ErrorDetail[]; retryAfter?: number; cause?: unknown } = {},
+    options: { details?: ErrorDetail[]; retryAfter?: number; cause?: unknown; retryable?: false } = {},
   ) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
     this.name = 'AppError';
     this.code = code;
     this.status = ERROR_CODES[code].status;
-    this.retryable = ERROR_CODES[code].retryable;
+    this.retryable = options.retryable ?? ERROR_CODES[code].retryable;
     this.details = options.details;
     this.retryAfter = options.retryAfter;
   }
