@@ -117,7 +117,7 @@ export const ERROR_CODES = {
   JOB_INTERRUPTED: {
     status: 503,
     retryable: true,
-    description: 'The app instance running the job stopped before it finished; nothing of it was committed.',
+    description: 'The app instance running the job stopped before it finished; its unfinished steps took no effect.',
   },
   IDEMPOTENCY_KEY_REUSE: {
     status: 409,

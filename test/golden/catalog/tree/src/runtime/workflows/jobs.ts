@@ -7,8 +7,8 @@
 // up to `maxConcurrent` (on PostgreSQL under a transaction-scoped advisory lock per workflow, so two
 // instances cannot both take the last free place, and FOR UPDATE SKIP LOCKED). The instance running
 // a job renews its lease; a job whose lease lapsed was running on an instance that stopped, and
-// fails with JOB_INTERRUPTED (retryable): nothing of a failed run is committed, so a client may
-// submit it again.
+// fails with JOB_INTERRUPTED (retryable): a transactional workflow committed nothing of it, so a
+// client may submit it again; another workflow's finished steps stay done.
 
 import { createHash } from 'node:crypto';
 import { ANONYMOUS, type Actor, type ActorFields, makeActor } from '../core/actor.ts';
@@ -167,7 +167,9 @@ export class JobStore {
     const now = Date.now();
     const error = JSON.stringify({
       code: 'JOB_INTERRUPTED',
-      message: 'the app instance running this job stopped before it finished; nothing of it was committed',
+      message:
+        'the app instance running this job stopped before it finished: a transactional workflow committed nothing ' +
+        'of it; the steps of another that had finished stay done',
       retryable: true,
     });
     const { changes } = await this.db.write(() =>
