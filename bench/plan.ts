@@ -3,16 +3,15 @@
 export const OPERATIONS = ['get', 'list', 'create', 'update'] as const;
 /** The generated app only: a command (StartTicket) against the plain update of the same record. */
 export const COMMAND_OPERATIONS = ['update', 'command'] as const;
-/**
- * The generated app only: a skill action that starts a workflow (escalate_ticket: 202 and a job),
- * against the plain command on the same server.
- */
-export const JOB_OPERATIONS = ['command', 'escalate'] as const;
 /** The PostgreSQL section: every operation on every server, the command included. */
 export const POSTGRES_OPERATIONS = [...OPERATIONS, 'command'] as const;
 /** The PostgreSQL section's two instances of the generated app on one database: reads only. */
 export const READ_OPERATIONS = ['get', 'list'] as const;
-export type Operation = (typeof OPERATIONS)[number] | (typeof COMMAND_OPERATIONS)[number] | (typeof JOB_OPERATIONS)[number];
+/**
+ * The generated app only, after the command rounds: a skill action that starts a workflow
+ * (escalate_ticket: 202 and a job).
+ */
+export type Operation = (typeof OPERATIONS)[number] | (typeof COMMAND_OPERATIONS)[number] | 'escalate';
 
 export interface LoadPlan {
   /**
