@@ -692,14 +692,9 @@ const CASES: Array<{ fixture: string; root?: string; expected: Expected[] }> = [
         code: 'NOT_GENERATED',
         severity: 'warning',
         path: 'service.billing',
-        message: 'service "billing" is accepted but not generated yet: nothing calls it',
-      },
-      {
-        at: 'app.toml:34:86',
-        code: 'NOT_GENERATED',
-        severity: 'warning',
-        path: 'workflow.Charge.steps.0.then.0',
-        message: 'service steps do not run yet: a job of "Charge" fails at this step',
+        message:
+          'service "billing" runs the operations src/extend.ts implements (services.billing.<operation>); ' +
+          'without them the service steps calling them fail',
       },
     ],
   },

@@ -19,6 +19,8 @@ const rt: WorkflowRuntime = {
   defaultAdapter: 'log',
   plugins: {},
   blockPrivateTargets: true,
+  services: new Map(),
+  serviceImplementations: {},
 };
 
 function workflow(steps: StepSpec[]): WorkflowSpec {

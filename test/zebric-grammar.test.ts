@@ -132,7 +132,6 @@ describe('Zebric 0.6 grammar', () => {
         notGenerated('auth.pages'),
         notGenerated('plugin."@studio/zebric-slack"'),
         notGenerated('notifications.adapters.1.type'),
-        notGenerated('workflow.Intake.steps.0'),
         notGenerated('workflow.Intake.steps.1'),
         notGenerated('page."/"'),
         ignored('page."/".meta'),

@@ -1,5 +1,5 @@
-// src/workflows.ts: the blueprint's workflows, as specs for runtime/workflows/engine.ts, and the
-// notification adapters their notify steps use.
+// src/workflows.ts: the blueprint's workflows, as specs for runtime/workflows/engine.ts, the
+// notification adapters their notify steps use, and the services their service steps call.
 
 import type { Blueprint } from '../model/types.ts';
 import { render } from './templates.ts';
@@ -20,10 +20,17 @@ export function emitWorkflows(bp: Blueprint): string {
     default: bp.notifications.default,
     adapters: bp.notifications.adapters.map((a) => ({ name: a.name, type: a.type, config: a.config })),
   };
+  const services = bp.services.map((s) => ({
+    name: s.name,
+    operations: Object.fromEntries(
+      s.operations.map((op) => [op.name, { input: op.input, ...(op.result ? { result: op.result } : {}) }]),
+    ),
+  }));
   const lead = 'export const NOTIFICATIONS: NotificationConfig = '.length;
   return render('app/src/workflows.ts.hbs', {
     templateSyntax: '{{ path }}',
     workflows: tsLiteral(workflows, { lead: 'export const WORKFLOWS: WorkflowSpec[] = '.length, trail: 1 }),
     notifications: tsLiteral(notifications, { lead, trail: 1 }),
+    services: tsLiteral(services, { lead: 'export const SERVICES: ServiceSpec[] = '.length, trail: 1 }),
   });
 }

@@ -22,6 +22,8 @@ import type {
   Page,
   PageTemplate,
   PermissionRule,
+  Service,
+  ServiceValue,
   Skill,
   SkillAction,
   SkillQueryParam,
@@ -380,6 +382,38 @@ function board(raw: Raw): Board {
       successMessage: str(move.successMessage),
       errorMessage: str(move.errorMessage),
     },
+  };
+}
+
+export function buildService(name: string, raw: Raw): Service {
+  return {
+    name,
+    description: str(raw.description),
+    operations: Object.entries(table(raw.operations))
+      .filter(([, op]) => isTable(op))
+      .map(([opName, op]) => {
+        const def = table(op);
+        return {
+          name: opName,
+          description: str(def.description),
+          input: Object.fromEntries(Object.entries(table(def.input)).map(([k, v]) => [k, serviceValue(v)])),
+          ...(def.result === undefined ? {} : { result: serviceValue(def.result) }),
+        };
+      }),
+  };
+}
+
+function serviceValue(raw: unknown): ServiceValue {
+  const v = table(raw);
+  return {
+    type: text(v.type),
+    ...(typeof v.required === 'boolean' ? { required: v.required } : {}),
+    ...(v.values === undefined ? {} : { values: strList(v.values) }),
+    ...(v.fields === undefined
+      ? {}
+      : { fields: Object.fromEntries(Object.entries(table(v.fields)).map(([k, f]) => [k, serviceValue(f)])) }),
+    ...(v.items === undefined ? {} : { items: serviceValue(v.items) }),
+    ...(typeof v.allowUnknown === 'boolean' ? { allowUnknown: v.allowUnknown } : {}),
   };
 }
 

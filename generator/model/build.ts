@@ -8,7 +8,7 @@ import * as path from 'node:path';
 import type { CompileContext } from '../context.ts';
 import { isTable } from '../parse/load.ts';
 import type { KeyPath } from '../parse/locate.ts';
-import { buildAuth, buildCommand, buildNotifications, buildPage, buildSkill, buildWorkflow } from './build-sections.ts';
+import { buildAuth, buildCommand, buildNotifications, buildPage, buildService, buildSkill, buildWorkflow } from './build-sections.ts';
 import { ACCESS_ROOTS, parseRule } from './conditions.ts';
 import { defaultProblem, normalizeDefault } from './literals.ts';
 import { IDENTIFIER, kebab } from './names.ts';
@@ -39,6 +39,7 @@ export function buildModel(ctx: CompileContext): Blueprint {
     workflows: namedSections(parsed, 'workflow').map((s) => buildWorkflow(ctx, s.name, s.value)),
     pages: namedSections(parsed, 'page').map((s) => buildPage(s.name, s.value)),
     notifications: buildNotifications(singleSection(parsed, 'notifications')),
+    services: namedSections(parsed, 'service').map((s) => buildService(s.name, s.value)),
   };
 }
 

@@ -336,4 +336,22 @@ export interface Blueprint {
   workflows: Workflow[];
   pages: Page[];
   notifications: { default?: string; adapters: Array<{ name: string; type: string; config: Record<string, unknown> }> };
+  services: Service[];
+}
+
+/** A typed value of a service operation (Zebric's ExternalValueSchema): a field type, an Object or an Array. */
+export interface ServiceValue {
+  type: string;
+  required?: boolean;
+  values?: string[];
+  fields?: Record<string, ServiceValue>;
+  items?: ServiceValue;
+  allowUnknown?: boolean;
+}
+
+/** A declared service: the contract of operations that src/extend.ts implements (`services.<name>`). */
+export interface Service {
+  name: string;
+  description?: string;
+  operations: Array<{ name: string; description?: string; input: Record<string, ServiceValue>; result?: ServiceValue }>;
 }

@@ -1,18 +1,21 @@
 // Sections bp accepts (so Zebric blueprints validate) but does not generate yet: one warning per
-// declaration, so nobody expects a route, a job or a plugin that the generated app does not have.
-// Everything inside such a declaration (a page's board, a step's keys) is covered by its warning.
+// declaration, so nobody expects a route or a plugin that the generated app does not have.
+// Everything inside such a declaration (a page's board) is covered by its warning. Also reminders
+// of what the app's src/extend.ts must provide for what the blueprint declares: service
+// operations, plugin step actions, senders of notification adapters other than console.
 
 import type { CompileContext } from '../../context.ts';
 import { triggerForms } from '../../model/build-sections.ts';
 import { list, namedSections, singleSection, table } from '../../model/raw.ts';
 
-/** Step types a workflow job runs; the others (service) fail the job when it reaches them. */
-const RUNNING_STEPS = new Set(['query', 'command', 'notify', 'webhook', 'email', 'plugin', 'condition', 'loop', 'delay']);
-
 export function notGenerated(ctx: CompileContext): void {
   const warn = (keys: (string | number)[], message: string) => ctx.report('NOT_GENERATED', keys, message, { severity: 'warning' });
   for (const { name } of namedSections(ctx.parsed, 'service')) {
-    warn(['service', name], `service "${name}" is accepted but not generated yet: nothing calls it`);
+    warn(
+      ['service', name],
+      `service "${name}" runs the operations src/extend.ts implements (services.${name}.<operation>); ` +
+        'without them the service steps calling them fail',
+    );
   }
   for (const { name, value } of namedSections(ctx.parsed, 'plugin')) {
     // A disabled plugin is skipped by Zebric too: there is nothing missing to warn about.
@@ -63,14 +66,11 @@ export function notGenerated(ctx: CompileContext): void {
   });
 }
 
-/** Per step, nested ones (then, else, do) included: a type that does not run, a plugin action the app must register. */
+/** Per step, nested ones (then, else, do) included: a plugin action the app must register. */
 function stepWarnings(warn: (keys: (string | number)[], message: string) => void, workflow: string, at: (string | number)[], steps: unknown): void {
   list(steps).forEach((raw, i) => {
     const step = table(raw);
     const here = [...at, i];
-    if (typeof step.type === 'string' && !RUNNING_STEPS.has(step.type)) {
-      warn(here, `${step.type} steps do not run yet: a job of "${workflow}" fails at this step`);
-    }
     if (step.type === 'plugin' && typeof step.plugin === 'string' && typeof step.action_name === 'string') {
       warn(
         here,

@@ -1,5 +1,5 @@
 // A transactional workflow runs its steps that act outside the database (notify, email, webhook,
-// plugin, delay) after the commit: a request sent or a message delivered cannot be rolled back.
+// plugin, service, delay) after the commit: a request sent or a message delivered cannot be rolled back.
 // Their results (assignTo) therefore do not exist yet while the transaction runs, so a step
 // that runs inside it (query, command, a condition's `if`, a loop's `items`) may not read them:
 // the job would always fail there (WORKFLOW_TEMPLATE_UNRESOLVED) and roll back. Refused here.
@@ -9,7 +9,7 @@ import type { Blueprint, WorkflowStep } from '../../model/types.ts';
 import type { KeyPath } from '../../parse/locate.ts';
 
 /** Step types that run after the commit of a transactional workflow (as runtime-lib/workflows/engine.ts). */
-const AFTER_COMMIT = new Set(['notify', 'email', 'webhook', 'plugin', 'delay']);
+const AFTER_COMMIT = new Set(['notify', 'email', 'webhook', 'plugin', 'service', 'delay']);
 
 export function transactionalSteps(ctx: CompileContext, bp: Blueprint): void {
   for (const wf of bp.workflows) {

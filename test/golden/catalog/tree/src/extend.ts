@@ -9,7 +9,11 @@
 //               answering yourself (a CORS preflight) skips everything after, credentials included.
 //   routes      your routes on an Express router, served after the generated ones, behind the whole
 //               pipeline (req.actor is known). No access rule of the blueprint applies: check req.actor.
-//   services    handed to every command handler as ctx.services.
+//   services    handed to every command handler as ctx.services; also where the operations of the
+//               blueprint's [service.*] sections live, for workflow service steps:
+//               { billing: { charge: async (input, { workflow, jobId }) => result } }. The input and the
+//               result are checked against the types the blueprint declares; a step whose operation is
+//               not here fails its job.
 //   delegate    for an authenticated actor, the id of the person it acts for, from something your code
 //               verified (never a header taken as is); it becomes actor.delegatedBy in audit records.
 //   notifications  senders of [notifications] adapters that are not console, by adapter name:

@@ -6,8 +6,15 @@
 
 import type { WorkflowSpec } from './runtime/workflows/engine.ts';
 import type { NotificationConfig } from './runtime/workflows/notify.ts';
+import type { ServiceSpec } from './runtime/workflows/services.ts';
 
 export const WORKFLOWS: WorkflowSpec[] = [];
 
 /** [notifications]: the adapter a notify step uses when it names none; each adapter's type and config. */
 export const NOTIFICATIONS: NotificationConfig = { adapters: [] };
+
+/**
+ * [service.*]: the operations service steps call, with their typed input and result. src/extend.ts
+ * implements them as `services.<service>.<operation>(input, { workflow, jobId })`.
+ */
+export const SERVICES: ServiceSpec[] = [];

@@ -20,7 +20,7 @@ import { EventBus } from './runtime/commands/events.ts';
 import { IdempotencyStore } from './runtime/data/idempotency-store.ts';
 import { COMMANDS } from './commands.ts';
 import { SKILLS } from './skills.ts';
-import { NOTIFICATIONS, WORKFLOWS } from './workflows.ts';
+import { NOTIFICATIONS, SERVICES, WORKFLOWS } from './workflows.ts';
 import { runWorkflow, type WorkflowRuntime } from './runtime/workflows/engine.ts';
 import { entityEventHook } from './runtime/workflows/entity-events.ts';
 import { JobStore } from './runtime/workflows/jobs.ts';
@@ -167,6 +167,8 @@ export function createApp(options: AppOptions): App {
     commandRuntime,
     ...notifier(NOTIFICATIONS, extend.notifications),
     plugins: extend.plugins ?? {},
+    services: new Map(SERVICES.map((s) => [s.name, s])),
+    serviceImplementations: { ...extend.services, ...options.services },
     // Webhook steps reach only public addresses in production (spec 3); in development, anything.
     blockPrivateTargets: env.NODE_ENV === 'production',
   };

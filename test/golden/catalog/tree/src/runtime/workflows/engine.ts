@@ -26,6 +26,7 @@ import type { Database, Work } from '../data/database.ts';
 import type { EntityStore, RequestContext } from '../data/entity-store.ts';
 import type { ActiveTrace } from '../observe/tracing.ts';
 import type { ClaimedJob } from './jobs.ts';
+import { callService, type ServiceSpec } from './services.ts';
 import { ifHolds, same } from './step-condition.ts';
 import { lookup, resolveTemplates } from './templates.ts';
 import { deliverWebhook, pause, WEBHOOK_METHODS } from './webhook.ts';
@@ -41,9 +42,9 @@ export const MAX_JOB_STEPS = 10_000;
 export const MAX_DELAY_MS = 5 * 60_000;
 
 /** Steps that act outside the database: in a transactional workflow they run after the commit. */
-const AFTER_COMMIT = new Set(['notify', 'email', 'webhook', 'plugin', 'delay']);
+const AFTER_COMMIT = new Set(['notify', 'email', 'webhook', 'plugin', 'service', 'delay']);
 /** Steps whose success changes something (a query's find aside): a job is not run again past one. */
-const TAKES_EFFECT = new Set(['query', 'command', 'notify', 'email', 'webhook', 'plugin']);
+const TAKES_EFFECT = new Set(['query', 'command', 'notify', 'email', 'webhook', 'plugin', 'service']);
 
 /** A step as the blueprint wrote it: its type, an optional name and assignTo, and its own keys. */
 export type StepSpec = Readonly<Record<string, unknown>> & { type: string; name?: string; assignTo?: string };
@@ -110,6 +111,9 @@ export interface WorkflowRuntime {
   plugins: Readonly<Record<string, Readonly<Record<string, PluginAction>>>>;
   /** Production: webhook steps may not reach loopback, private or reserved addresses. */
   blockPrivateTargets: boolean;
+  /** The blueprint's [service.*] declarations, by name, and their implementations (src/extend.ts `services`). */
+  services: ReadonlyMap<string, ServiceSpec>;
+  serviceImplementations: Readonly<Record<string, unknown>>;
 }
 
 /** What a plugin action gets besides its params: the job it runs for and a copy of the run's context. */
@@ -371,6 +375,13 @@ class Steps {
         return this.webhook(step, at, context);
       case 'plugin':
         return this.plugin(step, context);
+      case 'service':
+        return callService(this.rt.services, this.rt.serviceImplementations, {
+          service: String(step.service),
+          operation: String(step.operation),
+          input: resolveTemplates(step.params ?? {}, context),
+          ctx: { workflow: this.spec.name, jobId: this.job.id },
+        });
       case 'delay':
         return pause(delayOf(step, context), this.signal);
       default:

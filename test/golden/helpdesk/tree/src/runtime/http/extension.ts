@@ -40,7 +40,13 @@ export interface Extension {
    * No access rule of the blueprint applies to these routes: check `req.actor` yourself.
    */
   routes?: (router: Router, app: ExtensionContext) => void;
-  /** Handed to every command handler as `ctx.services`. */
+  /**
+   * Handed to every command handler as `ctx.services`. The operations of the blueprint's
+   * [service.*] sections are here too, as `services.<service>.<operation>(input, { workflow, jobId })`:
+   * workflow service steps call them with the input the blueprint declares (checked), and their
+   * result is checked against the declared result. An operation missing here fails the job at
+   * its step (WORKFLOW_STEP_NOT_SUPPORTED).
+   */
   services?: Readonly<Record<string, unknown>>;
   /**
    * The trusted delegation hook: for an authenticated actor, return the id of the person on
