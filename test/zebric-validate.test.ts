@@ -179,7 +179,8 @@ describe('Zebric 0.6 rules', () => {
     ]);
     const twice = validateText(['[service.mailer]', operations, '[services.mailer]', operations].join('\n'));
     expect(twice.map((d) => `${d.location?.line}:${d.location?.column} ${d.code} ${d.path} ${d.message}`)).to.deep.equal([
-      '1:10 NOT_GENERATED service.mailer service "mailer" is accepted but not generated yet: nothing calls it',
+      '1:10 NOT_GENERATED service.mailer service "mailer" runs the operations src/extend.ts implements ' +
+        '(services.mailer.<operation>); without them the service steps calling them fail',
       '3:11 DUPLICATE_DEFINITION service.mailer service "mailer" is defined twice in app.toml',
     ]);
   });
