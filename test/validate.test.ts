@@ -1138,6 +1138,25 @@ const CASES: Array<{ fixture: string; root?: string; expected: Expected[] }> = [
     ],
   },
   {
+    fixture: 'workflow-operators',
+    expected: [
+      {
+        at: 'app.toml:7:83',
+        code: 'INVALID_CONDITION',
+        path: 'workflow.Watch.trigger.condition."after.status"."$nq"',
+        message: '"$nq" is not an operator of a workflow condition',
+        hint: 'an operator table holds only $eq, $ne, $gt, $gte, $lt, $lte; to compare with a table, write one without $ keys',
+      },
+      {
+        at: 'app.toml:10:71',
+        code: 'INVALID_CONDITION',
+        path: 'workflow.Watch.steps.0.if."$and".0."trigger.after.status"."$gtt"',
+        message: '"$gtt" is not an operator of a workflow condition',
+        hint: 'an operator table holds only $eq, $ne, $gt, $gte, $lt, $lte; to compare with a table, write one without $ keys',
+      },
+    ],
+  },
+  {
     fixture: 'workflow-unknown-adapter',
     expected: [
       {

@@ -204,7 +204,7 @@ export default defineExtension({
       expect(app.output()).to.include('"body":"calm: breeze"');
       const bad = await run(calm.id, 'bad-condition');
       expect(bad.error).to.include({ code: 'WORKFLOW_STEP_INVALID' });
-      expect(String(bad.error?.message)).to.include('unknown operator "$near"');
+      expect(String(bad.error?.message)).to.include('$and takes a list of conditions');
     });
 
     it('runs a loop step per item, with variables.item and variables.index, inside the transaction', async () => {

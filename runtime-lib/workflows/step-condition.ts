@@ -1,7 +1,8 @@
 // The `if` of a condition step, as Zebric reads it: context path -> the value it must hold, or an
 // operator table ({ "$gt" = 5 }: $eq, $ne, $gt, $gte, $lt, $lte), and `$and` / `$or` lists of such
-// tables. As in preconditions, a list of values means any of them, values compare as the
-// precondition does (5 and "5" are the same), and a path that does not resolve holds nothing.
+// tables. Preconditions and entity trigger conditions read their values the same way (valueHolds):
+// a list of values means any of them, 5 and "5" are the same, and a path that does not resolve
+// holds nothing.
 
 import { AppError } from '../core/errors.ts';
 import { lookup } from './templates.ts';
@@ -17,14 +18,29 @@ export function ifHolds(condition: unknown, context: unknown): boolean {
       if (!holds) return false;
       continue;
     }
-    const actual = valueAt(context, key);
-    if (Array.isArray(expected)) {
-      if (!expected.some((e) => same(actual, e))) return false;
-    } else if (isTable(expected)) {
-      for (const [op, operand] of Object.entries(expected)) if (!operator(op, actual, operand)) return false;
-    } else if (!same(actual, expected)) return false;
+    if (!valueHolds(valueAt(context, key), expected)) return false;
   }
   return true;
+}
+
+/**
+ * Whether a value meets what a condition expects of it: any value of a list, every operator of an
+ * operator table ({ "$ne" = "" }), else the value itself. Preconditions, entity trigger conditions
+ * and condition steps read values alike.
+ */
+export function valueHolds(actual: unknown, expected: unknown): boolean {
+  if (Array.isArray(expected)) return expected.some((e) => same(actual, e));
+  if (isOperatorTable(expected)) {
+    return Object.entries(expected).every(([op, operand]) => operator(op, actual, operand));
+  }
+  return same(actual, expected);
+}
+
+/** A table whose every key is an operator ($eq...); any other table is a value to compare with. */
+function isOperatorTable(value: unknown): value is Record<string, unknown> {
+  if (!isTable(value)) return false;
+  const keys = Object.keys(value);
+  return keys.length > 0 && keys.every((k) => k.startsWith('$'));
 }
 
 /** Equality as preconditions and conditional updates use it: null and absent are alike, scalars compare as text. */

@@ -9,6 +9,7 @@ import { isTable } from '../../parse/load.ts';
 import type { KeyPath } from '../../parse/locate.ts';
 import { didYouMean } from '../../suggest.ts';
 import { STEP_TYPES } from '../schema.ts';
+import { checkConditionOperators } from './condition-operators.ts';
 
 type StepType = (typeof STEP_TYPES)[number];
 
@@ -70,6 +71,7 @@ function checkStep(ctx: CompileContext, at: KeyPath, step: Raw): void {
       hint: `${spellings[1]} is another spelling of ${spellings[0]}; keep one`,
     });
   }
+  if (type === 'condition') checkConditionOperators(ctx, [...at, 'if'], step.if, true);
   for (const branch of ['then', 'else', 'do'] as const) {
     if (keys.includes(branch)) checkSteps(ctx, [...at, branch], step[branch]);
   }

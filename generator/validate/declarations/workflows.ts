@@ -5,6 +5,7 @@ import type { CompileContext } from '../../context.ts';
 import { triggerForms } from '../../model/build-sections.ts';
 import { table, type Raw } from '../../model/raw.ts';
 import type { KeyPath } from '../../parse/locate.ts';
+import { checkConditionOperators } from './condition-operators.ts';
 import { cronProblem } from './cron.ts';
 import { checkSteps } from './workflow-steps.ts';
 
@@ -30,5 +31,7 @@ export function checkWorkflow(ctx: CompileContext, name: string, raw: Raw): void
       });
     }
   }
+  checkConditionOperators(ctx, ['workflow', name, 'precondition'], raw.precondition, false);
+  checkConditionOperators(ctx, [...at, 'condition'], t.condition, false);
   checkSteps(ctx, ['workflow', name, 'steps'], raw.steps);
 }

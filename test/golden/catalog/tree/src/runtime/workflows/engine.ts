@@ -27,7 +27,7 @@ import type { EntityStore, RequestContext } from '../data/entity-store.ts';
 import type { ActiveTrace } from '../observe/tracing.ts';
 import type { ClaimedJob } from './jobs.ts';
 import { callService, type ServiceSpec } from './services.ts';
-import { ifHolds, same } from './step-condition.ts';
+import { ifHolds, same, valueHolds } from './step-condition.ts';
 import { lookup, resolveTemplates } from './templates.ts';
 import { deliverWebhook, pause, WEBHOOK_METHODS } from './webhook.ts';
 
@@ -160,8 +160,7 @@ function firstMismatch(
     } catch {
       actual = undefined;
     }
-    const holds = Array.isArray(expected) ? expected.some((e) => same(actual, e)) : same(actual, expected);
-    if (!holds) return [path, expected, actual];
+    if (!valueHolds(actual, expected)) return [path, expected, actual];
   }
   return undefined;
 }
