@@ -1138,6 +1138,23 @@ const CASES: Array<{ fixture: string; root?: string; expected: Expected[] }> = [
     ],
   },
   {
+    fixture: 'webhook-duplicate-route',
+    expected: [
+      {
+        at: 'app.toml:10:13',
+        code: 'DUPLICATE_ROUTE',
+        path: 'workflow.Mirror.trigger.webhook',
+        message: 'POST /webhooks/in is also the route of the webhook of workflow Inbound',
+      },
+      {
+        at: 'app.toml:16:1',
+        code: 'DUPLICATE_ROUTE',
+        path: 'skill.tickets.actions.0.path',
+        message: 'POST /webhooks/in is also the route of the webhook of workflow Inbound',
+      },
+    ],
+  },
+  {
     fixture: 'workflow-operators',
     expected: [
       {

@@ -1,4 +1,5 @@
-// Cross-reference rules of skills: action names and routes, their entity or workflow, path and query parameters.
+// Cross-reference rules of skills: action names and routes (webhook routes among them, which are
+// served first), their entity or workflow, path and query parameters.
 
 import type { CompileContext } from '../../context.ts';
 import { type Blueprint, type Entity } from '../../model/types.ts';
@@ -16,6 +17,14 @@ export function skillActions(ctx: CompileContext, bp: Blueprint): void {
     ctx.report('DUPLICATE_ROUTE', ['entity', jobs.name], `entity "${jobs.name}" is served at /api/jobs, where workflow jobs are polled (GET /api/jobs/<id>)`, {
       hint: `rename the entity (its routes follow its name), or start no workflow from a skill action`,
     });
+  }
+  for (const workflow of bp.workflows) {
+    if (workflow.trigger.kind !== 'webhook') continue;
+    const routeKey = `POST ${workflow.trigger.route}`;
+    const clash = routes.get(routeKey);
+    const at = [...workflow.path, 'trigger', 'webhook'];
+    if (clash) ctx.report('DUPLICATE_ROUTE', at, `POST ${workflow.trigger.route} is also the route of ${clash}`);
+    else routes.set(routeKey, `the webhook of workflow ${workflow.name}`);
   }
   for (const skill of bp.skills) {
     const seenNames = new Set<string>();
