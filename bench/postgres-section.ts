@@ -21,6 +21,8 @@ const APP = 'bp-app-pg';
 const TWO_INSTANCES = 'bp-app-pg-2';
 const SERVERS: Server[] = [
   { key: 'express-pg', label: 'Express + pg', cwd: ROOT, args: baseline('express-pg.ts') },
+  // The same server keeping the app's guarantees on writes: Idempotency-Key, audit row, stored response.
+  { key: 'express-pg-guarded', label: 'Express + pg, guarded writes', cwd: ROOT, args: [...baseline('express-pg.ts'), '--guarded'] },
   { key: 'express-prisma-pg', label: 'Express + Prisma 7 (pg adapter)', cwd: ROOT, args: baseline('express-prisma.ts') },
   // The production build, as `npm start` runs it; DATABASE_URL=postgres://… chooses PostgreSQL.
   { key: APP, label: 'bp generated app', cwd: APP_DIR, args: [...START_NODE_FLAGS, 'scripts/start.js', 'server'] },

@@ -29,6 +29,7 @@ export function openTickets(databaseUrl: string) {
   const first = async (name: string, text: string, values: unknown[]): Promise<Row | undefined> =>
     (await pool.query<Row>({ name, text, values })).rows[0];
   return {
+    pool,
     get: (id: string) => first('ticket-get', GET, [id]),
     list: async (params: ListParams) => page((await pool.query<Row>({ name: 'ticket-list', text: LIST, values: [params.limit + 1, params.offset] })).rows, params),
     create: (input: TicketInput) =>
