@@ -12,6 +12,7 @@ import {
   freshDir,
   freshKey,
   generate,
+  jobFinished,
   login,
   request,
   ROOT,
@@ -146,12 +147,7 @@ describe('two app instances on one PostgreSQL', function () {
     for (const r of submitted) expect(r.status, r.text).to.equal(202);
     const urls = submitted.map((r) => (r.body as { job: { url: string } }).job.url);
     for (const [i, url] of urls.entries()) {
-      let job: Rec = {};
-      for (let n = 0; n < 100; n++) {
-        job = (await request(on(i + 1), 'GET', url, { headers: agent })).body as Rec;
-        if (job.status === 'completed' || job.status === 'failed') break;
-        await new Promise((resolve) => setTimeout(resolve, 50));
-      }
+      const job = await jobFinished(on(i + 1), agent, url);
       expect(job, JSON.stringify(job)).to.include({ status: 'completed', attempts: 1 });
       // The same owner rule on both instances: another credential hears 404.
       const other = await request(on(i), 'GET', url, { headers: { authorization: `Bearer ${ENV.REPORTER_API_KEY}` } });

@@ -6,7 +6,7 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { expect } from 'chai';
-import { bp, freshDir, freshKey, generate, request, ROOT, startApp, typecheck, type RunningApp } from './support/apps.ts';
+import { bp, freshDir, freshKey, generate, jobFinished, request, ROOT, startApp, typecheck, type RunningApp } from './support/apps.ts';
 
 type Rec = Record<string, unknown>;
 type Job = { status: string; result: unknown; error: { code: string; message: string; retryable: boolean } | null };
@@ -31,13 +31,7 @@ describe('workflow service steps (generated app, over HTTP)', function () {
       headers: { ...clerk, 'idempotency-key': freshKey() },
     });
     expect(res.status, res.text).to.equal(202);
-    const url = (res.body as { job: { url: string } }).job.url;
-    for (let i = 0; i < 100; i++) {
-      const job = (await request(app.url, 'GET', url, { headers: clerk })).body as Job;
-      if (job.status === 'completed' || job.status === 'failed') return job;
-      await new Promise((resolve) => setTimeout(resolve, 50));
-    }
-    throw new Error(`job ${url} did not finish`);
+    return jobFinished<Job>(app.url, clerk, (res.body as { job: { url: string } }).job.url);
   };
   const charges = () => app.output().split('\n').filter((l) => l.startsWith('CHARGE ')).map((l) => JSON.parse(l.slice(7)) as Rec);
 

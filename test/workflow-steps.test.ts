@@ -9,7 +9,7 @@ import * as http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import * as path from 'node:path';
 import { expect } from 'chai';
-import { freshDir, freshKey, generate, request, ROOT, startApp, typecheck, type RunningApp } from './support/apps.ts';
+import { freshDir, freshKey, generate, jobFinished, request, ROOT, startApp, typecheck, type RunningApp } from './support/apps.ts';
 
 type Rec = Record<string, unknown>;
 type Job = { id: string; status: string; url: string; result: Rec | null; error: Rec | null; attempts: number };
@@ -62,13 +62,7 @@ describe('workflow steps: webhook, condition, loop, delay, plugin, email (genera
       headers: { ...planner, 'idempotency-key': freshKey() },
     });
     expect(res.status, res.text).to.equal(202);
-    const url = (res.body as { job: Job }).job.url;
-    for (let i = 0; i < 400; i++) {
-      const job = (await request(app.url, 'GET', url, { headers: planner })).body as Job;
-      if (job.status === 'completed' || job.status === 'failed') return job;
-      await new Promise((resolve) => setTimeout(resolve, 50));
-    }
-    throw new Error(`job ${url} did not finish`);
+    return jobFinished<Job>(app.url, planner, (res.body as { job: Job }).job.url, 400);
   };
 
   before(() => {

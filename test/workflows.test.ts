@@ -8,23 +8,12 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import BetterSqlite3 from 'better-sqlite3';
 import { expect } from 'chai';
-import { bp, freshDir, freshKey, generate, request, ROOT, startApp, typecheck, type HttpResponse, type RunningApp } from './support/apps.ts';
+import { bp, freshDir, freshKey, generate, jobFinished, request, ROOT, startApp, typecheck, type HttpResponse, type RunningApp } from './support/apps.ts';
 
 type Rec = Record<string, unknown>;
 type Job = { id: string; workflow: string; status: string; url: string; result: unknown; error: Rec | null; attempts: number };
 const errorCode = (res: HttpResponse) => (res.body as { error: { code: string } }).error.code;
 
-/** Polls the job until it has finished (completed or failed), as its submitter. */
-async function finished(base: string, headers: Record<string, string>, url: string): Promise<Job> {
-  for (let i = 0; i < 100; i++) {
-    const res = await request(base, 'GET', url, { headers });
-    expect(res.status, res.text).to.equal(200);
-    const job = res.body as Job;
-    if (job.status === 'completed' || job.status === 'failed') return job;
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-  throw new Error(`job ${url} did not finish`);
-}
 
 describe('workflows as jobs (generated app, over HTTP)', function () {
   this.timeout(120_000);
@@ -81,7 +70,7 @@ export default defineExtension({
       expect(job).to.include({ workflow: 'Bump', status: 'pending', url: `/api/jobs/${job.id}` });
       expect(job.id).to.match(/^[0-7][0-9A-HJKMNP-TV-Z]{25}$/);
       expect(res.headers.get('location')).to.equal(job.url);
-      const done = await finished(app.url, planner, job.url);
+      const done = await jobFinished<Job>(app.url, planner, job.url);
       expect(done.status, JSON.stringify(done.error)).to.equal('completed');
       expect((done.result as { bumped: Rec }).bumped).to.include({ id: t.id, priority: 5 });
       expect((await task(t.id)).priority).to.equal(5);
@@ -101,7 +90,7 @@ export default defineExtension({
       expect(again.status).to.equal(202);
       const id = (first.body as { job: Job }).job.id;
       expect((again.body as { job: Job }).job.id).to.equal(id);
-      await finished(app.url, planner, `/api/jobs/${id}`);
+      await jobFinished<Job>(app.url, planner, `/api/jobs/${id}`);
       for (const headers of [viewer, {}]) {
         const other = await request(app.url, 'GET', `/api/jobs/${id}`, { headers });
         expect(other.status).to.equal(404);
@@ -121,7 +110,7 @@ export default defineExtension({
       const missing = await submit('01ARZ3NDEKTSV4RRFFQ69G5FAV', 'bump', { priority: 2 });
       expect(missing.status).to.equal(404);
       const finish = await submit(t.id, 'finish');
-      await finished(app.url, planner, (finish.body as { job: Job }).job.url);
+      await jobFinished<Job>(app.url, planner, (finish.body as { job: Job }).job.url);
       const late = await submit(t.id, 'bump', { priority: 3 });
       expect(late.status, late.text).to.equal(409);
       expect(errorCode(late)).to.equal('WORKFLOW_PRECONDITION_FAILED');
@@ -131,20 +120,20 @@ export default defineExtension({
     it('fails a conditional update whose record changed with STATE_CONFLICT, changing nothing', async () => {
       const t = await newTask('original title');
       const res = await submit(t.id, 'guarded', { expected: 'another title' });
-      const done = await finished(app.url, planner, (res.body as { job: Job }).job.url);
+      const done = await jobFinished<Job>(app.url, planner, (res.body as { job: Job }).job.url);
       expect(done.status).to.equal('failed');
       expect(done.error).to.include({ code: 'STATE_CONFLICT', retryable: false });
       expect(String(done.error?.message)).to.include('title = "another title"');
       expect((await task(t.id)).priority).to.equal(1);
       const ok = await submit(t.id, 'guarded', { expected: 'original title' });
-      expect((await finished(app.url, planner, (ok.body as { job: Job }).job.url)).status).to.equal('completed');
+      expect((await jobFinished<Job>(app.url, planner, (ok.body as { job: Job }).job.url)).status).to.equal('completed');
       expect((await task(t.id)).priority).to.equal(7);
     });
 
     it('rolls a transactional workflow back entirely when a later step fails', async () => {
       const t = await newTask('atomic');
       const res = await submit(t.id, 'broken');
-      const done = await finished(app.url, planner, (res.body as { job: Job }).job.url);
+      const done = await jobFinished<Job>(app.url, planner, (res.body as { job: Job }).job.url);
       expect(done.status).to.equal('failed');
       expect(done.error).to.include({ code: 'PROTECTED_FIELD_MUTATION' });
       const after = await task(t.id);
@@ -154,7 +143,7 @@ export default defineExtension({
     it('fails a step whose template does not resolve, naming the path', async () => {
       const t = await newTask('templates');
       const res = await submit(t.id, 'unresolved');
-      const done = await finished(app.url, planner, (res.body as { job: Job }).job.url);
+      const done = await jobFinished<Job>(app.url, planner, (res.body as { job: Job }).job.url);
       expect(done.status).to.equal('failed');
       expect(done.error).to.include({ code: 'WORKFLOW_TEMPLATE_UNRESOLVED' });
       expect(String(done.error?.message)).to.include('{{ variables.data.payload.nothing }}');
@@ -165,7 +154,7 @@ export default defineExtension({
       const a = await newTask('first', 'p9');
       await newTask('second', 'p9');
       const res = await submit(a.id, 'finish');
-      const done = await finished(app.url, planner, (res.body as { job: Job }).job.url);
+      const done = await jobFinished<Job>(app.url, planner, (res.body as { job: Job }).job.url);
       expect(done.status, JSON.stringify(done.error)).to.equal('completed');
       const result = done.result as { completed: Rec; stillOpen: Rec[] };
       expect(result.completed).to.include({ id: a.id, state: 'done' });
@@ -174,14 +163,14 @@ export default defineExtension({
       expect((trail.body as { items: Rec[] }).items.map((e) => e.operation)).to.include('command:CompleteTask');
       // The command's availableWhen holds inside the job too: a second run fails, and says why.
       const again = await submit(a.id, 'finish');
-      const refused = await finished(app.url, planner, (again.body as { job: Job }).job.url);
+      const refused = await jobFinished<Job>(app.url, planner, (again.body as { job: Job }).job.url);
       expect(refused.error).to.include({ code: 'COMMAND_UNAVAILABLE' });
     });
 
     it('runs at most maxConcurrent jobs of a workflow at once under a burst', async () => {
       const tasks = await Promise.all(Array.from({ length: 6 }, (_, i) => newTask(`burst ${i}`)));
       const submitted = await Promise.all(tasks.map((t) => submit(t.id, 'ponder', { waitMs: 200 })));
-      const jobs = await Promise.all(submitted.map((r) => finished(app.url, planner, (r.body as { job: Job }).job.url)));
+      const jobs = await Promise.all(submitted.map((r) => jobFinished<Job>(app.url, planner, (r.body as { job: Job }).job.url)));
       expect(jobs.map((j) => j.status)).to.deep.equal(Array(6).fill('completed'));
       // The most jobs running at one moment, from their start and end times.
       const edges = jobs.flatMap((j) => {
@@ -211,7 +200,7 @@ export default defineExtension({
       app.process.kill('SIGKILL');
       await new Promise((resolve) => app.process.once('exit', resolve));
       app = await startApp(appDir, env);
-      const done = await finished(app.url, planner, url);
+      const done = await jobFinished<Job>(app.url, planner, url);
       expect(done.status).to.equal('failed');
       expect(done.error).to.include({ code: 'JOB_INTERRUPTED', retryable: true });
       expect((await task(t.id)).priority).to.equal(1);
@@ -250,10 +239,10 @@ export default defineExtension({
     it('sends through a sender src/extend.ts registers for an adapter, and fails a job whose adapter has none', async () => {
       const t = await newTask('loud');
       const shout = await submit(t.id, 'shout');
-      expect((await finished(app.url, planner, (shout.body as { job: Job }).job.url)).status).to.equal('completed');
+      expect((await jobFinished<Job>(app.url, planner, (shout.body as { job: Job }).job.url)).status).to.equal('completed');
       expect(app.output()).to.include('TEAM #ops (Shout): look at loud');
       const page = await submit(t.id, 'page');
-      const paged = await finished(app.url, planner, (page.body as { job: Job }).job.url);
+      const paged = await jobFinished<Job>(app.url, planner, (page.body as { job: Job }).job.url);
       expect(paged.error).to.include({ code: 'WORKFLOW_STEP_NOT_SUPPORTED' });
       expect(String(paged.error?.message)).to.include('"pager" (pagerduty) has no sender');
     });
@@ -277,7 +266,7 @@ export default defineExtension({
       const t = await newTask('durable');
       const res = await submit(t.id, 'bump', { priority: 4 });
       const url = (res.body as { job: Job }).job.url;
-      await finished(app.url, planner, url);
+      await jobFinished<Job>(app.url, planner, url);
       await app.stop();
       app = await startApp(appDir, env);
       const again = await request(app.url, 'GET', url, { headers: planner });
@@ -333,7 +322,7 @@ export default defineExtension({
         headers: { ...triage, 'idempotency-key': freshKey() },
       });
       expect(res.status, res.text).to.equal(202);
-      const done = await finished(app.url, triage, (res.body as { job: Job }).job.url);
+      const done = await jobFinished<Job>(app.url, triage, (res.body as { job: Job }).job.url);
       expect(done.status, JSON.stringify(done.error)).to.equal('completed');
       const after = await request(app.url, 'GET', `/api/tickets/${String(ticket.id)}`, { headers: triage });
       expect((after.body as Rec).priority).to.equal('high');

@@ -17,6 +17,7 @@ import { emitWorkflows } from './workflows.ts';
 import { render } from './templates.ts';
 import { code, tsLiteral, tsProperties, tsString, wrapText } from './ts-literal.ts';
 import { publicActions } from '../model/access-defaults.ts';
+import { hasSchedules, hasWebhooks } from '../model/workflows.ts';
 
 /**
  * Versions the generated app depends on: the ones bp itself is built and tested with. Dependencies
@@ -118,8 +119,8 @@ export async function emitApp(bp: Blueprint, options: EmitOptions): Promise<Emit
     entities,
     emailAuth,
     mcp,
-    webhooks: bp.workflows.some((w) => w.trigger.kind === 'webhook'),
-    schedules: bp.workflows.some((w) => w.trigger.kind === 'schedule'),
+    webhooks: hasWebhooks(bp),
+    schedules: hasSchedules(bp),
     slug: bp.slug,
     title: bp.project.name,
     loginPath: bp.auth.loginPath,

@@ -12,7 +12,7 @@ import { AUDIT_SCHEMAS, entitySchemas, ERROR_SCHEMA, HEALTH_STATUS_SCHEMA, SESSI
 import { auditPath, authPaths, META_PATHS } from './openapi/service-paths.ts';
 import { JOB_SCHEMA, jobPath, SKILL_INDEX_PATH, skillPaths } from './openapi/skill-paths.ts';
 import { webhookPaths } from './openapi/webhook-paths.ts';
-import { startsJobs } from '../model/workflows.ts';
+import { hasWebhooks, startsJobs } from '../model/workflows.ts';
 
 export function emitOpenApi(bp: Blueprint): string {
   return `${JSON.stringify(openApiDocument(bp), null, 2)}\n`;
@@ -61,7 +61,7 @@ export function openApiDocument(bp: Blueprint): Schema {
       ...(email ? [{ name: 'Auth', description: `${bp.auth.signup ? 'Sign-up, sign-in' : 'Sign-in'} and sessions of people` }] : []),
       ...bp.entities.map((e) => ({ name: e.name, description: e.description ?? `${e.name} records (/api/${e.collection})` })),
       ...bp.skills.map((s) => ({ name: s.name, description: s.description ?? `Skill ${s.name}` })),
-      ...(bp.workflows.some((w) => w.trigger.kind === 'webhook') ? [{ name: 'Webhooks', description: 'Deliveries that start workflows' }] : []),
+      ...(hasWebhooks(bp) ? [{ name: 'Webhooks', description: 'Deliveries that start workflows' }] : []),
       { name: 'Audit', description: 'Who changed what, and why' },
       { name: 'Meta', description: 'About this API, and health checks' },
     ],

@@ -8,6 +8,16 @@ export function startedByHand(workflow: Workflow): boolean {
   return workflow.trigger.kind === 'manual';
 }
 
+/** Whether some workflow is started by a delivery to its webhook route (POST /webhooks/...). */
+export function hasWebhooks(bp: Blueprint): boolean {
+  return bp.workflows.some((w) => w.trigger.kind === 'webhook');
+}
+
+/** Whether some workflow runs on a schedule. */
+export function hasSchedules(bp: Blueprint): boolean {
+  return bp.workflows.some((w) => w.trigger.kind === 'schedule');
+}
+
 /** Whether some skill action starts a workflow by hand: the app then serves /api/jobs. */
 export function startsJobs(bp: Blueprint): boolean {
   const byHand = new Set(bp.workflows.filter(startedByHand).map((w) => w.name));

@@ -5,6 +5,7 @@
 // failure ends the job, failed, with the error's code and message.
 
 import { AppError } from '../core/errors.ts';
+import { messageOf } from '../data/migrate.ts';
 import { ActiveTrace, type TraceStore } from '../observe/tracing.ts';
 import type { WorkflowSpec } from './engine.ts';
 import { type ClaimedJob, JOB_LEASE_MS, type JobStore } from './jobs.ts';
@@ -156,8 +157,4 @@ export class JobRunner {
       }
     }
   }
-}
-
-function messageOf(err: unknown): string {
-  return err instanceof Error ? err.message : String(err);
 }

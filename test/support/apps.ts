@@ -160,3 +160,18 @@ export function freshKey(): string {
   keyCounter += 1;
   return `test-${process.pid}-${Date.now()}-${keyCounter}`;
 }
+
+/**
+ * Polls a workflow job (GET /api/jobs/<id>, as the credential in `headers`) until it has finished,
+ * completed or failed; every 50 ms, `tries` times at most.
+ */
+export async function jobFinished<T = Record<string, unknown>>(base: string, headers: Record<string, string>, url: string, tries = 100): Promise<T> {
+  for (let i = 0; i < tries; i++) {
+    const res = await request(base, 'GET', url, { headers });
+    if (res.status !== 200) throw new Error(`GET ${url} answered ${res.status}: ${res.text}`);
+    const job = res.body as { status: string };
+    if (job.status === 'completed' || job.status === 'failed') return job as T;
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  throw new Error(`job ${url} did not finish`);
+}

@@ -8,6 +8,7 @@
 import { AppError, type ErrorDetail } from '../core/errors.ts';
 import type { FieldType } from '../core/values.ts';
 import { normalizeValue, PROTOTYPE_KEYS } from '../data/fields.ts';
+import { setOwn } from './templates.ts';
 
 /** A typed value (Zebric's ExternalValueSchema): a field type, an Object of fields or an Array of items. */
 export interface ServiceValueSpec {
@@ -112,19 +113,14 @@ function normalize(value: unknown, spec: ServiceValueSpec, at: string, issues: E
     for (const [key, field] of Object.entries(fields)) {
       const v = Object.hasOwn(value, key) ? (value as Record<string, unknown>)[key] : undefined;
       const normalized = normalize(v, field, `${at}.${key}`, issues);
-      if (v !== undefined) define(out, key, normalized);
+      if (v !== undefined) setOwn(out, key, normalized);
     }
     for (const key of Object.keys(value)) {
       if (Object.hasOwn(fields, key)) continue;
-      if (spec.allowUnknown && !PROTOTYPE_KEYS.has(key)) define(out, key, (value as Record<string, unknown>)[key]);
+      if (spec.allowUnknown && !PROTOTYPE_KEYS.has(key)) setOwn(out, key, (value as Record<string, unknown>)[key]);
       else issues.push({ field: `${at}.${key}`, code: 'UNKNOWN_FIELD', message: `${at}.${key} is not declared` });
     }
     return out;
   }
   return normalizeValue({ name: at, type: spec.type, values: spec.values, required: spec.required }, value, issues);
-}
-
-/** An own, enumerable property, whatever its name (`__proto__` included): never the prototype. */
-function define(target: Record<string, unknown>, key: string, value: unknown): void {
-  Object.defineProperty(target, key, { value, enumerable: true, writable: true, configurable: true });
 }

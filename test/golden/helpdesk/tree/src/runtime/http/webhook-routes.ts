@@ -24,10 +24,11 @@ import express, { type Request, type Response } from 'express';
 import { ANONYMOUS, type Actor, triggerActor } from '../core/actor.ts';
 import { AppError } from '../core/errors.ts';
 import type { Database } from '../data/database.ts';
+import { PROTOTYPE_KEYS } from '../data/fields.ts';
 import { checkPrecondition, runContext, type WorkflowSpec } from '../workflows/engine.ts';
 import { fireOnce } from '../workflows/fired-once.ts';
 import { insertJob } from '../workflows/jobs.ts';
-import { BODY_LIMIT, MAX_JSON_DEPTH, mediaType, nestedDeeperThan } from './body.ts';
+import { BODY_LIMIT, isJsonType, MAX_JSON_DEPTH, mediaType, nestedDeeperThan } from './body.ts';
 import { routeMatched } from './pipeline.ts';
 import { type ApiRequest, type Middleware, pathOf } from './request.ts';
 import { sendJson } from './respond.ts';
@@ -47,7 +48,7 @@ export interface WebhookOptions {
   warn(message: string): void;
 }
 
-/** The pipeline step serving every webhook route; other requests pass through (one Map lookup). */
+/** The pipeline step serving every webhook route; other requests pass through. */
 export function webhookRoutes(workflows: readonly WorkflowSpec[], options: WebhookOptions): Middleware {
   const routes = new Map<string, WorkflowSpec>();
   for (const spec of workflows) {
@@ -59,6 +60,8 @@ export function webhookRoutes(workflows: readonly WorkflowSpec[], options: Webho
     }
   }
   return (req, res, next) => {
+    // Every webhook route is under /webhooks/ (the blueprint's schema): other requests pass at once.
+    if (!req.url?.startsWith('/webhooks/')) return next();
     const spec = routes.get(pathOf(req.url));
     if (!spec) return next();
     routeMatched(req, `${spec.name}.webhook`);
@@ -155,7 +158,7 @@ function parseBody(req: ApiRequest, raw: Buffer): unknown {
   if (raw.length === 0) return null;
   const type = mediaType(req);
   const text = raw.toString('utf8');
-  if (type === 'application/json' || (type.startsWith('application/') && type.endsWith('+json'))) {
+  if (isJsonType(type)) {
     let value: unknown;
     try {
       value = JSON.parse(text);
@@ -192,7 +195,7 @@ function queryOf(url: string | undefined): string {
 function plainObject(parsed: Record<string, string | string[] | undefined>): Record<string, string | string[]> {
   const out: Record<string, string | string[]> = {};
   for (const [key, value] of Object.entries(parsed)) {
-    if (value === undefined || key === '__proto__' || key === 'constructor' || key === 'prototype') continue;
+    if (value === undefined || PROTOTYPE_KEYS.has(key)) continue;
     out[key] = value;
   }
   return out;

@@ -28,7 +28,7 @@ import type { ActiveTrace } from '../observe/tracing.ts';
 import type { ClaimedJob } from './jobs.ts';
 import { callService, type ServiceSpec } from './services.ts';
 import { ifHolds, same, valueHolds } from './step-condition.ts';
-import { lookup, resolveTemplates } from './templates.ts';
+import { lookup, resolveTemplates, setOwn } from './templates.ts';
 import { deliverWebhook, pause, WEBHOOK_METHODS } from './webhook.ts';
 
 /** Items one loop step goes over at most. */
@@ -216,7 +216,7 @@ export async function runWorkflow(
         later.length = 0;
         yield* steps.inTransaction(spec.steps, 'steps', top, later);
       }, trace);
-      steps.tookEffect();
+      steps.tookEffect = true;
       for (const { step, at, scope, settle } of later) settle(await steps.outside(step, at, scope));
     } else {
       await steps.alone(spec.steps, 'steps', top);
@@ -225,7 +225,7 @@ export async function runWorkflow(
   } catch (err) {
     // The runner runs a job again, from its first step, after a failure a retry can fix: unless a
     // step has already taken effect (committed, sent), which running again would repeat.
-    if (!(err instanceof AppError) || !err.retryable || !steps.effects) throw err;
+    if (!(err instanceof AppError) || !err.retryable || !steps.tookEffect) throw err;
     const message = `${err.message}; earlier steps had taken effect, so the job is not run again`;
     throw new AppError(err.code, message, { details: err.details, cause: err, retryable: false });
   }
@@ -247,14 +247,13 @@ interface Deferred {
 
 /** Sets `name` on `target` as its own property (a step named `__proto__` included), unless there is no value. */
 function define(target: Record<string, unknown>, name: unknown, value: unknown): void {
-  if (typeof name !== 'string' || value === undefined) return;
-  Object.defineProperty(target, name, { value, enumerable: true, writable: true, configurable: true });
+  if (typeof name === 'string' && value !== undefined) setOwn(target, name, value);
 }
 
 class Steps {
   private ran = 0;
-  /** Steps that took effect (committed, or acted outside the app): a run past them is not repeated. */
-  effects = 0;
+  /** Whether a step took effect (committed, or acted outside the app): a run past it is not repeated. */
+  tookEffect = false;
 
   constructor(
     private readonly rt: WorkflowRuntime,
@@ -280,9 +279,7 @@ class Steps {
     }
   }
 
-  tookEffect(): void {
-    this.effects++;
-  }
+
 
   private *oneInTransaction(step: StepSpec, at: string, scope: Scope, later: Deferred[]): Work<unknown> {
     this.count();
@@ -324,7 +321,7 @@ class Steps {
 
   private async oneAlone(step: StepSpec, at: string, scope: Scope): Promise<unknown> {
     const value = await this.runAlone(step, at, scope);
-    if (TAKES_EFFECT.has(step.type) && step.action !== 'find') this.tookEffect();
+    if (TAKES_EFFECT.has(step.type) && step.action !== 'find') this.tookEffect = true;
     return value;
   }
 

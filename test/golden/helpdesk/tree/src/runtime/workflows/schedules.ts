@@ -11,6 +11,7 @@
 import { Cron } from 'croner';
 import { triggerActor } from '../core/actor.ts';
 import type { Database } from '../data/database.ts';
+import { messageOf } from '../data/migrate.ts';
 import { conditionHolds, runContext, type WorkflowSpec } from './engine.ts';
 import { fireOnce } from './fired-once.ts';
 import { insertJob } from './jobs.ts';
@@ -102,8 +103,4 @@ export class Scheduler {
 
 function iso(ms: number): string {
   return new Date(ms).toISOString();
-}
-
-function messageOf(err: unknown): string {
-  return err instanceof Error ? err.message : String(err);
 }

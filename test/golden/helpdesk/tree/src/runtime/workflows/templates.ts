@@ -10,6 +10,11 @@ import { AppError } from '../core/errors.ts';
 const TEMPLATE = /\{\{\s*([^{}]*?)\s*\}\}/g;
 const WHOLE = /^\{\{\s*([^{}]*?)\s*\}\}$/;
 
+/** Sets `key` on `target` as an own property, whatever its name (`__proto__` included): never the prototype. */
+export function setOwn(target: Record<string, unknown>, key: string, value: unknown): void {
+  Object.defineProperty(target, key, { value, enumerable: true, writable: true, configurable: true });
+}
+
 /** Every string inside `value` (objects and arrays included) with its templates resolved. */
 export function resolveTemplates(value: unknown, context: unknown): unknown {
   if (typeof value === 'string') return resolveString(value, context);
@@ -17,8 +22,7 @@ export function resolveTemplates(value: unknown, context: unknown): unknown {
   if (value !== null && typeof value === 'object') {
     const out: Record<string, unknown> = {};
     for (const [key, v] of Object.entries(value)) {
-      const resolved = resolveTemplates(v, context);
-      Object.defineProperty(out, key, { value: resolved, enumerable: true, writable: true, configurable: true });
+      setOwn(out, key, resolveTemplates(v, context));
     }
     return out;
   }
