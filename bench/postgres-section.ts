@@ -34,6 +34,16 @@ const TARGETS: Target[] = POSTGRES_OPERATIONS.map((operation) => ({ operation, b
 const BASELINES_TEMPLATE = 'seed_baselines';
 const APP_TEMPLATE = 'seed_app';
 
+/**
+ * BENCH_SERVERS (a comma-separated list of keys: express-pg, express-pg-guarded,
+ * express-prisma-pg, bp-app-pg, bp-app-pg-2) measures only those: for a quicker look while working
+ * on one of them. Unset, every server is measured.
+ */
+function chosen(key: string): boolean {
+  const only = process.env.BENCH_SERVERS;
+  return only === undefined || only === '' || only.split(',').map((k) => k.trim()).includes(key);
+}
+
 const message = (err: unknown) => (err instanceof Error ? err.message : String(err));
 
 /**
@@ -104,6 +114,7 @@ export async function postgresSection(ctx: RunContext, seed: SeedRows): Promise<
       });
     };
     for (const server of SERVERS) {
+      if (!chosen(server.key)) continue;
       console.log(`\n${server.label} on PostgreSQL`);
       if (unavailable[server.key]) {
         console.log(`    not available: ${unavailable[server.key]}`);
@@ -118,7 +129,7 @@ export async function postgresSection(ctx: RunContext, seed: SeedRows): Promise<
         console.log(`    not available: ${unavailable[APP]}`);
       }
     }
-    if (!unavailable[APP]) {
+    if (!unavailable[APP] && chosen(TWO_INSTANCES)) {
       console.log(`\n${app.label} on PostgreSQL: two instances on one database, reads`);
       try {
         rounds[TWO_INSTANCES] = await measure(app, TWO_INSTANCES, [...READ_OPERATIONS], 2);

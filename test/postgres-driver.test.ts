@@ -7,7 +7,7 @@ import * as net from 'node:net';
 import { expect } from 'chai';
 import pg from 'pg';
 import { AppError } from '../runtime-lib/core/errors.ts';
-import { all, done, get, run, savepoint, type Work } from '../runtime-lib/data/database.ts';
+import { all, done, get, later, run, savepoint, type Work } from '../runtime-lib/data/database.ts';
 import { openPostgres, postgresOptionsFromEnv, type PostgresDatabase, type PostgresOptions } from '../runtime-lib/data/postgres.ts';
 import { ActiveTrace } from '../runtime-lib/observe/tracing.ts';
 import { capturingConsoleError } from './support/commands/harness.ts';
@@ -332,6 +332,137 @@ describe('PostgreSQL driver (data/postgres.ts)', function () {
         get('SELECT id, title, "a?b", \'it\'\'s ?\' AS lit, ? AS p FROM "Ticket" WHERE id = ?', ['P', 'q1']),
       );
       expect(row).to.deep.equal({ id: 'q1', title: '?', 'a?b': 'x?', lit: "it's ?", p: 'P' });
+    });
+  });
+
+  describe('pipelining: BEGIN, later statements and COMMIT travel with other statements', () => {
+    /**
+     * A TCP proxy that counts the client's trips to the server: what the client writes is held
+     * 25 ms and forwarded as one piece, so statements written together (pipelined) count once
+     * and a statement written after waiting for an answer counts again.
+     */
+    async function tripCounter(): Promise<{ url: string; trips: () => number; reset: () => void; close: () => Promise<void> }> {
+      const target = Number(new URL(url).port);
+      let trips = 0;
+      const proxy = net.createServer((socket) => {
+        const upstream = net.connect(target, '127.0.0.1');
+        let held: Buffer[] = [];
+        let timer: NodeJS.Timeout | undefined;
+        socket.on('data', (chunk: Buffer) => {
+          held.push(chunk);
+          timer ??= setTimeout(() => {
+            trips++;
+            upstream.write(Buffer.concat(held));
+            held = [];
+            timer = undefined;
+          }, 25);
+        });
+        upstream.pipe(socket);
+        socket.on('error', () => upstream.destroy());
+        upstream.on('error', () => socket.destroy());
+        socket.on('close', () => upstream.destroy());
+      });
+      await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', resolve));
+      const port = (proxy.address() as net.AddressInfo).port;
+      return {
+        url: url.replace(`:${target}/`, `:${port}/`),
+        trips: () => trips,
+        reset: () => (trips = 0),
+        close: () => new Promise((resolve) => proxy.close(() => resolve(undefined))),
+      };
+    }
+
+    it('writes in two trips: BEGIN with the first statement, later ones and COMMIT with the next', async () => {
+      const counter = await tripCounter();
+      try {
+        const counted = await open({ poolMax: 1 }, counter.url);
+        await counted.read(get('SELECT 1')); // connects: the handshake is not the write's
+        counter.reset();
+        const seen = await counted.write(function* () {
+          yield* later('INSERT INTO "Ticket" (id, title) VALUES (?, ?)', ['p1', 'one']);
+          const row = yield* get('SELECT count(*) AS n FROM "Ticket"');
+          yield* later('INSERT INTO "Ticket" (id, title) VALUES (?, ?)', ['p2', 'two']);
+          yield* later('UPDATE "Ticket" SET n = n + 1 WHERE id = ?', ['p1']);
+          return row;
+        });
+        // Statement 1: BEGIN, the first insert and the count; statement 2: the rest and COMMIT.
+        expect(counter.trips()).to.equal(2);
+        expect(seen).to.deep.equal({ n: 1 });
+        expect(await db.read(all('SELECT id, n FROM "Ticket" ORDER BY id'))).to.deep.equal([
+          { id: 'p1', n: 1 },
+          { id: 'p2', n: 0 },
+        ]);
+        await counted.close();
+      } finally {
+        await counter.close();
+      }
+    });
+
+    it('fails the whole unit when a later statement fails, wherever the unit is by then: nothing commits', async () => {
+      await db.write(() => insertTicket('dup'));
+      let resumed = false;
+      const atNext = await appError(
+        db.write(function* () {
+          yield* insertTicket('lost-1');
+          yield* later('INSERT INTO "Ticket" (id, title) VALUES (?, ?)', ['dup', 'again']);
+          try {
+            yield* get('SELECT 1');
+          } catch {
+            // not thrown here: the unit is not resumed
+          }
+          resumed = true;
+        }),
+      );
+      expect(atNext.code).to.equal('UNIQUE_CONFLICT');
+      expect(resumed).to.equal(false);
+      // Sent with COMMIT, as the last statement: the transaction rolls back.
+      const atCommit = await appError(
+        db.write(function* () {
+          yield* insertTicket('lost-2');
+          yield* later('INSERT INTO "Ticket" (id, title) VALUES (?, ?)', ['dup', 'again']);
+        }),
+      );
+      expect(atCommit.code).to.equal('UNIQUE_CONFLICT');
+      // What the unit threw after sending it loses to it.
+      const overThrow = await appError(
+        db.write(function* () {
+          yield* later('INSERT INTO "Ticket" (id, title) VALUES (?, ?)', ['dup', 'again']);
+          throw new Error('thrown after');
+        }),
+      );
+      expect(overThrow.code).to.equal('UNIQUE_CONFLICT');
+      expect(await ids()).to.deep.equal(['dup']);
+      expect(await db.read(get('SELECT 2 AS two'))).to.deep.equal({ two: 2 });
+    });
+
+    it('fails the unit with onConflict() when a later statement violates a unique constraint, even with COMMIT', async () => {
+      await db.write(() => insertTicket('t'));
+      const taken = () => new AppError('STATE_CONFLICT', 'the id is taken');
+      const last = await appError(
+        db.write(function* () {
+          yield* insertTicket('lost');
+          yield* later('INSERT INTO "Ticket" (id, title) VALUES (?, ?)', ['t', 'again'], taken);
+        }),
+      );
+      expect(last.code).to.equal('STATE_CONFLICT');
+      // Any other failure is its own.
+      const other = await rejection(
+        db.write(function* () {
+          yield* later('INSERT INTO "Ticket" (id, title) VALUES (?, ?)', ['n', null], taken);
+        }),
+      );
+      expect((other as pg.DatabaseError).code).to.equal('23502');
+      expect(await ids()).to.deep.equal(['t']);
+    });
+
+    it('records the spans of later statements and of COMMIT', async () => {
+      const trace = new ActiveTrace();
+      await db.write(function* () {
+        yield* later('INSERT INTO "Ticket" (id, title) VALUES (?, ?)', ['s1', 'one']);
+        yield* get('SELECT id FROM "Ticket" WHERE id = ?', ['s1']);
+      }, trace);
+      expect(trace.spans.map((s) => s.name)).to.deep.equal(['database.query', 'database.query', 'database.commit']);
+      expect(trace.spans.every((s) => s.endTime >= s.startTime && s.endTime > 0)).to.equal(true);
     });
   });
 

@@ -8,6 +8,10 @@
 // pooled connection. A generator is both at once, and because it cannot `await`, a write can
 // never go on after its transaction has ended: every statement of a unit of work runs inside it.
 //
+// A statement whose result the unit does not need at once (an audit record, a key's claim) is
+// sent with `later`: the unit goes on without waiting, and PostgreSQL's driver pipelines it with
+// the statements that follow, so one round trip carries several (and COMMIT goes with the last).
+//
 // Statements are written with `?` placeholders in both dialects; `Database.prepare` turns a text
 // into the dialect's form once (PostgreSQL numbers them `$1`, `$2`, ...), and `sqlText` composes
 // generated statements with the row filters built at run time.
@@ -18,14 +22,19 @@ import type { ActiveTrace } from '../observe/tracing.ts';
 
 export type Row = Record<string, unknown>;
 
-/** What a statement is run for: its first row, all rows, or how many rows it changed. */
-export type Mode = 'get' | 'all' | 'run';
+/**
+ * What a statement is run for: its first row, all rows, or how many rows it changed; `later`: for
+ * its effect, without waiting for it.
+ */
+export type Mode = 'get' | 'all' | 'run' | 'later';
 
 /** One statement of a unit of work, as a driver receives it. */
 export interface Statement {
   sql: string;
   mode: Mode;
   params: readonly unknown[];
+  /** For `later`: the failure of the whole unit when the statement violates a unique constraint. */
+  onConflict?: () => Error;
 }
 
 export interface RunResult {
@@ -48,6 +57,23 @@ export function* all(sql: string, params: readonly unknown[] = []): Work<Row[]> 
 /** Runs a statement for its effect: how many rows it changed. */
 export function* run(sql: string, params: readonly unknown[] = []): Work<RunResult> {
   return (yield { sql, mode: 'run', params }) as RunResult;
+}
+
+/**
+ * Runs a statement for its effect without waiting for it: the unit goes on at once, and the
+ * driver sends the statement ahead of the next one, or of COMMIT. When it fails, the whole unit
+ * fails with that failure, rolled back, whatever the unit did since: the failure cannot be caught
+ * inside the unit, and wins over anything the unit threw after sending the statement. A unique
+ * constraint it violates fails the unit with `onConflict()` instead, when given.
+ */
+export function* later(sql: string, params: readonly unknown[] = [], onConflict?: () => Error): Work<void> {
+  yield { sql, mode: 'later', params, ...(onConflict ? { onConflict } : {}) };
+}
+
+/** The failure a later statement fails its unit with: `onConflict()` for a unique violation, if given. */
+export function laterFailure(statement: Statement, failure: unknown): unknown {
+  const conflict = failure instanceof AppError && failure.code === 'UNIQUE_CONFLICT';
+  return conflict && statement.onConflict ? statement.onConflict() : failure;
 }
 
 /** A unit of work that runs no statement: for code paths that need no database. */

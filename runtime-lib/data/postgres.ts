@@ -1,5 +1,8 @@
 // The PostgreSQL driver: a bounded pool of connections (`pg`), running units of work
-// (data/database.ts) asynchronously, each statement awaited on one pooled connection.
+// (data/database.ts) asynchronously on one pooled connection each. Connections pipeline: a
+// statement is sent at once, behind any still unanswered, so BEGIN travels with a unit's first
+// statement, `later` statements (an audit record, a key's claim) with the next one, and COMMIT
+// with the last. A write that used to take a round trip per statement takes two or three.
 //
 // A write is one transaction at READ COMMITTED, PostgreSQL's default. That is enough because the
 // runtime never decides on a row it read without a lock: it re-reads the state a write depends on
@@ -20,6 +23,7 @@ import pg from 'pg';
 import {
   type Database,
   databaseBusy,
+  laterFailure,
   referenceConflict,
   type Row,
   type RunResult,
@@ -109,6 +113,8 @@ export async function openPostgres(url: string, options: PostgresOptions = {}): 
     options: '-c TimeZone=UTC -c DateStyle=ISO',
     // Finds connections a vanished server or a NAT left dead while idle in the pool.
     keepAlive: true,
+    // Each statement is written as soon as it is sent, with its own Sync; answers come in order.
+    pipeline: true,
     types: STORED_FORM,
   });
   return new PostgresDatabase(pool);
@@ -216,10 +222,12 @@ export class PostgresDatabase implements Database {
 
   /**
    * Runs a unit of work to its end on `client`, from its first statement: each statement it
-   * yields is awaited and its result sent back in, each failure (mapped to the app's errors)
-   * thrown in where it was yielded. In a transaction, BEGIN runs first and COMMIT after the unit
-   * returns; on any failure the transaction is rolled back. The connection goes back to the pool,
-   * or is destroyed when it cannot be trusted any more (it failed, or its ROLLBACK did).
+   * yields is sent at once (the connection pipelines them) and, but for `later` ones, awaited, its
+   * result sent back in, its failure (mapped to the app's errors) thrown in where it was yielded.
+   * In a transaction, BEGIN goes ahead of the first statement and COMMIT after the unit returns,
+   * each without a round trip of its own; on any failure the transaction is rolled back. The
+   * connection goes back to the pool, or is destroyed when it cannot be trusted any more (it
+   * failed, or its ROLLBACK did).
    */
   private async driveOn<T>(
     client: pg.PoolClient,
@@ -228,70 +236,84 @@ export class PostgresDatabase implements Database {
     trace: ActiveTrace | undefined,
     transaction: boolean,
   ): Promise<T> {
-    let broken: unknown;
+    const flight = new Flight(socketOf(client));
     let statement = first;
     let value: T;
     try {
-      if (transaction) await client.query('BEGIN');
+      flight.hold();
+      if (transaction) flight.add(this.send(client, { sql: 'BEGIN', mode: 'run', params: [] }));
       for (;;) {
-        let result: unknown;
-        let failure: unknown;
-        let failed = false;
-        try {
-          result = await this.execute(client, statement, trace);
-        } catch (err) {
-          if (!(err instanceof pg.DatabaseError) || err.severity === 'FATAL' || err.severity === 'PANIC') broken = err;
-          failure = mapPostgresError(err);
-          failed = true;
+        let step: IteratorResult<Statement, T>;
+        flight.hold();
+        if (statement.mode === 'later') {
+          flight.add(this.send(client, statement, trace), statement);
+          step = work.next(undefined);
+        } else {
+          const outcome = await flight.after(this.send(client, statement, trace));
+          step = outcome.ok ? work.next(outcome.value) : work.throw(outcome.failure);
         }
-        const step = failed ? work.throw(failure) : work.next(result);
         if (step.done) {
           value = step.value;
           break;
         }
         statement = step.value;
       }
-      if (transaction) await this.commit(client, trace);
+      if (transaction) {
+        flight.hold();
+        const outcome = await flight.after(
+          this.send(client, { sql: 'COMMIT', mode: 'run', params: [] }, trace, 'database.commit'),
+        );
+        if (!outcome.ok) throw outcome.failure;
+        // A transaction in which a statement failed cannot commit: PostgreSQL answers the COMMIT
+        // with a ROLLBACK, not an error, and that answer must not count as a commit.
+        if (outcome.command !== 'COMMIT')
+          throw new Error(
+            'the transaction was rolled back: a statement failed and the unit of work went on without a savepoint',
+          );
+      } else {
+        await flight.settle();
+      }
     } catch (err) {
+      // Every statement sent is answered before the connection is rolled back or released.
+      const failure = (await flight.drain()) ?? err;
+      let broken = flight.broken;
       if (transaction) broken ??= await rollBack(client);
       client.release(asReleaseError(broken));
-      throw err;
+      throw failure;
     }
-    client.release(asReleaseError(broken));
+    client.release(asReleaseError(flight.broken));
     return value;
   }
 
-  private async execute(client: pg.PoolClient, statement: Statement, trace: ActiveTrace | undefined): Promise<unknown> {
-    const { text, name } = this.statement(statement.sql);
-    const span = trace?.startSpan('database.query', 'database', { sql: statement.sql });
-    try {
-      const result = await client.query({ name, text, values: statement.params as unknown[] });
-      if (statement.mode === 'get') return result.rows[0] as Row | undefined;
-      if (statement.mode === 'all') return result.rows as Row[];
-      return { changes: result.rowCount ?? 0 } satisfies RunResult;
-    } finally {
-      span?.end();
-    }
-  }
-
   /**
-   * COMMIT, in its span. A transaction in which a statement failed and was not rolled back to a
-   * savepoint cannot commit: PostgreSQL answers the COMMIT with a ROLLBACK, not an error, and
-   * that answer must not count as a commit.
+   * Sends a statement on `client` (pipelined behind whatever was sent before it) and resolves
+   * with its outcome, never rejecting: the driver decides when a failure counts.
    */
-  private async commit(client: pg.PoolClient, trace: ActiveTrace | undefined): Promise<void> {
-    const span = trace?.startSpan('database.commit', 'database');
-    try {
-      const result = await client.query('COMMIT');
-      if (result.command !== 'COMMIT')
-        throw new Error(
-          'the transaction was rolled back: a statement failed and the unit of work went on without a savepoint',
-        );
-    } catch (err) {
-      span?.end({ error: true });
-      throw err;
-    }
-    span?.end();
+  private send(
+    client: pg.PoolClient,
+    statement: Statement,
+    trace?: ActiveTrace,
+    spanName = 'database.query',
+  ): Promise<Outcome> {
+    const { text, name } = this.statement(statement.sql);
+    const span = trace?.startSpan(spanName, 'database', spanName === 'database.query' ? { sql: statement.sql } : {});
+    return client.query({ name, text, values: statement.params as unknown[] }).then(
+      (result): Outcome => {
+        span?.end();
+        const value =
+          statement.mode === 'get'
+            ? (result.rows[0] as Row | undefined)
+            : statement.mode === 'all'
+              ? (result.rows as Row[])
+              : ({ changes: result.rowCount ?? 0 } satisfies RunResult);
+        return { ok: true, value, command: result.command };
+      },
+      (err: unknown): Outcome => {
+        span?.end({ error: true });
+        const broken = !(err instanceof pg.DatabaseError) || err.severity === 'FATAL' || err.severity === 'PANIC';
+        return { ok: false, failure: mapPostgresError(err), broken: broken ? err : undefined };
+      },
+    );
   }
 
   /** A statement's text in PostgreSQL's form and its name, worked out once per text. */
@@ -322,6 +344,101 @@ export class PostgresDatabase implements Database {
         'the pool opens new connections as needed (further failures are not logged until one does)',
     );
   };
+}
+
+/** The socket under a connection, whose writes can be held back and sent as one. */
+interface Corkable {
+  cork(): void;
+  uncork(): void;
+}
+
+/**
+ * The socket of `client`'s connection, where `pg` exposes it (`pg`'s own statements cork it around
+ * their messages); undefined elsewhere, and each statement is then written on its own.
+ */
+function socketOf(client: pg.PoolClient): Corkable | undefined {
+  const stream = (client as unknown as { connection?: { stream?: Partial<Corkable> } }).connection?.stream;
+  return typeof stream?.cork === 'function' && typeof stream.uncork === 'function' ? (stream as Corkable) : undefined;
+}
+
+/** A statement's answer: its result (and PostgreSQL's command tag), or its failure, mapped. */
+type Outcome =
+  | { ok: true; value: unknown; command: string }
+  | { ok: false; failure: unknown; broken: unknown };
+
+/**
+ * The statements of a unit of work sent but not yet awaited (`later` ones, and BEGIN), in the
+ * order the connection answers them; and whether the connection broke on one of them.
+ */
+class Flight {
+  private sent: Array<{ outcome: Promise<Outcome>; statement?: Statement }> = [];
+  /** The first failure among them: it fails the unit. */
+  private failure: { error: unknown } | undefined;
+  broken: unknown;
+  private corked = false;
+
+  constructor(private readonly socket: Corkable | undefined) {}
+
+  /**
+   * Holds the connection's writes until the next wait: the statements sent meanwhile leave in
+   * one write to the socket, not one each (a system call per statement costs more CPU than the
+   * statement's own encoding).
+   */
+  hold(): void {
+    if (this.corked || !this.socket) return;
+    this.socket.cork();
+    this.corked = true;
+  }
+
+  /** Writes what hold() kept back: called before every wait for an answer. */
+  private flush(): void {
+    if (!this.corked) return;
+    this.corked = false;
+    this.socket?.uncork();
+  }
+
+  /** A statement sent without waiting: BEGIN, or a `later` statement of the unit. */
+  add(outcome: Promise<Outcome>, statement?: Statement): void {
+    this.sent.push({ outcome, statement });
+  }
+
+  /** Records what an awaited statement's failure says about the connection. */
+  note(outcome: Outcome): void {
+    if (!outcome.ok) this.broken ??= outcome.broken;
+  }
+
+  /**
+   * The outcome of `next`, a statement sent after those in flight: they are answered first, and
+   * a failure among them is thrown instead (once `next` too is answered).
+   */
+  async after(next: Promise<Outcome>): Promise<Outcome> {
+    this.flush();
+    const failure = await this.drain();
+    const outcome = await next;
+    this.note(outcome);
+    if (failure !== undefined) throw failure;
+    return outcome;
+  }
+
+  /** Waits for every statement sent; throws the first failure among them. */
+  async settle(): Promise<void> {
+    const failure = await this.drain();
+    if (failure !== undefined) throw failure;
+  }
+
+  /** Waits for every statement sent; resolves with the first failure among them, if any. */
+  async drain(): Promise<unknown> {
+    this.flush();
+    const sent = this.sent;
+    this.sent = [];
+    for (const { outcome, statement } of sent) {
+      const answer = await outcome;
+      this.note(answer);
+      if (this.failure || answer.ok) continue;
+      this.failure = { error: statement ? laterFailure(statement, answer.failure) : answer.failure };
+    }
+    return this.failure?.error;
+  }
 }
 
 /** Rolls back the failed transaction; resolves with the rollback's own failure, if it failed. */

@@ -4,7 +4,7 @@
 // and after) and the correlation ids (idempotency key, trace id).
 
 import type { Actor } from '../core/actor.ts';
-import { all, run, type Work } from './database.ts';
+import { all, later, type Work } from './database.ts';
 import { ulid } from '../core/ids.ts';
 
 export interface AuditEntry {
@@ -60,9 +60,12 @@ export class AuditLog {
   private readonly page = `SELECT ${COLUMNS} FROM "_bp_audit" WHERE "entity" = ? AND "recordId" = ?
        ORDER BY "at" DESC, "id" DESC LIMIT ? OFFSET ?`;
 
-  /** Writes one entry: part of the unit of work of the change it describes. */
+  /**
+   * Writes one entry: part of the unit of work of the change it describes, sent without waiting
+   * (with the unit's next statement, or its COMMIT). Should it fail, the whole change fails.
+   */
   *record(entry: AuditEntry): Work<void> {
-    yield* run(this.insert, [
+    yield* later(this.insert, [
       ulid(),
       new Date().toISOString(),
       entry.operation,

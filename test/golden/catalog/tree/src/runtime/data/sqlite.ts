@@ -30,6 +30,7 @@ import { AppError } from '../core/errors.ts';
 import {
   type Database,
   databaseBusy,
+  laterFailure,
   referenceConflict,
   type Row,
   type RunResult,
@@ -244,6 +245,11 @@ export class SqliteDatabase implements Database {
         failed = true;
         if (writable) this.noteFailure(statement, failure);
       }
+      if (isStatement(statement) && statement.mode === 'later') {
+        // Run at once here; its failure fails the whole unit, as on PostgreSQL (database.ts, later).
+        if (failed) throw laterFailure(statement, failure);
+        input = undefined;
+      }
     }
   }
 
@@ -340,7 +346,7 @@ function workOf(work: unknown): Work<unknown> {
   );
 }
 
-const MODES: ReadonlySet<unknown> = new Set(['get', 'all', 'run']);
+const MODES: ReadonlySet<unknown> = new Set(['get', 'all', 'run', 'later']);
 
 function isStatement(value: unknown): value is Statement {
   const s = value as Partial<Statement> | null;
@@ -353,7 +359,7 @@ function isStatement(value: unknown): value is Statement {
 function notAStatement(value: unknown): Error {
   const thenable = handleIfThenable(value);
   const what = value === null ? 'null' : thenable ? 'a promise' : typeof value;
-  return new Error(`a unit of work may only yield statements (get, all, run), not ${what}`);
+  return new Error(`a unit of work may only yield statements (get, all, run, later), not ${what}`);
 }
 
 /** Handles the rejection of a refused promise (its caller hears the refusal instead); false for a non-promise. */

@@ -14,7 +14,7 @@
 
 import { randomUUID } from 'node:crypto';
 import { AppError, envelope } from '../core/errors.ts';
-import { type Database, get, run, type Work } from './database.ts';
+import { type Database, get, later, run, type Work } from './database.ts';
 import type { ActiveTrace } from '../observe/tracing.ts';
 
 export const IDEMPOTENCY_TTL_MS = 24 * 60 * 60 * 1000;
@@ -81,6 +81,7 @@ const SQL = {
   complete: `UPDATE ${TABLE} SET "state" = 'done', "status" = ?, "body" = ?, "location" = ?, "claimId" = NULL,
        "leaseExpiresAt" = NULL WHERE ${BY_KEY} AND "claimId" = ? AND "state" = 'running'`,
   remove: `DELETE FROM ${TABLE} WHERE ${BY_KEY} AND "claimId" = ? AND "state" = 'running'`,
+  insertNew: `INSERT INTO ${TABLE} (${ALL_COLUMNS}) VALUES (?, ?, ?, ?, 'done', ?, ?, ?, ?, ?)`,
   insertDone: `INSERT INTO ${TABLE} (${ALL_COLUMNS})
        VALUES (?, ?, ?, ?, 'done', ?, ?, ?, ?, ?)
        ON CONFLICT ("scope", "operation", "key") DO UPDATE SET "requestHash" = excluded."requestHash",
@@ -185,6 +186,33 @@ export class IdempotencyStore {
   }
 
   /**
+   * Records a finished response under a new key, in the transaction of the change, without
+   * waiting: the record travels with COMMIT. When the key has a row already (an answer, a request
+   * holding it, or one expired), the whole unit fails with KeyTaken, rolled back, and the caller
+   * answers from the key (runIdempotent), or replaces a stale row with `remember`. A request
+   * racing for the key, on any instance, waits for this transaction and then finds it taken.
+   */
+  *recordLater(
+    scope: string,
+    operation: string,
+    key: string,
+    requestHash: string,
+    response: StoredResponse,
+  ): Work<void> {
+    const now = this.now();
+    yield* this.purgeExpired(now, { wait: false });
+    yield* later(
+      SQL.insertNew,
+      [
+        ...[scope, operation, key, requestHash, response.status],
+        ...[response.body === undefined ? null : JSON.stringify(response.body), response.location ?? null],
+        ...[now, now + IDEMPOTENCY_TTL_MS],
+      ],
+      () => new KeyTaken(),
+    );
+  }
+
+  /**
    * Records a finished response in the transaction of the change. When another request recorded
    * the key since this one's lookup (on another instance), this one is refused with the answer
    * that request would give, and its change rolls back with it.
@@ -266,10 +294,11 @@ export class IdempotencyStore {
       }, ignore);
   }
 
-  private *purgeExpired(now: number): Work<void> {
+  private *purgeExpired(now: number, options: { wait?: boolean } = {}): Work<void> {
     if (now - this.lastPurge < 60_000) return;
     this.lastPurge = now;
-    yield* run(SQL.purge, [now]);
+    if (options.wait === false) yield* later(SQL.purge, [now]);
+    else yield* run(SQL.purge, [now]);
   }
 }
 
@@ -280,6 +309,16 @@ export class IdempotencyStore {
 export class AnsweredElsewhere extends Error {
   constructor(readonly outcome: IdempotencyOutcome) {
     super('another request with this Idempotency-Key answered first');
+  }
+}
+
+/**
+ * Thrown out of a unit of work (rolling it back) whose recordLater found the key not free: its
+ * caller answers from the key instead.
+ */
+export class KeyTaken extends Error {
+  constructor() {
+    super('the Idempotency-Key is not free: another request holds it or has answered it');
   }
 }
 

@@ -12,6 +12,7 @@ import {
   AnsweredElsewhere,
   failureToStore,
   type IdempotencyOutcome,
+  KeyTaken,
   type IdempotencyStore,
   type StoredResponse,
 } from './idempotency-store.ts';
@@ -88,11 +89,12 @@ function keyProblem(key: string): AppError | undefined {
 }
 
 /**
- * Runs a write (an entity create, update or delete) as one unit of work, under
- * its Idempotency-Key when it has one: the lookup, the write and the stored response commit
- * together, so no other request can ever see the key half-used and a crash cannot separate the
- * write from its record. A failure is stored too (the write itself is undone) unless
- * `failureToStore` frees the key, so the same request gets the same answer.
+ * Runs a write (an entity create, update or delete, a declarative command) as one unit of work,
+ * under its Idempotency-Key when it has one: the write and the key's record of its response
+ * commit together, so no other request can ever see the key half-used and a crash cannot
+ * separate the write from its record. A key already used answers instead of the write (rolled
+ * back). A failure is stored too (the write itself is undone) unless `failureToStore` frees the
+ * key, so the same request gets the same answer.
  *
  * `mayWrite` is the route's access pre-check from the actor alone (the entity's rule for the
  * action, `Access.filter`): it throws 401 when this caller could write no record at all. It
@@ -145,44 +147,61 @@ export async function runIdempotent(
     scope = `anonymous-session:${createHash('sha256').update(ctx.sessionId).digest('hex').slice(0, 32)}`;
   }
   const hash = requestHash(input);
-  /** Whether a failure came from the write itself, not from the key's lookup or record. */
+  /** Whether a failure came from the write itself, not from the key's record. */
   let writing = false;
-  try {
-    return await store.db.write(function* () {
-      const outcome = yield* store.lookup(scope, operation, key, hash);
-      if (outcome.kind === 'replay') return replay(outcome);
+  // No lookup first: the write runs, and its key is recorded with COMMIT. A key already used
+  // fails the unit (KeyTaken) and answers instead. A retry costs a rolled-back write; a first
+  // request, which is nearly every one, costs no statement and no round trip more. `replace`:
+  // the key's row is stale (expired, or a claim whose lease lapsed), and the record replaces it.
+  const attempt = (replace: boolean) =>
+    store.db.write(function* () {
       writing = true;
       const result = yield* write();
       writing = false;
-      yield* store.remember(scope, operation, key, hash, {
-        status: result.status,
-        body: result.body,
-        location: result.location ?? null,
-      });
+      const response = { status: result.status, body: result.body, location: result.location ?? null };
+      if (replace) yield* store.remember(scope, operation, key, hash, response);
+      else yield* store.recordLater(scope, operation, key, hash, response);
       return { ...result, replayed: false };
     }, ctx.trace);
-  } catch (err) {
-    if (err instanceof AnsweredElsewhere && err.outcome.kind === 'replay') return replay(err.outcome);
-    const stored = writing ? failureToStore(err) : undefined;
-    if (!stored) throw err;
-    // The write failed and its whole transaction rolled back: the failure is recorded in one of
-    // its own, so that the same request gets the same answer. Without a savepoint around every
-    // write, the writes that succeed (nearly all) cost two statements less.
-    const body = envelope(stored, ctx.trace?.traceId ?? '');
-    const answered = await store.db
-      .write(function* () {
+  for (let replace = false; ; replace = true) {
+    let failure: unknown;
+    try {
+      return await attempt(replace);
+    } catch (err) {
+      if (err instanceof AnsweredElsewhere && err.outcome.kind === 'replay') return replay(err.outcome);
+      if (!(err instanceof KeyTaken) && !writing) throw err;
+      failure = err;
+    }
+    // The key answers first: a retry hears the first answer, another input or a request still
+    // running hears the key's refusal, whatever this attempt ran into. When the key is free, a
+    // failure to remember is recorded, in a transaction of its own (the write's rolled back), so
+    // that the same request gets the same answer.
+    const taken = failure instanceof KeyTaken;
+    const stored = taken ? undefined : failureToStore(failure);
+    const body = stored && envelope(stored, ctx.trace?.traceId ?? '');
+    let answer: (StoredResponse & { replayed: boolean }) | 'stale' | undefined;
+    try {
+      answer = await store.db.write(function* () {
         const outcome = yield* store.lookup(scope, operation, key, hash);
-        // Another request with the key ran meanwhile: its answer is the key's.
         if (outcome.kind === 'replay') return replay(outcome);
-        yield* store.remember(scope, operation, key, hash, { status: stored.status, body, location: null });
+        if (taken) return 'stale';
+        if (stored) yield* store.remember(scope, operation, key, hash, { status: stored.status, body, location: null });
         return undefined;
-      }, ctx.trace)
-      // Unrecorded (the database failing, the key taken meanwhile): the caller hears the failure.
-      .catch(() => undefined);
-    if (answered) return answered;
-    throw err;
+      }, ctx.trace);
+    } catch (keyErr) {
+      if (keyErr instanceof AppError && KEY_REFUSALS.has(keyErr.code)) throw keyErr;
+      if (keyErr instanceof AnsweredElsewhere && keyErr.outcome.kind === 'replay') return replay(keyErr.outcome);
+      // The key could not be read or written (the database failing): that failure, or the write's.
+      throw taken ? keyErr : failure;
+    }
+    if (answer === 'stale' && !replace) continue;
+    if (answer !== undefined && answer !== 'stale') return answer;
+    throw failure;
   }
 }
+
+/** What the key answers instead of a request: another input under it, or its request still running. */
+const KEY_REFUSALS = new Set(['IDEMPOTENCY_KEY_REUSE', 'IDEMPOTENCY_KEY_IN_PROGRESS']);
 
 function replay(outcome: Extract<IdempotencyOutcome, { kind: 'replay' }>): StoredResponse & { replayed: boolean } {
   return { status: outcome.status, body: outcome.body, location: outcome.location, replayed: true };
