@@ -6,7 +6,7 @@ import * as path from 'node:path';
 import { expect } from 'chai';
 import Database from 'better-sqlite3';
 import { AppError } from '../runtime-lib/core/errors.ts';
-import { all, get, run, savepoint, type Statement, type Work } from '../runtime-lib/data/database.ts';
+import { all, get, later, run, savepoint, type Statement, type Work } from '../runtime-lib/data/database.ts';
 import { openSqlite, type SqliteDatabase } from '../runtime-lib/data/sqlite.ts';
 import { ActiveTrace } from '../runtime-lib/observe/tracing.ts';
 import { freshDir } from './support/apps.ts';
@@ -120,6 +120,44 @@ describe('SQLite database: units of work and group commit', () => {
     });
     expect(result).to.equal('UNIQUE_CONFLICT');
     expect(committed()).to.deep.equal(['a', 'b']);
+  });
+
+  it('runs a later statement at once, and fails the whole write when it fails, as PostgreSQL does', async () => {
+    const taken = () => new AppError('STATE_CONFLICT', 'the name is taken');
+    let resumed = false;
+    const [counted, failed, conflict, kept] = await Promise.all([
+      settle(
+        db.write(function* () {
+          yield* later('INSERT INTO "item" ("name") VALUES (?)', ['one']);
+          return yield* count();
+        }),
+      ),
+      settle(
+        db.write(function* () {
+          yield* insertWork('lost');
+          try {
+            yield* later('INSERT INTO "item" ("name") VALUES (?)', [null]);
+          } catch {
+            // not thrown here: the write fails as a whole
+          }
+          resumed = true;
+        }),
+      ),
+      settle(
+        db.write(function* () {
+          yield* insertWork('lost too');
+          yield* later('INSERT INTO "item" ("name") VALUES (?)', ['one'], taken);
+        }),
+      ),
+      settle(db.write(insert('two'))),
+    ]);
+    expect(counted).to.deep.equal({ ok: true, value: 1 });
+    expect(failed.ok).to.equal(false);
+    expect(resumed).to.equal(false);
+    expect(errorOf(conflict).code).to.equal('STATE_CONFLICT');
+    expect(kept.ok).to.equal(true);
+    expect(committed()).to.deep.equal(['one', 'two']);
+    await usable();
   });
 
   it('fails every write of the group when the commit itself fails, and leaves nothing behind', async () => {

@@ -111,6 +111,49 @@ describe('two app instances on one PostgreSQL', function () {
     }
   });
 
+  it('answers a used key first, on either instance: another input is 409 IDEMPOTENCY_KEY_REUSE, nothing written', async () => {
+    const key = freshKey();
+    const first = await request(on(0), 'POST', '/api/tickets', { json: { title: `reuse-${key}` }, headers: { ...agent, 'idempotency-key': key } });
+    expect(first.status, first.text).to.equal(201);
+    // The write is recorded before its key is checked, and rolled back when the key is taken.
+    const other = await request(on(1), 'POST', '/api/tickets', { json: { title: `other-${key}` }, headers: { ...agent, 'idempotency-key': key } });
+    expect(other.status, other.text).to.equal(409);
+    expect((other.body as { error: { code: string } }).error.code).to.equal('IDEMPOTENCY_KEY_REUSE');
+    // Even when this attempt fails on its own (here, validation): the key's answer comes first.
+    const invalid = await request(on(1), 'POST', '/api/tickets', { json: { priority: 'urgent!' }, headers: { ...agent, 'idempotency-key': key } });
+    expect((invalid.body as { error: { code: string } }).error.code, invalid.text).to.equal('IDEMPOTENCY_KEY_REUSE');
+    const replay = await request(on(1), 'POST', '/api/tickets', { json: { title: `reuse-${key}` }, headers: { ...agent, 'idempotency-key': key } });
+    expect(replay.status, replay.text).to.equal(201);
+    expect(replay.headers.get('idempotent-replayed')).to.equal('true');
+    expect((replay.body as Rec).id).to.equal((first.body as Rec).id);
+    const list = await request(on(1), 'GET', '/api/tickets?limit=1000', { headers: agent });
+    expect((list.body as { items: Rec[] }).items.filter((t) => t.title === `other-${key}`)).to.have.length(0);
+  });
+
+  it('runs a write again under a key whose record expired, replacing the record', async () => {
+    const key = freshKey();
+    const send = (title: string) =>
+      request(on(1), 'POST', '/api/tickets', { json: { title }, headers: { ...agent, 'idempotency-key': key } });
+    const first = await send(`expiring-${key}`);
+    expect(first.status, first.text).to.equal(201);
+    const db = new pg.Client({ connectionString: env.DATABASE_URL });
+    await db.connect();
+    try {
+      const aged = await db.query('UPDATE "_bp_idempotency" SET "expiresAt" = $1 WHERE "key" = $2', [Date.now() - 1000, key]);
+      expect(aged.rowCount).to.equal(1);
+      const again = await send(`renewed-${key}`);
+      expect(again.status, again.text).to.equal(201);
+      expect(again.headers.get('idempotent-replayed')).to.equal(null);
+      expect((again.body as Rec).id).to.not.equal((first.body as Rec).id);
+      const row = await db.query('SELECT "body", "expiresAt" FROM "_bp_idempotency" WHERE "key" = $1', [key]);
+      expect(row.rows).to.have.length(1);
+      expect(JSON.parse(row.rows[0].body as string).title).to.equal(`renewed-${key}`);
+      expect(Number(row.rows[0].expiresAt)).to.be.greaterThan(Date.now());
+    } finally {
+      await db.end();
+    }
+  });
+
   it('lets exactly one of 20 concurrent runs of a command spread over both instances win', async () => {
     const ticket = await newTicket('race');
     const runs = await Promise.all(
