@@ -347,6 +347,16 @@ for (const database of DATABASES) describe(`generated helpdesk app (end to end, 
       expect(errorOf(res).details?.[0]).to.include({ field: 'id', code: 'READ_ONLY' });
     });
 
+    it('refuses an update its rule forbids (403) and changes nothing, though the change was sent with the read', async () => {
+      // The reporter key (role viewer) may read tickets but not update them: the rule is checked on
+      // the record as locked, after the UPDATE that travelled with the lock, which rolls back.
+      const headers = { authorization: `Bearer ${ENV.REPORTER_API_KEY}`, 'idempotency-key': freshKey() };
+      const res = await request(app.url, 'PUT', `/api/tickets/${ticket.id}`, { json: { title: 'not yours' }, headers });
+      api.check('PUT', '/api/tickets/{id}', res);
+      expect(res.status, res.text).to.equal(403);
+      expect((await call('GET', '/api/tickets/{id}', `/api/tickets/${ticket.id}`)).body).to.deep.equal(ticket);
+    });
+
     it('answers 404 for a missing record', async () => {
       const res = await call('PUT', '/api/tickets/{id}', '/api/tickets/01J00000000000000000000000', { json: { title: 'x' } });
       expect(res.status).to.equal(404);

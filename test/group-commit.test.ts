@@ -6,7 +6,7 @@ import * as path from 'node:path';
 import { expect } from 'chai';
 import Database from 'better-sqlite3';
 import { AppError } from '../runtime-lib/core/errors.ts';
-import { all, get, later, run, savepoint, type Statement, type Work } from '../runtime-lib/data/database.ts';
+import { all, get, later, run, savepoint, together, type Statement, type Work } from '../runtime-lib/data/database.ts';
 import { openSqlite, type SqliteDatabase } from '../runtime-lib/data/sqlite.ts';
 import { ActiveTrace } from '../runtime-lib/observe/tracing.ts';
 import { freshDir } from './support/apps.ts';
@@ -158,6 +158,20 @@ describe('SQLite database: units of work and group commit', () => {
     expect(kept.ok).to.equal(true);
     expect(committed()).to.deep.equal(['one', 'two']);
     await usable();
+  });
+
+  it('runs together() statements in order and answers each outcome, a failure answered, not thrown', async () => {
+    const outcomes = await db.write(function* () {
+      yield* insertWork('a');
+      return yield* together(
+        { mode: 'run', sql: 'INSERT INTO "item" ("name") VALUES (?)', params: ['a'] },
+        { mode: 'get', sql: 'INSERT INTO "item" ("name") VALUES (?) RETURNING "name"', params: ['b'] },
+      );
+    });
+    expect(outcomes[0].ok).to.equal(false);
+    expect(((outcomes[0] as { failure: AppError }).failure).code).to.equal('UNIQUE_CONFLICT');
+    expect(outcomes[1]).to.deep.equal({ ok: true, value: { name: 'b' } });
+    expect(committed()).to.deep.equal(['a', 'b']);
   });
 
   it('fails every write of the group when the commit itself fails, and leaves nothing behind', async () => {

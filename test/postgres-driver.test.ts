@@ -7,7 +7,7 @@ import * as net from 'node:net';
 import { expect } from 'chai';
 import pg from 'pg';
 import { AppError } from '../runtime-lib/core/errors.ts';
-import { all, done, get, later, run, savepoint, type Work } from '../runtime-lib/data/database.ts';
+import { all, done, get, later, run, savepoint, together, type Work } from '../runtime-lib/data/database.ts';
 import { openPostgres, postgresOptionsFromEnv, type PostgresDatabase, type PostgresOptions } from '../runtime-lib/data/postgres.ts';
 import { ActiveTrace } from '../runtime-lib/observe/tracing.ts';
 import { capturingConsoleError } from './support/commands/harness.ts';
@@ -392,6 +392,42 @@ describe('PostgreSQL driver (data/postgres.ts)', function () {
           { id: 'p1', n: 1 },
           { id: 'p2', n: 0 },
         ]);
+        await counted.close();
+      } finally {
+        await counter.close();
+      }
+    });
+
+    it('sends together() statements in one trip and answers each outcome, failures included, without throwing', async () => {
+      await db.write(() => insertTicket('t1'));
+      const counter = await tripCounter();
+      try {
+        const counted = await open({ poolMax: 1 }, counter.url);
+        await counted.read(get('SELECT 1'));
+        counter.reset();
+        const read = await counted.read(
+          together(
+            { mode: 'get', sql: 'SELECT title FROM "Ticket" WHERE id = ?', params: ['t1'] },
+            { mode: 'all', sql: 'SELECT nope FROM "Ticket"', params: [] },
+            { mode: 'get', sql: 'SELECT 2 AS two', params: [] },
+          ),
+        );
+        expect(counter.trips()).to.equal(1);
+        expect(read[0]).to.deep.equal({ ok: true, value: { title: 'ticket t1' } });
+        expect(read[1].ok).to.equal(false);
+        expect(((read[1] as { failure: pg.DatabaseError }).failure).code).to.equal('42703');
+        expect(read[2]).to.deep.equal({ ok: true, value: { two: 2 } });
+        // In a transaction, a unit that goes on after a failure it was answered cannot commit.
+        const err = await rejection(
+          counted.write(function* () {
+            yield* together(
+              { mode: 'run', sql: 'INSERT INTO "Ticket" (id, title) VALUES (?, ?)', params: ['t1', 'dup'] },
+              { mode: 'run', sql: 'INSERT INTO "Ticket" (id, title) VALUES (?, ?)', params: ['t2', 'two'] },
+            );
+          }),
+        );
+        expect((err as Error).message).to.match(/^the transaction was rolled back/);
+        expect(await ids()).to.deep.equal(['t1']);
         await counted.close();
       } finally {
         await counter.close();

@@ -30,6 +30,7 @@ import {
   type Database,
   databaseBusy,
   laterFailure,
+  type Outcome,
   referenceConflict,
   type Row,
   type RunResult,
@@ -237,6 +238,10 @@ export class SqliteDatabase implements Database {
       if (step.done) return step.value;
       failed = false;
       const statement: unknown = step.value;
+      if (isStatement(statement) && statement.mode === 'together') {
+        input = (statement.batch ?? []).map((query) => this.outcome(query, trace, writable));
+        continue;
+      }
       try {
         input = this.execute(statement, trace, writable);
       } catch (err) {
@@ -249,6 +254,17 @@ export class SqliteDatabase implements Database {
         if (failed) throw laterFailure(statement, failure);
         input = undefined;
       }
+    }
+  }
+
+  /** A statement of `together`'s batch, run: its result or its failure, never thrown. */
+  private outcome(query: unknown, trace: ActiveTrace | undefined, writable: boolean): Outcome {
+    try {
+      return { ok: true, value: this.execute(query, trace, writable) };
+    } catch (err) {
+      const failure = mapSqliteError(err);
+      if (writable) this.noteFailure(query, failure);
+      return { ok: false, failure };
     }
   }
 
@@ -273,7 +289,7 @@ export class SqliteDatabase implements Database {
   }
 
   private execute(statement: unknown, trace: ActiveTrace | undefined, writable: boolean): unknown {
-    if (!isStatement(statement)) throw notAStatement(statement);
+    if (!isStatement(statement) || statement.mode === 'together') throw notAStatement(statement);
     // After an error that made SQLite roll the transaction back (a full disk), what the write
     // runs next would commit on its own: half of an operation whose other half is gone.
     if (writable && !this.connection.inTransaction)
@@ -345,12 +361,17 @@ function workOf(work: unknown): Work<unknown> {
   );
 }
 
-const MODES: ReadonlySet<unknown> = new Set(['get', 'all', 'run', 'later']);
+const MODES: ReadonlySet<unknown> = new Set(['get', 'all', 'run', 'later', 'together']);
 
 function isStatement(value: unknown): value is Statement {
   const s = value as Partial<Statement> | null;
   return (
-    typeof s === 'object' && s !== null && typeof s.sql === 'string' && MODES.has(s.mode) && Array.isArray(s.params)
+    typeof s === 'object' &&
+    s !== null &&
+    typeof s.sql === 'string' &&
+    MODES.has(s.mode) &&
+    Array.isArray(s.params) &&
+    (s.mode !== 'together' || Array.isArray(s.batch))
   );
 }
 
@@ -358,7 +379,7 @@ function isStatement(value: unknown): value is Statement {
 function notAStatement(value: unknown): Error {
   const thenable = handleIfThenable(value);
   const what = value === null ? 'null' : thenable ? 'a promise' : typeof value;
-  return new Error(`a unit of work may only yield statements (get, all, run, later), not ${what}`);
+  return new Error(`a unit of work may only yield statements (get, all, run, later, together), not ${what}`);
 }
 
 /** Handles the rejection of a refused promise (its caller hears the refusal instead); false for a non-promise. */

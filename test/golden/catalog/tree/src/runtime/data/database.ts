@@ -25,9 +25,9 @@ export type Row = Record<string, unknown>;
 
 /**
  * What a statement is run for: its first row, all rows, or how many rows it changed; `later`: for
- * its effect, without waiting for it.
+ * its effect, without waiting for it; `together`: the statements of `batch`, at once.
  */
-export type Mode = 'get' | 'all' | 'run' | 'later';
+export type Mode = 'get' | 'all' | 'run' | 'later' | 'together';
 
 /** One statement of a unit of work, as a driver receives it. */
 export interface Statement {
@@ -36,7 +36,19 @@ export interface Statement {
   params: readonly unknown[];
   /** For `later`: the failure of the whole unit when the statement violates a unique constraint. */
   onConflict?: () => Error;
+  /** For `together`: the statements sent at once. */
+  batch?: readonly Query[];
 }
+
+/** A statement run for its result, as `together` takes it. */
+export interface Query {
+  sql: string;
+  mode: 'get' | 'all' | 'run';
+  params: readonly unknown[];
+}
+
+/** A statement's result, or its failure (mapped to the app's errors), as `together` answers. */
+export type Outcome = { ok: true; value: unknown } | { ok: false; failure: unknown };
 
 export interface RunResult {
   changes: number;
@@ -75,6 +87,15 @@ export function* later(sql: string, params: readonly unknown[] = [], onConflict?
 export function laterFailure(statement: Statement, failure: unknown): unknown {
   const conflict = failure instanceof AppError && failure.code === 'UNIQUE_CONFLICT';
   return conflict && statement.onConflict ? statement.onConflict() : failure;
+}
+
+/**
+ * Sends statements at once and answers with each one's outcome, in order: PostgreSQL pipelines
+ * them, one round trip for all. A failure is answered, not thrown: the unit decides which one
+ * counts (inside a PostgreSQL transaction, the statements after a failed one fail as well).
+ */
+export function* together(...batch: Query[]): Work<Outcome[]> {
+  return (yield { sql: '', mode: 'together', params: [], batch }) as Outcome[];
 }
 
 /** A unit of work that runs no statement: for code paths that need no database. */

@@ -150,16 +150,31 @@ export function* declarativeCommand(
   if (spec.handler) throw new Error(`${spec.name} has a handler: it runs through executeCommand`);
   const { actor } = call;
   const store = rt.stores.get(spec.entity) as EntityStore;
+  const now = new Date().toISOString();
+  const command = { name: spec.name, entity: spec.entity };
+  const operation = `command:${spec.name}`;
+  const detail = { command: spec.name, input };
+  if (spec.includes.length === 0 && !readsRecord(spec)) {
+    // The mutations are known without the record: they travel with its lock, and policy and
+    // availableWhen are checked on the record as locked (a refusal rolls them back).
+    const changes = resolveMutations(spec, input, actor, {}, now);
+    const check = (record: Row) => checkConditions(spec, { actor, record, input, now });
+    const after = yield* store.lockAndChange(call, call.recordId, changes, { operation, check, command, detail });
+    if (after) return store.present(call, { ...after });
+  }
   // Locked until the commit: of commands racing on one record, from any number of app instances,
   // each decides on the record as the one before it left it.
   const current = yield* store.load(call, call.recordId, store.access.filter(actor, 'read'), { lock: true });
-  const now = new Date().toISOString();
   checkConditions(spec, { actor, record: yield* withRelations(rt, spec, current), input, now });
   const changes = resolveMutations(spec, input, actor, current, now);
-  const command = { name: spec.name, entity: spec.entity };
   const plan = store.planUpdate(call, current, changes, { command, checkFieldRules: false });
-  const after = yield* store.applyUpdate(call, plan, `command:${spec.name}`, { command: spec.name, input });
+  const after = yield* store.applyUpdate(call, plan, operation, detail);
   return store.present(call, { ...after });
+}
+
+/** Whether a mutation of the command copies a value of the record (`record.<field>`). */
+function readsRecord(spec: CommandSpec): boolean {
+  return Object.values(spec.mutations).some((m) => 'record' in m);
 }
 
 /** A command without a handler: checks, mutations, audit entry and stored response in one transaction. */

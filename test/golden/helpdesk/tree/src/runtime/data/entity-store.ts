@@ -10,9 +10,10 @@ import type { Actor } from '../core/actor.ts';
 import type { RowFilter } from '../rules/condition-sql.ts';
 import { AppError, type ErrorDetail } from '../core/errors.ts';
 import type { Dialect } from '../core/dialect.ts';
-import { all, type Database, get, run, type Work } from './database.ts';
+import { all, type Database, get, type Query, run, together, type Work } from './database.ts';
 import { keyProblem, type KeyType, recordKey, type RecordKey, ulid, uuid } from '../core/ids.ts';
 import {
+  bodyProblems,
   checkBody,
   decodeRow,
   defaultNow,
@@ -68,6 +69,12 @@ export interface RequestContext {
   sessionId?: string;
   /** The workflows, oldest first, whose jobs led to this write through entity events. */
   workflowChain?: readonly string[];
+}
+
+/** The command whose declared mutations a change makes. */
+export interface CommandRef {
+  name: string;
+  entity: string;
 }
 
 /** A record created, updated or deleted, as the write's own unit of work tells it. */
@@ -224,6 +231,11 @@ export class EntityStore {
 
   *update(ctx: RequestContext, id: RecordKey, body: unknown): Work<Row> {
     this.access.requireScopes(ctx.actor, 'update');
+    const changed = yield* this.lockAndChange(ctx, id, body, {
+      operation: `${this.spec.name}.update`,
+      check: (current) => this.access.check(ctx.actor, 'update', current),
+    });
+    if (changed) return this.present(ctx, changed);
     const current = yield* this.load(ctx, id, this.access.filter(ctx.actor, 'read'), { lock: true });
     this.access.check(ctx.actor, 'update', current);
     const plan = this.planUpdate(ctx, current, body, { checkFieldRules: true });
@@ -255,7 +267,7 @@ export class EntityStore {
     ctx: RequestContext,
     current: Row,
     body: unknown,
-    options: { command?: { name: string; entity: string }; checkFieldRules: boolean },
+    options: { command?: CommandRef; checkFieldRules: boolean },
   ): UpdatePlan {
     const input = checkBody(body);
     const id = current[this.spec.primaryKey] as RecordKey;
@@ -264,6 +276,21 @@ export class EntityStore {
       return f?.commandOnly && !sameValue(current[k], input[k]) && !this.commandMayWrite(f, options.command);
     });
     if (protectedKeys.length) throw protectedError(protectedKeys);
+    const { values, changed, issues } = this.changesOf(id, input, options.command);
+    if (issues.length) throw validationError(issues);
+    if (options.checkFieldRules) this.access.checkFieldWrites(ctx.actor, changed, current);
+    return { id, before: current, values, changed };
+  }
+
+  /**
+   * What `input` changes in record `id`, from the input alone: the stored forms of the fields it
+   * sets (command-only fields left out unless `command` may write them), and its problems.
+   */
+  private changesOf(
+    id: RecordKey,
+    input: Row,
+    command: CommandRef | undefined,
+  ): { values: unknown[]; changed: string[]; issues: ErrorDetail[] } {
     const issues: ErrorDetail[] = [];
     const values: unknown[] = [];
     const changed: string[] = [];
@@ -274,7 +301,7 @@ export class EntityStore {
         if (value !== id) issues.push({ field: f.name, code: 'READ_ONLY', message: `${f.name} cannot change` });
         continue;
       }
-      if (f.commandOnly && !this.commandMayWrite(f, options.command)) continue;
+      if (f.commandOnly && !this.commandMayWrite(f, command)) continue;
       if (value === null || value === undefined) {
         if (!f.nullable) issues.push({ field: f.name, code: 'REQUIRED', message: `${f.name} cannot be null` });
         else {
@@ -287,9 +314,47 @@ export class EntityStore {
       changed.push(f.name);
     }
     this.rejectUnknown(input, issues);
-    if (issues.length) throw validationError(issues);
-    if (options.checkFieldRules) this.access.checkFieldWrites(ctx.actor, changed, current);
-    return { id, before: current, values, changed };
+    return { values, changed, issues };
+  }
+
+  /**
+   * A change to record `id` in one round trip where it can be: when `changes` alone are valid and
+   * set fields, none of them a reference (whose record must be checked first), the row is read,
+   * locked and changed together, and every check then runs, in the order of the plain path
+   * (load, plan, applyUpdate), on the row as locked: a refusal rolls the change back with the
+   * unit. Undefined when the record must be read before anything is written; the caller then
+   * takes the plain path. `check` holds the caller's own checks on the record (the update rule, a
+   * command's policy and availableWhen); `command` makes it a command's declared mutations.
+   */
+  *lockAndChange(
+    ctx: RequestContext,
+    id: RecordKey,
+    changes: unknown,
+    how: { operation: string; check: (current: Row) => void; command?: CommandRef; detail?: Record<string, unknown> },
+  ): Work<Row | undefined> {
+    const key = recordKey(this.spec.idType, id);
+    const filter = this.access.filter(ctx.actor, 'read');
+    if (key === undefined || filter === false || bodyProblems(changes)) return undefined;
+    const draft = this.changesOf(key, changes as Row, how.command);
+    if (draft.issues.length || !draft.changed.length || draft.changed.some((name) => this.byName.get(name)?.ref))
+      return undefined;
+    const [loaded, updated] = yield* together(this.loadQuery(key, filter, { lock: true }), {
+      mode: 'get',
+      sql: this.updateSql(draft.changed),
+      params: [...draft.values, key],
+    });
+    if (!loaded.ok) throw loaded.failure;
+    if (!loaded.value) throw this.notFound(id);
+    const current = decodeRow(this.decoded, loaded.value as Row);
+    how.check(current);
+    // A command's mutations are governed by its policy, not by the rules of the actor's own writes.
+    const own = how.command === undefined;
+    const plan = this.planUpdate(ctx, current, changes, { command: how.command, checkFieldRules: own });
+    if (own) this.checkRowRules(ctx, plan);
+    if (!updated.ok) throw updated.failure;
+    if (!updated.value) throw this.notFound(id);
+    const after = decodeRow(this.decoded, updated.value as Row);
+    return yield* this.recordUpdate(ctx, plan, after, how.operation, how.detail);
   }
 
   /**
@@ -310,18 +375,32 @@ export class EntityStore {
     let after = plan.before;
     if (plan.changed.length) {
       yield* this.checkRefs(Object.fromEntries(plan.changed.map((name, i) => [name, plan.values[i]])), plan.changed);
-      // Only the changed columns: one statement per distinct set of fields.
-      const assignments = plan.changed.map((name) => `"${name}" = ?`).join(', ');
-      const { table, columns } = this.sql;
-      const sql = `UPDATE ${table} SET ${assignments} WHERE "${this.spec.primaryKey}" = ? RETURNING ${columns}`;
-      const row = yield* get((sql), [...plan.values, plan.id]);
+      const row = yield* get(this.updateSql(plan.changed), [...plan.values, plan.id]);
       if (!row) throw this.notFound(plan.id);
       after = decodeRow(this.decoded, row);
     }
+    return yield* this.recordUpdate(ctx, plan, after, operation, detail);
+  }
+
+  /** Audits an update written as `after`, and tells the change hook; returns `after`. */
+  private *recordUpdate(
+    ctx: RequestContext,
+    plan: UpdatePlan,
+    after: Row,
+    operation: string,
+    detail?: Record<string, unknown>,
+  ): Work<Row> {
     const changes = diffRecords(plan.before, after);
     yield* this.recordAudit(ctx, { operation, recordId: String(plan.id), changes, detail });
     yield* this.changed(ctx, 'update', plan.before, after);
     return after;
+  }
+
+  /** The UPDATE of the `changed` columns only: one statement per distinct set of fields. */
+  private updateSql(changed: readonly string[]): string {
+    const assignments = changed.map((name) => `"${name}" = ?`).join(', ');
+    const { table, columns } = this.sql;
+    return `UPDATE ${table} SET ${assignments} WHERE "${this.spec.primaryKey}" = ? RETURNING ${columns}`;
   }
 
   /**
@@ -345,7 +424,7 @@ export class EntityStore {
     return rows.map((r) => decodeRow(this.decoded, r));
   }
 
-  private commandMayWrite(f: FieldSpec, command: { name: string; entity: string } | undefined): boolean {
+  private commandMayWrite(f: FieldSpec, command: CommandRef | undefined): boolean {
     if (!command || command.entity !== this.spec.name) return false;
     return f.commands === undefined || f.commands.includes(command.name);
   }
@@ -357,13 +436,17 @@ export class EntityStore {
   *load(ctx: RequestContext, id: RecordKey, filter: RowFilter, options: { lock?: boolean } = {}): Work<Row> {
     const key = recordKey(this.spec.idType, id);
     if (key === undefined || filter === false) throw this.notFound(id);
-    const lock = options.lock ? this.sql.lock : '';
-    const row =
-      filter === true
-        ? yield* get(this.sql.get + lock, [key])
-        : yield* get(`${this.sql.get} AND (${filter.sql})${lock}`, [key, ...filter.params]);
+    const { sql, params } = this.loadQuery(key, filter, options);
+    const row = yield* get(sql, params);
     if (!row) throw this.notFound(id);
     return decodeRow(this.decoded, row);
+  }
+
+  /** The read of record `key` through `filter`, locked (see fetch) when asked. */
+  private loadQuery(key: RecordKey, filter: Exclude<RowFilter, false>, options: { lock?: boolean }): Query {
+    const lock = options.lock ? this.sql.lock : '';
+    if (filter === true) return { mode: 'get', sql: this.sql.get + lock, params: [key] };
+    return { mode: 'get', sql: `${this.sql.get} AND (${filter.sql})${lock}`, params: [key, ...filter.params] };
   }
 
   /** Tells the change hook, inside the write's unit of work. */

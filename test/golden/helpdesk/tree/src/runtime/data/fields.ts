@@ -47,16 +47,18 @@ export const PROTOTYPE_KEYS = new Set(['__proto__', 'constructor', 'prototype'])
 
 /** A request body (or handler changes): a JSON object without prototype keys. */
 export function checkBody(body: unknown): Row {
-  if (typeof body !== 'object' || body === null || Array.isArray(body)) {
-    throw validationError([{ code: 'NOT_AN_OBJECT', message: 'the body must be a JSON object' }]);
-  }
-  const forbidden = Object.keys(body).filter((k) => PROTOTYPE_KEYS.has(k));
-  if (forbidden.length) {
-    throw validationError(
-      forbidden.map((k) => ({ field: k, code: 'FORBIDDEN_KEY', message: `"${k}" is not allowed` })),
-    );
-  }
+  const problems = bodyProblems(body);
+  if (problems) throw validationError(problems);
   return body as Row;
+}
+
+/** Why `body` is not a JSON object of fields, as checkBody refuses it; undefined when it is one. */
+export function bodyProblems(body: unknown): ErrorDetail[] | undefined {
+  if (typeof body !== 'object' || body === null || Array.isArray(body))
+    return [{ code: 'NOT_AN_OBJECT', message: 'the body must be a JSON object' }];
+  const forbidden = Object.keys(body).filter((k) => PROTOTYPE_KEYS.has(k));
+  if (!forbidden.length) return undefined;
+  return forbidden.map((k) => ({ field: k, code: 'FORBIDDEN_KEY', message: `"${k}" is not allowed` }));
 }
 
 /** Checks one value against its field and returns the form stored in SQLite. */

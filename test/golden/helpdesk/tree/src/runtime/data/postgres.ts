@@ -25,6 +25,7 @@ import {
   type Database,
   databaseBusy,
   laterFailure,
+  type Outcome as Answer,
   referenceConflict,
   type Row,
   type RunResult,
@@ -249,6 +250,9 @@ export class PostgresDatabase implements Database {
         if (statement.mode === 'later') {
           flight.add(this.send(client, statement, trace), statement);
           step = work.next(undefined);
+        } else if (statement.mode === 'together') {
+          const sent = (statement.batch ?? []).map((query) => this.send(client, query, trace));
+          step = work.next((await flight.afterAll(sent)).map(answered));
         } else {
           const outcome = await flight.after(this.send(client, statement, trace));
           step = outcome.ok ? work.next(outcome.value) : work.throw(outcome.failure);
@@ -367,6 +371,11 @@ type Outcome =
   | { ok: true; value: unknown; command: string }
   | { ok: false; failure: unknown; broken: unknown };
 
+/** An answer as `together` hands it to the unit. */
+function answered(outcome: Outcome): Answer {
+  return outcome.ok ? { ok: true, value: outcome.value } : { ok: false, failure: outcome.failure };
+}
+
 /**
  * The statements of a unit of work sent but not yet awaited (`later` ones, and BEGIN), in the
  * order the connection answers them; and whether the connection broke on one of them.
@@ -413,12 +422,17 @@ class Flight {
    * a failure among them is thrown instead (once `next` too is answered).
    */
   async after(next: Promise<Outcome>): Promise<Outcome> {
+    return (await this.afterAll([next]))[0];
+  }
+
+  /** The outcomes of statements sent together after those in flight, as `after`. */
+  async afterAll(next: Array<Promise<Outcome>>): Promise<Outcome[]> {
     this.flush();
     const failure = await this.drain();
-    const outcome = await next;
-    this.note(outcome);
+    const outcomes = await Promise.all(next);
+    for (const outcome of outcomes) this.note(outcome);
     if (failure !== undefined) throw failure;
-    return outcome;
+    return outcomes;
   }
 
   /** Waits for every statement sent; throws the first failure among them. */
