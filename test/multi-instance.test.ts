@@ -130,6 +130,31 @@ describe('two app instances on one PostgreSQL', function () {
     expect((list.body as { items: Rec[] }).items.filter((t) => t.title === `other-${key}`)).to.have.length(0);
   });
 
+  it('runs a command with a handler once for one key sent to both instances, and replays it on either', async () => {
+    const ticket = await newTicket('handled');
+    const step = (i: number, command: string, json: Rec = {}) =>
+      request(on(i), 'POST', `/api/commands/${command}/${ticket.id}`, { json, headers: { ...agent, 'idempotency-key': freshKey() } });
+    expect((await step(0, 'start_ticket')).status).to.equal(200);
+    expect((await step(1, 'resolve_ticket', { resolution: 'fixed' })).status).to.equal(200);
+    const key = freshKey();
+    const close = (i: number) =>
+      request(on(i), 'POST', `/api/commands/close_ticket/${ticket.id}`, { json: {}, headers: { ...agent, 'idempotency-key': key } });
+    const answers = await Promise.all([close(0), close(1)]);
+    for (const r of answers) expect([200, 409], r.text).to.include(r.status);
+    for (const r of answers.filter((a) => a.status === 409))
+      expect((r.body as { error: { code: string } }).error.code).to.equal('IDEMPOTENCY_KEY_IN_PROGRESS');
+    for (const i of [0, 1]) {
+      const replay = await close(i);
+      expect(replay.status, replay.text).to.equal(200);
+      expect(replay.headers.get('idempotent-replayed')).to.equal('true');
+      expect((replay.body as Rec).status).to.equal('closed');
+    }
+    const audit = await request(on(0), 'GET', `/api/audit?entity=Ticket&recordId=${ticket.id}&limit=100`, { headers: agent });
+    expect(audit.status, audit.text).to.equal(200);
+    const closes = (audit.body as { items: Rec[] }).items.filter((e) => e.operation === 'command:CloseTicket');
+    expect(closes).to.have.length(1);
+  });
+
   it('runs a write again under a key whose record expired, replacing the record', async () => {
     const key = freshKey();
     const send = (title: string) =>

@@ -2,8 +2,9 @@
 // The PostgreSQL driver: a bounded pool of connections (`pg`), running units of work
 // (data/database.ts) asynchronously on one pooled connection each. Connections pipeline: a
 // statement is sent at once, behind any still unanswered, so BEGIN travels with a unit's first
-// statement, `later` statements (an audit record, a key's claim) with the next one, and COMMIT
-// with the last. A write that used to take a round trip per statement takes two or three.
+// statement, `later` statements (an audit record, a key's record) with the next one, and COMMIT
+// with the last; `together` statements go at once. A write that used to take a round trip per
+// statement takes two.
 //
 // A write is one transaction at READ COMMITTED, PostgreSQL's default. That is enough because the
 // runtime never decides on a row it read without a lock: it re-reads the state a write depends on

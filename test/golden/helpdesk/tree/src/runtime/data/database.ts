@@ -5,13 +5,14 @@
 // Data logic is written once, as generator functions that yield the statements they need and
 // receive their results: `const row = yield* get(sql, [id])`. A driver runs such a unit of work.
 // SQLite runs it synchronously from start to finish, inside its group commit: nothing else may
-// run between BEGIN and COMMIT on its one connection. PostgreSQL awaits each statement on one
-// pooled connection. A generator is both at once, and because it cannot `await`, a write can
+// run between BEGIN and COMMIT on its one connection. PostgreSQL sends them on one pooled
+// connection and awaits their answers. A generator is both at once, and because it cannot `await`, a write can
 // never go on after its transaction has ended: every statement of a unit of work runs inside it.
 //
-// A statement whose result the unit does not need at once (an audit record, a key's claim) is
+// A statement whose result the unit does not need at once (an audit record, a key's record) is
 // sent with `later`: the unit goes on without waiting, and PostgreSQL's driver pipelines it with
 // the statements that follow, so one round trip carries several (and COMMIT goes with the last).
+// Statements a unit needs the answers of, but not one before the other, go `together`.
 //
 // Statements are written with `?` placeholders in both dialects; `Database.prepare` turns a text
 // into the dialect's form once (PostgreSQL numbers them `$1`, `$2`, ...), and `sqlText` composes

@@ -122,16 +122,16 @@ export class IdempotencyStore {
     const id = randomUUID();
     const store = this;
     const outcome = await this.db.write(function* (): Work<IdempotencyOutcome> {
-      const found = yield* store.lookup(scope, operation, key, requestHash);
-      if (found.kind !== 'new') return found;
       const now = store.now();
+      yield* store.purgeExpired(now, { wait: false });
+      // Claimed straight away: the claim takes a free or stale key, and only a key that is neither
+      // (it holds an answer, or a request holding it still runs, on any instance) is looked up.
       const { changes } = yield* run(SQL.claim, [
         ...[scope, operation, key, requestHash, now, now + IDEMPOTENCY_TTL_MS, id, now + store.leaseMs],
         ...store.replaceable(now),
       ]);
-      // Another request (on another instance) claimed the key since the lookup: answer as to it.
       if (changes === 0) return yield* store.lookup(scope, operation, key, requestHash, { raced: true });
-      return found;
+      return { kind: 'new' };
     }, trace);
     if (outcome.kind === 'replay') return outcome;
     const timer = setInterval(() => this.renew(claim), this.renewEveryMs);
