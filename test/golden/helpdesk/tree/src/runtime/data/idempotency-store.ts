@@ -77,7 +77,9 @@ const SQL = {
        "expiresAt" = excluded."expiresAt", "claimId" = excluded."claimId", "leaseExpiresAt" = excluded."leaseExpiresAt"
        WHERE ${REPLACEABLE}`,
   renewal: `UPDATE ${TABLE} SET "leaseExpiresAt" = ? WHERE ${BY_KEY} AND "claimId" = ? AND "state" = 'running'`,
-  held: `SELECT 1 FROM ${TABLE} WHERE ${BY_KEY} AND "claimId" = ? AND "state" = 'running'`,
+  // Changes nothing, and locks the claim's row until the transaction ends (PostgreSQL).
+  hold: `UPDATE ${TABLE} SET "leaseExpiresAt" = "leaseExpiresAt"
+       WHERE ${BY_KEY} AND "claimId" = ? AND "state" = 'running'`,
   complete: `UPDATE ${TABLE} SET "state" = 'done', "status" = ?, "body" = ?, "location" = ?, "claimId" = NULL,
        "leaseExpiresAt" = NULL WHERE ${BY_KEY} AND "claimId" = ? AND "state" = 'running'`,
   remove: `DELETE FROM ${TABLE} WHERE ${BY_KEY} AND "claimId" = ? AND "state" = 'running'`,
@@ -237,17 +239,23 @@ export class IdempotencyStore {
   }
 
   /**
-   * Refuses (409 IDEMPOTENCY_KEY_IN_PROGRESS) unless `claim` still holds its key. Call first in
-   * the transaction that commits the claimed request's work, so that a request whose key was
-   * taken over hears that, and commits nothing.
+   * Refuses (409 IDEMPOTENCY_KEY_IN_PROGRESS) unless `claim` still holds its key, and keeps it
+   * held: the key's row stays locked until the transaction ends, so no other request can take the
+   * key over before `finish` records the response. Call first in the transaction that commits the
+   * claimed request's work, so that a request whose key was taken over hears that, and commits
+   * nothing.
    */
   *confirm(claim: Claim): Work<void> {
-    if (!(yield* get(SQL.held, [claim.scope, claim.operation, claim.key, claim.id]))) throw takenOver();
+    const { changes } = yield* run(SQL.hold, [claim.scope, claim.operation, claim.key, claim.id]);
+    if (changes === 0) throw takenOver();
   }
 
-  /** Stores the response to replay under a claimed key, in the transaction of the change. */
+  /**
+   * Stores the response to replay under a key `confirm` holds, in the transaction of the change,
+   * without waiting: it goes with COMMIT.
+   */
   *finish(claim: Claim, response: StoredResponse): Work<void> {
-    const { changes } = yield* run(SQL.complete, [
+    yield* later(SQL.complete, [
       response.status,
       response.body === undefined ? null : JSON.stringify(response.body),
       response.location ?? null,
@@ -256,7 +264,6 @@ export class IdempotencyStore {
       claim.key,
       claim.id,
     ]);
-    if (changes === 0) throw takenOver();
   }
 
   /**
