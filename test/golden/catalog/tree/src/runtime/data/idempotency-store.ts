@@ -205,11 +205,7 @@ export class IdempotencyStore {
     yield* this.purgeExpired(now, { wait: false });
     yield* later(
       SQL.insertNew,
-      [
-        ...[scope, operation, key, requestHash, response.status],
-        ...[response.body === undefined ? null : JSON.stringify(response.body), response.location ?? null],
-        ...[now, now + IDEMPOTENCY_TTL_MS],
-      ],
+      [scope, operation, key, requestHash, ...stored(response), now, now + IDEMPOTENCY_TTL_MS],
       () => new KeyTaken(),
     );
   }
@@ -224,12 +220,11 @@ export class IdempotencyStore {
     operation: string,
     key: string,
     requestHash: string,
-    response: { status: number; body: unknown; location: string | null },
+    response: StoredResponse,
   ): Work<void> {
     const now = this.now();
     const { changes } = yield* run(SQL.insertDone, [
-      ...[scope, operation, key, requestHash, response.status],
-      ...[response.body === undefined ? null : JSON.stringify(response.body), response.location],
+      ...[scope, operation, key, requestHash, ...stored(response)],
       ...[now, now + IDEMPOTENCY_TTL_MS, ...this.replaceable(now)],
     ]);
     // The key holds another request's answer: this request's work must not commit, and its
@@ -256,9 +251,7 @@ export class IdempotencyStore {
    */
   *finish(claim: Claim, response: StoredResponse): Work<void> {
     yield* later(SQL.complete, [
-      response.status,
-      response.body === undefined ? null : JSON.stringify(response.body),
-      response.location ?? null,
+      ...stored(response),
       claim.scope,
       claim.operation,
       claim.key,
@@ -317,6 +310,12 @@ export class AnsweredElsewhere extends Error {
   constructor(readonly outcome: IdempotencyOutcome) {
     super('another request with this Idempotency-Key answered first');
   }
+}
+
+/** A response's `status`, `body` and `location` columns, in that order. */
+function stored(response: StoredResponse): [number, string | null, string | null] {
+  const body = response.body === undefined ? null : JSON.stringify(response.body);
+  return [response.status, body, response.location ?? null];
 }
 
 /**

@@ -71,6 +71,14 @@ export interface RequestContext {
   workflowChain?: readonly string[];
 }
 
+/** What a body changes, from the body alone (EntityStore.changesOf). */
+interface Changes {
+  /** Stored forms of the changed fields, in `changed` order. */
+  values: unknown[];
+  changed: string[];
+  issues: ErrorDetail[];
+}
+
 /** The command whose declared mutations a change makes. */
 export interface CommandRef {
   name: string;
@@ -267,7 +275,12 @@ export class EntityStore {
     ctx: RequestContext,
     current: Row,
     body: unknown,
-    options: { command?: CommandRef; checkFieldRules: boolean },
+    options: {
+      command?: CommandRef;
+      checkFieldRules: boolean;
+      /** What `changesOf` made of this same body already (lockAndChange): not worked out twice. */
+      changes?: Changes;
+    },
   ): UpdatePlan {
     const input = checkBody(body);
     const id = current[this.spec.primaryKey] as RecordKey;
@@ -276,7 +289,7 @@ export class EntityStore {
       return f?.commandOnly && !sameValue(current[k], input[k]) && !this.commandMayWrite(f, options.command);
     });
     if (protectedKeys.length) throw protectedError(protectedKeys);
-    const { values, changed, issues } = this.changesOf(id, input, options.command);
+    const { values, changed, issues } = options.changes ?? this.changesOf(id, input, options.command);
     if (issues.length) throw validationError(issues);
     if (options.checkFieldRules) this.access.checkFieldWrites(ctx.actor, changed, current);
     return { id, before: current, values, changed };
@@ -286,11 +299,7 @@ export class EntityStore {
    * What `input` changes in record `id`, from the input alone: the stored forms of the fields it
    * sets (command-only fields left out unless `command` may write them), and its problems.
    */
-  private changesOf(
-    id: RecordKey,
-    input: Row,
-    command: CommandRef | undefined,
-  ): { values: unknown[]; changed: string[]; issues: ErrorDetail[] } {
+  private changesOf(id: RecordKey, input: Row, command: CommandRef | undefined): Changes {
     const issues: ErrorDetail[] = [];
     const values: unknown[] = [];
     const changed: string[] = [];
@@ -349,7 +358,7 @@ export class EntityStore {
     how.check(current);
     // A command's mutations are governed by its policy, not by the rules of the actor's own writes.
     const own = how.command === undefined;
-    const plan = this.planUpdate(ctx, current, changes, { command: how.command, checkFieldRules: own });
+    const plan = this.planUpdate(ctx, current, changes, { command: how.command, checkFieldRules: own, changes: draft });
     if (own) this.checkRowRules(ctx, plan);
     if (!updated.ok) throw updated.failure;
     if (!updated.value) throw this.notFound(id);
