@@ -11,7 +11,7 @@ import { all, done, get, later, run, savepoint, together, type Work } from '../r
 import { openPostgres, postgresOptionsFromEnv, type PostgresDatabase, type PostgresOptions } from '../runtime-lib/data/postgres.ts';
 import { ActiveTrace } from '../runtime-lib/observe/tracing.ts';
 import { capturingConsoleError } from './support/commands/harness.ts';
-import { freshPostgresDatabase } from './support/postgres.ts';
+import { freshPostgresDatabase, tripCounter } from './support/postgres.ts';
 
 const SCHEMA = [
   `CREATE TABLE "Ticket" (
@@ -336,44 +336,8 @@ describe('PostgreSQL driver (data/postgres.ts)', function () {
   });
 
   describe('pipelining: BEGIN, later statements and COMMIT travel with other statements', () => {
-    /**
-     * A TCP proxy that counts the client's trips to the server: what the client writes is held
-     * 25 ms and forwarded as one piece, so statements written together (pipelined) count once
-     * and a statement written after waiting for an answer counts again.
-     */
-    async function tripCounter(): Promise<{ url: string; trips: () => number; reset: () => void; close: () => Promise<void> }> {
-      const target = Number(new URL(url).port);
-      let trips = 0;
-      const proxy = net.createServer((socket) => {
-        const upstream = net.connect(target, '127.0.0.1');
-        let held: Buffer[] = [];
-        let timer: NodeJS.Timeout | undefined;
-        socket.on('data', (chunk: Buffer) => {
-          held.push(chunk);
-          timer ??= setTimeout(() => {
-            trips++;
-            upstream.write(Buffer.concat(held));
-            held = [];
-            timer = undefined;
-          }, 25);
-        });
-        upstream.pipe(socket);
-        socket.on('error', () => upstream.destroy());
-        upstream.on('error', () => socket.destroy());
-        socket.on('close', () => upstream.destroy());
-      });
-      await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', resolve));
-      const port = (proxy.address() as net.AddressInfo).port;
-      return {
-        url: url.replace(`:${target}/`, `:${port}/`),
-        trips: () => trips,
-        reset: () => (trips = 0),
-        close: () => new Promise((resolve) => proxy.close(() => resolve(undefined))),
-      };
-    }
-
     it('writes in two trips: BEGIN with the first statement, later ones and COMMIT with the next', async () => {
-      const counter = await tripCounter();
+      const counter = await tripCounter(url);
       try {
         const counted = await open({ poolMax: 1 }, counter.url);
         await counted.read(get('SELECT 1')); // connects: the handshake is not the write's
@@ -400,7 +364,7 @@ describe('PostgreSQL driver (data/postgres.ts)', function () {
 
     it('sends together() statements in one trip and answers each outcome, failures included, without throwing', async () => {
       await db.write(() => insertTicket('t1'));
-      const counter = await tripCounter();
+      const counter = await tripCounter(url);
       try {
         const counted = await open({ poolMax: 1 }, counter.url);
         await counted.read(get('SELECT 1'));

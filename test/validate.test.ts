@@ -550,6 +550,18 @@ const CASES: Array<{ fixture: string; root?: string; expected: Expected[] }> = [
         path: 'entity.Expense.fields.1.default',
         message: 'default "ten" does not fit Integer: expected an integer',
       },
+      {
+        at: 'app.toml:5:39',
+        code: 'INVALID_DEFAULT',
+        path: 'entity.Expense.fields.2.default',
+        message: 'default 3000000000 does not fit Integer: expected an integer from -2147483648 to 2147483647',
+      },
+      {
+        at: 'app.toml:6:38',
+        code: 'INVALID_DEFAULT',
+        path: 'entity.Expense.fields.3.default',
+        message: 'default "9999-12-31T23:00:00-02:00" does not fit DateTime: expected a date-time from year 0001 to 9999 (in UTC)',
+      },
     ],
   },
   {

@@ -7,7 +7,7 @@ import type { Blueprint, Entity, Field } from '../model/types.ts';
 import { lowerFirst } from './relations.ts';
 import { ruleCalls } from './rules.ts';
 import { render } from './templates.ts';
-import { clauses, code, tsAssign, tsLiteral, tsProperties, tsString, tsTypeMember } from './ts-literal.ts';
+import { type Clauses, clauses, code, tsAssign, tsLiteral, tsProperties, tsString, tsTypeMember } from './ts-literal.ts';
 
 const q = (name: string): string => `"${name}"`;
 
@@ -28,6 +28,35 @@ export function routesName(entity: Entity): string {
 function entitySql(entity: Entity): Record<string, unknown> {
   const table = q(entity.name);
   const pk = q(entity.primaryKey.name);
+  const fromValues = rowFromValues(entity, 'sqlite');
+  return {
+    table,
+    columns: code('COLUMNS'),
+    select: clauses('SELECT ${COLUMNS}', `FROM ${table}`),
+    orderBy: pk,
+    get: clauses('SELECT ${COLUMNS}', `FROM ${table}`, `WHERE ${pk} = ?`),
+    list: clauses('SELECT ${COLUMNS}', `FROM ${table}`, `ORDER BY ${pk}`, 'LIMIT ? OFFSET ?'),
+    insert: insertSql(entity, fromValues),
+    rowFromValues: fromValues,
+    delete: clauses(`DELETE FROM ${table}`, `WHERE ${pk} = ?`),
+    lock: '',
+  };
+}
+
+/**
+ * Whether the database stores a new row exactly as the values the app writes: then an insert
+ * returns nothing and the app answers with the values, which on PostgreSQL lets the insert go
+ * with the COMMIT, one round trip for the whole create. Not where the database makes part of the
+ * row: an Integer id it assigns, or PostgreSQL's jsonb, which orders an object's keys its own way
+ * (SQLite keeps JSON as the text written).
+ */
+function rowFromValues(entity: Entity, dialect: 'sqlite' | 'postgres'): boolean {
+  if (entity.primaryKey.type === 'Integer') return false;
+  return dialect === 'sqlite' || !entity.fields.some((f) => f.type === 'JSON');
+}
+
+function insertSql(entity: Entity, fromValues: boolean): Clauses {
+  const table = q(entity.name);
   // The database assigns Integer ids: the insert leaves that column out.
   const written = entity.fields.filter((f) => !(f.primaryKey && f.type === 'Integer'));
   const values = `VALUES (${written.map(() => '?').join(', ')})`;
@@ -37,17 +66,14 @@ function entitySql(entity: Entity): Record<string, unknown> {
       : written.length === entity.fields.length
         ? [`INSERT INTO ${table} (\${COLUMNS})`, values]
         : [`INSERT INTO ${table} (${written.map((f) => q(f.name)).join(', ')})`, values];
-  return {
-    table,
-    columns: code('COLUMNS'),
-    select: clauses('SELECT ${COLUMNS}', `FROM ${table}`),
-    orderBy: pk,
-    get: clauses('SELECT ${COLUMNS}', `FROM ${table}`, `WHERE ${pk} = ?`),
-    list: clauses('SELECT ${COLUMNS}', `FROM ${table}`, `ORDER BY ${pk}`, 'LIMIT ? OFFSET ?'),
-    insert: clauses(...insert, 'RETURNING ${COLUMNS}'),
-    delete: clauses(`DELETE FROM ${table}`, `WHERE ${pk} = ?`),
-    lock: '',
-  };
+  return clauses(...insert, ...(fromValues ? [] : ['RETURNING ${COLUMNS}']));
+}
+
+/** PostgreSQL's statements where they are not SQLite's: the insert of an entity with JSON fields. */
+function postgresInsert(entity: Entity): Record<string, unknown> | undefined {
+  const fromValues = rowFromValues(entity, 'postgres');
+  if (fromValues === rowFromValues(entity, 'sqlite')) return undefined;
+  return { insert: insertSql(entity, fromValues), rowFromValues: fromValues };
 }
 
 function fieldSpec(bp: Blueprint, field: Field): Record<string, unknown> {
@@ -112,6 +138,7 @@ export function emitEntityModule(bp: Blueprint, entity: Entity): string {
     }, 2),
     fields: entity.fields.map((f) => tsLiteral(fieldSpec(bp, f), { indent: 4, trail: 1 })),
     sql: tsProperties(entitySql(entity), 2),
+    postgresInsert: postgresInsert(entity) && tsProperties(postgresInsert(entity) as Record<string, unknown>, 2),
     access: tsProperties({ entity: entity.name, rules, fields: fieldRules, scopes: entity.scopes }, 4),
   });
 }

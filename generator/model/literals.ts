@@ -1,7 +1,17 @@
 // Literal values of a field type: what fits (defaults, mutation literals), how a default is
 // stored, and how a value reads in a message.
 
-import { isBlank, isCalendarDate, isEmail, parseDateTime, textProblem } from '../../runtime-lib/core/values.ts';
+import {
+  inIntegerRange,
+  INTEGER_MAX,
+  INTEGER_MIN,
+  isBlank,
+  isCalendarDate,
+  isEmail,
+  parseDateTime,
+  storableDateTime,
+  textProblem,
+} from '../../runtime-lib/core/values.ts';
 import type { FieldType } from '../../runtime-lib/core/values.ts';
 
 /** What a literal for a field of `type` must look like, or undefined when `value` fits. */
@@ -18,17 +28,20 @@ export function expectedLiteral(type: FieldType, value: unknown, values: readonl
     case 'Email':
       return typeof value === 'string' && isEmail(value) ? undefined : 'an e-mail address';
     case 'Integer':
-      return Number.isSafeInteger(value) ? undefined : 'an integer';
+      if (!Number.isSafeInteger(value)) return 'an integer';
+      return inIntegerRange(value as number) ? undefined : `an integer from ${INTEGER_MIN} to ${INTEGER_MAX}`;
     case 'Float':
       return typeof value === 'number' && Number.isFinite(value) ? undefined : 'a number';
     case 'Boolean':
       return typeof value === 'boolean' ? undefined : 'true or false';
     case 'Date':
       return value === 'now' || value instanceof Date || (typeof value === 'string' && isCalendarDate(value)) ? undefined : '"now" or a date (YYYY-MM-DD)';
-    case 'DateTime':
-      return value === 'now' || value instanceof Date || (typeof value === 'string' && parseDateTime(value) !== undefined)
-        ? undefined
-        : '"now" or an ISO 8601 date-time';
+    case 'DateTime': {
+      if (value === 'now') return undefined;
+      const instant = value instanceof Date ? value : typeof value === 'string' ? parseDateTime(value) : undefined;
+      if (instant === undefined) return '"now" or an ISO 8601 date-time';
+      return storableDateTime(instant) ? undefined : 'a date-time from year 0001 to 9999 (in UTC)';
+    }
     case 'JSON':
       return undefined;
     case 'Enum':

@@ -96,3 +96,47 @@ export async function stopPostgres(): Promise<void> {
   await pg.stop();
   fs.rmSync(dir, { recursive: true, force: true });
 }
+
+export interface TripCounter {
+  /** `url` with the proxy's port in place of the server's. */
+  url: string;
+  trips: () => number;
+  reset: () => void;
+  close: () => Promise<void>;
+}
+
+/**
+ * A TCP proxy in front of the server at `url` that counts the client's trips to it: what the
+ * client writes is held 25 ms and forwarded as one piece, so statements written together
+ * (pipelined) count once and a statement written after waiting for an answer counts again.
+ */
+export async function tripCounter(url: string): Promise<TripCounter> {
+  const target = Number(new URL(url).port);
+  let trips = 0;
+  const proxy = net.createServer((socket) => {
+    const upstream = net.connect(target, '127.0.0.1');
+    let held: Buffer[] = [];
+    let timer: NodeJS.Timeout | undefined;
+    socket.on('data', (chunk: Buffer) => {
+      held.push(chunk);
+      timer ??= setTimeout(() => {
+        trips++;
+        upstream.write(Buffer.concat(held));
+        held = [];
+        timer = undefined;
+      }, 25);
+    });
+    upstream.pipe(socket);
+    socket.on('error', () => upstream.destroy());
+    upstream.on('error', () => socket.destroy());
+    socket.on('close', () => upstream.destroy());
+  });
+  await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', resolve));
+  const port = (proxy.address() as net.AddressInfo).port;
+  return {
+    url: url.replace(`:${target}/`, `:${port}/`),
+    trips: () => trips,
+    reset: () => (trips = 0),
+    close: () => new Promise((resolve) => proxy.close(() => resolve(undefined))),
+  };
+}

@@ -4,8 +4,12 @@
 import { ERROR_CODES } from '../../../runtime-lib/core/errors.ts';
 import type { Blueprint, Entity, Field } from '../../model/types.ts';
 import { TEXT_KEY_MAX_LENGTH } from '../../../runtime-lib/core/ids.ts';
+import { INTEGER_MAX, INTEGER_MIN } from '../../../runtime-lib/core/values.ts';
 import { refTarget } from '../../model/keys.ts';
 import { ref, ULID_PATTERN, type Schema } from './common.ts';
+
+/** An Integer: Prisma's Int, 32 bits on PostgreSQL (runtime-lib/core/values.ts). */
+const INTEGER: Schema = { type: 'integer', format: 'int32', minimum: INTEGER_MIN, maximum: INTEGER_MAX };
 
 /**
  * The schema of an id of a key of this type: in records, Refs and path parameters. A Text id is
@@ -18,7 +22,7 @@ export function keySchema(type: Field['type']): Schema {
     case 'UUID':
       return { type: 'string', format: 'uuid' };
     case 'Integer':
-      return { type: 'integer', minimum: Number.MIN_SAFE_INTEGER, maximum: Number.MAX_SAFE_INTEGER };
+      return { ...INTEGER };
     case 'Text':
       return {
         type: 'string',
@@ -58,7 +62,7 @@ export function fieldSchema(bp: Blueprint, field: Field): Schema {
       s = { type: 'string', format: 'email', maxLength: 254 };
       break;
     case 'Integer':
-      s = { type: 'integer', minimum: Number.MIN_SAFE_INTEGER, maximum: Number.MAX_SAFE_INTEGER };
+      s = { ...INTEGER };
       break;
     case 'Float':
       s = { type: 'number' };

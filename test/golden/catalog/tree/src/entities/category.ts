@@ -34,7 +34,8 @@ const SQL: EntitySql = {
   orderBy: '"id"',
   get: `SELECT ${COLUMNS} FROM "Category" WHERE "id" = ?`,
   list: `SELECT ${COLUMNS} FROM "Category" ORDER BY "id" LIMIT ? OFFSET ?`,
-  insert: `INSERT INTO "Category" (${COLUMNS}) VALUES (?, ?, ?, ?) RETURNING ${COLUMNS}`,
+  insert: `INSERT INTO "Category" (${COLUMNS}) VALUES (?, ?, ?, ?)`,
+  rowFromValues: true,
   delete: 'DELETE FROM "Category" WHERE "id" = ?',
   lock: '',
 };

@@ -47,12 +47,22 @@ const SQL: EntitySql = {
   orderBy: '"id"',
   get: `SELECT ${COLUMNS} FROM "Product" WHERE "id" = ?`,
   list: `SELECT ${COLUMNS} FROM "Product" ORDER BY "id" LIMIT ? OFFSET ?`,
+  insert: `INSERT INTO "Product" (${COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+  rowFromValues: true,
+  delete: 'DELETE FROM "Product" WHERE "id" = ?',
+  lock: '',
+};
+
+/**
+ * PostgreSQL stores JSON as jsonb, which orders an object's keys its own way: its insert returns
+ * the row as stored, for the answer to show it so.
+ */
+const POSTGRES_INSERT: Pick<EntitySql, 'insert' | 'rowFromValues'> = {
   insert:
     `INSERT INTO "Product" (${COLUMNS}) ` +
     'VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ' +
     `RETURNING ${COLUMNS}`,
-  delete: 'DELETE FROM "Product" WHERE "id" = ?',
-  lock: '',
+  rowFromValues: false,
 };
 
 export const productSpec: EntitySpec = {
@@ -101,8 +111,8 @@ export const productSpec: EntitySpec = {
   ],
   // One text for both databases (`?` placeholders, which the PostgreSQL driver numbers), but for
   // the row lock of a read that precedes a write: PostgreSQL locks the row, SQLite's writer holds
-  // the whole file.
-  sql: { sqlite: SQL, postgres: { ...SQL, lock: ' FOR UPDATE' } },
+  // the whole file; and for the insert, which returns the row on PostgreSQL.
+  sql: { sqlite: SQL, postgres: { ...SQL, lock: ' FOR UPDATE', ...POSTGRES_INSERT } },
   // Who may do what: the blueprint's access rules as written, parsed once when this module loads.
   // An action without a rule is open to signed-in callers only.
   access: {

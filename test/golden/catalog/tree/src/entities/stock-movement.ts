@@ -34,7 +34,8 @@ const SQL: EntitySql = {
   orderBy: '"id"',
   get: `SELECT ${COLUMNS} FROM "StockMovement" WHERE "id" = ?`,
   list: `SELECT ${COLUMNS} FROM "StockMovement" ORDER BY "id" LIMIT ? OFFSET ?`,
-  insert: `INSERT INTO "StockMovement" (${COLUMNS}) VALUES (?, ?, ?, ?, ?) RETURNING ${COLUMNS}`,
+  insert: `INSERT INTO "StockMovement" (${COLUMNS}) VALUES (?, ?, ?, ?, ?)`,
+  rowFromValues: true,
   delete: 'DELETE FROM "StockMovement" WHERE "id" = ?',
   lock: '',
 };

@@ -34,7 +34,8 @@ const SQL: EntitySql = {
   orderBy: '"id"',
   get: `SELECT ${COLUMNS} FROM "Comment" WHERE "id" = ?`,
   list: `SELECT ${COLUMNS} FROM "Comment" ORDER BY "id" LIMIT ? OFFSET ?`,
-  insert: `INSERT INTO "Comment" (${COLUMNS}) VALUES (?, ?, ?, ?, ?) RETURNING ${COLUMNS}`,
+  insert: `INSERT INTO "Comment" (${COLUMNS}) VALUES (?, ?, ?, ?, ?)`,
+  rowFromValues: true,
   delete: 'DELETE FROM "Comment" WHERE "id" = ?',
   lock: '',
 };

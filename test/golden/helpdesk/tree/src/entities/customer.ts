@@ -34,7 +34,8 @@ const SQL: EntitySql = {
   orderBy: '"id"',
   get: `SELECT ${COLUMNS} FROM "Customer" WHERE "id" = ?`,
   list: `SELECT ${COLUMNS} FROM "Customer" ORDER BY "id" LIMIT ? OFFSET ?`,
-  insert: `INSERT INTO "Customer" (${COLUMNS}) VALUES (?, ?, ?, ?) RETURNING ${COLUMNS}`,
+  insert: `INSERT INTO "Customer" (${COLUMNS}) VALUES (?, ?, ?, ?)`,
+  rowFromValues: true,
   delete: 'DELETE FROM "Customer" WHERE "id" = ?',
   lock: '',
 };

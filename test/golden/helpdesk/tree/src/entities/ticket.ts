@@ -43,7 +43,8 @@ const SQL: EntitySql = {
   orderBy: '"id"',
   get: `SELECT ${COLUMNS} FROM "Ticket" WHERE "id" = ?`,
   list: `SELECT ${COLUMNS} FROM "Ticket" ORDER BY "id" LIMIT ? OFFSET ?`,
-  insert: `INSERT INTO "Ticket" (${COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING ${COLUMNS}`,
+  insert: `INSERT INTO "Ticket" (${COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+  rowFromValues: true,
   delete: 'DELETE FROM "Ticket" WHERE "id" = ?',
   lock: '',
 };

@@ -3,7 +3,7 @@
 // order; within one millisecond they stay monotonic by incrementing the random part.
 
 import { randomFillSync, randomUUID } from 'node:crypto';
-import { textProblem } from './values.ts';
+import { inIntegerRange, INTEGER_MAX, INTEGER_MIN, textProblem } from './values.ts';
 
 const ALPHABET = '0123456789ABCDEFGHJKMNPQRSTVWXYZ';
 let lastTime = -1;
@@ -58,7 +58,7 @@ export const TEXT_PROBLEMS = {
 
 /** Why a value cannot be a record id, with the detail code the app answers. */
 export interface KeyProblem {
-  code: 'INVALID_TYPE' | 'CONTROL_CHARACTER' | 'LONE_SURROGATE' | 'TOO_LONG';
+  code: 'INVALID_TYPE' | 'OUT_OF_RANGE' | 'CONTROL_CHARACTER' | 'LONE_SURROGATE' | 'TOO_LONG';
   /** What the id must be instead, e.g. "must be an integer". */
   message: string;
 }
@@ -74,7 +74,10 @@ export function keyProblem(type: KeyType, value: unknown): KeyProblem | undefine
   const invalid = (message: string): KeyProblem => ({ code: 'INVALID_TYPE', message });
   switch (type) {
     case 'Integer':
-      return Number.isSafeInteger(value) ? undefined : invalid('must be an integer');
+      if (!Number.isSafeInteger(value)) return invalid('must be an integer');
+      return inIntegerRange(value as number)
+        ? undefined
+        : { code: 'OUT_OF_RANGE', message: `must be an integer from ${INTEGER_MIN} to ${INTEGER_MAX}` };
     case 'ULID':
       return typeof value === 'string' && ULID_PATTERN.test(value) ? undefined : invalid('must be a ULID');
     case 'UUID':
@@ -104,8 +107,8 @@ const DECIMAL = /^(0|-?[1-9][0-9]{0,15})$/;
  */
 export function recordKey(type: KeyType, id: RecordKey): RecordKey | undefined {
   if (type !== 'Integer') return typeof id === 'string' ? id : undefined;
-  if (typeof id === 'number') return Number.isSafeInteger(id) ? id : undefined;
+  if (typeof id === 'number') return Number.isSafeInteger(id) && inIntegerRange(id) ? id : undefined;
   if (!DECIMAL.test(id)) return undefined;
   const n = Number(id);
-  return Number.isSafeInteger(n) ? n : undefined;
+  return Number.isSafeInteger(n) && inIntegerRange(n) ? n : undefined;
 }

@@ -23,6 +23,27 @@ export const FIELD_TYPES = [
 ] as const;
 export type FieldType = (typeof FIELD_TYPES)[number];
 
+/**
+ * An Integer's range: Prisma's Int, a 32-bit column on PostgreSQL (SQLite's would hold more). One
+ * range on both databases, so a value one takes the other takes too.
+ */
+export const INTEGER_MIN = -2147483648;
+export const INTEGER_MAX = 2147483647;
+
+/** Whether `value` is an integer an Integer column holds. */
+export function inIntegerRange(value: number): boolean {
+  return value >= INTEGER_MIN && value <= INTEGER_MAX;
+}
+
+/**
+ * Whether a DateTime can be stored: its UTC year from 0001 to 9999. PostgreSQL refuses year 0
+ * and a five-digit year in the stored form; SQLite would keep either as text.
+ */
+export function storableDateTime(date: Date): boolean {
+  const year = date.getUTCFullYear();
+  return year >= 1 && year <= 9999;
+}
+
 // local@domain.tld: no spaces, controls or characters that need quoting in the local part; a
 // dotted domain of letters, digits and hyphens (any script) ending in a letters-only label.
 const EMAIL = /^[^\s\p{Cc}@"<>(),;:\\[\]]{1,64}@(?:[\p{L}\p{N}](?:[\p{L}\p{N}-]{0,61}[\p{L}\p{N}])?\.)+\p{L}{2,63}$/u;

@@ -8,9 +8,13 @@ import {
   type FieldType,
   isBlank,
   isCalendarDate,
+  inIntegerRange,
+  INTEGER_MAX,
+  INTEGER_MIN,
   isEmail,
   loadedDateTime,
   parseDateTime,
+  storableDateTime,
   storedDateTime,
   textProblem,
 } from '../core/values.ts';
@@ -114,7 +118,9 @@ export function normalizeValue(
     case 'Email':
       return typeof value === 'string' && isEmail(value) ? value : bad('must be an e-mail address');
     case 'Integer':
-      return Number.isSafeInteger(value) ? value : bad('must be an integer');
+      if (!Number.isSafeInteger(value)) return bad('must be an integer');
+      if (inIntegerRange(value as number)) return value;
+      return bad(`must be from ${INTEGER_MIN} to ${INTEGER_MAX}`, 'OUT_OF_RANGE');
     case 'Float':
       return typeof value === 'number' && Number.isFinite(value) ? value : bad('must be a number');
     case 'Boolean':
@@ -124,6 +130,8 @@ export function normalizeValue(
     case 'DateTime':
       if (typeof value === 'string') {
         const instant = parseDateTime(value);
+        if (instant && !storableDateTime(instant))
+          return bad('must fall from 0001-01-01T00:00:00Z to 9999-12-31T23:59:59.999Z in UTC', 'OUT_OF_RANGE');
         if (instant) return instant.toISOString();
       }
       return bad('must be an RFC 3339 date-time with a time zone, like 2026-01-02T03:04:05Z');

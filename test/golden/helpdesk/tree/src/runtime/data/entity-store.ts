@@ -10,7 +10,7 @@ import type { Actor } from '../core/actor.ts';
 import type { RowFilter } from '../rules/condition-sql.ts';
 import { AppError, type ErrorDetail } from '../core/errors.ts';
 import type { Dialect } from '../core/dialect.ts';
-import { all, type Database, get, type Query, run, together, type Work } from './database.ts';
+import { all, type Database, get, later, type Query, run, together, type Work } from './database.ts';
 import { keyProblem, type KeyType, recordKey, type RecordKey, ulid, uuid } from '../core/ids.ts';
 import {
   bodyProblems,
@@ -55,6 +55,13 @@ export interface EntitySql {
   get: string;
   list: string;
   insert: string;
+  /**
+   * The database stores a new row exactly as the values written, so `insert` returns nothing and
+   * a create answers with the values: on PostgreSQL the insert then goes with the COMMIT, one
+   * round trip for the whole create. False where the database makes part of the row (an Integer
+   * id, PostgreSQL's jsonb): `insert` ends in RETURNING.
+   */
+  rowFromValues: boolean;
   delete: string;
   lock: string;
 }
@@ -226,7 +233,9 @@ export class EntityStore {
     yield* this.checkRefs(params, Object.keys(params));
     // The insert names every column but a database-assigned key, in declaration order.
     const values = this.spec.fields.filter((f) => f.name in params).map((f) => params[f.name]);
-    const created = decodeRow(this.decoded, (yield* get(this.sql.insert, values)) as Row);
+    let created = candidate;
+    if (this.sql.rowFromValues) yield* later(this.sql.insert, values);
+    else created = decodeRow(this.decoded, (yield* get(this.sql.insert, values)) as Row);
     const recordId = String(created[this.spec.primaryKey]);
     yield* this.recordAudit(ctx, {
       operation: `${this.spec.name}.create`,
