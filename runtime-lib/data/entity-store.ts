@@ -9,7 +9,7 @@ import type { Actor } from '../core/actor.ts';
 import type { RowFilter } from '../rules/condition-sql.ts';
 import { AppError, type ErrorDetail } from '../core/errors.ts';
 import type { Dialect } from '../core/dialect.ts';
-import { all, type Database, get, later, type Query, run, together, type Work } from './database.ts';
+import { all, type Database, get, later, type Outcome, type Query, run, together, type Work } from './database.ts';
 import { keyProblem, type KeyType, recordKey, type RecordKey, ulid, uuid } from '../core/ids.ts';
 import {
   bodyProblems,
@@ -63,6 +63,28 @@ export interface EntitySql {
   rowFromValues: boolean;
   delete: string;
   lock: string;
+}
+
+/** How EntityStore.lockAndChange changes a record, and what it checks. */
+export interface LockAndChange {
+  /** The audit record's operation. */
+  operation: string;
+  /** The caller's own checks on the row as locked; a throw rolls the change back. */
+  check: (current: Row) => void;
+  /** Makes `changes` a command's declared mutations, which its policy governs (no field rules). */
+  command?: CommandRef;
+  detail?: Record<string, unknown>;
+  /**
+   * A statement sent first, in the same trip (a command handler's hold on its Idempotency-Key),
+   * its outcome checked before anything else.
+   */
+  first?: { query: Query; check: (outcome: Outcome) => void };
+  /**
+   * The caller read the record before (a command handler's) and `check` compares the locked row
+   * with that read: the row is locked without the read filter, and `missing()` is thrown when it
+   * is gone.
+   */
+  reread?: { missing: () => Error };
 }
 
 /** Who is asking, where to record spans, and the ids that tie a change to its request. */
@@ -343,25 +365,23 @@ export class EntityStore {
    * takes the plain path. `check` holds the caller's own checks on the record (the update rule, a
    * command's policy and availableWhen); `command` makes it a command's declared mutations.
    */
-  *lockAndChange(
-    ctx: RequestContext,
-    id: RecordKey,
-    changes: unknown,
-    how: { operation: string; check: (current: Row) => void; command?: CommandRef; detail?: Record<string, unknown> },
-  ): Work<Row | undefined> {
+  *lockAndChange(ctx: RequestContext, id: RecordKey, changes: unknown, how: LockAndChange): Work<Row | undefined> {
     const key = recordKey(this.spec.idType, id);
-    const filter = this.access.filter(ctx.actor, 'read');
+    const filter = how.reread ? true : this.access.filter(ctx.actor, 'read');
     if (key === undefined || filter === false || bodyProblems(changes)) return undefined;
     const draft = this.changesOf(key, changes as Row, how.command);
     if (draft.issues.length || !draft.changed.length || draft.changed.some((name) => this.byName.get(name)?.ref))
       return undefined;
-    const [loaded, updated] = yield* together(this.loadQuery(key, filter, { lock: true }), {
+    const first = how.first ? [how.first.query] : [];
+    const outcomes = yield* together(...first, this.loadQuery(key, filter, { lock: true }), {
       mode: 'get',
       sql: this.updateSql(draft.changed),
       params: [...draft.values, key],
     });
+    const [loaded, updated] = outcomes.slice(first.length);
+    if (how.first) how.first.check(outcomes[0]);
     if (!loaded.ok) throw loaded.failure;
-    if (!loaded.value) throw this.notFound(id);
+    if (!loaded.value) throw how.reread ? how.reread.missing() : this.notFound(id);
     const current = decodeRow(this.decoded, loaded.value as Row);
     how.check(current);
     // A command's mutations are governed by its policy, not by the rules of the actor's own writes.

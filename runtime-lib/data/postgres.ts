@@ -192,6 +192,15 @@ export class PostgresDatabase implements Database {
     }
   }
 
+  /** Runs `work` outside a transaction, as `read` does: each statement commits on its own. */
+  async writeEach<T>(work: Work<T>, trace?: ActiveTrace): Promise<T> {
+    try {
+      return await this.drive(work, trace, false);
+    } catch (err) {
+      throw asError(err);
+    }
+  }
+
   /**
    * Waits for the units of work that have started, refusing new ones, then closes every
    * connection, and resolves once they are closed (not merely once the pool has let go of them, as

@@ -14,7 +14,7 @@
 
 import { randomUUID } from 'node:crypto';
 import { AppError, envelope } from '../core/errors.ts';
-import { type Database, get, later, run, type Work } from './database.ts';
+import { type Database, get, later, type Outcome, type Query, run, type RunResult, type Work } from './database.ts';
 import type { ActiveTrace } from '../observe/tracing.ts';
 
 export const IDEMPOTENCY_TTL_MS = 24 * 60 * 60 * 1000;
@@ -122,20 +122,20 @@ export class IdempotencyStore {
     requestHash: string,
   ): Promise<ClaimOutcome> {
     const id = randomUUID();
-    const store = this;
-    const outcome = await this.db.write(function* (): Work<IdempotencyOutcome> {
-      const now = store.now();
-      yield* store.purgeExpired(now, { wait: false });
-      // Claimed straight away: the claim takes a free or stale key, and only a key that is neither
-      // (it holds an answer, or a request holding it still runs, on any instance) is looked up.
-      const { changes } = yield* run(SQL.claim, [
-        ...[scope, operation, key, requestHash, now, now + IDEMPOTENCY_TTL_MS, id, now + store.leaseMs],
-        ...store.replaceable(now),
-      ]);
-      if (changes === 0) return yield* store.lookup(scope, operation, key, requestHash, { raced: true });
-      return { kind: 'new' };
-    }, trace);
-    if (outcome.kind === 'replay') return outcome;
+    const now = this.now();
+    // Expired keys go in a unit of their own, not waited for (nor traced: the request may be done
+    // first); a purge that fails is tried again with a later claim.
+    if (this.purgeDue(now)) void this.db.write(() => run(SQL.purge, [now])).catch(() => (this.lastPurge = 0));
+    // Claimed straight away, one statement committing alone (one round trip on PostgreSQL): the
+    // claim takes a free or stale key, and only a key that is neither (it holds an answer, or a
+    // request holding it still runs, on any instance) is looked up.
+    const params = [scope, operation, key, requestHash, now, now + IDEMPOTENCY_TTL_MS, id, now + this.leaseMs];
+    const { changes } = await this.db.writeEach(run(SQL.claim, [...params, ...this.replaceable(now)]), trace);
+    if (changes === 0) {
+      // Raced: a key found neither answered nor free is refused (IN_PROGRESS, REUSE, taken over).
+      const found = await this.db.write(() => this.lookup(scope, operation, key, requestHash, { raced: true }), trace);
+      if (found.kind === 'replay') return found;
+    }
     const timer = setInterval(() => this.renew(claim), this.renewEveryMs);
     // A lease must never keep the process alive, nor outlive its request (end()).
     timer.unref();
@@ -241,8 +241,19 @@ export class IdempotencyStore {
    * nothing.
    */
   *confirm(claim: Claim): Work<void> {
-    const { changes } = yield* run(SQL.hold, [claim.scope, claim.operation, claim.key, claim.id]);
-    if (changes === 0) throw takenOver();
+    const { query, check } = this.hold(claim);
+    check({ ok: true, value: yield* run(query.sql, query.params) });
+  }
+
+  /** `confirm` as a statement to send with others (`together`), and the check of its outcome. */
+  hold(claim: Claim): { query: Query; check: (outcome: Outcome) => void } {
+    return {
+      query: { mode: 'run', sql: SQL.hold, params: [claim.scope, claim.operation, claim.key, claim.id] },
+      check: (outcome) => {
+        if (!outcome.ok) throw outcome.failure;
+        if ((outcome.value as RunResult).changes === 0) throw takenOver();
+      },
+    };
   }
 
   /**
@@ -295,10 +306,16 @@ export class IdempotencyStore {
   }
 
   private *purgeExpired(now: number, options: { wait?: boolean } = {}): Work<void> {
-    if (now - this.lastPurge < 60_000) return;
-    this.lastPurge = now;
+    if (!this.purgeDue(now)) return;
     if (options.wait === false) yield* later(SQL.purge, [now]);
     else yield* run(SQL.purge, [now]);
+  }
+
+  /** Whether expired keys are due to be deleted (once a minute): true once, for the caller to do it. */
+  private purgeDue(now: number): boolean {
+    if (now - this.lastPurge < 60_000) return false;
+    this.lastPurge = now;
+    return true;
   }
 }
 

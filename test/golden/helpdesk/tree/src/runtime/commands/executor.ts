@@ -238,7 +238,7 @@ async function run(
   };
 
   if (spec.handler) {
-    const db = scopedDb(rt, spec, call, changes, staged, guard);
+    const db = scopedDb(rt, spec, call, { loaded, changes }, staged, guard);
     const returned = await spec.handler({
       actor,
       input,
@@ -262,26 +262,43 @@ async function run(
   open = false;
 
   const command = { name: spec.name, entity: spec.entity };
-  const body = await db.write(function* () {
-    // First: a request whose key another took over commits nothing, and hears that (409).
-    if (claim) yield* rt.idempotency.confirm(claim);
-    // Held until the commit (PostgreSQL's FOR UPDATE): of commands racing on one record, from any
-    // number of app instances, the first to commit changes it and the others see the change.
-    const current = yield* store.fetch(call.recordId, { lock: true });
-    if (!current || !sameRecord(current, loaded)) {
-      throw new AppError(
-        'STATE_CONFLICT',
-        `the ${spec.entity} changed while ${spec.name} ran; refresh it and decide again`,
-      );
-    }
-    if (
-      spec.availableWhen &&
-      !checkCondition(spec.availableWhen, { actor, record: yield* withRelations(rt, spec, current), input, now })
-    ) {
+  const operation = `command:${spec.name}`;
+  const detail = { command: spec.name, input };
+  const changed = () =>
+    new AppError('STATE_CONFLICT', `the ${spec.entity} changed while ${spec.name} ran; refresh it and decide again`);
+  /** availableWhen on the record as locked (with its relations): it may have stopped holding. */
+  const stillAvailable = (record: Row) => {
+    if (spec.availableWhen && !checkCondition(spec.availableWhen, { actor, record, input, now }))
       throw new AppError('STATE_CONFLICT', `${spec.name} is no longer available for this record`);
+  };
+  const body = await db.write(function* () {
+    let after: Row | undefined;
+    if (spec.includes.length === 0) {
+      // The key's hold, the row's lock and the change planned from the record the handler saw go
+      // in one trip; the checks then run on the row as locked, a refusal rolling it all back.
+      after = yield* store.lockAndChange(call, call.recordId, changes, {
+        operation,
+        command,
+        detail,
+        first: claim && rt.idempotency.hold(claim),
+        reread: { missing: changed },
+        check: (current) => {
+          if (!sameRecord(current, loaded)) throw changed();
+          stillAvailable(current);
+        },
+      });
     }
-    const plan = store.planUpdate(call, current, changes, { command, checkFieldRules: false });
-    const after = yield* store.applyUpdate(call, plan, `command:${spec.name}`, { command: spec.name, input });
+    if (!after) {
+      // First: a request whose key another took over commits nothing, and hears that (409).
+      if (claim) yield* rt.idempotency.confirm(claim);
+      // Held until the commit (PostgreSQL's FOR UPDATE): of commands racing on one record, from
+      // any number of app instances, the first to commit changes it and the others see the change.
+      const current = yield* store.fetch(call.recordId, { lock: true });
+      if (!current || !sameRecord(current, loaded)) throw changed();
+      stillAvailable(yield* withRelations(rt, spec, current));
+      const plan = store.planUpdate(call, current, changes, { command, checkFieldRules: false });
+      after = yield* store.applyUpdate(call, plan, operation, detail);
+    }
     for (const apply of staged) yield* apply();
     for (const entry of auditEntries) {
       yield* rt.audit.record({
@@ -379,10 +396,11 @@ function scopedDb(
   rt: CommandRuntime,
   spec: CommandSpec,
   call: CommandCall,
-  ownChanges: Record<string, unknown>,
+  own: { loaded: Row; changes: Record<string, unknown> },
   staged: Array<() => Work<unknown>>,
   guard: () => void,
 ): ScopedDb {
+  const ownChanges = own.changes;
   const storeOf = (entity: string): EntityStore => {
     const store = rt.stores.get(entity);
     if (!store) throw new AppError('INTERNAL_ERROR', `no entity named ${entity}`);
@@ -408,8 +426,10 @@ function scopedDb(
       const store = storeOf(entity);
       if (entity === spec.entity && sameKey(store, id, call.recordId)) {
         // The command's own record: the entity's update rule and field rules apply as to any
-        // actor-scoped write; the change merges with the mutations and is written at commit.
-        const current = (await store.db.read(store.fetch(id), call.trace)) ?? {};
+        // actor-scoped write; the change merges with the mutations and is written at commit. It
+        // is checked on the record as the command loaded it: the commit refuses (STATE_CONFLICT)
+        // should the record have changed since.
+        const current = own.loaded;
         store.access.check(call.actor, 'update', current);
         store.access.checkFieldWrites(call.actor, Object.keys(checkBody(changes)), current);
         // The row rules hold for the record as the handler's writes leave it (mutations aside:

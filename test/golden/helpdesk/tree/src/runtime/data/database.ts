@@ -138,6 +138,12 @@ export interface Database {
    * (data/sqlite.ts); each still succeeds or fails alone.
    */
   write<T>(unit: () => Work<T>, trace?: ActiveTrace): Promise<T>;
+  /**
+   * Runs `work` whose statements each commit on their own, for a write that needs no transaction
+   * around it (one atomic upsert): PostgreSQL sends it without BEGIN and COMMIT, one round trip
+   * for the statement and its commit; SQLite runs it as a `write`.
+   */
+  writeEach<T>(work: Work<T>, trace?: ActiveTrace): Promise<T>;
   close(): Promise<void>;
 }
 
