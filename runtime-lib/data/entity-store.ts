@@ -9,7 +9,18 @@ import type { Actor } from '../core/actor.ts';
 import type { RowFilter } from '../rules/condition-sql.ts';
 import { AppError, type ErrorDetail } from '../core/errors.ts';
 import type { Dialect } from '../core/dialect.ts';
-import { all, type Database, get, later, type Outcome, type Query, run, together, type Work } from './database.ts';
+import {
+  all,
+  type Database,
+  get,
+  later,
+  type Outcome,
+  type Query,
+  run,
+  type RunResult,
+  together,
+  type Work,
+} from './database.ts';
 import { keyProblem, type KeyType, recordKey, type RecordKey, ulid, uuid } from '../core/ids.ts';
 import {
   bodyProblems,
@@ -374,7 +385,7 @@ export class EntityStore {
       return undefined;
     const first = how.first ? [how.first.query] : [];
     const outcomes = yield* together(...first, this.loadQuery(key, filter, { lock: true }), {
-      mode: 'get',
+      mode: this.sql.rowFromValues ? 'run' : 'get',
       sql: this.updateSql(draft.changed),
       params: [...draft.values, key],
     });
@@ -389,8 +400,8 @@ export class EntityStore {
     const plan = this.planUpdate(ctx, current, changes, { command: how.command, checkFieldRules: own, changes: draft });
     if (own) this.checkRowRules(ctx, plan);
     if (!updated.ok) throw updated.failure;
-    if (!updated.value) throw this.notFound(id);
-    const after = decodeRow(this.decoded, updated.value as Row);
+    const after = this.rowAfter(current, draft.changed, draft.values, updated.value);
+    if (!after) throw this.notFound(id);
     return yield* this.recordUpdate(ctx, plan, after, how.operation, how.detail);
   }
 
@@ -412,9 +423,12 @@ export class EntityStore {
     let after = plan.before;
     if (plan.changed.length) {
       yield* this.checkRefs(Object.fromEntries(plan.changed.map((name, i) => [name, plan.values[i]])), plan.changed);
-      const row = yield* get(this.updateSql(plan.changed), [...plan.values, plan.id]);
+      const sql = this.updateSql(plan.changed);
+      const params = [...plan.values, plan.id];
+      const result = this.sql.rowFromValues ? yield* run(sql, params) : yield* get(sql, params);
+      const row = this.rowAfter(plan.before, plan.changed, plan.values, result);
       if (!row) throw this.notFound(plan.id);
-      after = decodeRow(this.decoded, row);
+      after = row;
     }
     return yield* this.recordUpdate(ctx, plan, after, operation, detail);
   }
@@ -436,8 +450,22 @@ export class EntityStore {
   /** The UPDATE of the `changed` columns only: one statement per distinct set of fields. */
   private updateSql(changed: readonly string[]): string {
     const assignments = changed.map((name) => `"${name}" = ?`).join(', ');
-    const { table, columns } = this.sql;
-    return `UPDATE ${table} SET ${assignments} WHERE "${this.spec.primaryKey}" = ? RETURNING ${columns}`;
+    const { table, columns, rowFromValues } = this.sql;
+    const update = `UPDATE ${table} SET ${assignments} WHERE "${this.spec.primaryKey}" = ?`;
+    return rowFromValues ? update : `${update} RETURNING ${columns}`;
+  }
+
+  /**
+   * The row an UPDATE setting `changed` to `values` left, undefined when it changed none: where
+   * the database stores a row exactly as written (EntitySql.rowFromValues), `before` (the row as
+   * locked) with the values; else the row the UPDATE returned.
+   */
+  private rowAfter(before: Row, changed: readonly string[], values: readonly unknown[], result: unknown) {
+    if (!this.sql.rowFromValues) return result ? decodeRow(this.decoded, result as Row) : undefined;
+    if ((result as RunResult).changes === 0) return undefined;
+    const stored: Row = {};
+    changed.forEach((name, i) => (stored[name] = values[i]));
+    return { ...before, ...decodeRow(this.decoded, stored) };
   }
 
   /**
