@@ -362,6 +362,27 @@ describe('PostgreSQL driver (data/postgres.ts)', function () {
       }
     });
 
+    it('writeEach: a statement commits on its own in one trip, without BEGIN or COMMIT; its failure is mapped', async () => {
+      const counter = await tripCounter(url);
+      try {
+        const counted = await open({ poolMax: 1 }, counter.url);
+        await counted.read(get('SELECT 1'));
+        counter.reset();
+        const { changes } = await counted.writeEach(run('INSERT INTO "Ticket" (id, title) VALUES (?, ?)', ['w1', 'alone']));
+        expect(changes).to.equal(1);
+        expect(counter.trips()).to.equal(1);
+        // Committed: another connection sees it at once.
+        expect(await db.read(get('SELECT title FROM "Ticket" WHERE id = ?', ['w1']))).to.deep.equal({ title: 'alone' });
+        const failure = await appError(counted.writeEach(run('INSERT INTO "Ticket" (id, title) VALUES (?, ?)', ['w1', 'again'])));
+        expect(failure.code).to.equal('UNIQUE_CONFLICT');
+        // The connection is still good: nothing was left open on it.
+        expect(await counted.read(get('SELECT count(*) AS n FROM "Ticket"'))).to.deep.equal({ n: 1 });
+        await counted.close();
+      } finally {
+        await counter.close();
+      }
+    });
+
     it('sends together() statements in one trip and answers each outcome, failures included, without throwing', async () => {
       await db.write(() => insertTicket('t1'));
       const counter = await tripCounter(url);

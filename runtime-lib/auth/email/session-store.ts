@@ -71,7 +71,7 @@ export class DatabaseSessionStore extends session.Store {
   set(sid: string, sess: SessionData, callback: Callback = noop): void {
     const userId = typeof sess.userId === 'string' ? sess.userId : null;
     const params = [sid, JSON.stringify(sess), this.expiresAt(sess), userId];
-    this.db.write(() => run(SQL.upsert, params)).then(
+    this.db.writeEach(run(SQL.upsert, params)).then(
       () => callback(),
       (err: unknown) => {
         // The person was removed while a request of theirs ran: their session stays ended, not
@@ -84,11 +84,11 @@ export class DatabaseSessionStore extends session.Store {
 
   touch(sid: string, sess: SessionData, callback: Callback = noop): void {
     const now = Date.now();
-    this.answer(() => run(SQL.touch, [this.expiresAt(sess, now), sid, now]), callback);
+    this.answer(run(SQL.touch, [this.expiresAt(sess, now), sid, now]), callback);
   }
 
   destroy(sid: string, callback: Callback = noop): void {
-    this.answer(() => run(SQL.destroy, [sid]), callback);
+    this.answer(run(SQL.destroy, [sid]), callback);
   }
 
   length(callback: (err: unknown, length?: number) => void): void {
@@ -99,12 +99,12 @@ export class DatabaseSessionStore extends session.Store {
   }
 
   clear(callback: Callback = noop): void {
-    this.answer(() => run(SQL.clear), callback);
+    this.answer(run(SQL.clear), callback);
   }
 
   /** Deletes expired rows; resolves to how many. */
   async prune(now: number = Date.now()): Promise<number> {
-    return (await this.db.write(() => run(SQL.prune, [now]))).changes;
+    return (await this.db.writeEach(run(SQL.prune, [now]))).changes;
   }
 
   /** Stops the prune timer: before the database closes. */
@@ -123,8 +123,9 @@ export class DatabaseSessionStore extends session.Store {
   }
 
   /** Runs a write for express-session and answers its callback. */
-  private answer(unit: () => Work<unknown>, callback: Callback): void {
-    this.db.write(unit).then(
+  /** Runs one statement, committing on its own, and answers `callback`. */
+  private answer(statement: Work<unknown>, callback: Callback): void {
+    this.db.writeEach(statement).then(
       () => callback(),
       (err: unknown) => callback(err),
     );

@@ -125,7 +125,7 @@ export class IdempotencyStore {
     const now = this.now();
     // Expired keys go in a unit of their own, not waited for (nor traced: the request may be done
     // first); a purge that fails is tried again with a later claim.
-    if (this.purgeDue(now)) void this.db.write(() => run(SQL.purge, [now])).catch(() => (this.lastPurge = 0));
+    if (this.purgeDue(now)) void this.db.writeEach(run(SQL.purge, [now])).catch(() => (this.lastPurge = 0));
     // Claimed straight away, one statement committing alone (one round trip on PostgreSQL): the
     // claim takes a free or stale key, and only a key that is neither (it holds an answer, or a
     // request holding it still runs, on any instance) is looked up.

@@ -155,7 +155,7 @@ export class JobStore {
 
   /** Puts a job back to wait for another attempt (a retryable failure). */
   async retry(id: string): Promise<void> {
-    await this.db.write(() =>
+    await this.db.writeEach(
       run(`UPDATE ${T} SET "status" = 'pending', "leaseExpiresAt" = NULL WHERE "id" = ? AND "status" = 'running'`, [
         id,
       ]),
@@ -172,7 +172,7 @@ export class JobStore {
         'of it; the steps of another that had finished stay done',
       retryable: true,
     });
-    const { changes } = await this.db.write(() =>
+    const { changes } = await this.db.writeEach(
       run(
         `UPDATE ${T} SET "status" = 'failed', "error" = ?, "finishedAt" = ?, "leaseExpiresAt" = NULL ` +
           `WHERE "status" = 'running' AND "leaseExpiresAt" < ?`,
@@ -183,7 +183,7 @@ export class JobStore {
   }
 
   private async finish(id: string, status: JobStatus, result: string | null, error: string | null): Promise<boolean> {
-    const { changes } = await this.db.write(() =>
+    const { changes } = await this.db.writeEach(
       run(
         `UPDATE ${T} SET "status" = ?, "result" = ?, "error" = ?, "finishedAt" = ?, "leaseExpiresAt" = NULL ` +
           `WHERE "id" = ? AND "status" = 'running'`,

@@ -114,7 +114,7 @@ export class SigninThrottle {
 
   /** Deletes counts that have lapsed; resolves to how many. */
   async prune(now: number = Date.now()): Promise<number> {
-    return (await this.db.write(() => run(SQL.prune, [now - FAILURE_WINDOW_MS]))).changes;
+    return (await this.db.writeEach(run(SQL.prune, [now - FAILURE_WINDOW_MS]))).changes;
   }
 
   /** Stops the prune timer: before the database closes. */
