@@ -68,8 +68,9 @@ describe('command handlers on PostgreSQL (lab fixture)', function () {
   it('keeps a change made while the handler ran, and refuses the command (nothing of it written)', async () => {
     const job = await newJob();
     const key = freshKey();
-    const running = send('POST', `/api/commands/bump/${job.id}`, { waitMs: 600 }, key);
-    await new Promise((resolve) => setTimeout(resolve, 200));
+    // The handler waits 2 s; the rename commits well within it, after the handler read the record.
+    const running = send('POST', `/api/commands/bump/${job.id}`, { waitMs: 2000 }, key);
+    await new Promise((resolve) => setTimeout(resolve, 300));
     const renamed = await send('PUT', `/api/jobs/${job.id}`, { title: 'Renamed meanwhile' });
     expect(renamed.status, renamed.text).to.equal(200);
     const refused = await running;
@@ -80,7 +81,7 @@ describe('command handlers on PostgreSQL (lab fixture)', function () {
     const trail = await query('SELECT operation FROM "_bp_audit" WHERE "recordId" = $1 ORDER BY id', [job.id]);
     expect(trail.map((r) => r.operation)).to.deep.equal(['Job.create', 'Job.update']);
     // The refusal is the key's answer: the same request again hears it, and changes nothing.
-    const again = await send('POST', `/api/commands/bump/${job.id}`, { waitMs: 600 }, key);
+    const again = await send('POST', `/api/commands/bump/${job.id}`, { waitMs: 2000 }, key);
     expect(again.status, again.text).to.equal(409);
     expect((again.body as { error: Rec }).error).to.include({ code: 'STATE_CONFLICT' });
     expect(again.headers.get('idempotent-replayed'), 'replayed').to.equal('true');

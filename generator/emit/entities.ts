@@ -118,6 +118,7 @@ export function tsTypeMembers(field: Pick<Field, 'type' | 'values' | 'nullable'>
 export function emitEntityModule(bp: Blueprint, entity: Entity): string {
   // Without [auth], a missing rule is written as `public` (model/access-defaults.ts).
   const rules = ruleCalls(effectiveAccess(bp, entity));
+  const postgres = postgresInsert(entity);
   const fieldRules = Object.fromEntries(
     entity.fields.filter((f) => f.access.read || f.access.write).map((f) => [f.name, ruleCalls(f.access)]),
   );
@@ -138,7 +139,7 @@ export function emitEntityModule(bp: Blueprint, entity: Entity): string {
     }, 2),
     fields: entity.fields.map((f) => tsLiteral(fieldSpec(bp, f), { indent: 4, trail: 1 })),
     sql: tsProperties(entitySql(entity), 2),
-    postgresInsert: postgresInsert(entity) && tsProperties(postgresInsert(entity) as Record<string, unknown>, 2),
+    postgresInsert: postgres && tsProperties(postgres, 2),
     access: tsProperties({ entity: entity.name, rules, fields: fieldRules, scopes: entity.scopes }, 4),
   });
 }

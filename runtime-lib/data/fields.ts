@@ -5,11 +5,11 @@ import { AppError, type ErrorDetail } from '../core/errors.ts';
 import { KEY_TYPES, keyProblem, type KeyProblem, type KeyType, TEXT_PROBLEMS } from '../core/ids.ts';
 import {
   type FieldType,
-  isBlank,
-  isCalendarDate,
   inIntegerRange,
   INTEGER_MAX,
   INTEGER_MIN,
+  isBlank,
+  isCalendarDate,
   isEmail,
   loadedDateTime,
   parseDateTime,

@@ -240,17 +240,16 @@ export class IdempotencyStore {
    * nothing.
    */
   *confirm(claim: Claim): Work<void> {
-    const { query, check } = this.hold(claim);
-    check({ ok: true, value: yield* run(query.sql, query.params) });
+    stillHeld(yield* run(SQL.hold, holdParams(claim)));
   }
 
   /** `confirm` as a statement to send with others (`together`), and the check of its outcome. */
   hold(claim: Claim): { query: Query; check: (outcome: Outcome) => void } {
     return {
-      query: { mode: 'run', sql: SQL.hold, params: [claim.scope, claim.operation, claim.key, claim.id] },
+      query: { mode: 'run', sql: SQL.hold, params: holdParams(claim) },
       check: (outcome) => {
         if (!outcome.ok) throw outcome.failure;
-        if ((outcome.value as RunResult).changes === 0) throw takenOver();
+        stillHeld(outcome.value as RunResult);
       },
     };
   }
@@ -326,6 +325,16 @@ export class AnsweredElsewhere extends Error {
   constructor(readonly outcome: IdempotencyOutcome) {
     super('another request with this Idempotency-Key answered first');
   }
+}
+
+/** The parameters of SQL.hold: the claim's key and id. */
+function holdParams(claim: Claim): unknown[] {
+  return [claim.scope, claim.operation, claim.key, claim.id];
+}
+
+/** Refuses (IN_PROGRESS) when SQL.hold changed no row: the claim no longer holds its key. */
+function stillHeld(result: RunResult): void {
+  if (result.changes === 0) throw takenOver();
 }
 
 /** A response's `status`, `body` and `location` columns, in that order. */

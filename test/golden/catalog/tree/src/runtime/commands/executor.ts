@@ -264,7 +264,7 @@ async function run(
   const command = { name: spec.name, entity: spec.entity };
   const operation = `command:${spec.name}`;
   const detail = { command: spec.name, input };
-  const changed = () =>
+  const changedMeanwhile = () =>
     new AppError('STATE_CONFLICT', `the ${spec.entity} changed while ${spec.name} ran; refresh it and decide again`);
   /** availableWhen on the record as locked (with its relations): it may have stopped holding. */
   const stillAvailable = (record: Row) => {
@@ -281,9 +281,9 @@ async function run(
         command,
         detail,
         first: claim && rt.idempotency.hold(claim),
-        reread: { missing: changed },
+        reread: { missing: changedMeanwhile },
         check: (current) => {
-          if (!sameRecord(current, loaded)) throw changed();
+          if (!sameRecord(current, loaded)) throw changedMeanwhile();
           stillAvailable(current);
         },
       });
@@ -294,7 +294,7 @@ async function run(
       // Held until the commit (PostgreSQL's FOR UPDATE): of commands racing on one record, from
       // any number of app instances, the first to commit changes it and the others see the change.
       const current = yield* store.fetch(call.recordId, { lock: true });
-      if (!current || !sameRecord(current, loaded)) throw changed();
+      if (!current || !sameRecord(current, loaded)) throw changedMeanwhile();
       stillAvailable(yield* withRelations(rt, spec, current));
       const plan = store.planUpdate(call, current, changes, { command, checkFieldRules: false });
       after = yield* store.applyUpdate(call, plan, operation, detail);

@@ -4,7 +4,7 @@
 // statement is sent at once, behind any still unanswered, so BEGIN travels with a unit's first
 // statement, `later` statements (an audit record, a key's record) with the next one, and COMMIT
 // with the last; `together` statements go at once. A write that used to take a round trip per
-// statement takes two.
+// statement takes one or two (README, "SQLite or PostgreSQL").
 //
 // A write is one transaction at READ COMMITTED, PostgreSQL's default. That is enough because the
 // runtime never decides on a row it read without a lock: it re-reads the state a write depends on
@@ -193,13 +193,9 @@ export class PostgresDatabase implements Database {
     }
   }
 
-  /** Runs `work` outside a transaction, as `read` does: each statement commits on its own. */
-  async writeEach<T>(work: Work<T>, trace?: ActiveTrace): Promise<T> {
-    try {
-      return await this.drive(work, trace, false);
-    } catch (err) {
-      throw asError(err);
-    }
+  /** Runs `work` outside a transaction, which is what `read` does: each statement commits on its own. */
+  writeEach<T>(work: Work<T>, trace?: ActiveTrace): Promise<T> {
+    return this.read(work, trace);
   }
 
   /**

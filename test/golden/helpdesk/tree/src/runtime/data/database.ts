@@ -6,8 +6,9 @@
 // receive their results: `const row = yield* get(sql, [id])`. A driver runs such a unit of work.
 // SQLite runs it synchronously from start to finish, inside its group commit: nothing else may
 // run between BEGIN and COMMIT on its one connection. PostgreSQL sends them on one pooled
-// connection and awaits their answers. A generator is both at once, and because it cannot `await`, a write can
-// never go on after its transaction has ended: every statement of a unit of work runs inside it.
+// connection and awaits their answers. A generator is both at once, and because it cannot
+// `await`, a write can never go on after its transaction has ended: every statement of a unit of
+// work runs inside it.
 //
 // A statement whose result the unit does not need at once (an audit record, a key's record) is
 // sent with `later`: the unit goes on without waiting, and PostgreSQL's driver pipelines it with

@@ -151,15 +151,15 @@ export class SqliteDatabase implements Database {
     return outcome.ok ? Promise.resolve(outcome.value) : Promise.reject(outcome.error);
   }
 
-  /**
-   * Runs the unit in the next group and resolves with its result once the group has committed,
-   * or rejects with what it threw (an Error; a thrown non-Error is wrapped in one).
-   */
   /** A `write`: the statements commit together, at least as strongly as each on its own. */
   writeEach<T>(work: Work<T>, trace?: ActiveTrace): Promise<T> {
     return this.write(() => work, trace);
   }
 
+  /**
+   * Runs the unit in the next group and resolves with its result once the group has committed,
+   * or rejects with what it threw (an Error; a thrown non-Error is wrapped in one).
+   */
   write<T>(unit: () => Work<T>, trace?: ActiveTrace): Promise<T> {
     return new Promise<T>((resolve, reject) => {
       this.queue.push({ unit, trace, resolve: resolve as (value: unknown) => void, reject, outcome: undefined });

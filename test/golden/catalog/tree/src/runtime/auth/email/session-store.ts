@@ -123,8 +123,7 @@ export class DatabaseSessionStore extends session.Store {
     return now + this.defaultTtlMs;
   }
 
-  /** Runs a write for express-session and answers its callback. */
-  /** Runs one statement, committing on its own, and answers `callback`. */
+  /** Runs a write of express-session, one statement committing on its own, and answers its callback. */
   private answer(statement: Work<unknown>, callback: Callback): void {
     this.db.writeEach(statement).then(
       () => callback(),
