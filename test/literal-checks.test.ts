@@ -49,6 +49,22 @@ describe('literals the app would refuse', () => {
     ]);
   });
 
+  it('refuses JSON defaults neither database stores as written: U+0000, inf, nan', () => {
+    const r = validate(
+      `${HEAD}  { name = "a", type = "JSON", default = { note = "a\\u0000b" } },\n` +
+        '  { name = "b", type = "JSON", default = [1, -nan] },\n' +
+        '  { name = "c", type = "JSON", default = { n = inf } },\n' +
+        '  { name = "d", type = "JSON", default = { tab = "a\\tb", n = 1.5 } },\n]\n',
+    );
+    expect(r.status).to.equal(1);
+    const expected = 'expected JSON without U+0000, unpaired surrogates or infinite numbers [error INVALID_DEFAULT]';
+    expect(r.lines.map((l) => l.replace(/^.*?app\.toml:\d+:\d+ /, ''))).to.deep.equal([
+      `entity.Event.fields.1.default: default {"note":"a\\u0000b"} does not fit JSON: ${expected}`,
+      `entity.Event.fields.2.default: default [1,"nan"] does not fit JSON: ${expected}`,
+      `entity.Event.fields.3.default: default {"n":"inf"} does not fit JSON: ${expected}`,
+    ]);
+  });
+
   it('refuses a blank default on a required field, and control characters in mutation literals', () => {
     const r = validate(
       `${HEAD}  { name = "title", type = "Text", required = true, default = "   " },\n` +

@@ -3,6 +3,7 @@
 
 import { effectiveAccess } from '../model/access-defaults.ts';
 import { refTarget, refValueType } from '../model/keys.ts';
+import { indexedTextMaxBytes } from '../model/indexes.ts';
 import type { Blueprint, Entity, Field } from '../model/types.ts';
 import { lowerFirst } from './relations.ts';
 import { ruleCalls } from './rules.ts';
@@ -76,7 +77,7 @@ function postgresInsert(entity: Entity): Record<string, unknown> | undefined {
   return { insert: insertSql(entity, fromValues), rowFromValues: fromValues };
 }
 
-function fieldSpec(bp: Blueprint, field: Field): Record<string, unknown> {
+function fieldSpec(bp: Blueprint, entity: Entity, field: Field): Record<string, unknown> {
   const resolved = refTarget(bp, field);
   const [target, targetField] = [resolved?.entity, resolved?.field];
   return {
@@ -89,6 +90,7 @@ function fieldSpec(bp: Blueprint, field: Field): Record<string, unknown> {
     commands: field.commandOnly ? field.commands : undefined,
     default: field.default && (field.default.kind === 'now' ? { now: true } : { value: field.default.value }),
     values: field.values,
+    maxBytes: indexedTextMaxBytes(bp, entity, field),
     ref: target && targetField && {
       entity: target.name,
       idType: targetField.type,
@@ -137,7 +139,7 @@ export function emitEntityModule(bp: Blueprint, entity: Entity): string {
       primaryKey: entity.primaryKey.name,
       idType: entity.primaryKey.type,
     }, 2),
-    fields: entity.fields.map((f) => tsLiteral(fieldSpec(bp, f), { indent: 4, trail: 1 })),
+    fields: entity.fields.map((f) => tsLiteral(fieldSpec(bp, entity, f), { indent: 4, trail: 1 })),
     sql: tsProperties(entitySql(entity), 2),
     postgresInsert: postgres && tsProperties(postgres, 2),
     access: tsProperties({ entity: entity.name, rules, fields: fieldRules, scopes: entity.scopes }, 4),

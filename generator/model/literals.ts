@@ -8,6 +8,7 @@ import {
   isBlank,
   isCalendarDate,
   isEmail,
+  jsonProblem,
   parseDateTime,
   storableDateTime,
   textProblem,
@@ -43,7 +44,7 @@ export function expectedLiteral(type: FieldType, value: unknown, values: readonl
       return storableDateTime(instant) ? undefined : 'a date-time from year 0001 to 9999 (in UTC)';
     }
     case 'JSON':
-      return undefined;
+      return jsonProblem(value) ? 'JSON without U+0000, unpaired surrogates or infinite numbers' : undefined;
     case 'Enum':
       return typeof value === 'string' && (values ?? []).includes(value) ? undefined : `one of ${(values ?? []).map((v) => JSON.stringify(v)).join(', ')}`;
     // A Ref takes its target's ids, strings or integers: the Ref rules check against the target.
@@ -77,8 +78,16 @@ export function normalizeDefault(type: FieldType, value: unknown): unknown {
   return value;
 }
 
-/** A value as it appears in a message: JSON, cut short so a large table cannot swamp the line. */
+/**
+ * A value as it appears in a message: JSON, cut short so a large table cannot swamp the line. The
+ * numbers JSON has no word for are written as TOML writes them (JSON would say null).
+ */
 export function showLiteral(value: unknown): string {
-  const json = value instanceof Date ? value.toISOString() : JSON.stringify(value);
+  const json = value instanceof Date ? value.toISOString() : JSON.stringify(value, tomlNumbers);
   return json.length > 40 ? `${json.slice(0, 39)}…` : json;
+}
+
+function tomlNumbers(_key: string, value: unknown): unknown {
+  if (typeof value !== 'number' || Number.isFinite(value)) return value;
+  return Number.isNaN(value) ? 'nan' : value > 0 ? 'inf' : '-inf';
 }

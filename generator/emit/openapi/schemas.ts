@@ -5,6 +5,7 @@ import { ERROR_CODES } from '../../../runtime-lib/core/errors.ts';
 import type { Blueprint, Entity, Field } from '../../model/types.ts';
 import { TEXT_KEY_MAX_LENGTH } from '../../../runtime-lib/core/ids.ts';
 import { INTEGER_MAX, INTEGER_MIN } from '../../../runtime-lib/core/values.ts';
+import { indexedTextMaxBytes } from '../../model/indexes.ts';
 import { refTarget } from '../../model/keys.ts';
 import { ref, ULID_PATTERN, type Schema } from './common.ts';
 
@@ -48,7 +49,8 @@ function refSchema(target: { entity: Entity; field: Field } | undefined): Schema
   return { type: 'string' };
 }
 
-export function fieldSchema(bp: Blueprint, field: Field): Schema {
+/** `entity`: the field's own, whose indexes may limit its text (model/indexes.ts indexedTextMaxBytes). */
+export function fieldSchema(bp: Blueprint, field: Field, entity?: Entity): Schema {
   let s: Schema = {};
   if (field.primaryKey) s = keySchema(field.type);
   else switch (field.type) {
@@ -94,6 +96,7 @@ export function fieldSchema(bp: Blueprint, field: Field): Schema {
     default:
       s = { type: 'string' };
   }
+  const maxBytes = entity && indexedTextMaxBytes(bp, entity, field);
   if (field.nullable && field.type !== 'JSON') {
     s.type = [...(Array.isArray(s.type) ? s.type : [s.type]), 'null'];
     if (Array.isArray(s.enum)) s.enum = [...(s.enum as unknown[]), null];
@@ -102,7 +105,8 @@ export function fieldSchema(bp: Blueprint, field: Field): Schema {
     field.description,
     field.access.read ? 'Shown only to actors its read rule allows.' : undefined,
     field.access.write ? 'Written only by actors its write rule allows.' : undefined,
-    field.commandOnly ? `Command-only: changed only by ${field.commands?.join(', ') ?? 'commands'}.` : undefined]
+    field.commandOnly ? `Command-only: changed only by ${field.commands?.join(', ') ?? 'commands'}.` : undefined,
+    maxBytes === undefined ? undefined : `At most ${maxBytes} bytes long in UTF-8 (an index holds it).`]
     .filter(Boolean)
     .join(' ');
   if (notes) s.description = s.description ? `${s.description as string}. ${notes}` : notes;
@@ -113,10 +117,10 @@ export function fieldSchema(bp: Blueprint, field: Field): Schema {
 export function entitySchemas(bp: Blueprint, entity: Entity): Record<string, Schema> {
   // Ids are the server's (ULID, UUID) or the database's (Integer); a Text id may come with a create.
   const clientKey = entity.primaryKey.type === 'Text';
-  const all = Object.fromEntries(entity.fields.map((f) => [f.name, f.primaryKey && !clientKey ? { ...fieldSchema(bp, f), readOnly: true } : fieldSchema(bp, f)]));
+  const all = Object.fromEntries(entity.fields.map((f) => [f.name, f.primaryKey && !clientKey ? { ...fieldSchema(bp, f, entity), readOnly: true } : fieldSchema(bp, f, entity)]));
   const writable = entity.fields.filter((f) => !f.primaryKey && !f.commandOnly);
-  const input = Object.fromEntries(writable.map((f) => [f.name, fieldSchema(bp, f)]));
-  const key = { ...fieldSchema(bp, entity.primaryKey), description: 'The Text id; when absent, a ULID is generated.' };
+  const input = Object.fromEntries(writable.map((f) => [f.name, fieldSchema(bp, f, entity)]));
+  const key = { ...fieldSchema(bp, entity.primaryKey, entity), description: 'The Text id; when absent, a ULID is generated.' };
   const createInput = clientKey ? { [entity.primaryKey.name]: key, ...input } : input;
   return {
     [entity.name]: {

@@ -12,6 +12,7 @@ import {
   isBlank,
   isCalendarDate,
   isEmail,
+  jsonProblem,
   loadedDateTime,
   parseDateTime,
   storableDateTime,
@@ -33,6 +34,8 @@ export interface FieldSpec {
   commands?: readonly string[];
   default?: { now: true } | { value: unknown };
   values?: readonly string[];
+  /** Text an index holds: at most this many bytes of UTF-8, its share (core/values.ts INDEXED_TEXT_MAX_BYTES). */
+  maxBytes?: number;
   /** For Ref fields: the target and the generated existence query. */
   ref?: RefTarget & { entity: string; exists: string };
 }
@@ -87,6 +90,13 @@ export function decodeRow(decoded: readonly FieldSpec[], row: Row): Row {
   return row;
 }
 
+/** What `jsonProblem` finds in a JSON value, as the app words it. */
+const JSON_PROBLEMS = {
+  NUL_CHARACTER: 'must not contain the character U+0000 in a string or key',
+  LONE_SURROGATE: 'must not contain unpaired UTF-16 surrogates in a string or key',
+  OUT_OF_RANGE: 'must not contain a number beyond ±1.7976931348623157e308',
+} as const;
+
 /** Types whose values are text a person wrote or chose: `required` means not blank for them. */
 const TEXT_TYPES: ReadonlySet<FieldType> = new Set(['Text', 'LongText', 'Email', 'Enum', 'file']);
 
@@ -94,10 +104,11 @@ const TEXT_TYPES: ReadonlySet<FieldType> = new Set(['Text', 'LongText', 'Email',
  * Checks a JSON value against a field (or command input) declaration and returns it in its
  * canonical JSON form (date-times as toISOString); problems are added to `issues`. Every string
  * value is first checked for control characters and lone surrogates (whatever its type, so the
- * answer does not depend on which format check would have failed), and never altered.
+ * answer does not depend on which format check would have failed), and never altered. A JSON
+ * value is checked through (core/values.ts jsonProblem): it is stored the same on both databases.
  */
 export function normalizeValue(
-  f: Pick<FieldSpec, 'name' | 'type' | 'values'> & { required?: boolean; ref?: RefTarget },
+  f: Pick<FieldSpec, 'name' | 'type' | 'values' | 'maxBytes'> & { required?: boolean; ref?: RefTarget },
   value: unknown,
   issues: ErrorDetail[],
 ): unknown {
@@ -109,6 +120,9 @@ export function normalizeValue(
     const problem = textProblem(value, f.type === 'LongText');
     if (problem) return bad(TEXT_PROBLEMS[problem], problem);
     if (f.required && TEXT_TYPES.has(f.type) && isBlank(value)) return bad('must not be blank', 'REQUIRED');
+    // A UTF-16 unit takes at most 3 bytes of UTF-8 (a pair, two units, takes 4): most values need no count.
+    if (f.maxBytes !== undefined && value.length * 3 > f.maxBytes && Buffer.byteLength(value) > f.maxBytes)
+      return bad(`must be at most ${f.maxBytes} bytes long in UTF-8 (an index holds it)`, 'TOO_LONG');
   }
   switch (f.type) {
     case 'Text':
@@ -135,8 +149,10 @@ export function normalizeValue(
         if (instant) return instant.toISOString();
       }
       return bad('must be an RFC 3339 date-time with a time zone, like 2026-01-02T03:04:05Z');
-    case 'JSON':
-      return value;
+    case 'JSON': {
+      const problem = jsonProblem(value);
+      return problem ? bad(JSON_PROBLEMS[problem], problem) : value;
+    }
     case 'Enum':
       return typeof value === 'string' && f.values?.includes(value)
         ? value

@@ -30,6 +30,15 @@ export type FieldType = (typeof FIELD_TYPES)[number];
 export const INTEGER_MIN = -2147483648;
 export const INTEGER_MAX = 2147483647;
 
+/**
+ * The text one row may put in an index: PostgreSQL refuses an index entry over 2,704 bytes (a
+ * third of a page, after compression, which random text escapes), SQLite has no such limit. The
+ * text fields of an index share this many bytes of UTF-8 evenly (a field in several indexes takes
+ * its smallest share), with room left for the other columns and the entry's own headers. One
+ * limit on both databases, so a value one takes the other takes too.
+ */
+export const INDEXED_TEXT_MAX_BYTES = 2000;
+
 /** Whether `value` is an integer an Integer column holds. */
 export function inIntegerRange(value: number): boolean {
   return value >= INTEGER_MIN && value <= INTEGER_MAX;
@@ -110,8 +119,61 @@ export function textProblem(value: string, lineBreaks: boolean): TextProblem | u
       return 'CONTROL_CHARACTER';
     }
     if (c >= 0xd800 && c <= 0xdfff) {
-      const next = value.charCodeAt(i + 1);
-      if (c > 0xdbff || !(next >= 0xdc00 && next <= 0xdfff)) return 'LONE_SURROGATE';
+      if (loneSurrogateAt(value, i)) return 'LONE_SURROGATE';
+      i++;
+    }
+  }
+  return undefined;
+}
+
+/** Whether the surrogate at `i` is not the first half of a pair (a low one, or a high one alone). */
+function loneSurrogateAt(text: string, i: number): boolean {
+  const next = text.charCodeAt(i + 1);
+  return text.charCodeAt(i) > 0xdbff || !(next >= 0xdc00 && next <= 0xdfff);
+}
+
+/** Why a JSON value may not be stored as given: see `jsonProblem`. */
+export type JsonProblem = 'NUL_CHARACTER' | 'LONE_SURROGATE' | 'OUT_OF_RANGE';
+
+/** What `jsonProblem` must look at closely in a string: NUL and surrogates. */
+const JSON_SUSPECT = /[\u0000\ud800-\udfff]/;
+
+/**
+ * Whether a JSON value (a field's or an input's) may be stored as given, on either database. A
+ * string or key with U+0000 is refused: PostgreSQL's jsonb cannot hold it. So is a lone surrogate
+ * (not text; jsonb refuses it too), and a number past ±1.8e308, which JSON.parse reads as
+ * Infinity and JSON would store as null, silently changed. Other control characters are data in
+ * JSON and stay. The value comes from a body nested at most 64 levels deep (http/body.ts).
+ */
+export function jsonProblem(value: unknown): JsonProblem | undefined {
+  const pending: unknown[] = [value];
+  while (pending.length) {
+    const item = pending.pop();
+    if (typeof item === 'string') {
+      const problem = jsonTextProblem(item);
+      if (problem) return problem;
+    } else if (typeof item === 'number') {
+      if (!Number.isFinite(item)) return 'OUT_OF_RANGE';
+    } else if (Array.isArray(item)) {
+      pending.push(...item);
+    } else if (item !== null && typeof item === 'object') {
+      for (const [key, member] of Object.entries(item)) {
+        const problem = jsonTextProblem(key);
+        if (problem) return problem;
+        pending.push(member);
+      }
+    }
+  }
+  return undefined;
+}
+
+function jsonTextProblem(text: string): JsonProblem | undefined {
+  if (!JSON_SUSPECT.test(text)) return undefined;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c === 0) return 'NUL_CHARACTER';
+    if (c >= 0xd800 && c <= 0xdfff) {
+      if (loneSurrogateAt(text, i)) return 'LONE_SURROGATE';
       i++;
     }
   }
