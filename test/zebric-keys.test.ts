@@ -552,7 +552,7 @@ describe('Zebric keys: entity indexes (test/fixtures/zebric/indexes)', function 
 
   it('validates with one warning: the entry that repeats the primary key', () => {
     expect(diagnosticsOf('indexes')).to.deep.equal([
-      'app.toml:34:3 warning REDUNDANT_INDEX entity.Seat.indexes.4: this index adds nothing: "id" is the primary key, already unique and indexed; it is not generated',
+      'app.toml:36:3 warning REDUNDANT_INDEX entity.Seat.indexes.4: this index adds nothing: "id" is the primary key, already unique and indexed; it is not generated',
     ]);
   });
 
