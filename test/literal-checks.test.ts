@@ -65,6 +65,21 @@ describe('literals the app would refuse', () => {
     ]);
   });
 
+  it('refuses a text default longer than the share of an index that holds its field', () => {
+    const r = validate(
+      `${HEAD}  { name = "code", type = "Text", unique = true, default = "${'€'.repeat(667)}" },\n` +
+        `  { name = "a", type = "Text", default = "${'x'.repeat(1001)}" },\n` +
+        `  { name = "b", type = "Text", default = "${'x'.repeat(1000)}" },\n` +
+        `  { name = "note", type = "LongText", default = "${'x'.repeat(5000)}" },\n]\n` +
+        'indexes = [{ fields = ["a", "b"] }]\n',
+    );
+    expect(r.status).to.equal(1);
+    expect(r.lines.map((l) => l.replace(/^.*?app\.toml:\d+:\d+ /, ''))).to.deep.equal([
+      'entity.Event.fields.1.default: default is 2001 bytes long in UTF-8; an index holds code, which takes at most 2000 [error INVALID_DEFAULT]',
+      'entity.Event.fields.2.default: default is 1001 bytes long in UTF-8; an index holds a, which takes at most 1000 [error INVALID_DEFAULT]',
+    ]);
+  });
+
   it('refuses a blank default on a required field, and control characters in mutation literals', () => {
     const r = validate(
       `${HEAD}  { name = "title", type = "Text", required = true, default = "   " },\n` +

@@ -1,7 +1,7 @@
 // Cross-reference rules of entities: collections, Ref targets, relations, command-only protection.
 
 import type { CompileContext } from '../../context.ts';
-import { indexName, redundancy } from '../../model/indexes.ts';
+import { indexedTextMaxBytes, indexName, redundancy } from '../../model/indexes.ts';
 import { isIntegerKey, refValueProblem } from '../../model/keys.ts';
 import { showLiteral } from '../../model/literals.ts';
 import type { Blueprint, Entity, Field, Index, Relation } from '../../model/types.ts';
@@ -153,6 +153,17 @@ export function indexes(ctx: CompileContext, bp: Blueprint): void {
       take(name, `the name of ${entity.name}'s index ${i}`);
     });
   }
+  for (const entity of bp.entities) for (const field of entity.fields) indexedDefault(ctx, bp, entity, field);
+}
+
+/** A text default longer than its field's share of an index (model/indexes.ts): every write relying on it would fail. */
+function indexedDefault(ctx: CompileContext, bp: Blueprint, entity: Entity, field: Field): void {
+  const value = field.default?.kind === 'value' ? field.default.value : undefined;
+  if (typeof value !== 'string') return;
+  const most = indexedTextMaxBytes(bp, entity, field);
+  const bytes = Buffer.byteLength(value);
+  if (most === undefined || bytes <= most) return;
+  ctx.report('INVALID_DEFAULT', [...field.path, 'default'], `default is ${bytes} bytes long in UTF-8; an index holds ${field.name}, which takes at most ${most}`);
 }
 
 /** Reports what is wrong with the fields of an index; true when they are all fine. */
