@@ -120,6 +120,9 @@ for (const database of DATABASES) {
       const data = { tab: 'a\tb\u0001', emoji: '🎉', keys: { 'é\u0007': [5e-324, 1.7976931348623157e308, -0.5] } };
       const row = await createAndRead({ data });
       expect(row.data).to.deep.equal(data);
+      // Half a megabyte of array: more members than one call takes as arguments.
+      const long = await createAndRead({ data: new Array(250_000).fill(0) });
+      expect((long.data as number[]).length).to.equal(250_000);
     });
 
     it('says so in openapi.json', async () => {

@@ -147,6 +147,9 @@ const JSON_SUSPECT = /[\u0000\ud800-\udfff]/;
  */
 export function jsonProblem(value: unknown): JsonProblem | undefined {
   const pending: unknown[] = [value];
+  // A handler's value may hold an object twice, or within itself: each is looked at once (and
+  // JSON.stringify refuses a cycle when the value is stored).
+  const seen = new Set<object>();
   while (pending.length) {
     const item = pending.pop();
     if (typeof item === 'string') {
@@ -154,12 +157,15 @@ export function jsonProblem(value: unknown): JsonProblem | undefined {
       if (problem) return problem;
     } else if (typeof item === 'number') {
       if (!Number.isFinite(item)) return 'OUT_OF_RANGE';
-    } else if (Array.isArray(item)) {
-      pending.push(...item);
-    } else if (item !== null && typeof item === 'object') {
+    } else if (item !== null && typeof item === 'object' && !seen.has(item)) {
+      seen.add(item);
+      // One push per member: spreading a long array into push() would pass more arguments than
+      // a call takes.
       for (const [key, member] of Object.entries(item)) {
-        const problem = jsonTextProblem(key);
-        if (problem) return problem;
+        if (!Array.isArray(item)) {
+          const problem = jsonTextProblem(key);
+          if (problem) return problem;
+        }
         pending.push(member);
       }
     }
