@@ -412,9 +412,7 @@ export class EntityStore {
    */
   checkRowRules(ctx: RequestContext, plan: UpdatePlan): void {
     if (plan.changed.length === 0) return;
-    const stored: Row = {};
-    plan.changed.forEach((name, i) => (stored[name] = plan.values[i]));
-    const after = { ...plan.before, ...decodeRow(this.decoded, stored) };
+    const after = this.withChanges(plan.before, plan.changed, plan.values);
     this.access.checkWrite(ctx.actor, plan.before, after, plan.changed);
   }
 
@@ -464,6 +462,11 @@ export class EntityStore {
   private rowAfter(before: Row, changed: readonly string[], values: readonly unknown[], result: unknown) {
     if (!this.sql.rowFromValues) return result ? decodeRow(this.decoded, result as Row) : undefined;
     if ((result as RunResult).changes === 0) return undefined;
+    return this.withChanges(before, changed, values);
+  }
+
+  /** `before` with `changed` set to `values` (their stored forms), as the API reads a row. */
+  private withChanges(before: Row, changed: readonly string[], values: readonly unknown[]): Row {
     const stored: Row = {};
     changed.forEach((name, i) => (stored[name] = values[i]));
     return { ...before, ...decodeRow(this.decoded, stored) };
