@@ -3,7 +3,7 @@
 
 import { effectiveAccess } from '../model/access-defaults.ts';
 import { refTarget, refValueType } from '../model/keys.ts';
-import { indexedTextMaxBytes } from '../model/indexes.ts';
+import { heldUnique, indexedTextMaxBytes } from '../model/indexes.ts';
 import type { Blueprint, Entity, Field } from '../model/types.ts';
 import { lowerFirst } from './relations.ts';
 import { ruleCalls } from './rules.ts';
@@ -91,6 +91,7 @@ function fieldSpec(bp: Blueprint, entity: Entity, field: Field): Record<string, 
     default: field.default && (field.default.kind === 'now' ? { now: true } : { value: field.default.value }),
     values: field.values,
     maxBytes: indexedTextMaxBytes(bp, entity, field),
+    unique: heldUnique(entity, field) || undefined,
     ref: target && targetField && {
       entity: target.name,
       idType: targetField.type,

@@ -39,6 +39,16 @@ export function indexName(entity: Entity, index: Pick<Index, 'fields' | 'unique'
   return index.name ?? `${entity.name}_${index.fields.join('_')}_${index.unique ? 'key' : 'idx'}`;
 }
 
+/**
+ * Whether a unique constraint holds `field` (not the primary key, which no update changes): its
+ * own `unique`, or a unique entry of `indexes` naming it. A write of such a field may be refused
+ * by the database itself, which the runtime must allow for (data/entity-store.ts lockAndChange).
+ */
+export function heldUnique(entity: Entity, field: Field): boolean {
+  if (field.primaryKey) return false;
+  return field.unique || generatedIndexes(entity).some((i) => i.unique && i.fields.includes(field.name));
+}
+
 function sameList(a: readonly string[], b: readonly string[]): boolean {
   return a.length === b.length && a.every((x, i) => x === b[i]);
 }

@@ -181,6 +181,8 @@ export class EntityStore {
   private readonly byName = new Map<string, FieldSpec>();
   /** Only fields whose stored form differs from their JSON form are converted when read. */
   private readonly decoded: FieldSpec[];
+  /** The RETURNING clause of changeReturningOld, made at its first use. */
+  private returningOld: string | undefined;
 
   constructor(
     readonly db: Database,
@@ -384,12 +386,23 @@ export class EntityStore {
     if (draft.issues.length || !draft.changed.length || draft.changed.some((name) => this.byName.get(name)?.ref))
       return undefined;
     const first = how.first ? [how.first.query] : [];
-    const outcomes = yield* together(...first, this.loadQuery(key, filter, { lock: true }), {
-      mode: this.sql.rowFromValues ? 'run' : 'get',
-      sql: this.updateSql(draft.changed),
-      params: [...draft.values, key],
-    });
-    const [loaded, updated] = outcomes.slice(first.length);
+    // Where the database refuses nothing of the change itself (no unique field changes), an UPDATE
+    // returning the row as it was reads, locks and changes it in one statement. Else the row is
+    // read and locked first, so that the checks on it still come before the database's refusal.
+    const oneStatement = this.db.returningOld && !draft.changed.some((name) => this.byName.get(name)?.unique);
+    const change: Query[] = oneStatement
+      ? [this.changeReturningOld(key, filter, draft)]
+      : [
+          this.loadQuery(key, filter, { lock: true }),
+          {
+            mode: this.sql.rowFromValues ? 'run' : 'get',
+            sql: this.updateSql(draft.changed),
+            params: [...draft.values, key],
+          },
+        ];
+    const outcomes = yield* together(...first, ...change);
+    const answers = outcomes.slice(first.length);
+    const [loaded, updated] = oneStatement ? this.splitOldAndNew(answers[0]) : answers;
     if (how.first) how.first.check(outcomes[0]);
     if (!loaded.ok) throw loaded.failure;
     if (!loaded.value) throw how.reread ? how.reread.missing() : this.notFound(id);
@@ -403,6 +416,47 @@ export class EntityStore {
     const after = this.rowAfter(current, draft.changed, draft.values, updated.value);
     if (!after) throw this.notFound(id);
     return yield* this.recordUpdate(ctx, plan, after, how.operation, how.detail);
+  }
+
+  /**
+   * The UPDATE of `draft` to record `key` through `filter` that returns the row as it was before
+   * (columns by name) and, where the database makes part of the row (EntitySql.rowFromValues),
+   * the row it left (each column as `new.<name>`): PostgreSQL 18 and later (Database.returningOld).
+   * It waits for the row's lock as `FOR UPDATE` would, and a row another transaction changed
+   * meanwhile is re-read and filtered again before it is changed, under READ COMMITTED as under
+   * the lock: what it returns is the row it replaced.
+   */
+  private changeReturningOld(key: RecordKey, filter: Exclude<RowFilter, false>, draft: Changes): Query {
+    const assignments = draft.changed.map((name) => `"${name}" = ?`).join(', ');
+    const where = filter === true ? '' : ` AND (${filter.sql})`;
+    const returning = (this.returningOld ??= `RETURNING WITH (OLD AS bp_old, NEW AS bp_new) ${[
+      ...this.spec.fields.map((f) => `bp_old."${f.name}"`),
+      ...(this.sql.rowFromValues ? [] : this.spec.fields.map((f) => `bp_new."${f.name}" AS "new.${f.name}"`)),
+    ].join(', ')}`);
+    return {
+      mode: 'get',
+      sql: `UPDATE ${this.sql.table} SET ${assignments} WHERE "${this.spec.primaryKey}" = ?${where} ${returning}`,
+      params: [...draft.values, key, ...(filter === true ? [] : filter.params)],
+    };
+  }
+
+  /**
+   * The outcome of changeReturningOld as the two statements it stands for answer: the row as it
+   * was (none: not found), and the UPDATE's own answer (rows changed, or the row it left).
+   */
+  private splitOldAndNew(outcome: Outcome): [Outcome, Outcome] {
+    if (!outcome.ok || !outcome.value) return [outcome, { ok: true, value: { changes: 0 } }];
+    const row = outcome.value as Row;
+    if (this.sql.rowFromValues) return [outcome, { ok: true, value: { changes: 1 } }];
+    const [before, after]: [Row, Row] = [{}, {}];
+    for (const f of this.spec.fields) {
+      before[f.name] = row[f.name];
+      after[f.name] = row[`new.${f.name}`];
+    }
+    return [
+      { ok: true, value: before },
+      { ok: true, value: after },
+    ];
   }
 
   /**

@@ -111,6 +111,7 @@ interface QueuedWrite {
 
 export class SqliteDatabase implements Database {
   readonly dialect = 'sqlite' as const;
+  readonly returningOld = false;
   private readonly prepared = new Map<string, Prepared>();
   private queue: QueuedWrite[] = [];
   private scheduled = false;

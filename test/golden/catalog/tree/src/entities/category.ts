@@ -48,7 +48,7 @@ export const categorySpec: EntitySpec = {
   // Each field as the runtime checks it on a write, in declaration order.
   fields: [
     { name: 'id', type: 'UUID', required: true, nullable: false, primaryKey: true },
-    { name: 'slug', type: 'Text', required: true, nullable: false, maxBytes: 2000 },
+    { name: 'slug', type: 'Text', required: true, nullable: false, maxBytes: 2000, unique: true },
     { name: 'title', type: 'Text', required: true, nullable: false },
     {
       name: 'parentId',

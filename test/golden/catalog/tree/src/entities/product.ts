@@ -73,7 +73,7 @@ export const productSpec: EntitySpec = {
   // Each field as the runtime checks it on a write, in declaration order.
   fields: [
     { name: 'id', type: 'ULID', required: true, nullable: false, primaryKey: true },
-    { name: 'sku', type: 'Text', required: true, nullable: false, maxBytes: 2000 },
+    { name: 'sku', type: 'Text', required: true, nullable: false, maxBytes: 2000, unique: true },
     { name: 'name', type: 'Text', required: true, nullable: false },
     { name: 'description', type: 'LongText', required: false, nullable: true },
     { name: 'contact', type: 'Email', required: false, nullable: true },

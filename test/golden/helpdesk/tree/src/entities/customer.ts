@@ -49,7 +49,7 @@ export const customerSpec: EntitySpec = {
   fields: [
     { name: 'id', type: 'UUID', required: true, nullable: false, primaryKey: true },
     { name: 'name', type: 'Text', required: true, nullable: false },
-    { name: 'email', type: 'Email', required: true, nullable: false },
+    { name: 'email', type: 'Email', required: true, nullable: false, unique: true },
     { name: 'createdAt', type: 'DateTime', required: false, nullable: false, default: { now: true } },
   ],
   // One text for both databases (`?` placeholders, which the PostgreSQL driver numbers), but for

@@ -129,6 +129,11 @@ export function* savepoint<T>(work: Work<T>): Work<T> {
 export interface Database {
   readonly dialect: Dialect;
   /**
+   * An UPDATE can return the row as it was before it, locked (PostgreSQL 18's `RETURNING OLD`):
+   * a change then reads and writes its row in one statement (EntityStore.lockAndChange).
+   */
+  readonly returningOld: boolean;
+  /**
    * Runs `work` outside any transaction: each statement sees what was committed when it ran.
    * For reads only; SQLite refuses a statement that would write.
    */

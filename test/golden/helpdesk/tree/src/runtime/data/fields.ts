@@ -36,6 +36,8 @@ export interface FieldSpec {
   values?: readonly string[];
   /** Text an index holds: at most this many bytes of UTF-8, its share (core/values.ts INDEXED_TEXT_MAX_BYTES). */
   maxBytes?: number;
+  /** A unique constraint holds the field (alone or with others): the database may refuse a write of it. */
+  unique?: true;
   /** For Ref fields: the target and the generated existence query. */
   ref?: RefTarget & { entity: string; exists: string };
 }

@@ -41,7 +41,8 @@ export async function openDatabase(appDir: string, env: NodeJS.ProcessEnv): Prom
     try {
       // Several instances may start together: the migrations' advisory lock lets one apply them.
       const { applied } = await applyPostgresMigrations(db.pool, migrations);
-      return { db, description: `PostgreSQL, a pool of ${db.pool.options.max} connections`, applied };
+      const version = await db.identifyServer();
+      return { db, description: `PostgreSQL ${version}, a pool of ${db.pool.options.max} connections`, applied };
     } catch (err) {
       await db.close();
       throw new Error(`PostgreSQL at ${serverOf(url)}: ${reasonOf(err)}`, { cause: err });

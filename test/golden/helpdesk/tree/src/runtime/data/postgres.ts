@@ -25,6 +25,7 @@ import pg from 'pg';
 import {
   type Database,
   databaseBusy,
+  get,
   laterFailure,
   type Outcome as Answer,
   referenceConflict,
@@ -137,8 +138,13 @@ interface Prepared {
   name: string | undefined;
 }
 
+/** The first version whose UPDATE returns the row as it was (`RETURNING OLD`): PostgreSQL 18. */
+const RETURNING_OLD_SINCE = 180000;
+
 export class PostgresDatabase implements Database {
   readonly dialect = 'postgres' as const;
+  /** False until `identifyServer` finds PostgreSQL 18 or later. */
+  returningOld = false;
   private readonly prepared = new Map<string, Prepared>();
   /** The text each statement name stands for: a hash collision must never run the wrong statement. */
   private readonly named = new Map<string, string>();
@@ -165,6 +171,18 @@ export class PostgresDatabase implements Database {
     pool.on('remove', () => {
       if (--this.connections === 0) this.allClosed?.();
     });
+  }
+
+  /**
+   * Asks the server its version and uses what that version offers (`returningOld`); returns the
+   * version, as the server names it (`18.1`). The app calls it once, when it starts.
+   */
+  async identifyServer(): Promise<string> {
+    const row = await this.read(
+      get("SELECT current_setting('server_version') AS version, current_setting('server_version_num')::int AS num"),
+    );
+    this.returningOld = Number(row?.num) >= RETURNING_OLD_SINCE;
+    return String(row?.version);
   }
 
   /**
