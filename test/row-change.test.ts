@@ -132,6 +132,26 @@ for (const database of DATABASES) {
       }
     });
 
+    it('reads and locks the row first when the change sets a field of a composite unique index', async () => {
+      const sheet = async (json: Rec) => {
+        const res = await write('POST', '/api/sheets', json);
+        expect(res.status, res.text).to.equal(201);
+        return res.body as Rec;
+      };
+      await sheet({ book: 'B', title: 'Taken' });
+      const mine = await sheet({ book: 'B', title: 'Mine', data: [1] });
+      const conflict = await write('PUT', `/api/sheets/${mine.id}`, { title: 'Taken' });
+      expect(conflict.status, conflict.text).to.equal(409);
+      expect((conflict.body as { error: { code: string } }).error.code).to.equal('UNIQUE_CONFLICT');
+      const res = await write('PUT', `/api/sheets/${mine.id}`, { title: 'Renamed', data: { k: true } });
+      expect(res.status, res.text).to.equal(200);
+      expect(res.body).to.deep.equal({ ...mine, title: 'Renamed', data: { k: true } });
+      const statements = await statementsOf(res);
+      expect(statements).to.have.length(2);
+      expect(statements[0]).to.match(database === 'postgres' ? /^SELECT .* FOR UPDATE$/ : /^SELECT /);
+      expect(statements[1]).to.match(/^UPDATE "Sheet" SET "title" = \?, "data" = \? WHERE "id" = \?/);
+    });
+
     it('refuses a change the update rule forbids for the row as it was, and changes nothing', async () => {
       const card = await create({ title: 'Locked', locked: true });
       const res = await write('PUT', `/api/cards/${card.id}`, { title: 'Changed', locked: false });
