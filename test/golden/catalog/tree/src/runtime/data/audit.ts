@@ -112,7 +112,9 @@ export function diffRecords(
   for (const name of names) {
     const a = before ? (before[name] ?? null) : null;
     const b = after ? (after[name] ?? null) : null;
-    if (JSON.stringify(a) !== JSON.stringify(b)) changes[name] = { before: a, after: b };
+    // Only JSON values (objects and arrays) need comparing as text; the rest compare as they are.
+    const same = a === b || (typeof a === 'object' && typeof b === 'object' && JSON.stringify(a) === JSON.stringify(b));
+    if (!same) changes[name] = { before: a, after: b };
   }
   return changes;
 }

@@ -446,9 +446,11 @@ export class EntityStore {
    * was (none: not found), and the UPDATE's own answer (rows changed, or the row it left).
    */
   private splitOldAndNew(outcome: Outcome): [Outcome, Outcome] {
-    if (!outcome.ok || !outcome.value) return [outcome, { ok: true, value: { changes: 0 } }];
+    const { rowFromValues } = this.sql;
+    if (!outcome.ok || !outcome.value)
+      return [outcome, { ok: true, value: rowFromValues ? { changes: 0 } : undefined }];
     const row = outcome.value as Row;
-    if (this.sql.rowFromValues) return [outcome, { ok: true, value: { changes: 1 } }];
+    if (rowFromValues) return [outcome, { ok: true, value: { changes: 1 } }];
     const [before, after]: [Row, Row] = [{}, {}];
     for (const f of this.spec.fields) {
       before[f.name] = row[f.name];
