@@ -443,14 +443,13 @@ export class EntityStore {
 
   /**
    * The outcome of changeReturningOld as the two statements it stands for answer: the row as it
-   * was (none: not found), and the UPDATE's own answer (rows changed, or the row it left).
+   * was, and the UPDATE's own answer (rows changed, or the row it left). A failure, or no row
+   * (not found, thrown before the UPDATE's answer is read), answers for both.
    */
   private splitOldAndNew(outcome: Outcome): [Outcome, Outcome] {
-    const { rowFromValues } = this.sql;
-    if (!outcome.ok || !outcome.value)
-      return [outcome, { ok: true, value: rowFromValues ? { changes: 0 } : undefined }];
+    if (!outcome.ok || !outcome.value) return [outcome, outcome];
     const row = outcome.value as Row;
-    if (rowFromValues) return [outcome, { ok: true, value: { changes: 1 } }];
+    if (this.sql.rowFromValues) return [outcome, { ok: true, value: { changes: 1 } }];
     const [before, after]: [Row, Row] = [{}, {}];
     for (const f of this.spec.fields) {
       before[f.name] = row[f.name];

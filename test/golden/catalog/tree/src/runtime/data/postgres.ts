@@ -143,8 +143,8 @@ const RETURNING_OLD_SINCE = 180000;
 
 export class PostgresDatabase implements Database {
   readonly dialect = 'postgres' as const;
-  /** False until `identifyServer` finds PostgreSQL 18 or later. */
-  returningOld = false;
+  /** False until `identifyServer` finds PostgreSQL 18 or later: set by it alone. */
+  private serverReturnsOld = false;
   private readonly prepared = new Map<string, Prepared>();
   /** The text each statement name stands for: a hash collision must never run the wrong statement. */
   private readonly named = new Map<string, string>();
@@ -181,8 +181,12 @@ export class PostgresDatabase implements Database {
     const row = await this.read(
       get("SELECT current_setting('server_version') AS version, current_setting('server_version_num')::int AS num"),
     );
-    this.returningOld = Number(row?.num) >= RETURNING_OLD_SINCE;
+    this.serverReturnsOld = Number(row?.num) >= RETURNING_OLD_SINCE;
     return String(row?.version);
+  }
+
+  get returningOld(): boolean {
+    return this.serverReturnsOld;
   }
 
   /**
