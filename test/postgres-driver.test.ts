@@ -11,7 +11,7 @@ import { all, done, get, later, run, savepoint, together, type Work } from '../r
 import { openPostgres, postgresOptionsFromEnv, type PostgresDatabase, type PostgresOptions } from '../runtime-lib/data/postgres.ts';
 import { ActiveTrace } from '../runtime-lib/observe/tracing.ts';
 import { capturingConsoleError } from './support/commands/harness.ts';
-import { freshPostgresDatabase, tripCounter } from './support/postgres.ts';
+import { freshPostgresDatabase, type TripCounter, tripCounter } from './support/postgres.ts';
 
 const SCHEMA = [
   `CREATE TABLE "Ticket" (
@@ -484,6 +484,108 @@ describe('PostgreSQL driver (data/postgres.ts)', function () {
       }, trace);
       expect(trace.spans.map((s) => s.name)).to.deep.equal(['database.query', 'database.query', 'database.commit']);
       expect(trace.spans.every((s) => s.endTime >= s.startTime && s.endTime > 0)).to.equal(true);
+    });
+  });
+
+  describe('the wire (data/postgres-wire.ts): what a unit of work sends', () => {
+    /** A pool of one connection behind a trip counter, connected, with the counter reset. */
+    async function counted(): Promise<{ counted: PostgresDatabase; counter: TripCounter }> {
+      const counter = await tripCounter(url);
+      const pool = await open({ poolMax: 1 }, counter.url);
+      await pool.read(get('SELECT 1'));
+      counter.reset();
+      return { counted: pool, counter };
+    }
+
+    it('prepares and describes a statement once per connection: afterwards Bind and Execute, one Sync per trip', async () => {
+      const { counted: pool, counter } = await counted();
+      try {
+        const unit = (id: string) =>
+          function* (): Work<unknown> {
+            const before = yield* get('SELECT count(*) AS n FROM "Ticket" WHERE id <> ?', [id]);
+            yield* later('INSERT INTO "Ticket" (id, title) VALUES (?, ?)', [id, `ticket ${id}`]);
+            return before;
+          };
+        expect(await pool.write(unit('m1'))).to.deep.equal({ n: 0 });
+        // BEGIN prepared (never described) and the read prepared and described, then one Sync;
+        // the insert prepared and described, COMMIT prepared, one Sync.
+        expect(counter.messages()).to.deep.equal(['PBEPDBES', 'PDBEPBES']);
+        counter.reset();
+        expect(await pool.write(unit('m2'))).to.deep.equal({ n: 1 });
+        expect(counter.messages()).to.deep.equal(['BEBES', 'BEBES']);
+        counter.reset();
+        // Outside a transaction, each statement has its own Sync: it commits on its own.
+        const read = (id: string) => get('SELECT title FROM "Ticket" WHERE id = ?', [id]);
+        expect(await pool.read(read('m1'))).to.deep.equal({ title: 'ticket m1' });
+        expect(await pool.read(read('m2'))).to.deep.equal({ title: 'ticket m2' });
+        expect(counter.messages()).to.deep.equal(['PDBES', 'BES']);
+        expect(await ids()).to.deep.equal(['m1', 'm2']);
+      } finally {
+        await pool.close();
+        await counter.close();
+      }
+    });
+
+    it('prepares again a statement whose Parse the server refused, once it can run', async () => {
+      const missing = 'SELECT count(*) AS n FROM "Later"';
+      const { counted: pool, counter } = await counted();
+      try {
+        const err = await rejection(pool.read(get(missing)));
+        expect((err as pg.DatabaseError).code).to.equal('42P01');
+        await db.write(() => run('CREATE TABLE "Later" (id TEXT PRIMARY KEY)'));
+        expect(await pool.read(get(missing))).to.deep.equal({ n: 0 });
+        expect(counter.messages()).to.deep.equal(['PDBES', 'PDBES']);
+      } finally {
+        await db.write(() => run('DROP TABLE IF EXISTS "Later"'));
+        await pool.close();
+        await counter.close();
+      }
+    });
+
+    it('answers a statement the server skipped after a failure in its trip as not run', async () => {
+      await db.write(() => insertTicket('t1'));
+      const outcomes: Array<{ ok: boolean; failure?: unknown }> = [];
+      await rejection(
+        db.write(function* () {
+          outcomes.push(
+            ...(yield* together(
+              { mode: 'run', sql: 'INSERT INTO "Ticket" (id, title) VALUES (?, ?)', params: ['t1', 'dup'] },
+              { mode: 'run', sql: 'INSERT INTO "Ticket" (id, title) VALUES (?, ?)', params: ['t2', 'two'] },
+            )),
+          );
+        }),
+      );
+      expect(outcomes.map((o) => o.ok)).to.deep.equal([false, false]);
+      expect((outcomes[0].failure as AppError).code).to.equal('UNIQUE_CONFLICT');
+      expect(String(outcomes[1].failure)).to.match(/not run: a statement before it in the same round trip failed/);
+      expect(await ids()).to.deep.equal(['t1']);
+    });
+
+    it("hands the connection back to pg between units: pg's own queries on it still work", async () => {
+      const one = await open({ poolMax: 1 });
+      await one.write(() => insertTicket('h1'));
+      const client = await one.pool.connect();
+      try {
+        expect((await client.query('SELECT title FROM "Ticket" WHERE id = $1', ['h1'])).rows).to.deep.equal([
+          { title: 'ticket h1' },
+        ]);
+      } finally {
+        client.release();
+      }
+      expect(await one.read(get('SELECT count(*) AS n FROM "Ticket"'))).to.deep.equal({ n: 1 });
+    });
+
+    it('binds a Buffer as bytes and refuses a parameter it has no stored form for, changing nothing', async () => {
+      expect(await db.read(get('SELECT octet_length(?::bytea) AS n', [Buffer.from([0, 1, 2])]))).to.deep.equal({ n: 3 });
+      const err = await rejection(
+        db.write(function* () {
+          yield* insertTicket('p1');
+          yield* run('UPDATE "Ticket" SET title = ? WHERE id = ?', [new Date(), 'p1']);
+        }),
+      );
+      expect(err).to.be.instanceOf(TypeError);
+      expect((err as Error).message).to.match(/a statement parameter must be a string, number, Buffer or null \(got object\)/);
+      expect(await ids()).to.deep.equal([]);
     });
   });
 

@@ -34,6 +34,7 @@ export const APP_DEPENDENCIES: Record<string, string> = {
   express: '^5.3.0',
   'express-session': '^1.19.0',
   pg: '^8.23.1',
+  'pg-protocol': '^1.16.1',
 };
 /**
  * Node flags of `npm start`. A young generation of 4 MB semi-spaces (V8's default grows to 16 MB)

@@ -101,6 +101,11 @@ export interface TripCounter {
   /** `url` with the proxy's port in place of the server's. */
   url: string;
   trips: () => number;
+  /**
+   * The client's messages, one string per trip since the last reset: their type letters in the
+   * order sent (`P` Parse, `D` Describe, `B` Bind, `E` Execute, `S` Sync, `H` Flush, `Q` Query).
+   */
+  messages: () => string[];
   reset: () => void;
   close: () => Promise<void>;
 }
@@ -112,16 +117,27 @@ export interface TripCounter {
  */
 export async function tripCounter(url: string): Promise<TripCounter> {
   const target = Number(new URL(url).port);
-  let trips = 0;
+  let trips: string[] = [];
   const proxy = net.createServer((socket) => {
     const upstream = net.connect(target, '127.0.0.1');
     let held: Buffer[] = [];
     let timer: NodeJS.Timeout | undefined;
+    // The start-up message has no type letter: every message after it has one.
+    let started = false;
     socket.on('data', (chunk: Buffer) => {
       held.push(chunk);
       timer ??= setTimeout(() => {
-        trips++;
-        upstream.write(Buffer.concat(held));
+        const trip = Buffer.concat(held);
+        let offset = 0;
+        if (!started) {
+          offset = trip.readInt32BE(0);
+          started = true;
+        }
+        let letters = '';
+        for (; offset + 5 <= trip.length; offset += 1 + trip.readInt32BE(offset + 1))
+          letters += String.fromCharCode(trip[offset]);
+        trips.push(letters);
+        upstream.write(trip);
         held = [];
         timer = undefined;
       }, 25);
@@ -135,8 +151,9 @@ export async function tripCounter(url: string): Promise<TripCounter> {
   const port = (proxy.address() as net.AddressInfo).port;
   return {
     url: url.replace(`:${target}/`, `:${port}/`),
-    trips: () => trips,
-    reset: () => (trips = 0),
+    trips: () => trips.length,
+    messages: () => [...trips],
+    reset: () => (trips = []),
     close: () => new Promise((resolve) => proxy.close(() => resolve(undefined))),
   };
 }

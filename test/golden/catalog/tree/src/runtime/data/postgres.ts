@@ -29,7 +29,7 @@ import {
   laterFailure,
   type Outcome as Answer,
   referenceConflict,
-  type Row,
+  type Query,
   type RunResult,
   sqlText,
   type Statement,
@@ -37,7 +37,8 @@ import {
   uniqueConflict,
   type Work,
 } from './database.ts';
-import type { ActiveTrace } from '../observe/tracing.ts';
+import type { ActiveTrace, SpanHandle } from '../observe/tracing.ts';
+import { type Result, SkippedStatement, Wire } from './postgres-wire.ts';
 
 export interface PostgresOptions {
   /** Connections the pool opens at most (DATABASE_POOL_MAX, default 10). */
@@ -117,9 +118,6 @@ export async function openPostgres(url: string, options: PostgresOptions = {}): 
     options: '-c TimeZone=UTC -c DateStyle=ISO',
     // Finds connections a vanished server or a NAT left dead while idle in the pool.
     keepAlive: true,
-    // Each statement is written as soon as it is sent, with its own Sync; answers come in order.
-    pipeline: true,
-    types: STORED_FORM,
   });
   return new PostgresDatabase(pool);
 }
@@ -252,12 +250,12 @@ export class PostgresDatabase implements Database {
 
   /**
    * Runs a unit of work to its end on `client`, from its first statement: each statement it
-   * yields is sent at once (the connection pipelines them) and, but for `later` ones, awaited, its
-   * result sent back in, its failure (mapped to the app's errors) thrown in where it was yielded.
-   * In a transaction, BEGIN goes ahead of the first statement and COMMIT after the unit returns,
-   * each without a round trip of its own; on any failure the transaction is rolled back. The
-   * connection goes back to the pool, or is destroyed when it cannot be trusted any more (it
-   * failed, or its ROLLBACK did).
+   * yields is queued at once and, but for `later` ones, awaited, its result sent back in, its
+   * failure (mapped to the app's errors) thrown in where it was yielded. Statements queued
+   * before a wait leave together (data/postgres-wire.ts). In a transaction, BEGIN goes ahead of
+   * the first statement and COMMIT after the unit returns, each without a round trip of its own;
+   * on any failure the transaction is rolled back. The connection goes back to the pool, or is
+   * destroyed when it cannot be trusted any more (it failed, or its ROLLBACK did).
    */
   private async driveOn<T>(
     client: pg.PoolClient,
@@ -266,23 +264,29 @@ export class PostgresDatabase implements Database {
     trace: ActiveTrace | undefined,
     transaction: boolean,
   ): Promise<T> {
-    const flight = new Flight(socketOf(client));
+    let wire: Wire;
+    try {
+      wire = Wire.of(client, parserOf);
+    } catch (err) {
+      client.release(asReleaseError(err));
+      throw err;
+    }
+    wire.begin();
+    const flight = new Flight(wire, transaction);
     let statement = first;
     let value: T;
     try {
-      flight.hold();
-      if (transaction) flight.add(this.send(client, { sql: 'BEGIN', mode: 'run', params: [] }));
+      if (transaction) flight.add(this.sent(wire.control('BEGIN', false), 'run'));
       for (;;) {
         let step: IteratorResult<Statement, T>;
-        flight.hold();
         if (statement.mode === 'later') {
-          flight.add(this.send(client, statement, trace), statement);
+          flight.add(this.send(wire, statement, transaction, trace), statement);
           step = work.next(undefined);
         } else if (statement.mode === 'together') {
-          const sent = (statement.batch ?? []).map((query) => this.send(client, query, trace));
+          const sent = (statement.batch ?? []).map((query) => this.send(wire, query, transaction, trace));
           step = work.next((await flight.afterAll(sent)).map(answered));
         } else {
-          const outcome = await flight.after(this.send(client, statement, trace));
+          const outcome = await flight.after(this.send(wire, statement, transaction, trace));
           step = outcome.ok ? work.next(outcome.value) : work.throw(outcome.failure);
         }
         if (step.done) {
@@ -292,10 +296,9 @@ export class PostgresDatabase implements Database {
         statement = step.value;
       }
       if (transaction) {
-        flight.hold();
-        const outcome = await flight.after(
-          this.send(client, { sql: 'COMMIT', mode: 'run', params: [] }, trace, 'database.commit'),
-        );
+        const span = trace?.startSpan('database.commit', 'database', {});
+        const outcome = await flight.after(this.sent(wire.control('COMMIT', false), 'run'));
+        span?.end(outcome.ok ? undefined : { error: true });
         if (!outcome.ok) throw outcome.failure;
         // A transaction in which a statement failed cannot commit: PostgreSQL answers the COMMIT
         // with a ROLLBACK, not an error, and that answer must not count as a commit.
@@ -309,42 +312,48 @@ export class PostgresDatabase implements Database {
     } catch (err) {
       // Every statement sent is answered before the connection is rolled back or released.
       const failure = (await flight.drain()) ?? err;
-      let broken = flight.broken;
-      if (transaction) broken ??= await rollBack(client);
-      client.release(asReleaseError(broken));
+      let broken = flight.broken ?? wire.broken;
+      if (transaction) broken ??= await rollBack(wire);
+      await this.letGo(client, wire, broken);
       throw failure;
     }
-    client.release(asReleaseError(flight.broken));
+    await this.letGo(client, wire, flight.broken ?? wire.broken);
     return value;
   }
 
+  /** Gives the connection back to `pg` and the pool once every answer owed has come. */
+  private async letGo(client: pg.PoolClient, wire: Wire, broken: unknown): Promise<void> {
+    await wire.settled();
+    wire.release();
+    client.release(asReleaseError(broken ?? wire.broken));
+  }
+
   /**
-   * Sends a statement on `client` (pipelined behind whatever was sent before it) and resolves
-   * with its outcome, never rejecting: the driver decides when a failure counts.
+   * Queues a statement on the connection and resolves with its outcome, never rejecting: the
+   * driver decides when a failure counts. Outside a transaction each statement has its own Sync.
    */
-  private send(
-    client: pg.PoolClient,
-    statement: Statement,
-    trace?: ActiveTrace,
-    spanName = 'database.query',
-  ): Promise<Outcome> {
+  private send(wire: Wire, statement: Statement | Query, transaction: boolean, trace?: ActiveTrace): Promise<Outcome> {
     const { text, name } = this.statement(statement.sql);
-    const span = trace?.startSpan(spanName, 'database', spanName === 'database.query' ? { sql: statement.sql } : {});
-    return query(client, text, name, statement.params).then(
+    const span = trace?.startSpan('database.query', 'database', { sql: statement.sql });
+    return this.sent(wire.send(text, name, statement.params, !transaction), statement.mode, span);
+  }
+
+  /** A statement's answer as an outcome, in the form its mode asks for; its span ended. */
+  private sent(answer: Promise<Result>, mode: Statement['mode'], span?: SpanHandle): Promise<Outcome> {
+    return answer.then(
       (result): Outcome => {
         span?.end();
         const value =
-          statement.mode === 'get'
-            ? (result.rows[0] as Row | undefined)
-            : statement.mode === 'all'
-              ? (result.rows as Row[])
-              : ({ changes: result.rowCount ?? 0 } satisfies RunResult);
+          mode === 'get'
+            ? result.rows[0]
+            : mode === 'all'
+              ? result.rows
+              : ({ changes: result.rowCount } satisfies RunResult);
         return { ok: true, value, command: result.command };
       },
       (err: unknown): Outcome => {
         span?.end({ error: true });
-        const broken = !(err instanceof pg.DatabaseError) || err.severity === 'FATAL' || err.severity === 'PANIC';
-        return { ok: false, failure: mapPostgresError(err), broken: broken ? err : undefined };
+        return { ok: false, failure: mapPostgresError(err), broken: breaks(err) ? err : undefined };
       },
     );
   }
@@ -379,21 +388,6 @@ export class PostgresDatabase implements Database {
   };
 }
 
-/** The socket under a connection, whose writes can be held back and sent as one. */
-interface Corkable {
-  cork(): void;
-  uncork(): void;
-}
-
-/**
- * The socket of `client`'s connection, where `pg` exposes it (`pg`'s own statements cork it around
- * their messages); undefined elsewhere, and each statement is then written on its own.
- */
-function socketOf(client: pg.PoolClient): Corkable | undefined {
-  const stream = (client as unknown as { connection?: { stream?: Partial<Corkable> } }).connection?.stream;
-  return typeof stream?.cork === 'function' && typeof stream.uncork === 'function' ? (stream as Corkable) : undefined;
-}
-
 /** A statement's answer: its result (and PostgreSQL's command tag), or its failure, mapped. */
 type Outcome =
   | { ok: true; value: unknown; command: string }
@@ -413,26 +407,18 @@ class Flight {
   /** The first failure among them: it fails the unit. */
   private failure: { error: unknown } | undefined;
   broken: unknown;
-  private corked = false;
 
-  constructor(private readonly socket: Corkable | undefined) {}
+  constructor(
+    private readonly wire: Wire,
+    private readonly transaction: boolean,
+  ) {}
 
   /**
-   * Holds the connection's writes until the next wait: the statements sent meanwhile leave in
-   * one write to the socket, not one each (a system call per statement costs more CPU than the
-   * statement's own encoding).
+   * Writes what was queued since the last wait, in one write (a system call per statement costs
+   * more CPU than the statement's own encoding): called before every wait for an answer.
    */
-  hold(): void {
-    if (this.corked || !this.socket) return;
-    this.socket.cork();
-    this.corked = true;
-  }
-
-  /** Writes what hold() kept back: called before every wait for an answer. */
   private flush(): void {
-    if (!this.corked) return;
-    this.corked = false;
-    this.socket?.uncork();
+    this.wire.flush(this.transaction);
   }
 
   /** A statement sent without waiting: BEGIN, or a `later` statement of the unit. */
@@ -485,13 +471,21 @@ class Flight {
 }
 
 /** Rolls back the failed transaction; resolves with the rollback's own failure, if it failed. */
-async function rollBack(client: pg.PoolClient): Promise<unknown> {
+async function rollBack(wire: Wire): Promise<unknown> {
+  const answer = wire.control('ROLLBACK', true);
+  wire.flush(false);
   try {
-    await client.query('ROLLBACK');
+    await answer;
     return undefined;
   } catch (err) {
     return err;
   }
+}
+
+/** Whether a statement's failure leaves its connection unfit for another: all but the server's own errors do. */
+function breaks(err: unknown): boolean {
+  if (err instanceof SkippedStatement) return false;
+  return !(err instanceof pg.DatabaseError) || err.severity === 'FATAL' || err.severity === 'PANIC';
 }
 
 /** What a connection is released with: an Error destroys it (a thrown non-Error is wrapped). */
@@ -559,22 +553,6 @@ function storedTimestamptz(text: string): string {
   return `${new Date(utc).toISOString().slice(0, 23)}+00:00`;
 }
 
-/**
- * Runs a statement under its prepared name. The Query is built from the text, not from a config
- * object: pg copies a config object's property descriptors for every query, a cost that showed
- * in profiles of writes under load.
- */
-function query(client: pg.PoolClient, text: string, name: string | undefined, params: readonly unknown[]) {
-  return new Promise<pg.QueryResult>((resolve, reject) => {
-    const q = new pg.Query(text, params as unknown[], (err: Error | undefined, result: pg.QueryResult) =>
-      err ? reject(err) : resolve(result),
-    );
-    // pg reads the prepared name from the Query when it sends it; its type leaves the field out.
-    (q as unknown as { name?: string }).name = name;
-    client.query(q);
-  });
-}
-
 function asText(text: string): string {
   return text;
 }
@@ -590,10 +568,10 @@ const PARSERS: Record<number, (text: string) => unknown> = {
   3802: asText, // jsonb
 };
 
-const STORED_FORM = {
-  getTypeParser: (oid: number, format?: 'text' | 'binary') =>
-    (format === undefined || format === 'text' ? PARSERS[oid] : undefined) ?? pg.types.getTypeParser(oid, format),
-} as pg.CustomTypesConfig;
+/** The parser of a column's text by its type: every type but those above keeps pg's own parser. */
+function parserOf(oid: number): (text: string) => unknown {
+  return PARSERS[oid] ?? pg.types.getTypeParser(oid, 'text');
+}
 
 // Failures, mapped to the errors every driver throws (data/database.ts).
 
