@@ -542,6 +542,17 @@ describe('PostgreSQL driver (data/postgres.ts)', function () {
       }
     });
 
+    it('prepares COMMIT again on a connection whose first COMMIT the server skipped after a failure', async () => {
+      await db.write(() => insertTicket('dup'));
+      // A new connection's first write: BEGIN, the insert and COMMIT are prepared in one trip, and
+      // the insert fails before the server reaches COMMIT's Parse.
+      const one = await open({ poolMax: 1 });
+      const failure = await appError(one.write(() => later('INSERT INTO "Ticket" (id, title) VALUES (?, ?)', ['dup', 'again'])));
+      expect(failure.code).to.equal('UNIQUE_CONFLICT');
+      await one.write(() => insertTicket('after'));
+      expect(await ids()).to.deep.equal(['after', 'dup']);
+    });
+
     it('answers a statement the server skipped after a failure in its trip as not run', async () => {
       await db.write(() => insertTicket('t1'));
       const outcomes: Array<{ ok: boolean; failure?: unknown }> = [];
@@ -576,16 +587,20 @@ describe('PostgreSQL driver (data/postgres.ts)', function () {
     });
 
     it('binds a Buffer as bytes and refuses a parameter it has no stored form for, changing nothing', async () => {
-      expect(await db.read(get('SELECT octet_length(?::bytea) AS n', [Buffer.from([0, 1, 2])]))).to.deep.equal({ n: 3 });
-      const err = await rejection(
-        db.write(function* () {
+      const one = await open({ poolMax: 1 });
+      expect(await one.read(get('SELECT octet_length(?::bytea) AS n', [Buffer.from([0, 1, 2])]))).to.deep.equal({ n: 3 });
+      const retitle = (title: unknown) =>
+        one.write(function* () {
           yield* insertTicket('p1');
-          yield* run('UPDATE "Ticket" SET title = ? WHERE id = ?', [new Date(), 'p1']);
-        }),
-      );
+          yield* run('UPDATE "Ticket" SET title = ? WHERE id = ?', [title, 'p1']);
+        });
+      const err = await rejection(retitle(new Date()));
       expect(err).to.be.instanceOf(TypeError);
       expect((err as Error).message).to.match(/a statement parameter must be a string, number, Buffer or null \(got object\)/);
       expect(await ids()).to.deep.equal([]);
+      // The refused statement was never prepared: on the same connection it runs once its values can.
+      await retitle('renamed');
+      expect(await db.read(get('SELECT title FROM "Ticket" WHERE id = ?', ['p1']))).to.deep.equal({ title: 'renamed' });
     });
   });
 

@@ -34,8 +34,11 @@ export interface Result {
 interface Shape {
   names: string[];
   parsers: Array<(text: string) => unknown>;
-  /** False until the server has described the statement. */
-  described: boolean;
+  /**
+   * False until the server has parsed the statement under its name: a Parse it refused, or
+   * skipped after a failure before it, is sent again the next time.
+   */
+  prepared: boolean;
 }
 
 /** The parser of a column's text by its type's OID. */
@@ -44,7 +47,7 @@ export type ParserOf = (oid: number) => (text: string) => unknown;
 /** An answer the connection owes: a statement's, or a Sync's (ReadyForQuery). */
 interface Pending {
   shape: Shape | undefined;
-  /** The name the statement is prepared under on this connection, forgotten if its Parse fails. */
+  /** The name this statement's Parse prepares, when it sends one: forgotten if the Parse fails. */
   name: string | undefined;
   rows: Row[];
   /**
@@ -59,7 +62,6 @@ interface Pending {
   reject: (err: unknown) => void;
 }
 
-const NO_ROWS: Shape = { names: [], parsers: [], described: true };
 const SYNC = serialize.sync();
 const EXECUTE = serialize.execute({});
 
@@ -113,12 +115,12 @@ export class Wire {
     if (readers.length !== 1)
       throw new Error(`cannot take over a PostgreSQL connection with ${readers.length} readers`);
     stream.removeListener('data', readers[0] as (buffer: Buffer) => void);
-    stream.on('data', (buffer: Buffer) =>
-      this.parser.parse(buffer, (message) => {
-        if (this.driving) this.receive(message);
-        else connection.emit(message.name === 'error' ? 'errorMessage' : message.name, message);
-      }),
-    );
+    const onMessage = (message: BackendMessage): void => {
+      if (this.driving) return this.receive(message);
+      if (connection._emitMessage) connection.emit('message', message);
+      connection.emit(message.name === 'error' ? 'errorMessage' : message.name, message);
+    };
+    stream.on('data', (buffer: Buffer) => this.parser.parse(buffer, onMessage));
     stream.on('close', () => this.lose(new Error(LOST)));
     stream.on('error', (err: Error) => this.lose(err));
   }
@@ -139,14 +141,16 @@ export class Wire {
    * written until `flush`. Resolves with its answer, or rejects with the server's error.
    */
   send(text: string, name: string | undefined, params: readonly unknown[], ownSync: boolean): Promise<Result> {
+    // Refused parameters throw before anything is queued or a name is taken.
+    const values = params.map(wireValue);
     let shape = name === undefined ? undefined : this.shapes.get(name);
     let prepare: string | undefined;
     if (!shape) {
-      shape = { names: [], parsers: [], described: false };
+      shape = { names: [], parsers: [], prepared: false };
       prepare = name ?? '';
       if (name !== undefined) this.shapes.set(name, shape);
     }
-    return this.queueStatement(text, name, prepare, shape, params, ownSync, true);
+    return this.queueStatement(text, name, prepare, shape, values, ownSync, true);
   }
 
   /**
@@ -156,9 +160,14 @@ export class Wire {
    */
   control(verb: 'BEGIN' | 'COMMIT' | 'ROLLBACK', ownSync: boolean): Promise<Result> {
     const name = `bp_${verb.toLowerCase()}`;
-    const prepare = this.shapes.has(name) ? undefined : name;
-    if (prepare) this.shapes.set(name, NO_ROWS);
-    return this.queueStatement(verb, name, prepare, NO_ROWS, [], ownSync, false);
+    let shape = this.shapes.get(name);
+    let prepare: string | undefined;
+    if (!shape) {
+      shape = { names: [], parsers: [], prepared: false };
+      prepare = name;
+      this.shapes.set(name, shape);
+    }
+    return this.queueStatement(verb, name, prepare, shape, [], ownSync, false);
   }
 
   private queueStatement(
@@ -166,11 +175,10 @@ export class Wire {
     name: string | undefined,
     prepare: string | undefined,
     shape: Shape,
-    params: readonly unknown[],
+    values: Array<string | Buffer | null>,
     ownSync: boolean,
     describe: boolean,
   ): Promise<Result> {
-    const values = params.map(wireValue);
     const out = this.out;
     if (prepare !== undefined) {
       out.push(serialize.parse({ name: prepare, text, types: [] }));
@@ -218,8 +226,8 @@ export class Wire {
       case 'rowDescription':
         if (pending?.shape) this.describe(pending.shape, message as RowDescriptionMessage);
         return;
-      case 'noData':
-        if (pending?.shape) pending.shape.described = true;
+      case 'parseComplete':
+        if (pending?.name !== undefined && pending.shape) pending.shape.prepared = true;
         return;
       case 'commandComplete':
       case 'emptyQuery':
@@ -231,7 +239,7 @@ export class Wire {
       case 'error':
         this.fail(pending, message as DatabaseError);
         return;
-      case 'parseComplete':
+      case 'noData':
       case 'bindComplete':
       case 'parameterDescription':
       case 'notice':
@@ -249,7 +257,6 @@ export class Wire {
   private describe(shape: Shape, message: RowDescriptionMessage): void {
     shape.names = message.fields.map((field) => field.name);
     shape.parsers = message.fields.map((field) => this.parserOf(field.dataTypeID));
-    shape.described = true;
   }
 
   private complete(pending: Pending, message: BackendMessage): void {
@@ -275,7 +282,7 @@ export class Wire {
       this.broken ??= err;
       return;
     }
-    forgetUndescribed(pending, this.shapes);
+    forgetUnprepared(pending, this.shapes);
     if (pending.ownSync) {
       pending.got = { ok: false, error: err };
       return;
@@ -293,7 +300,7 @@ export class Wire {
       const pending = this.queue[this.head++];
       if (pending.sync) break;
       const got = pending.got ?? { ok: false, error: new SkippedStatement() };
-      forgetUndescribed(pending, this.shapes);
+      forgetUnprepared(pending, this.shapes);
       if (got.ok) pending.resolve(got.result);
       else pending.reject(got.error);
       if (pending.ownSync) break;
@@ -322,6 +329,8 @@ export class Wire {
 /** The part of `pg`'s connection the wire uses: its socket (TLS or not), and its events. */
 interface Connection {
   stream: Socket;
+  /** Set by `pg` once something listens to every message ('message'). */
+  _emitMessage: boolean;
   emit(event: string, message: unknown): boolean;
 }
 
@@ -341,9 +350,9 @@ function tripSync(): Pending {
   };
 }
 
-/** A name whose Parse the server refused (it never described it) is prepared again next time. */
-function forgetUndescribed(pending: Pending, shapes: Map<string, Shape>): void {
-  if (pending.name === undefined || !pending.shape || pending.shape.described) return;
+/** A name whose Parse the server refused or skipped is prepared again the next time it is used. */
+function forgetUnprepared(pending: Pending, shapes: Map<string, Shape>): void {
+  if (pending.name === undefined || !pending.shape || pending.shape.prepared) return;
   if (shapes.get(pending.name) === pending.shape) shapes.delete(pending.name);
 }
 
