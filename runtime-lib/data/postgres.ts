@@ -1,9 +1,10 @@
 // The PostgreSQL driver: a bounded pool of connections (`pg`), running units of work
-// (data/database.ts) asynchronously on one pooled connection each. Connections pipeline: a
-// statement is sent at once, behind any still unanswered, so BEGIN travels with a unit's first
-// statement, `later` statements (an audit record, a key's record) with the next one, and COMMIT
-// with the last; `together` statements go at once. A write that used to take a round trip per
-// statement takes one or two (README, "SQLite or PostgreSQL").
+// (data/database.ts) asynchronously on one pooled connection each, whose protocol messages the
+// runtime writes itself (data/postgres-wire.ts). Statements pipeline: each is queued as the unit
+// yields it and everything queued leaves in one write at the unit's next wait, so BEGIN travels
+// with a unit's first statement, `later` statements (an audit record, a key's record) with the
+// next one, and COMMIT with the last; `together` statements go at once. A write that used to take
+// a round trip per statement takes one or two (README, "SQLite or PostgreSQL").
 //
 // A write is one transaction at READ COMMITTED, PostgreSQL's default. That is enough because the
 // runtime never decides on a row it read without a lock: it re-reads the state a write depends on
@@ -16,8 +17,9 @@
 // a unit that yields none (a validation failure, a cached answer) touches no connection. Every
 // connection sets a statement timeout and an idle-in-transaction timeout when it starts (no
 // extra round trip), so neither a slow query nor a transaction stuck between two statements holds
-// its locks for long. Rows come back in the one stored form of data/database.ts, by type parsers
-// of this pool only: nothing else in the process is affected.
+// its locks for long (the wire ends each round trip of a transaction with a Sync, which arms the
+// idle timeout). Rows come back in the one stored form of data/database.ts, by the type parsers
+// below, which only this driver's rows use: nothing else in the process is affected.
 
 import { createHash } from 'node:crypto';
 import pg from 'pg';
