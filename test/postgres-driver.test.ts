@@ -586,6 +586,17 @@ describe('PostgreSQL driver (data/postgres.ts)', function () {
       expect(await one.read(get('SELECT count(*) AS n FROM "Ticket"'))).to.deep.equal({ n: 1 });
     });
 
+    it('refuses a connection whose socket it cannot take over from pg, and destroys it: the pool serves on', async () => {
+      const one = await open({ poolMax: 1 });
+      const client = await one.pool.connect();
+      // A second reader of the socket: what a pg whose internals changed could look like.
+      (client as unknown as { connection: { stream: net.Socket } }).connection.stream.on('data', () => {});
+      client.release();
+      const err = await rejection(one.read(get('SELECT 1 AS one')));
+      expect(String(err)).to.match(/cannot take over a PostgreSQL connection with 2 readers/);
+      expect(await one.read(get('SELECT 1 AS one'))).to.deep.equal({ one: 1 });
+    });
+
     it('binds a Buffer as bytes and refuses a parameter it has no stored form for, changing nothing', async () => {
       const one = await open({ poolMax: 1 });
       expect(await one.read(get('SELECT octet_length(?::bytea) AS n', [Buffer.from([0, 1, 2])]))).to.deep.equal({ n: 3 });
