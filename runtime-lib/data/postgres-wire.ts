@@ -144,14 +144,7 @@ export class Wire {
   send(text: string, name: string | undefined, params: readonly unknown[], ownSync: boolean): Promise<Result> {
     // Refused parameters throw before anything is queued or a name is taken.
     const values = params.map(wireValue);
-    let shape = name === undefined ? undefined : this.shapes.get(name);
-    let prepare: string | undefined;
-    if (!shape) {
-      shape = { names: [], parsers: [], prepared: false };
-      prepare = name ?? '';
-      if (name !== undefined) this.shapes.set(name, shape);
-    }
-    return this.queueStatement(text, name, prepare, shape, values, ownSync, true);
+    return this.queueStatement(text, name, values, ownSync, true);
   }
 
   /**
@@ -160,26 +153,27 @@ export class Wire {
    * description could be refused).
    */
   control(verb: 'BEGIN' | 'COMMIT' | 'ROLLBACK', ownSync: boolean): Promise<Result> {
-    const name = `bp_${verb.toLowerCase()}`;
-    let shape = this.shapes.get(name);
-    let prepare: string | undefined;
-    if (!shape) {
-      shape = { names: [], parsers: [], prepared: false };
-      prepare = name;
-      this.shapes.set(name, shape);
-    }
-    return this.queueStatement(verb, name, prepare, shape, [], ownSync, false);
+    return this.queueStatement(verb, `bp_${verb.toLowerCase()}`, [], ownSync, false);
   }
 
+  /**
+   * Queues the messages of a statement, with Parse (and Describe, if `describe`) when `name` is
+   * not yet prepared on this connection, or when it has no name.
+   */
   private queueStatement(
     text: string,
     name: string | undefined,
-    prepare: string | undefined,
-    shape: Shape,
     values: Array<string | Buffer | null>,
     ownSync: boolean,
     describe: boolean,
   ): Promise<Result> {
+    let shape = name === undefined ? undefined : this.shapes.get(name);
+    let prepare: string | undefined;
+    if (!shape) {
+      shape = { names: [], parsers: [], prepared: false };
+      prepare = name ?? '';
+      if (name !== undefined) this.shapes.set(name, shape);
+    }
     const out = this.out;
     if (prepare !== undefined) {
       out.push(serialize.parse({ name: prepare, text, types: [] }));
@@ -202,7 +196,7 @@ export class Wire {
   flush(syncTrip: boolean): void {
     if (syncTrip && this.unsynced) {
       this.out.push(SYNC);
-      this.queue.push(tripSync());
+      this.queue.push(TRIP_SYNC);
       this.unsynced = false;
     }
     if (this.out.length === 0) return;
@@ -337,19 +331,17 @@ interface Connection {
 
 function ignore(): void {}
 
-/** The Sync that ends a trip of a transaction. */
-function tripSync(): Pending {
-  return {
-    shape: undefined,
-    name: undefined,
-    rows: [],
-    ownSync: false,
-    got: undefined,
-    sync: true,
-    resolve: ignore,
-    reject: ignore,
-  };
-}
+/** The Sync that ends a trip of a transaction: answered by nobody, so never changed, and shared. */
+const TRIP_SYNC: Pending = {
+  shape: undefined,
+  name: undefined,
+  rows: [],
+  ownSync: false,
+  got: undefined,
+  sync: true,
+  resolve: ignore,
+  reject: ignore,
+};
 
 /** A name whose Parse the server refused or skipped is prepared again the next time it is used. */
 function forgetUnprepared(pending: Pending, shapes: Map<string, Shape>): void {

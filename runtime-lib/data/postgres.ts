@@ -318,7 +318,7 @@ export class PostgresDatabase implements Database {
       await this.letGo(client, wire, broken);
       throw failure;
     }
-    await this.letGo(client, wire, flight.broken ?? wire.broken);
+    await this.letGo(client, wire, flight.broken);
     return value;
   }
 

@@ -183,7 +183,7 @@ export class EntityStore {
   /** Only fields whose stored form differs from their JSON form are converted when read. */
   private readonly decoded: FieldSpec[];
   /** The RETURNING clause of changeReturningOld, made at its first use. */
-  private returningOld: string | undefined;
+  private returningOldClause: string | undefined;
 
   constructor(
     readonly db: Database,
@@ -428,15 +428,14 @@ export class EntityStore {
    * the lock: what it returns is the row it replaced.
    */
   private changeReturningOld(key: RecordKey, filter: Exclude<RowFilter, false>, draft: Changes): Query {
-    const assignments = draft.changed.map((name) => `"${name}" = ?`).join(', ');
     const where = filter === true ? '' : ` AND (${filter.sql})`;
-    const returning = (this.returningOld ??= `RETURNING WITH (OLD AS bp_old, NEW AS bp_new) ${[
+    const returning = (this.returningOldClause ??= `RETURNING WITH (OLD AS bp_old, NEW AS bp_new) ${[
       ...this.spec.fields.map((f) => `bp_old."${f.name}"`),
       ...(this.sql.rowFromValues ? [] : this.spec.fields.map((f) => `bp_new."${f.name}" AS "new.${f.name}"`)),
     ].join(', ')}`);
     return {
       mode: 'get',
-      sql: `UPDATE ${this.sql.table} SET ${assignments} WHERE "${this.spec.primaryKey}" = ?${where} ${returning}`,
+      sql: `${this.updateOf(draft.changed)}${where} ${returning}`,
       params: [...draft.values, key, ...(filter === true ? [] : filter.params)],
     };
   }
@@ -503,10 +502,14 @@ export class EntityStore {
 
   /** The UPDATE of the `changed` columns only: one statement per distinct set of fields. */
   private updateSql(changed: readonly string[]): string {
+    const update = this.updateOf(changed);
+    return this.sql.rowFromValues ? update : `${update} RETURNING ${this.sql.columns}`;
+  }
+
+  /** `UPDATE <table> SET <field> = ?, ... WHERE <primary key> = ?`: how every change of a row starts. */
+  private updateOf(changed: readonly string[]): string {
     const assignments = changed.map((name) => `"${name}" = ?`).join(', ');
-    const { table, columns, rowFromValues } = this.sql;
-    const update = `UPDATE ${table} SET ${assignments} WHERE "${this.spec.primaryKey}" = ?`;
-    return rowFromValues ? update : `${update} RETURNING ${columns}`;
+    return `UPDATE ${this.sql.table} SET ${assignments} WHERE "${this.spec.primaryKey}" = ?`;
   }
 
   /**
