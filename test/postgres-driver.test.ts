@@ -544,13 +544,101 @@ describe('PostgreSQL driver (data/postgres.ts)', function () {
 
     it('prepares COMMIT again on a connection whose first COMMIT the server skipped after a failure', async () => {
       await db.write(() => insertTicket('dup'));
-      // A new connection's first write: BEGIN, the insert and COMMIT are prepared in one trip, and
-      // the insert fails before the server reaches COMMIT's Parse.
+      // A new connection's first write: BEGIN, the insert, the update and COMMIT are prepared in
+      // one trip (an UPDATE keeps them a transaction), and the insert fails before the server
+      // reaches COMMIT's Parse.
       const one = await open({ poolMax: 1 });
-      const failure = await appError(one.write(() => later('INSERT INTO "Ticket" (id, title) VALUES (?, ?)', ['dup', 'again'])));
+      const failure = await appError(
+        one.write(function* () {
+          yield* later('INSERT INTO "Ticket" (id, title) VALUES (?, ?)', ['dup', 'again']);
+          yield* later('UPDATE "Ticket" SET n = n + 1 WHERE id = ?', ['dup']);
+        }),
+      );
       expect(failure.code).to.equal('UNIQUE_CONFLICT');
       await one.write(() => insertTicket('after'));
       expect(await ids()).to.deep.equal(['after', 'dup']);
+    });
+
+    it('sends a write of plain INSERTs into different tables as one statement, without BEGIN or COMMIT', async () => {
+      const { counted: pool, counter } = await counted();
+      try {
+        // A ticket, a comment referring to it (its foreign key is checked when all rows are in)
+        // and a row of another table: what a create writes (its row, its audit row, its key's row).
+        const unit = (id: string, email = `${id}@example.com`, onConflict?: () => Error) =>
+          function* (): Work<string> {
+            yield* later('INSERT INTO "Ticket" (id, title) VALUES (?, ?)', [id, `ticket ${id}`]);
+            yield* later('INSERT INTO "Comment" (id, "ticketId") VALUES (?, ?)', [`c-${id}`, id]);
+            yield* later('INSERT INTO "T" (id, email) VALUES (?, ?)', [`t-${id}`, email], onConflict);
+            return id;
+          };
+        const trace = new ActiveTrace();
+        expect(await pool.write(unit('o1'), trace)).to.equal('o1');
+        // Prepared and described, bound and executed, one Sync: no BEGIN, no COMMIT.
+        expect(counter.messages()).to.deep.equal(['PDBES']);
+        expect(trace.spans.map((s) => s.name)).to.deep.equal(['database.query', 'database.query', 'database.query', 'database.commit']);
+        expect(trace.spans.every((s) => s.endTime >= s.startTime && s.endTime > 0)).to.equal(true);
+        counter.reset();
+        expect(await pool.write(unit('o2'))).to.equal('o2');
+        expect(counter.messages()).to.deep.equal(['BES']);
+        expect(await db.read(all('SELECT id, "ticketId" FROM "Comment" ORDER BY id'))).to.deep.equal([
+          { id: 'c-o1', ticketId: 'o1' },
+          { id: 'c-o2', ticketId: 'o2' },
+        ]);
+        // All of it or nothing: the third row's e-mail is taken (case aside), and the unit fails
+        // with that statement's onConflict(); neither the ticket nor the comment is stored.
+        const taken = () => new AppError('STATE_CONFLICT', 'the e-mail is taken');
+        expect((await appError(pool.write(unit('o3', 'O1@example.com', taken)))).code).to.equal('STATE_CONFLICT');
+        // A failure is the statement's whose table it names, and of several the first, as in a
+        // transaction: the ticket's taken id is its own UNIQUE_CONFLICT, though the third row's
+        // e-mail is taken too; alone, that one fails with its onConflict().
+        const own = await appError(pool.write(unit('o1', 'o2@example.com', taken)));
+        expect(own.code).to.equal('UNIQUE_CONFLICT');
+        expect(own.details?.[0]).to.include({ field: 'id' });
+        const third = await appError(
+          pool.write(function* () {
+            yield* later('INSERT INTO "Comment" (id, "ticketId") VALUES (?, ?)', ['c-o5', 'o1']);
+            yield* later('INSERT INTO "T" (id, email) VALUES (?, ?)', ['t-o5', 'o2@example.com'], taken);
+          }),
+        );
+        expect(third.code).to.equal('STATE_CONFLICT');
+        // A reference to a row that is not there.
+        const dangling = await appError(pool.write(() => later('INSERT INTO "Comment" (id, "ticketId") VALUES (?, ?)', ['c-x', 'none'])));
+        expect(dangling.code).to.equal('REFERENCE_CONFLICT');
+        expect(await ids()).to.deep.equal(['o1', 'o2']);
+        expect(await db.read(get('SELECT count(*) AS n FROM "T"'))).to.deep.equal({ n: 2 });
+        // The connection serves on.
+        expect(await pool.write(unit('o4'))).to.equal('o4');
+      } finally {
+        await pool.close();
+        await counter.close();
+      }
+    });
+
+    it('keeps a write of later statements a transaction where one statement would change what they do', async () => {
+      const { counted: pool, counter } = await counted();
+      try {
+        // The update must see the row the insert wrote: in one statement it would not.
+        await pool.write(function* () {
+          yield* later('INSERT INTO "Ticket" (id, title) VALUES (?, ?)', ['k1', 'one']);
+          yield* later('UPDATE "Ticket" SET n = n + 1 WHERE id = ?', ['k1']);
+        });
+        // BEGIN, the insert, the update and COMMIT in one trip.
+        expect(counter.messages()).to.deep.equal(['PBEPDBEPDBEPBES']);
+        // Two rows of one table stay two statements as well.
+        await pool.write(function* () {
+          yield* later('INSERT INTO "Ticket" (id, title) VALUES (?, ?)', ['k2', 'two']);
+          yield* later('INSERT INTO "Ticket" (id, title) VALUES (?, ?)', ['k3', 'three']);
+        });
+        expect(await db.read(all('SELECT id, n FROM "Ticket" ORDER BY id'))).to.deep.equal([
+          { id: 'k1', n: 1 },
+          { id: 'k2', n: 0 },
+          { id: 'k3', n: 0 },
+        ]);
+        expect(counter.messages()[1]).to.match(/^BE.*BES$/);
+      } finally {
+        await pool.close();
+        await counter.close();
+      }
     });
 
     it('answers a statement the server skipped after a failure in its trip as not run', async () => {

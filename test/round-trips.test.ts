@@ -25,6 +25,8 @@ describe('round trips of each write on PostgreSQL (reference app)', function () 
       json,
       headers: { authorization: `Bearer ${AGENT_KEY}`, 'idempotency-key': freshKey() },
     });
+  /** The messages of each of the last `trips` call's writes: their type letters, trips apart. */
+  let seen: string[] = [];
   /**
    * The trips a write takes (`write` makes a fresh one on each call, answered with `status`). The
    * app's job runner looks for due jobs every second on the same connection, and a look that
@@ -32,11 +34,13 @@ describe('round trips of each write on PostgreSQL (reference app)', function () 
    */
   const trips = async (status: number, write: () => Promise<HttpResponse>): Promise<number> => {
     const counts: number[] = [];
+    seen = [];
     for (let i = 0; i < 5; i++) {
       counter.reset();
       const res = await write();
       expect(res.status, res.text).to.equal(status);
       counts.push(counter.trips());
+      seen.push(counter.messages().join(' '));
     }
     return Math.min(...counts);
   };
@@ -59,8 +63,10 @@ describe('round trips of each write on PostgreSQL (reference app)', function () 
     await counter?.close();
   });
 
-  it('a create: one (BEGIN, the insert, its audit record, the key and COMMIT together)', async () => {
+  it('a create: one, and one statement (the insert, its audit record and its key, no BEGIN or COMMIT)', async () => {
     expect(await trips(201, () => send('POST', '/api/tickets', { title: 'one trip' }))).to.equal(1);
+    // Bind and Execute of one prepared statement, and Sync.
+    expect(seen).to.include('BES');
   });
 
   it('an update: two (the locking read with the UPDATE; the audit record, the key and COMMIT)', async () => {

@@ -139,11 +139,10 @@ export class Wire {
   /**
    * Queues a statement: Parse and Describe the first time `name` is used on this connection (or
    * every time, unnamed), then Bind and Execute; with its own Sync when `ownSync`. Nothing is
-   * written until `flush`. Resolves with its answer, or rejects with the server's error.
+   * written until `flush`. Resolves with its answer, or rejects with the server's error. The
+   * values are `wireValues`' (which refuses a bad parameter before anything is queued).
    */
-  send(text: string, name: string | undefined, params: readonly unknown[], ownSync: boolean): Promise<Result> {
-    // Refused parameters throw before anything is queued or a name is taken.
-    const values = params.map(wireValue);
+  send(text: string, name: string | undefined, values: WireValue[], ownSync: boolean): Promise<Result> {
     return this.queueStatement(text, name, values, ownSync, true);
   }
 
@@ -163,7 +162,7 @@ export class Wire {
   private queueStatement(
     text: string,
     name: string | undefined,
-    values: Array<string | Buffer | null>,
+    values: WireValue[],
     ownSync: boolean,
     describe: boolean,
   ): Promise<Result> {
@@ -367,12 +366,19 @@ function commandOf(tag: string): { command: string; rowCount: number } {
   return { command: tag.slice(0, space), rowCount: Number(tag.slice(tag.lastIndexOf(' ') + 1)) || 0 };
 }
 
+/** A parameter as the protocol sends it: text, or bytes for a Buffer (bound in binary), or null. */
+export type WireValue = string | Buffer | null;
+
 /**
- * A parameter as the protocol sends it: text, or bytes for a Buffer (bound in binary), or null.
- * The runtime binds the stored form only (strings, numbers, Buffers, null): anything else is its
- * bug, refused rather than guessed at.
+ * A statement's parameters as the protocol sends them. The runtime binds the stored form only
+ * (strings, numbers, Buffers, null): anything else is its bug, refused with a TypeError rather
+ * than guessed at.
  */
-function wireValue(value: unknown): string | Buffer | null {
+export function wireValues(params: readonly unknown[]): WireValue[] {
+  return params.map(wireValue);
+}
+
+function wireValue(value: unknown): WireValue {
   if (value === null || value === undefined) return null;
   if (typeof value === 'string' || Buffer.isBuffer(value)) return value;
   if (typeof value === 'number' || typeof value === 'bigint') return String(value);

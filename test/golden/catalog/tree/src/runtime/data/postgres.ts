@@ -40,7 +40,7 @@ import {
   type Work,
 } from './database.ts';
 import type { ActiveTrace, SpanHandle } from '../observe/tracing.ts';
-import { type Result, SkippedStatement, Wire } from './postgres-wire.ts';
+import { type Result, SkippedStatement, Wire, type WireValue, wireValues } from './postgres-wire.ts';
 
 export interface PostgresOptions {
   /** Connections the pool opens at most (DATABASE_POOL_MAX, default 10). */
@@ -136,6 +136,8 @@ interface Prepared {
   text: string;
   /** The name the statement is prepared under on each connection, when it has one. */
   name: string | undefined;
+  /** For a plain INSERT, the table it writes (`tableOf`). */
+  table: string | undefined;
 }
 
 /** The first version whose UPDATE returns the row as it was (`RETURNING OLD`): PostgreSQL 18. */
@@ -275,20 +277,34 @@ export class PostgresDatabase implements Database {
     }
     wire.begin();
     const flight = new Flight(wire, transaction);
+    // In a transaction, `later` statements the unit yields before anything it waits for are held
+    // here, unsent. A unit that yields nothing else (a create: its row, its audit row, its key's
+    // row) then goes as one statement of its own (`alone`), committed at its Sync.
+    const held: Held[] = [];
+    let begun = !transaction;
+    const begin = () => {
+      if (begun) return;
+      begun = true;
+      flight.add(this.sent(wire.control('BEGIN', false), 'run'));
+      for (const h of held) flight.add(this.queue(wire, h.statement, h.values, false, h.span), h.statement);
+    };
     let statement = first;
     let value: T;
     try {
-      if (transaction) flight.add(this.sent(wire.control('BEGIN', false), 'run'));
       for (;;) {
         let step: IteratorResult<Statement, T>;
         if (statement.mode === 'later') {
-          flight.add(this.send(wire, statement, transaction, trace), statement);
+          if (begun) flight.add(this.send(wire, statement, transaction, this.span(statement, trace)), statement);
+          else held.push(this.hold(statement, trace));
           step = work.next(undefined);
         } else if (statement.mode === 'together') {
-          const sent = (statement.batch ?? []).map((query) => this.send(wire, query, transaction, trace));
+          begin();
+          const batch = statement.batch ?? [];
+          const sent = batch.map((query) => this.send(wire, query, transaction, this.span(query, trace)));
           step = work.next((await flight.afterAll(sent)).map(answered));
         } else {
-          const outcome = await flight.after(this.send(wire, statement, transaction, trace));
+          begin();
+          const outcome = await flight.after(this.send(wire, statement, transaction, this.span(statement, trace)));
           step = outcome.ok ? work.next(outcome.value) : work.throw(outcome.failure);
         }
         if (step.done) {
@@ -297,6 +313,17 @@ export class PostgresDatabase implements Database {
         }
         statement = step.value;
       }
+    } catch (err) {
+      // Statements held when the unit threw are run and rolled back: a failure among them wins.
+      begin();
+      return this.fail(client, wire, flight, transaction, err);
+    }
+    if (!begun) {
+      const alone = oneStatement(held);
+      if (alone !== undefined) return this.writeAlone(client, wire, alone, held, value, trace);
+      begin();
+    }
+    try {
       if (transaction) {
         const span = trace?.startSpan('database.commit', 'database', {});
         const outcome = await flight.after(this.sent(wire.control('COMMIT', false), 'run'));
@@ -312,15 +339,60 @@ export class PostgresDatabase implements Database {
         await flight.settle();
       }
     } catch (err) {
-      // Every statement sent is answered before the connection is rolled back or released.
-      const failure = (await flight.drain()) ?? err;
-      let broken = flight.broken ?? wire.broken;
-      if (transaction) broken ??= await rollBack(wire);
-      await this.letGo(client, wire, broken);
-      throw failure;
+      return this.fail(client, wire, flight, transaction, err);
     }
     await this.letGo(client, wire, flight.broken);
     return value;
+  }
+
+  /**
+   * Ends a unit of work that failed with `err`: every statement sent is answered before the
+   * connection is rolled back or released; the first failure among them wins over `err`.
+   */
+  private async fail(
+    client: pg.PoolClient,
+    wire: Wire,
+    flight: Flight,
+    transaction: boolean,
+    err: unknown,
+  ): Promise<never> {
+    const failure = (await flight.drain()) ?? err;
+    let broken = flight.broken ?? wire.broken;
+    if (transaction) broken ??= await rollBack(wire);
+    await this.letGo(client, wire, broken);
+    throw failure;
+  }
+
+  /**
+   * Runs a write's held statements as the one statement `alone` outside any transaction block:
+   * PostgreSQL commits it at its Sync, all of it or nothing, without BEGIN and COMMIT. A failure
+   * is that of the held statement whose table it names (data/database.ts, `laterFailure`).
+   */
+  private async writeAlone<T>(
+    client: pg.PoolClient,
+    wire: Wire,
+    alone: { sql: string; values: WireValue[] },
+    held: Held[],
+    value: T,
+    trace: ActiveTrace | undefined,
+  ): Promise<T> {
+    const span = trace?.startSpan('database.commit', 'database', {});
+    const { text, name } = this.statement(alone.sql);
+    let answer: Promise<Outcome>;
+    try {
+      answer = this.sent(wire.send(text, name, alone.values, true), 'run');
+      wire.flush(false);
+    } catch (err) {
+      await this.letGo(client, wire, err);
+      throw err;
+    }
+    const outcome = await answer;
+    for (const h of held) h.span?.end(outcome.ok ? undefined : { error: true });
+    span?.end(outcome.ok ? undefined : { error: true });
+    await this.letGo(client, wire, outcome.ok ? undefined : outcome.broken);
+    if (outcome.ok) return value;
+    const failed = held.length === 1 ? held[0] : held.find((h) => h.table === outcome.table);
+    throw failed ? laterFailure(failed.statement, outcome.failure) : outcome.failure;
   }
 
   /** Gives the connection back to `pg` and the pool once every answer owed has come. */
@@ -334,10 +406,36 @@ export class PostgresDatabase implements Database {
    * Queues a statement on the connection and resolves with its outcome, never rejecting: the
    * driver decides when a failure counts. Outside a transaction each statement has its own Sync.
    */
-  private send(wire: Wire, statement: Statement | Query, transaction: boolean, trace?: ActiveTrace): Promise<Outcome> {
+  private send(
+    wire: Wire,
+    statement: Statement | Query,
+    transaction: boolean,
+    span: SpanHandle | undefined,
+  ): Promise<Outcome> {
+    return this.queue(wire, statement, wireValues(statement.params), !transaction, span);
+  }
+
+  /** `send` with the parameters already in the wire's form. */
+  private queue(
+    wire: Wire,
+    statement: Statement | Query,
+    values: WireValue[],
+    ownSync: boolean,
+    span: SpanHandle | undefined,
+  ): Promise<Outcome> {
     const { text, name } = this.statement(statement.sql);
-    const span = trace?.startSpan('database.query', 'database', { sql: statement.sql });
-    return this.sent(wire.send(text, name, statement.params, !transaction), statement.mode, span);
+    return this.sent(wire.send(text, name, values, ownSync), statement.mode, span);
+  }
+
+  /** A `later` statement held, its parameters in the wire's form (a bad one throws here). */
+  private hold(statement: Statement, trace: ActiveTrace | undefined): Held {
+    const { table } = this.statement(statement.sql);
+    return { statement, values: wireValues(statement.params), table, span: this.span(statement, trace) };
+  }
+
+  /** A statement's span, begun when the unit yields it. */
+  private span(statement: Statement | Query, trace: ActiveTrace | undefined): SpanHandle | undefined {
+    return trace?.startSpan('database.query', 'database', { sql: statement.sql });
   }
 
   /** A statement's answer as an outcome, in the form its mode asks for; its span ended. */
@@ -355,7 +453,8 @@ export class PostgresDatabase implements Database {
       },
       (err: unknown): Outcome => {
         span?.end({ error: true });
-        return { ok: false, failure: mapPostgresError(err), broken: breaks(err) ? err : undefined };
+        const table = err instanceof pg.DatabaseError ? err.table : undefined;
+        return { ok: false, failure: mapPostgresError(err), broken: breaks(err) ? err : undefined, table };
       },
     );
   }
@@ -365,11 +464,12 @@ export class PostgresDatabase implements Database {
     let prepared = this.prepared.get(sql);
     if (prepared) return prepared;
     const text = sqlText('postgres', sql);
-    if (this.prepared.size >= MAX_PREPARED) return { text, name: undefined };
+    const table = tableOf(sql);
+    if (this.prepared.size >= MAX_PREPARED) return { text, name: undefined, table };
     let name: string | undefined = `bp_${createHash('sha256').update(text).digest('base64url').slice(0, 22)}`;
     if (this.named.has(name)) name = undefined;
     else this.named.set(name, text);
-    prepared = { text, name };
+    prepared = { text, name, table };
     this.prepared.set(sql, prepared);
     return prepared;
   }
@@ -390,10 +490,54 @@ export class PostgresDatabase implements Database {
   };
 }
 
-/** A statement's answer: its result (and PostgreSQL's command tag), or its failure, mapped. */
+/**
+ * A statement's answer: its result (and PostgreSQL's command tag), or its failure, mapped (and
+ * the table the server's error names, if any).
+ */
 type Outcome =
   | { ok: true; value: unknown; command: string }
-  | { ok: false; failure: unknown; broken: unknown };
+  | { ok: false; failure: unknown; broken: unknown; table?: string };
+
+/** A `later` statement held until the unit shows whether it waits for anything (driveOn). */
+interface Held {
+  statement: Statement;
+  values: WireValue[];
+  /** For a plain INSERT, the table it writes. */
+  table: string | undefined;
+  span: SpanHandle | undefined;
+}
+
+/** `INSERT INTO "Table" (columns) VALUES (values)`, and nothing after: the table, quoted. */
+const PLAIN_INSERT = /^INSERT INTO ("(?:[^"]|"")+") \([^()]*\) VALUES \(([^()]|\([^()]*\))*\)$/;
+
+/** The table a plain INSERT writes, unquoted as the server's errors name it; undefined for any other statement. */
+function tableOf(sql: string): string | undefined {
+  const quoted = PLAIN_INSERT.exec(sql)?.[1];
+  return quoted === undefined ? undefined : quoted.slice(1, -1).replaceAll('""', '"');
+}
+
+/**
+ * The one statement that does what the held statements do in a transaction, or undefined. A
+ * statement alone is itself. Plain INSERTs into different tables become one statement whose
+ * data-modifying WITH clauses run them all on one snapshot: none reads what another writes, and a
+ * foreign key between them is checked at the statement's end, when all rows are in. PostgreSQL
+ * runs the main statement first and then the WITH clauses from the last to the first, so the first
+ * held statement is the main one and the others follow in reverse: they run in the unit's order,
+ * and of several failures the first is the one reported, as in a transaction (tested). Anything
+ * else (an UPDATE, a DELETE, two rows of one table) stays a transaction of its own statements.
+ */
+function oneStatement(held: Held[]): { sql: string; values: WireValue[] } | undefined {
+  if (held.length === 1) return { sql: held[0].statement.sql, values: held[0].values };
+  const tables = new Set(held.map((h) => h.table));
+  if (tables.has(undefined) || tables.size !== held.length) return undefined;
+  // In the order of the text, whose placeholders the values fill.
+  const inText = [...held.slice(1).reverse(), held[0]];
+  const clauses = inText.slice(0, -1).map((h) => `bp_${held.indexOf(h) + 1} AS (${h.statement.sql})`);
+  return {
+    sql: `WITH ${clauses.join(', ')} ${held[0].statement.sql}`,
+    values: inText.flatMap((h) => h.values),
+  };
+}
 
 /** An answer as `together` hands it to the unit. */
 function answered(outcome: Outcome): Answer {
