@@ -4,7 +4,8 @@
 // yields it and everything queued leaves in one write at the unit's next wait, so BEGIN travels
 // with a unit's first statement, `later` statements (an audit record, a key's record) with the
 // next one, and COMMIT with the last; `together` statements go at once. A write that used to take
-// a round trip per statement takes one or two (README, "SQLite or PostgreSQL").
+// a round trip per statement takes one or two (README, "SQLite or PostgreSQL"), and one that waits
+// for nothing (a create) is one statement, without BEGIN or COMMIT.
 //
 // A write is one transaction at READ COMMITTED, PostgreSQL's default. That is enough because the
 // runtime never decides on a row it read without a lock: it re-reads the state a write depends on
@@ -257,7 +258,8 @@ export class PostgresDatabase implements Database {
    * failure (mapped to the app's errors) thrown in where it was yielded. Statements queued
    * before a wait leave together (data/postgres-wire.ts). In a transaction, BEGIN goes ahead of
    * the first statement and COMMIT after the unit returns, each without a round trip of its own;
-   * on any failure the transaction is rolled back. The connection goes back to the pool, or is
+   * on any failure the transaction is rolled back. A write that waits for nothing goes as one
+   * statement without them (`oneStatement`). The connection goes back to the pool, or is
    * destroyed when it cannot be trusted any more (it failed, or its ROLLBACK did).
    */
   private async driveOn<T>(
