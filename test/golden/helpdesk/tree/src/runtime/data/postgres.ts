@@ -288,7 +288,7 @@ export class PostgresDatabase implements Database {
       if (begun) return;
       begun = true;
       flight.add(this.sent(wire.control('BEGIN', false), 'run'));
-      for (const h of held) flight.add(this.queue(wire, h.statement, h.values, false, h.span), h.statement);
+      for (const h of held) flight.add(this.queue(wire, h.prepared, 'later', h.values, false, h.span), h.statement);
     };
     let statement = first;
     let value: T;
@@ -393,7 +393,7 @@ export class PostgresDatabase implements Database {
     span?.end(outcome.ok ? undefined : { error: true });
     await this.letGo(client, wire, outcome.ok ? undefined : outcome.broken);
     if (outcome.ok) return value;
-    const failed = held.length === 1 ? held[0] : held.find((h) => h.table === outcome.table);
+    const failed = held.length === 1 ? held[0] : held.find((h) => h.prepared.table === outcome.table);
     throw failed ? laterFailure(failed.statement, outcome.failure) : outcome.failure;
   }
 
@@ -414,25 +414,26 @@ export class PostgresDatabase implements Database {
     transaction: boolean,
     span: SpanHandle | undefined,
   ): Promise<Outcome> {
-    return this.queue(wire, statement, wireValues(statement.params), !transaction, span);
+    const prepared = this.statement(statement.sql);
+    return this.queue(wire, prepared, statement.mode, wireValues(statement.params), !transaction, span);
   }
 
-  /** `send` with the parameters already in the wire's form. */
+  /** `send` with the statement's text worked out and its parameters in the wire's form. */
   private queue(
     wire: Wire,
-    statement: Statement | Query,
+    { text, name }: Prepared,
+    mode: Statement['mode'],
     values: WireValue[],
     ownSync: boolean,
     span: SpanHandle | undefined,
   ): Promise<Outcome> {
-    const { text, name } = this.statement(statement.sql);
-    return this.sent(wire.send(text, name, values, ownSync), statement.mode, span);
+    return this.sent(wire.send(text, name, values, ownSync), mode, span);
   }
 
   /** A `later` statement held, its parameters in the wire's form (a bad one throws here). */
   private hold(statement: Statement, trace: ActiveTrace | undefined): Held {
-    const { table } = this.statement(statement.sql);
-    return { statement, values: wireValues(statement.params), table, span: this.span(statement, trace) };
+    const prepared = this.statement(statement.sql);
+    return { statement, prepared, values: wireValues(statement.params), span: this.span(statement, trace) };
   }
 
   /** A statement's span, begun when the unit yields it. */
@@ -503,9 +504,8 @@ type Outcome =
 /** A `later` statement held until the unit shows whether it waits for anything (driveOn). */
 interface Held {
   statement: Statement;
+  prepared: Prepared;
   values: WireValue[];
-  /** For a plain INSERT, the table it writes. */
-  table: string | undefined;
   span: SpanHandle | undefined;
 }
 
@@ -530,14 +530,15 @@ function tableOf(sql: string): string | undefined {
  */
 function oneStatement(held: Held[]): { sql: string; values: WireValue[] } | undefined {
   if (held.length === 1) return { sql: held[0].statement.sql, values: held[0].values };
-  const tables = new Set(held.map((h) => h.table));
+  const tables = new Set(held.map((h) => h.prepared.table));
   if (tables.has(undefined) || tables.size !== held.length) return undefined;
-  // In the order of the text, whose placeholders the values fill.
-  const inText = [...held.slice(1).reverse(), held[0]];
-  const clauses = inText.slice(0, -1).map((h) => `bp_${held.indexOf(h) + 1} AS (${h.statement.sql})`);
+  // The WITH clauses hold the others from the last to the second (others[i] is held[n - 1 - i]);
+  // the values go in the order of the text, whose placeholders they fill.
+  const others = held.slice(1).reverse();
+  const clauses = others.map((h, i) => `bp_${held.length - i} AS (${h.statement.sql})`);
   return {
     sql: `WITH ${clauses.join(', ')} ${held[0].statement.sql}`,
-    values: inText.flatMap((h) => h.values),
+    values: [...others, held[0]].flatMap((h) => h.values),
   };
 }
 
