@@ -9,7 +9,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { expect } from 'chai';
 import Database from 'better-sqlite3';
-import { bp, freshDir, generate, request, ROOT, startApp, typecheck, type HttpResponse } from './support/apps.ts';
+import { bp, freshDir, generate, request, ROOT, startApp, typecheck, type HttpResponse, type RunningApp } from './support/apps.ts';
 import {
   Api,
   bootInProcess,
@@ -22,6 +22,7 @@ import {
 } from './support/commands/harness.ts';
 import { CookieClient } from './support/access/client.ts';
 import { listTree } from './support/goldens.ts';
+import { freshPostgresDatabase } from './support/postgres.ts';
 
 const FIXTURES = path.join(ROOT, 'test/fixtures/zebric');
 const PASSWORD = 'a long enough password';
@@ -272,6 +273,25 @@ describe('Zebric 0.6 identity', function () {
       expect(clash.status).to.equal(409);
     });
 
+    // SQLite's lower() folds A to Z only: an address with a capital beyond them, written to the
+    // record through the API, must still be found when it is sent as written (sign-in, sign-up's
+    // "taken", the users command), not only in the lower case the forms make of it.
+    it('signs in by an address with a capital beyond A to Z as the record holds it; sign-up and the users command find it', async () => {
+      const { client, res } = await signUp(app.url, { email: 'elise@example.com', password: PASSWORD, name: 'Elise' });
+      expect(res.status, res.text).to.equal(201);
+      const id = client.actor.id as string;
+      const moved = await api.call('PUT', '/api/users/{id}', `/api/users/${id}`, { email: 'Élise@Example.com' }, { session: client });
+      expect(moved.status, moved.text).to.equal(200);
+      const again = await SessionClient.login(app.url, 'Élise@example.com', PASSWORD);
+      expect(again.actor.id).to.equal(id);
+      const taken = await signUp(app.url, { email: 'Élise@EXAMPLE.com', password: PASSWORD, name: 'Other' });
+      expect(taken.res.status, taken.res.text).to.equal(409);
+      expect((taken.res.body as { error: { code: string } }).error.code).to.equal('EMAIL_TAKEN');
+      const found = usersCli(appDir, app.dbFile, ['update', '--email', 'Élise@example.com', '--field', 'age=30']);
+      expect(found.status, found.stderr).to.equal(0);
+      expect(app.db.prepare('SELECT "email", "age" FROM "User" WHERE "id" = ?').get(id)).to.deep.equal({ email: 'Élise@Example.com', age: 30 });
+    });
+
     it('the sign-up form asks for the User fields and creates the record', async () => {
       const browser = new CookieClient(app.url);
       const page = await browser.send('GET', '/login?mode=signup');
@@ -369,6 +389,35 @@ describe('Zebric 0.6 identity', function () {
       `${path.join('test', 'fixtures', 'zebric', 'invalid-identity', 'user-integer-key', 'app.toml')}:11:18 entity.User.fields.0.type: ` +
         'people sign in as User records, so its key cannot be Integer [error INVALID_PRIMARY_KEY]',
     ]);
+  });
+
+  // PostgreSQL's lower() folds every letter its database's locale knows: there the address is one
+  // in any letter case, É included, for sign-in and sign-up alike.
+  describe('people are the records of the User entity, on PostgreSQL (user-entity)', () => {
+    let appDir: string;
+    let app: RunningApp;
+
+    before(async () => {
+      appDir = path.join(freshDir('zebric-user-entity-postgres'), 'app');
+      generate(path.join(FIXTURES, 'user-entity', 'app.toml'), appDir);
+      app = await startApp(appDir, { SESSION_SECRET: 'x'.repeat(40), DATABASE_URL: await freshPostgresDatabase('people') });
+    });
+    after(async () => app?.stop());
+
+    it('signs in by an address with a capital beyond A to Z in any letter case; sign-up finds it taken', async () => {
+      const { client, res } = await signUp(app.url, { email: 'elise@example.com', password: PASSWORD, name: 'Elise' });
+      expect(res.status, res.text).to.equal(201);
+      const id = client.actor.id as string;
+      const api = new Api(() => app.url, appDir, null);
+      const moved = await api.call('PUT', '/api/users/{id}', `/api/users/${id}`, { email: 'Élise@Example.com' }, { session: client });
+      expect(moved.status, moved.text).to.equal(200);
+      for (const address of ['Élise@example.com', 'élise@EXAMPLE.com']) {
+        expect((await SessionClient.login(app.url, address, PASSWORD)).actor.id, address).to.equal(id);
+      }
+      const taken = await signUp(app.url, { email: 'ÉLISE@example.com', password: PASSWORD, name: 'Other' });
+      expect(taken.res.status, taken.res.text).to.equal(409);
+      expect((taken.res.body as { error: { code: string } }).error.code).to.equal('EMAIL_TAKEN');
+    });
   });
 
   describe("the actor's Zebric keys: effectiveId, type, metadata (actor-keys)", () => {

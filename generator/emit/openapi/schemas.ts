@@ -61,7 +61,9 @@ export function fieldSchema(bp: Blueprint, field: Field, entity?: Entity): Schem
       s = { type: 'string', format: 'uuid' };
       break;
     case 'Email':
-      s = { type: 'string', format: 'email', maxLength: 254 };
+      // idn-email: the app takes addresses in any script (Élise@exämple.de), which JSON Schema's
+      // `email` (RFC 5321, ASCII only) would call invalid.
+      s = { type: 'string', format: 'idn-email', maxLength: 254 };
       break;
     case 'Integer':
       s = { ...INTEGER };

@@ -44,7 +44,7 @@ export function authPaths(bp: Blueprint): Record<string, Schema> {
       'application/json': {
         schema: {
           type: 'object',
-          properties: { email: { type: 'string', format: 'email' }, password: { type: 'string', minLength: 12, maxLength: 1024 }, _csrf: { type: 'string' } },
+          properties: { email: { type: 'string', format: 'idn-email' }, password: { type: 'string', minLength: 12, maxLength: 1024 }, _csrf: { type: 'string' } },
           required: ['email', 'password'],
         },
       },

@@ -8,7 +8,7 @@ import { ulid } from '../../core/ids.ts';
 import type { Database } from '../../data/database.ts';
 import type { FieldSpec } from '../../data/fields.ts';
 import type { ActiveTrace } from '../../observe/tracing.ts';
-import { insertUser, userActor, userByEmail, userById } from './users.ts';
+import { type EmailAddress, insertUser, userActor, userByEmail, userById } from './users.ts';
 
 /** What sign-in needs of a person: whose password hash to verify. */
 export interface Login {
@@ -19,12 +19,12 @@ export interface Login {
 export interface People {
   /** Fields sign-up takes besides e-mail and password (the User record's), for the sign-up form. */
   readonly signupFields: readonly FieldSpec[];
-  /** The person who signs in with this e-mail (normalized: normalizeEmail), if they have a password. */
-  login(trace: ActiveTrace | undefined, email: string): Promise<Login | undefined>;
+  /** The person who signs in with this e-mail, if they have a password. */
+  login(trace: ActiveTrace | undefined, address: EmailAddress): Promise<Login | undefined>;
   /** The actor of a session's person: undefined once they can no longer sign in (removed). */
   actor(trace: ActiveTrace | undefined, id: string): Promise<Actor | undefined>;
   /** Whether sign-up must refuse this e-mail because someone has it. */
-  emailTaken(trace: ActiveTrace | undefined, email: string): Promise<boolean>;
+  emailTaken(trace: ActiveTrace | undefined, address: EmailAddress): Promise<boolean>;
   /**
    * Creates a person who signed up, in one transaction, and returns their actor. `fields` is the
    * rest of the sign-up body; throws EMAIL_TAKEN when the e-mail was taken meanwhile.
@@ -40,15 +40,16 @@ export function emailTaken(): AppError {
 export function builtInPeople(db: Database): People {
   return {
     signupFields: [],
-    async login(trace, email) {
-      const row = await db.read(userByEmail(email), trace);
+    // The table holds addresses normalized, and finds them by equality.
+    async login(trace, address) {
+      const row = await db.read(userByEmail(address.normalized), trace);
       return row && { id: row.id, passwordHash: row.passwordHash };
     },
     async actor(trace, id) {
       const row = await db.read(userById(id), trace);
       return row ? userActor(row) : undefined;
     },
-    emailTaken: async (trace, email) => (await db.read(userByEmail(email), trace)) !== undefined,
+    emailTaken: async (trace, address) => (await db.read(userByEmail(address.normalized), trace)) !== undefined,
     async signUp(trace, email, _fields, hash) {
       const id = ulid();
       try {

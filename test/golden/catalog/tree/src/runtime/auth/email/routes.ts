@@ -215,7 +215,7 @@ export function authRoutes(options: RoutesOptions): AuthRoutes {
 
   router.post(AUTH_ROUTES.login, matched('auth.login'), authBody, async (req, res, next) => {
     try {
-      const { email, password } = credentials(req.body);
+      const { email, address, password } = credentials(req.body);
       if ([...password].length > PASSWORD_MAX_LENGTH)
         throw new AppError('VALIDATION_FAILED', `the password must be at most ${PASSWORD_MAX_LENGTH} characters long`);
       const ip = clientKey(req);
@@ -223,7 +223,7 @@ export function authRoutes(options: RoutesOptions): AuthRoutes {
       // success takes it back below.
       const wait = await throttle.attempt(email, ip, req.trace);
       if (wait > 0) throw tooManyAttempts(wait);
-      const person = await people.login(req.trace, email);
+      const person = await people.login(req.trace, address);
       const ok = await verifyPassword(password, person?.passwordHash ?? (await dummyHash));
       // Read again after the hash: the person may have been removed meanwhile.
       const actor = person && ok ? await people.actor(req.trace, person.id) : undefined;
@@ -239,7 +239,7 @@ export function authRoutes(options: RoutesOptions): AuthRoutes {
   if (options.signup) {
     router.post(AUTH_ROUTES.signup, matched('auth.signup'), authBody, async (req, res, next) => {
       try {
-        const { email, password } = credentials(req.body);
+        const { email, address, password } = credentials(req.body);
         const problem = passwordProblem(password);
         if (problem) throw new AppError('WEAK_PASSWORD', problem);
         const fields = signupFields(req);
@@ -251,7 +251,7 @@ export function authRoutes(options: RoutesOptions): AuthRoutes {
           if (err instanceof AppError && err.code === 'EMAIL_TAKEN') await throttle.addressFailed(ip, req.trace);
           return err;
         };
-        if (await people.emailTaken(req.trace, email)) throw await taken(emailTaken());
+        if (await people.emailTaken(req.trace, address)) throw await taken(emailTaken());
         const passwordHash = await hashPassword(password);
         let actor: Actor;
         try {

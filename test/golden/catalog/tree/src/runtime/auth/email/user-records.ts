@@ -17,7 +17,7 @@ import type { FieldSpec, Row } from '../../data/fields.ts';
 import type { ActiveTrace } from '../../observe/tracing.ts';
 import { emailTaken, type People } from './people.ts';
 import { SESSIONS_TABLE } from './session-store.ts';
-import { isoNow, parseRoles, sessionCredential, USERS_TABLE } from './users.ts';
+import { type EmailAddress, isoNow, parseRoles, sessionCredential, USERS_TABLE } from './users.ts';
 
 export interface UserRecordsConfig {
   /** The store of the `User` entity. */
@@ -46,7 +46,7 @@ export interface UserRecordsAdmin {
   /** The User entity's fields, to read `--field` values by type. */
   fields: readonly FieldSpec[];
   /** The record with this e-mail (any letter case), and whether its person has a password. */
-  find(email: string): Promise<{ id: string; record: Row; credentials?: Credentials } | undefined>;
+  find(address: EmailAddress): Promise<{ id: string; record: Row; credentials?: Credentials } | undefined>;
   /** Creates the record (validated as a User create) with its credentials, in one transaction. */
   add(fields: Row, passwordHash: string, roles: readonly string[]): Promise<string>;
   /** Gives an existing record a password and granted roles. */
@@ -72,11 +72,13 @@ export function userRecords(db: Database, config: UserRecordsConfig): People & {
     credentials: `SELECT "id", "passwordHash", "roles", "createdAt" FROM ${creds} WHERE "id" = ?`,
     insert: `INSERT INTO ${creds} ("id", "passwordHash", "roles", "createdAt") VALUES (?, ?, ?, ?)`,
     // lower() on both sides: the unique index on lower(login field) serves the lookup, and the
-    // database's lower() folds the same letters on either side.
+    // database's lower() folds the same letters on either side. Both forms of the address are
+    // looked for (byAddress): a record holds it as written through the API, or normalized
+    // (sign-up, the users command), and SQLite's lower() folds A to Z only, not É.
     login:
       `SELECT u.${pk} AS "id", c."passwordHash" AS "passwordHash" FROM ${table} u ` +
-      `JOIN ${creds} c ON c."id" = u.${pk} WHERE lower(u.${login}) = lower(?)`,
-    idByEmail: `SELECT ${pk} AS "id" FROM ${table} WHERE lower(${login}) = lower(?)`,
+      `JOIN ${creds} c ON c."id" = u.${pk} WHERE ${byAddress(`u.${login}`, `u.${pk}`)}`,
+    idByEmail: `SELECT ${pk} AS "id" FROM ${table} WHERE ${byAddress(login, pk)}`,
     setRoles: `UPDATE ${creds} SET "roles" = ? WHERE "id" = ?`,
     sessions: `SELECT COUNT(*) AS "n" FROM "${SESSIONS_TABLE}" WHERE "userId" = ?`,
     removeCredentials: `DELETE FROM ${creds} WHERE "id" = ?`,
@@ -93,8 +95,8 @@ export function userRecords(db: Database, config: UserRecordsConfig): People & {
     yield* run(sql.insert, [id, passwordHash, JSON.stringify(roles), isoNow()]);
   }
 
-  function* idByEmail(email: string): Work<string | undefined> {
-    const row = yield* get(sql.idByEmail, [email]);
+  function* idByEmail(address: EmailAddress): Work<string | undefined> {
+    const row = yield* get(sql.idByEmail, addressParams(address));
     return row && String(row.id);
   }
 
@@ -150,12 +152,12 @@ export function userRecords(db: Database, config: UserRecordsConfig): People & {
         f.type !== 'file' &&
         store.access.policy.fields[f.name]?.write === undefined,
     ),
-    async login(trace, email) {
-      const row = await db.read(get(sql.login, [email]), trace);
+    async login(trace, address) {
+      const row = await db.read(get(sql.login, addressParams(address)), trace);
       return row && { id: String(row.id), passwordHash: String(row.passwordHash) };
     },
     actor,
-    emailTaken: async (trace, email) => (await db.read(idByEmail(email), trace)) !== undefined,
+    emailTaken: async (trace, address) => (await db.read(idByEmail(address), trace)) !== undefined,
     async signUp(trace, email, fields, hash) {
       const problems = signupProblems(fields);
       if (problems.length) {
@@ -195,10 +197,10 @@ export function userRecords(db: Database, config: UserRecordsConfig): People & {
   const admin: UserRecordsAdmin = {
     loginField,
     fields: store.spec.fields,
-    async find(email) {
+    async find(address) {
       return db.read(
         (function* () {
-          const id = yield* idByEmail(email);
+          const id = yield* idByEmail(address);
           const record = id === undefined ? undefined : yield* store.fetch(id);
           if (id === undefined || !record) return undefined;
           return { id, record, credentials: yield* credentialsOf(id) };
@@ -257,4 +259,20 @@ export function userRecords(db: Database, config: UserRecordsConfig): People & {
 function rolesIn(value: unknown): string[] {
   if (typeof value === 'string') return value === '' ? [] : [value];
   return Array.isArray(value) ? value.filter((r): r is string => typeof r === 'string' && r !== '') : [];
+}
+
+/**
+ * The end of a statement, from its condition on, that finds the record whose login field `column`
+ * is the address as sent or as normalized, in any letter case the database's lower() folds
+ * (addressParams gives the values). Where both find a record (SQLite can hold Élise@x.io and
+ * élise@x.io: its lower() leaves É as it is), the one matching the address as sent wins, then the
+ * first by `key`.
+ */
+function byAddress(column: string, key: string): string {
+  return `lower(${column}) IN (lower(?), lower(?)) ORDER BY lower(${column}) = lower(?) DESC, ${key} LIMIT 1`;
+}
+
+/** The values of byAddress's placeholders. */
+function addressParams(address: EmailAddress): string[] {
+  return [address.sent, address.normalized, address.sent];
 }

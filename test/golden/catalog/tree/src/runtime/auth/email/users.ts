@@ -11,9 +11,25 @@ import { get, run, type Work } from '../../data/database.ts';
 export const USERS_TABLE = '_bp_users';
 
 /** Lower-cased, trimmed and NFC-normalized; undefined when it is not a plausible address. */
-export function normalizeEmail(raw: string): string | undefined {
+function normalizeEmail(raw: string): string | undefined {
   const email = raw.normalize('NFC').trim().toLowerCase();
   return isEmail(email) ? email : undefined;
+}
+
+/**
+ * An address as it was sent (NFC-normalized and trimmed, its letter case kept) and as
+ * normalizeEmail gives it. A lookup that lets the database fold letter case needs the first: a
+ * database may fold fewer letters than toLowerCase (SQLite's lower(), A to Z only).
+ */
+export interface EmailAddress {
+  sent: string;
+  normalized: string;
+}
+
+/** The address in both forms; undefined when it is not a plausible address. */
+export function emailAddress(raw: string): EmailAddress | undefined {
+  const normalized = normalizeEmail(raw);
+  return normalized === undefined ? undefined : { sent: raw.normalize('NFC').trim(), normalized };
 }
 
 /** ISO 8601 with "+00:00", the form Prisma's SQLite adapter stores DateTime values in. */

@@ -8,7 +8,7 @@ import express, { type Request, type RequestHandler, type Response } from 'expre
 import { AppError, type ErrorDetail } from '../../core/errors.ts';
 import { BODY_LIMIT, hasBody, isJsonType, mediaType, parseJson } from '../../http/body.ts';
 import type { ApiRequest, Next } from '../../http/request.ts';
-import { normalizeEmail } from './users.ts';
+import { type EmailAddress, emailAddress } from './users.ts';
 
 export function isForm(req: ApiRequest): boolean {
   return hasBody(req) && mediaType(req) === 'application/x-www-form-urlencoded';
@@ -75,21 +75,22 @@ export function field(body: unknown, name: string): string | undefined {
   return typeof value === 'string' ? value : undefined;
 }
 
-export function credentials(body: unknown): { email: string; password: string } {
+/** The sign-in or sign-up body's address (`email`: normalized, as the throttle counts it) and password. */
+export function credentials(body: unknown): { email: string; address: EmailAddress; password: string } {
   const rawEmail = field(body, 'email');
   const password = field(body, 'password');
   const details: ErrorDetail[] = [];
-  const email = rawEmail === undefined ? undefined : normalizeEmail(rawEmail);
+  const address = rawEmail === undefined ? undefined : emailAddress(rawEmail);
   if (rawEmail === undefined)
     details.push({ field: 'email', code: 'REQUIRED', message: 'an e-mail address is required' });
-  else if (email === undefined)
+  else if (address === undefined)
     details.push({ field: 'email', code: 'INVALID_EMAIL', message: 'not a valid e-mail address' });
   if (password === undefined || password === '')
     details.push({ field: 'password', code: 'REQUIRED', message: 'a password is required' });
-  if (details.length || email === undefined || password === undefined) {
+  if (details.length || address === undefined || password === undefined) {
     throw new AppError('VALIDATION_FAILED', details.map((d) => d.message).join('; '), { details });
   }
-  return { email, password };
+  return { email: address.normalized, address, password };
 }
 
 const parseFormBody = express.urlencoded({ extended: false, limit: BODY_LIMIT });

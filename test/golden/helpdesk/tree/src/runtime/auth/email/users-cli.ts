@@ -7,7 +7,7 @@
 // Exit codes: 0 done, 1 bad input (unknown user, weak password, ...), 2 bad usage.
 
 import { parseArgs } from 'node:util';
-import { isoNow, normalizeEmail, parseRoles, USERS_TABLE } from './users.ts';
+import { type EmailAddress, emailAddress, isoNow, parseRoles, USERS_TABLE } from './users.ts';
 import { AppError } from '../../core/errors.ts';
 import { all, type Database, get, run } from '../../data/database.ts';
 import type { Row } from '../../data/fields.ts';
@@ -152,9 +152,14 @@ function parse(argv: string[], withRecords: boolean): { command: string; values:
 }
 
 function email(values: Values): string {
-  const normalized = normalizeEmail(values.email ?? '');
-  if (!normalized) throw new InputError(`"${values.email}" is not a valid e-mail address`);
-  return normalized;
+  return sentAddress(values).normalized;
+}
+
+/** --email in both forms: a User record may hold it as written (user-records.ts, byAddress). */
+function sentAddress(values: Values): EmailAddress {
+  const address = emailAddress(values.email ?? '');
+  if (!address) throw new InputError(`"${values.email}" is not a valid e-mail address`);
+  return address;
 }
 
 function roles(values: Values): string[] {
@@ -253,7 +258,7 @@ async function recordsCommand(
   const { out } = io;
   if (command === 'list') return listRecords(records, out);
   const address = email(values);
-  const found = await records.find(address);
+  const found = await records.find(sentAddress(values));
   if (command === 'add') {
     const granted = roles(values);
     const fields = fieldValues(records, values);
