@@ -5,7 +5,10 @@ import { expect } from 'chai';
 import Database from 'better-sqlite3';
 import fc from 'fast-check';
 import { checkCondition, parseCondition, type Condition } from '../runtime-lib/rules/conditions.ts';
+import pg from 'pg';
 import { conditionToSql, type ColumnType } from '../runtime-lib/rules/condition-sql.ts';
+import { sqlText } from '../runtime-lib/data/database.ts';
+import { freshPostgresDatabase } from './support/postgres.ts';
 
 const COLUMNS = new Map<string, ColumnType>([
   ['id', 'ULID'],
@@ -177,5 +180,29 @@ describe('conditionToSql', () => {
     // The same rows as the check in memory reads, row by row.
     const rows = db.prepare('SELECT * FROM t ORDER BY id').all() as Array<Record<string, unknown>>;
     expect(rows.filter((r) => checkCondition(parsed.condition, { actor: { id: 'u1', roles: [] }, record: r })).map((r) => r.id)).to.deep.equal(['a']);
+  });
+
+  // A database created with a language's collation (en_US.UTF-8 on many managed services) orders
+  // `a` before `B`; the list's row filter must still decide as the record's check does.
+  it('orders text as checkCondition does on PostgreSQL, whatever the collation of the column', async () => {
+    const client = new pg.Client({ connectionString: await freshPostgresDatabase('text_order') });
+    await client.connect();
+    try {
+      await client.query('CREATE TABLE t (id TEXT, title TEXT COLLATE "en-US-x-icu")');
+      const titles = ['a', 'B', 'Z', 'é', '-b', 'ab', 'AB', 'b', 'Ω'];
+      for (const [i, title] of titles.entries()) await client.query('INSERT INTO t VALUES ($1, $2)', [String(i), title]);
+      const columns = new Map<string, ColumnType>([['id', 'ULID'], ['title', 'Text']]);
+      for (const source of ["record.title > 'B'", "record.title <= 'a'", "'b' < record.title", "record.title >= 'Z' && record.title < 'é'"]) {
+        const parsed = parseCondition(source);
+        if (!parsed.ok) throw new Error(JSON.stringify(parsed.issues));
+        const filter = conditionToSql(parsed.condition, null, columns, 'postgres');
+        if (filter === undefined || typeof filter === 'boolean') throw new Error(`expected SQL, got ${String(filter)}`);
+        const { rows } = await client.query<{ title: string }>(`SELECT title FROM t WHERE ${sqlText('postgres', filter.sql)}`, filter.params);
+        const inMemory = titles.filter((title) => checkCondition(parsed.condition, { actor: null, record: { title } }));
+        expect(rows.map((r) => r.title).sort(), source).to.deep.equal(inMemory.sort());
+      }
+    } finally {
+      await client.end();
+    }
   });
 });

@@ -266,7 +266,7 @@ function compileExpr(
         case '>=':
         case '<':
         case '<=':
-          return compare(expr.op, left, right);
+          return compare(expr.op, left, right, dialect);
         default:
           throw new Unsupported();
       }
@@ -325,16 +325,26 @@ function contains(container: Compiled, item: Compiled, dialect: Dialect): Compil
   throw new Unsupported();
 }
 
-function compare(op: '>' | '>=' | '<' | '<=', a: Compiled, b: Compiled): Compiled {
+/**
+ * How text is ordered in a comparison: by code point, as SQLite's BINARY collation orders UTF-8
+ * and checkCondition (JavaScript's `<`) orders all but the rare characters past U+FFFF. PostgreSQL
+ * orders by the database's collation, whose language rules (`en_US`: a < B) would have a list's
+ * row filter and a record's check decide differently; `C` is its byte order.
+ */
+const TEXT_ORDER: Record<Dialect, string> = { sqlite: '', postgres: ' COLLATE "C"' };
+
+function compare(op: '>' | '>=' | '<' | '<=', a: Compiled, b: Compiled, dialect: Dialect): Compiled {
   if (a.kind === 'const' && b.kind === 'column') {
     const flipped = { '>': '<', '>=': '<=', '<': '>', '<=': '>=' } as const;
-    return compare(flipped[op], b, a);
+    return compare(flipped[op], b, a, dialect);
   }
   if (a.kind !== 'column' || b.kind !== 'const') throw new Unsupported();
   if (NUMBER_TYPES.has(a.type))
     return typeof b.value === 'number' ? pred(`(${q(a.name)} ${op} ?) IS TRUE`, [b.value]) : FALSE;
-  if (STRING_TYPES.has(a.type))
-    return typeof b.value === 'string' ? pred(`(${q(a.name)} ${op} ?) IS TRUE`, [b.value]) : FALSE;
+  if (STRING_TYPES.has(a.type)) {
+    if (typeof b.value !== 'string') return FALSE;
+    return pred(`(${q(a.name)}${TEXT_ORDER[dialect]} ${op} ?) IS TRUE`, [b.value]);
+  }
   throw new Unsupported();
 }
 
