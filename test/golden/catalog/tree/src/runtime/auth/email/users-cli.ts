@@ -257,8 +257,9 @@ async function recordsCommand(
 ): Promise<void> {
   const { out } = io;
   if (command === 'list') return listRecords(records, out);
-  const address = email(values);
-  const found = await records.find(sentAddress(values));
+  const sent = sentAddress(values);
+  const address = sent.normalized;
+  const found = await records.find(sent);
   if (command === 'add') {
     const granted = roles(values);
     const fields = fieldValues(records, values);
