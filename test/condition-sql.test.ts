@@ -205,4 +205,47 @@ describe('conditionToSql', () => {
       await client.end();
     }
   });
+
+  // PostgreSQL binds a parameter as its column's type: 1.5 or 3e9 is no int4, and it refuses them
+  // where SQLite compares; a rule may still compare an Integer with any number.
+  it('compares an Integer column with any number as checkCondition does, on both databases', async () => {
+    const values = [-2147483648, -2, -1, 0, 1, 2, 2147483647, null];
+    const sources = [
+      'record.priority > 1.5', 'record.priority >= 1.5', 'record.priority < -1.5', 'record.priority <= 1.5',
+      'record.priority > -0.5', 'record.priority == 1.5', 'record.priority != 1.5', 'record.priority in [1.5, 2]',
+      'record.priority > 3000000000', 'record.priority < 3000000000', 'record.priority >= -3000000000',
+      'record.priority <= -3000000000', 'record.priority == 3000000000', 'record.priority > 2147483646.5',
+    ];
+    const columns = new Map<string, ColumnType>([['id', 'ULID'], ['priority', 'Integer']]);
+    const sqlite = new Database(':memory:');
+    sqlite.exec('CREATE TABLE t (id TEXT, priority INTEGER)');
+    const client = new pg.Client({ connectionString: await freshPostgresDatabase('integer_bounds') });
+    await client.connect();
+    try {
+      await client.query('CREATE TABLE t (id TEXT, priority INTEGER)');
+      for (const [i, priority] of values.entries()) {
+        sqlite.prepare('INSERT INTO t VALUES (?, ?)').run(String(i), priority);
+        await client.query('INSERT INTO t VALUES ($1, $2)', [String(i), priority]);
+      }
+      for (const source of sources) {
+        const parsed = parseCondition(source);
+        if (!parsed.ok) throw new Error(JSON.stringify(parsed.issues));
+        const inMemory = values.flatMap((priority, i) => (checkCondition(parsed.condition, { actor: null, record: { priority } }) ? [String(i)] : []));
+        const filter = (dialect: 'sqlite' | 'postgres') => {
+          const f = conditionToSql(parsed.condition, null, columns, dialect);
+          if (f === undefined) throw new Error(`${source}: not expressed in SQL`);
+          return typeof f === 'boolean' ? { sql: f ? 'TRUE' : 'FALSE', params: [] } : f;
+        };
+        const lite = filter('sqlite');
+        const onSqlite = (sqlite.prepare(`SELECT id FROM t WHERE ${lite.sql}`).all(...lite.params) as Array<{ id: string }>).map((r) => r.id);
+        const post = filter('postgres');
+        const { rows } = await client.query<{ id: string }>(`SELECT id FROM t WHERE ${sqlText('postgres', post.sql)}`, post.params);
+        expect(onSqlite.sort(), `${source} on SQLite`).to.deep.equal([...inMemory].sort());
+        expect(rows.map((r) => r.id).sort(), `${source} on PostgreSQL`).to.deep.equal([...inMemory].sort());
+      }
+    } finally {
+      await client.end();
+      sqlite.close();
+    }
+  });
 });

@@ -5,7 +5,7 @@
 // cannot express returns undefined; the generator refuses such read rules at generate time.
 
 import type { Dialect } from '../core/dialect.ts';
-import type { FieldType } from '../core/values.ts';
+import { type FieldType, INTEGER_MAX, INTEGER_MIN } from '../core/values.ts';
 import {
   type Condition,
   type ConditionActor,
@@ -168,6 +168,9 @@ function recordColumn(keys: readonly string[], columns: ReadonlyMap<string, Colu
 /** The stored forms a JSON value equals in a column of this type ([] when it can equal none). */
 function encodeFor(type: ColumnType, value: unknown): unknown[] {
   if (type === 'Boolean') return typeof value === 'boolean' ? [value ? 1 : 0] : [];
+  // An Integer column holds whole numbers of 32 bits: no other number can equal one, and
+  // PostgreSQL refuses to bind one to it (1.5 is no int4) where SQLite would compare.
+  if (type === 'Integer') return isStoredInteger(value) ? [value] : [];
   if (NUMBER_TYPES.has(type)) return typeof value === 'number' && Number.isFinite(value) ? [value] : [];
   if (type === 'DateTime') {
     // Rows decode to toISOString(); only such strings can be equal to them.
@@ -338,6 +341,7 @@ function compare(op: '>' | '>=' | '<' | '<=', a: Compiled, b: Compiled, dialect:
     return compare(flipped[op], b, a, dialect);
   }
   if (a.kind !== 'column' || b.kind !== 'const') throw new Unsupported();
+  if (a.type === 'Integer') return typeof b.value === 'number' ? integerBound(a.name, op, b.value) : FALSE;
   if (NUMBER_TYPES.has(a.type))
     return typeof b.value === 'number' ? pred(`(${q(a.name)} ${op} ?) IS TRUE`, [b.value]) : FALSE;
   if (STRING_TYPES.has(a.type)) {
@@ -345,6 +349,28 @@ function compare(op: '>' | '>=' | '<' | '<=', a: Compiled, b: Compiled, dialect:
     return pred(`(${q(a.name)}${TEXT_ORDER[dialect]} ${op} ?) IS TRUE`, [b.value]);
   }
   throw new Unsupported();
+}
+
+function isStoredInteger(value: unknown): value is number {
+  return Number.isInteger(value) && (value as number) >= INTEGER_MIN && (value as number) <= INTEGER_MAX;
+}
+
+/**
+ * An Integer column compared with any number, as the same comparison in memory decides: the bound
+ * made a whole number (x > 1.5 is x >= 2) and kept within 32 bits (x < 3e9 holds for every value),
+ * since PostgreSQL binds the parameter as the column's int4 and refuses 1.5 or 3e9.
+ */
+function integerBound(name: string, op: '>' | '>=' | '<' | '<=', value: number): Compiled {
+  if (Number.isNaN(value)) return FALSE;
+  const isSet = pred(`${q(name)} IS NOT NULL`);
+  if (op === '>' || op === '>=') {
+    const least = op === '>' ? Math.floor(value) + 1 : Math.ceil(value);
+    if (least <= INTEGER_MIN) return isSet;
+    return least > INTEGER_MAX ? FALSE : pred(`(${q(name)} >= ?) IS TRUE`, [least]);
+  }
+  const most = op === '<' ? Math.ceil(value) - 1 : Math.floor(value);
+  if (most >= INTEGER_MAX) return isSet;
+  return most < INTEGER_MIN ? FALSE : pred(`(${q(name)} <= ?) IS TRUE`, [most]);
 }
 
 /** Combines filters with OR, folding constants. */
