@@ -12,7 +12,7 @@
 import { createHash } from 'node:crypto';
 import { ANONYMOUS, type Actor, type ActorFields, makeActor } from '../core/actor.ts';
 import { AppError } from '../core/errors.ts';
-import { ulid } from '../core/ids.ts';
+import { ulid, ULID_PATTERN } from '../core/ids.ts';
 import { all, type Database, get, run, type Work } from '../data/database.ts';
 import type { ActiveTrace } from '../observe/tracing.ts';
 
@@ -82,8 +82,13 @@ export class JobStore {
     this.postgres = db.dialect === 'postgres';
   }
 
-  /** The job as its owner sees it; undefined for anyone else (they hear 404, as for no job). */
+  /**
+   * The job as its owner sees it; undefined for anyone else (they hear 404, as for no job). Job
+   * ids are ULIDs: another id is no job's, and the database is not asked (PostgreSQL would refuse
+   * a NUL byte outright).
+   */
   async find(id: string, owner: string, trace?: ActiveTrace): Promise<JobView | undefined> {
+    if (!ULID_PATTERN.test(id)) return undefined;
     const row = await this.db.read(get(`SELECT * FROM ${T} WHERE "id" = ? AND "owner" = ?`, [id, owner]), trace);
     return row && view(row);
   }

@@ -103,10 +103,11 @@ const DECIMAL = /^(0|-?[1-9][0-9]{0,15})$/;
  * The id a URL path (or a handler) names, in the form the key column holds; undefined when no
  * record can have it (the route answers 404, as for an id that does not exist). An Integer id
  * must be written canonically ("7", not "07" or "7.0"): one record has one URL, and the id's
- * text is what audit records hold.
+ * text is what audit records hold. Other ids must be ones a create takes (keyProblem): the
+ * database is not asked about others, and PostgreSQL would refuse some outright (a NUL byte).
  */
 export function recordKey(type: KeyType, id: RecordKey): RecordKey | undefined {
-  if (type !== 'Integer') return typeof id === 'string' ? id : undefined;
+  if (type !== 'Integer') return typeof id === 'string' && keyProblem(type, id) === undefined ? id : undefined;
   if (typeof id === 'number') return Number.isSafeInteger(id) && inIntegerRange(id) ? id : undefined;
   if (!DECIMAL.test(id)) return undefined;
   const n = Number(id);
