@@ -64,9 +64,9 @@ function requestFor(operation: Operation, plan: LoadPlan, ids: string[], openIds
 }
 
 /**
- * How far the rate may exceed the fastest rate seen so far in this run (update or command, on the
- * same server), for the tickets a command round may need: a command ran at 0.9 to 1.15× the update
- * in every recorded run, and a later round can be faster than the earlier ones.
+ * How far the rate may exceed the fastest rate seen so far in this run (update or command, on any
+ * server), for the tickets a command round may need: a command ran at 0.9 to 1.15× the update in
+ * every recorded run, and a later round can be faster than the earlier ones.
  */
 const RATE_MARGIN = 2;
 
@@ -203,7 +203,7 @@ interface Driven {
   /** The seeded tickets' ids, and the copies added for command rounds to this server's database. */
   ids: string[];
   tickets: CommandTickets | undefined;
-  /** The fastest update or command round so far: what sizes the tickets of a command round. */
+  /** This server's fastest update or command round so far (the fastest of all sizes the tickets). */
   fastest: number;
 }
 
@@ -228,7 +228,10 @@ async function main(plan: LoadPlan): Promise<void> {
       const { tickets } = server;
       let freshRecords: number | undefined;
       if (operation === 'command' && tickets) {
-        await freshTicketsFor(tickets, server.ids, server.fastest, seconds, plan.connections);
+        // Sized by the fastest server, for every server alike: each command round then runs on a
+        // table of the same size, not a larger one for a faster server.
+        const fastest = Math.max(...servers.map((s) => s.fastest));
+        await freshTicketsFor(tickets, server.ids, fastest, seconds, plan.connections);
         await tickets.reopen();
         freshRecords = server.ids.length;
       }
