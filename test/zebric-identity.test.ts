@@ -292,6 +292,20 @@ describe('Zebric 0.6 identity', function () {
       expect(app.db.prepare('SELECT "email", "age" FROM "User" WHERE "id" = ?').get(id)).to.deep.equal({ email: 'Élise@Example.com', age: 30 });
     });
 
+    // SQLite's unique index folds A to Z only, so it holds émile@ and Émile@ as two addresses; an
+    // address as typed finds both (one as sent, one lower-cased). The record matching it as sent
+    // is the one who signs in, though it is the newer (the lookup's fallback order is the id's).
+    it('signs in the record holding the address as sent, where SQLite holds two that fold apart', async () => {
+      const first = await signUp(app.url, { email: 'émile@example.com', password: PASSWORD, name: 'Émile' });
+      expect(first.res.status, first.res.text).to.equal(201);
+      const second = await signUp(app.url, { email: 'emile2@example.com', password: PASSWORD, name: 'Other' });
+      expect(second.res.status, second.res.text).to.equal(201);
+      const moved = await api.call('PUT', '/api/users/{id}', `/api/users/${second.client.actor.id}`, { email: 'Émile@Example.com' }, { session: second.client });
+      expect(moved.status, moved.text).to.equal(200);
+      expect((await SessionClient.login(app.url, 'Émile@example.com', PASSWORD)).actor.id).to.equal(second.client.actor.id);
+      expect((await SessionClient.login(app.url, 'émile@example.com', PASSWORD)).actor.id).to.equal(first.client.actor.id);
+    });
+
     it('the sign-up form asks for the User fields and creates the record', async () => {
       const browser = new CookieClient(app.url);
       const page = await browser.send('GET', '/login?mode=signup');

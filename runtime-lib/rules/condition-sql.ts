@@ -5,7 +5,7 @@
 // cannot express returns undefined; the generator refuses such read rules at generate time.
 
 import type { Dialect } from '../core/dialect.ts';
-import { type FieldType, INTEGER_MAX, INTEGER_MIN } from '../core/values.ts';
+import { type FieldType, INTEGER_MAX, INTEGER_MIN, inIntegerRange } from '../core/values.ts';
 import {
   type Condition,
   type ConditionActor,
@@ -170,7 +170,7 @@ function encodeFor(type: ColumnType, value: unknown): unknown[] {
   if (type === 'Boolean') return typeof value === 'boolean' ? [value ? 1 : 0] : [];
   // An Integer column holds whole numbers of 32 bits: no other number can equal one, and
   // PostgreSQL refuses to bind one to it (1.5 is no int4) where SQLite would compare.
-  if (type === 'Integer') return isStoredInteger(value) ? [value] : [];
+  if (type === 'Integer') return Number.isInteger(value) && inIntegerRange(value as number) ? [value] : [];
   if (NUMBER_TYPES.has(type)) return typeof value === 'number' && Number.isFinite(value) ? [value] : [];
   if (type === 'DateTime') {
     // Rows decode to toISOString(); only such strings can be equal to them.
@@ -349,10 +349,6 @@ function compare(op: '>' | '>=' | '<' | '<=', a: Compiled, b: Compiled, dialect:
     return pred(`(${q(a.name)}${TEXT_ORDER[dialect]} ${op} ?) IS TRUE`, [b.value]);
   }
   throw new Unsupported();
-}
-
-function isStoredInteger(value: unknown): value is number {
-  return Number.isInteger(value) && (value as number) >= INTEGER_MIN && (value as number) <= INTEGER_MAX;
 }
 
 /**

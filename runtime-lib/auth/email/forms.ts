@@ -74,8 +74,8 @@ export function field(body: unknown, name: string): string | undefined {
   return typeof value === 'string' ? value : undefined;
 }
 
-/** The sign-in or sign-up body's address (`email`: normalized, as the throttle counts it) and password. */
-export function credentials(body: unknown): { email: string; address: EmailAddress; password: string } {
+/** The sign-in or sign-up body's address and password. */
+export function credentials(body: unknown): { address: EmailAddress; password: string } {
   const rawEmail = field(body, 'email');
   const password = field(body, 'password');
   const details: ErrorDetail[] = [];
@@ -89,7 +89,7 @@ export function credentials(body: unknown): { email: string; address: EmailAddre
   if (details.length || address === undefined || password === undefined) {
     throw new AppError('VALIDATION_FAILED', details.map((d) => d.message).join('; '), { details });
   }
-  return { email: address.normalized, address, password };
+  return { address, password };
 }
 
 const parseFormBody = express.urlencoded({ extended: false, limit: BODY_LIMIT });

@@ -214,7 +214,8 @@ export function authRoutes(options: RoutesOptions): AuthRoutes {
 
   router.post(AUTH_ROUTES.login, matched('auth.login'), authBody, async (req, res, next) => {
     try {
-      const { email, address, password } = credentials(req.body);
+      const { address, password } = credentials(req.body);
+      const email = address.normalized;
       if ([...password].length > PASSWORD_MAX_LENGTH)
         throw new AppError('VALIDATION_FAILED', `the password must be at most ${PASSWORD_MAX_LENGTH} characters long`);
       const ip = clientKey(req);
@@ -238,7 +239,7 @@ export function authRoutes(options: RoutesOptions): AuthRoutes {
   if (options.signup) {
     router.post(AUTH_ROUTES.signup, matched('auth.signup'), authBody, async (req, res, next) => {
       try {
-        const { email, address, password } = credentials(req.body);
+        const { address, password } = credentials(req.body);
         const problem = passwordProblem(password);
         if (problem) throw new AppError('WEAK_PASSWORD', problem);
         const fields = signupFields(req);
@@ -254,7 +255,7 @@ export function authRoutes(options: RoutesOptions): AuthRoutes {
         const passwordHash = await hashPassword(password);
         let actor: Actor;
         try {
-          actor = await people.signUp(req.trace, email, fields, passwordHash);
+          actor = await people.signUp(req.trace, address.normalized, fields, passwordHash);
         } catch (err) {
           // Another sign-up with the same e-mail may have won the race while this one was hashing.
           throw await taken(err);
