@@ -69,14 +69,29 @@ describe('round trips of each write on PostgreSQL (reference app)', function () 
     expect(seen).to.include('BES');
   });
 
-  it('an update: two (the locking read with the UPDATE; the audit record, the key and COMMIT)', async () => {
+  it('an update: one, and one statement (the UPDATE with its checks, its audit record and its key)', async () => {
     const ticket = await newTicket();
-    expect(await trips(200, () => send('PUT', `/api/tickets/${ticket.id}`, { title: 'renamed' }))).to.equal(2);
+    expect(await trips(200, () => send('PUT', `/api/tickets/${ticket.id}`, { title: 'renamed' }))).to.equal(1);
+    expect(seen).to.include('BES');
   });
 
-  it('a declarative command: two, as an update', async () => {
+  it('a declarative command: one statement, as an update (policy and availableWhen in its WHERE)', async () => {
     const tickets = await Promise.all([1, 2, 3, 4, 5].map(newTicket));
-    expect(await trips(200, () => command('start_ticket', (tickets.pop() as Rec).id))).to.equal(2);
+    expect(await trips(200, () => command('start_ticket', (tickets.pop() as Rec).id))).to.equal(1);
+    expect(seen).to.include('BES');
+  });
+
+  it('a change a workflow may follow: three (the locking read with the UPDATE; the job; the audit record, the key and COMMIT)', async () => {
+    const tickets: Rec[] = [];
+    for (let i = 0; i < 5; i++) {
+      const ticket = await newTicket();
+      expect((await command('start_ticket', ticket.id)).status).to.equal(200);
+      tickets.push(ticket);
+    }
+    // AnnounceResolution starts when a ticket goes from in_progress to resolved: one statement
+    // cannot tell whether it does, so the change takes the plain way, which waits for the job's insert.
+    const resolve = () => command('resolve_ticket', (tickets.pop() as Rec).id, { resolution: 'toner replaced' });
+    expect(await trips(200, resolve)).to.equal(3);
   });
 
   it("a command with a handler: the key's claim, the read the handler sees, and two for its change", async () => {

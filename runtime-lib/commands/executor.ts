@@ -29,7 +29,8 @@ import { recordKey, type RecordKey } from '../core/ids.ts';
 import { AppError, type ErrorDetail } from '../core/errors.ts';
 import type { AppEvent, EventBus } from './events.ts';
 import { idempotencyScope, requestHash, runIdempotent } from '../data/idempotency.ts';
-import type { Claim, IdempotencyStore } from '../data/idempotency-store.ts';
+import type { Claim, IdempotencyStore, WriteTail } from '../data/idempotency-store.ts';
+import { andFilters, type ConditionScope, type RowFilter } from '../rules/condition-sql.ts';
 
 export interface CommandInputSpec {
   name: string;
@@ -138,13 +139,15 @@ export function admitCommand(spec: CommandSpec, actor: Actor, rawInput: unknown)
 /**
  * A command without a handler as a unit of work (input admitted by admitCommand): the record read
  * and locked (PostgreSQL's FOR UPDATE), policy and availableWhen, the mutations and the audit
- * entry. Returns the record as the actor sees it. Workflow steps run it inside their transaction.
+ * entry. Returns the record as the actor sees it. Workflow steps run it inside their transaction;
+ * `tail`: nothing follows it in its unit but its key's record (runIdempotent), answered 200.
  */
 export function* declarativeCommand(
   rt: CommandRuntime,
   spec: CommandSpec,
   call: CommandCall,
   input: Record<string, unknown>,
+  tail?: WriteTail,
 ): Work<Row> {
   if (spec.handler) throw new Error(`${spec.name} has a handler: it runs through executeCommand`);
   const { actor } = call;
@@ -158,7 +161,9 @@ export function* declarativeCommand(
     // availableWhen are checked on the record as locked (a refusal rolls them back).
     const changes = resolveMutations(spec, input, actor, {}, now);
     const check = (record: Row) => checkConditions(spec, { actor, record, input, now });
-    const after = yield* store.lockAndChange(call, call.recordId, changes, { operation, check, command, detail });
+    const checkInSql = tail && conditionsInSql(store, spec, actor, { input, now });
+    const how = { operation, check, command, detail, checkInSql, tail };
+    const after = yield* store.lockAndChange(call, call.recordId, changes, how);
     if (after) return store.present(call, { ...after });
   }
   // Locked until the commit: of commands racing on one record, from any number of app instances,
@@ -169,6 +174,21 @@ export function* declarativeCommand(
   const plan = store.planUpdate(call, current, changes, { command, checkFieldRules: false });
   const after = yield* store.applyUpdate(call, plan, operation, detail);
   return store.present(call, { ...after });
+}
+
+/**
+ * policy and availableWhen as SQL: the records on which checkConditions passes, for the same
+ * input and time. Undefined when either cannot be written as SQL.
+ */
+function conditionsInSql(store: EntityStore, spec: CommandSpec, actor: Actor, scope: ConditionScope) {
+  const filters: RowFilter[] = [];
+  for (const condition of [spec.policy, spec.availableWhen]) {
+    if (!condition) continue;
+    const filter = store.access.commandFilter(condition, actor, scope);
+    if (filter === undefined) return undefined;
+    filters.push(filter);
+  }
+  return andFilters(filters);
 }
 
 /** Whether a mutation of the command copies a value of the record (`record.<field>`). */
@@ -186,8 +206,8 @@ async function runDeclarative(
   // Commands need an authenticated actor (admitCommand): the access pre-check has nothing to add.
   const operation = `command:${spec.operationId}`;
   const request = { recordId: call.recordId, input };
-  const result = await runIdempotent(rt.idempotency, call, operation, request, noop, function* () {
-    return { status: 200, body: yield* declarativeCommand(rt, spec, call, input) };
+  const result = await runIdempotent(rt.idempotency, call, operation, request, noop, function* (tail) {
+    return { status: 200, body: yield* declarativeCommand(rt, spec, call, input, tail) };
   });
   return { status: result.status, body: result.body, replayed: result.replayed };
 }

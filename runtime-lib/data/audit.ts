@@ -64,8 +64,25 @@ export class AuditLog {
    * (with the unit's next statement, or its COMMIT). Should it fail, the whole change fails.
    */
   *record(entry: AuditEntry): Work<void> {
-    yield* later(this.insert, [
-      ulid(),
+    yield* later(this.insert, [...this.head(ulid(), entry), JSON.stringify(entry.changes), detailOf(entry)]);
+  }
+
+  /**
+   * The INSERT of one entry as a clause of a larger statement: its `changes` are the JSON text in
+   * column `changes` of `source`, one row of which the statement's change returned (none: no entry).
+   */
+  insertFrom(entry: Omit<AuditEntry, 'changes'>, source: string, changes: string): { sql: string; params: unknown[] } {
+    const values = NAMES.map((n) => (n === 'changes' ? `${source}."${changes}"` : '?')).join(', ');
+    return {
+      sql: `INSERT INTO "_bp_audit" (${COLUMNS}) SELECT ${values} FROM ${source}`,
+      params: [...this.head(ulid(), entry), detailOf(entry)],
+    };
+  }
+
+  /** The values of an entry's columns before `changes`, in NAMES order. */
+  private head(id: string, entry: Omit<AuditEntry, 'changes'>): unknown[] {
+    return [
+      id,
       new Date().toISOString(),
       entry.operation,
       entry.entity,
@@ -76,9 +93,7 @@ export class AuditLog {
       entry.agentRunId ?? null,
       entry.idempotencyKey ?? null,
       entry.traceId ?? null,
-      JSON.stringify(entry.changes),
-      entry.detail ? JSON.stringify(entry.detail) : null,
-    ]);
+    ];
   }
 
   *list(
@@ -99,6 +114,10 @@ export class AuditLog {
       })),
     };
   }
+}
+
+function detailOf(entry: Pick<AuditEntry, 'detail'>): string | null {
+  return entry.detail ? JSON.stringify(entry.detail) : null;
 }
 
 /** Fields whose values differ between two versions of a record (JSON equality). */

@@ -46,6 +46,13 @@ export interface Query {
   sql: string;
   mode: 'get' | 'all' | 'run';
   params: readonly unknown[];
+  /**
+   * Sent alone as the unit's first statement, it commits on its own: PostgreSQL runs it without
+   * BEGIN, committed at its own Sync, and whatever the unit runs after it goes in a transaction of
+   * its own. Only a statement that is all of the unit's writes when it changes anything may ask
+   * (EntityStore.lockAndChange). SQLite runs it in the unit's transaction, as any other.
+   */
+  commitsAlone?: true;
 }
 
 /** A statement's result, or its failure (mapped to the app's errors), as `together` answers. */

@@ -116,8 +116,9 @@ export async function openPostgres(url: string, options: PostgresOptions = {}): 
     application_name: options.applicationName ?? 'bp-app',
     // Times with a time zone are converted in the session's zone (and now() is written in it to a
     // column without one): UTC, whatever the server's default, as the stored form is. The type
-    // parsers read dates in ISO style, whatever the server's DateStyle.
-    options: '-c TimeZone=UTC -c DateStyle=ISO',
+    // parsers read dates in ISO style, whatever the server's DateStyle. A Float reads back as the
+    // number written (shortest exact), even where the server's default asks for fewer digits.
+    options: '-c TimeZone=UTC -c DateStyle=ISO -c extra_float_digits=1',
     // Finds connections a vanished server or a NAT left dead while idle in the pool.
     keepAlive: true,
   });
@@ -259,7 +260,8 @@ export class PostgresDatabase implements Database {
    * before a wait leave together (data/postgres-wire.ts). In a transaction, BEGIN goes ahead of
    * the first statement and COMMIT after the unit returns, each without a round trip of its own;
    * on any failure the transaction is rolled back. A write that waits for nothing goes as one
-   * statement without them (`oneStatement`). The connection goes back to the pool, or is
+   * statement without them (`oneStatement`), and so does a first statement that `commitsAlone`:
+   * what follows it then begins a transaction of its own. The connection goes back to the pool, or is
    * destroyed when it cannot be trusted any more (it failed, or its ROLLBACK did).
    */
   private async driveOn<T>(
@@ -299,9 +301,11 @@ export class PostgresDatabase implements Database {
           else held.push(this.hold(statement, trace));
           step = work.next(undefined);
         } else if (statement.mode === 'together') {
-          begin();
           const batch = statement.batch ?? [];
-          const sent = batch.map((query) => this.send(wire, query, transaction, this.span(query, trace)));
+          const alone = !begun && held.length === 0 && batch.length === 1 && batch[0].commitsAlone === true;
+          if (!alone) begin();
+          const inTransaction = transaction && !alone;
+          const sent = batch.map((query) => this.send(wire, query, inTransaction, this.span(query, trace)));
           step = work.next((await flight.afterAll(sent)).map(answered));
         } else {
           begin();
@@ -316,10 +320,15 @@ export class PostgresDatabase implements Database {
       }
     } catch (err) {
       // Statements held when the unit threw are run and rolled back: a failure among them wins.
-      begin();
-      return this.fail(client, wire, flight, transaction, err);
+      if (held.length > 0) begin();
+      return this.fail(client, wire, flight, transaction && begun, err);
     }
     if (!begun) {
+      // Each statement of the unit committed on its own (`commitsAlone`): nothing is left to commit.
+      if (held.length === 0) {
+        await this.letGo(client, wire, flight.broken);
+        return value;
+      }
       const alone = oneStatement(held);
       if (alone !== undefined) return this.writeAlone(client, wire, alone, held, value, trace);
       begin();

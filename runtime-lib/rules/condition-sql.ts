@@ -46,14 +46,26 @@ const FALSE: Compiled = { kind: 'const', value: false };
 
 class Unsupported extends Error {}
 
+/** What a condition reads besides the actor and the record: a command's input, and the time. */
+export interface ConditionScope {
+  input?: unknown;
+  now?: string;
+}
+
+/**
+ * The rows for which `condition` holds, as SQL; undefined when it cannot be written as SQL. A
+ * command's conditions also read its `input` and the `now` its check uses (`scope`); any other
+ * condition reads the time when it is compiled.
+ */
 export function conditionToSql(
   condition: Condition,
   actor: ConditionActor | null,
   columns: ReadonlyMap<string, ColumnType>,
   dialect: Dialect = 'sqlite',
+  scope: ConditionScope = {},
 ): RowFilter | undefined {
   try {
-    return finish(toPred(compileCondition(condition, actor, columns, dialect)));
+    return finish(toPred(compileCondition(condition, actor, columns, dialect, scope)));
   } catch (err) {
     if (err instanceof Unsupported) return undefined;
     throw err;
@@ -82,6 +94,7 @@ function compileCondition(
   actor: ConditionActor | null,
   columns: ReadonlyMap<string, ColumnType>,
   dialect: Dialect,
+  scope: ConditionScope,
 ): Compiled {
   switch (condition.kind) {
     case 'const':
@@ -102,7 +115,7 @@ function compileCondition(
     case 'or':
       return combine(
         condition.kind,
-        condition.items.map((item) => compileCondition(item, actor, columns, dialect)),
+        condition.items.map((item) => compileCondition(item, actor, columns, dialect, scope)),
       );
     case 'match':
       return combine(
@@ -112,7 +125,12 @@ function compileCondition(
     case 'expr':
       if (actor === null && conditionReadsActor(condition)) return FALSE;
       return toPred(
-        compileExpr(condition.expr, { actor: actor ?? undefined, now: new Date().toISOString() }, columns, dialect),
+        compileExpr(
+          condition.expr,
+          { actor: actor ?? undefined, input: scope.input, now: scope.now ?? new Date().toISOString() },
+          columns,
+          dialect,
+        ),
       );
   }
 }

@@ -107,8 +107,8 @@ export function customerRoutes(store: EntityStore, idempotency: IdempotencyStore
       // What makes a retry "the same request": the record and the body.
       const request = { id, body: req.body ?? null };
       const mayWrite = () => store.access.filter(ctx.actor, 'update');
-      const result = await runIdempotent(idempotency, ctx, OPERATION.update, request, mayWrite, function* () {
-        return { status: 200, body: yield* store.update(ctx, id, req.body) };
+      const result = await runIdempotent(idempotency, ctx, OPERATION.update, request, mayWrite, function* (tail) {
+        return { status: 200, body: yield* store.update(ctx, id, req.body, tail) };
       });
       sendStored(res, result);
     },

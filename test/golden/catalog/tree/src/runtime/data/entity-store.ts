@@ -7,7 +7,7 @@
 import { Access, type AccessPolicy } from '../rules/access.ts';
 import { type AuditEntry, type AuditLog, diffRecords } from './audit.ts';
 import type { Actor } from '../core/actor.ts';
-import type { RowFilter } from '../rules/condition-sql.ts';
+import { andFilters, type RowFilter } from '../rules/condition-sql.ts';
 import { AppError, type ErrorDetail } from '../core/errors.ts';
 import type { Dialect } from '../core/dialect.ts';
 import {
@@ -36,6 +36,8 @@ import {
   validationError,
 } from './fields.ts';
 import type { ActiveTrace } from '../observe/tracing.ts';
+import { KeyTaken, type WriteTail } from './idempotency-store.ts';
+import { changesJson, recordJson } from './json-sql.ts';
 
 export interface EntitySpec {
   name: string;
@@ -92,6 +94,13 @@ export interface LockAndChange {
    */
   first?: { query: Query; check: (outcome: Outcome) => void };
   /**
+   * For a command's mutations: the rows on which `check` passes, as SQL (its policy and
+   * availableWhen). With `tail`, the change may then be one statement (changeInOneStatement).
+   */
+  checkInSql?: RowFilter;
+  /** The rest of the unit, when nothing follows the change but its key's record (runIdempotent). */
+  tail?: WriteTail;
+  /**
    * The caller read the record before (a command handler's) and `check` compares the locked row
    * with that read: the row is locked without the read filter, and `missing()` is thrown when it
    * is gone.
@@ -125,6 +134,9 @@ export interface CommandRef {
   entity: string;
 }
 
+/** Shapes of one-statement changes kept per entity: enough for every set of fields its routes and commands write. */
+const MAX_ONE_STATEMENTS = 256;
+
 /** A record created, updated or deleted, as the write's own unit of work tells it. */
 export interface RecordChange {
   entity: string;
@@ -137,7 +149,15 @@ export interface RecordChange {
  * Runs inside every write's transaction, after the change (workflows/entity-events.ts stores the
  * jobs of entity-triggered workflows there): what it writes commits or rolls back with the change.
  */
-export type ChangeHook = (ctx: RequestContext, change: RecordChange) => Work<void>;
+export interface ChangeHook {
+  (ctx: RequestContext, change: RecordChange): Work<void>;
+  /**
+   * Whether the hook may do anything for an update of `entity` that sets the fields of `set` (to
+   * their values as the API shows them) and leaves every other field as it was: false only when
+   * it surely does nothing, whatever the record held. Absent: it may.
+   */
+  mayAct?: (entity: string, set: Readonly<Row>) => boolean;
+}
 
 export interface UpdatePlan {
   id: RecordKey;
@@ -184,6 +204,8 @@ export class EntityStore {
   private readonly decoded: FieldSpec[];
   /** The RETURNING clause of changeReturningOld, made at its first use. */
   private returningOldClause: string | undefined;
+  /** The texts of changeInOneStatement's statements, by shape. */
+  private readonly oneStatements = new Map<string, string>();
 
   constructor(
     readonly db: Database,
@@ -281,11 +303,13 @@ export class EntityStore {
     return this.present(ctx, { ...created });
   }
 
-  *update(ctx: RequestContext, id: RecordKey, body: unknown): Work<Row> {
+  /** Changes record `id` as `body` says; `tail`: the unit ends with this change (runIdempotent), answered 200. */
+  *update(ctx: RequestContext, id: RecordKey, body: unknown, tail?: WriteTail): Work<Row> {
     this.access.requireScopes(ctx.actor, 'update');
     const changed = yield* this.lockAndChange(ctx, id, body, {
       operation: `${this.spec.name}.update`,
       check: (current) => this.access.check(ctx.actor, 'update', current),
+      tail,
     });
     if (changed) return this.present(ctx, changed);
     const current = yield* this.load(ctx, id, this.access.filter(ctx.actor, 'read'), { lock: true });
@@ -386,6 +410,10 @@ export class EntityStore {
     const draft = this.changesOf(key, changes as Row, how.command);
     if (draft.issues.length || !draft.changed.length || draft.changed.some((name) => this.byName.get(name)?.ref))
       return undefined;
+    if (how.tail) {
+      const done = yield* this.changeInOneStatement(ctx, key, filter, changes as Row, draft, how, how.tail);
+      if (done) return done;
+    }
     const first = how.first ? [how.first.query] : [];
     // Where the database refuses nothing of the change itself (no unique field changes), an UPDATE
     // returning the row as it was reads, locks and changes it in one statement. Else the row is
@@ -417,6 +445,123 @@ export class EntityStore {
     const after = this.rowAfter(current, draft.changed, draft.values, updated.value);
     if (!after) throw this.notFound(id);
     return yield* this.recordUpdate(ctx, plan, after, how.operation, how.detail);
+  }
+
+  /**
+   * The change of record `key` as the unit's one statement, committed on its own
+   * (Query.commitsAlone): the UPDATE, whose WHERE holds the caller's check (the update rule, or a
+   * command's policy and availableWhen) and which returns the row as it was and as it is, with its
+   * audit record and the key's record (`tail.key`) written from what it returns, their JSON made
+   * by PostgreSQL as the app makes it (data/json-sql.ts). Returns the row as changed, `tail.done`
+   * set; undefined when the statement changed nothing (no such record, or a check refused), or
+   * cannot decide all the plain path would (see oneStatementCheck): the caller takes the plain
+   * path, which says why.
+   */
+  private *changeInOneStatement(
+    ctx: RequestContext,
+    key: RecordKey,
+    filter: Exclude<RowFilter, false>,
+    input: Row,
+    draft: Changes,
+    how: LockAndChange,
+    tail: WriteTail,
+  ): Work<Row | undefined> {
+    const check = this.oneStatementCheck(ctx, input, draft, how);
+    const where = check === undefined ? false : andFilters([filter, check]);
+    if (where === false) return undefined;
+    const entry = { ...correlation(ctx), entity: this.spec.name, operation: how.operation, detail: how.detail };
+    const written = [
+      this.audit?.insertFrom({ ...entry, recordId: String(key) }, 'bp_u', 'bp_changes'),
+      tail.key?.insertFrom('bp_u', 200, 'bp_body'),
+    ];
+    const params = [...draft.values, key, ...(where === true ? [] : where.params)];
+    for (const clause of written) if (clause) params.push(...clause.params);
+    // The text is made once per shape: the same text each time also spares hashing it anew.
+    const clauses = written.map((clause) => clause?.sql ?? '');
+    const shape = [draft.changed.join(','), where === true ? '' : where.sql, ...clauses].join('\0');
+    let sql = this.oneStatements.get(shape);
+    if (sql === undefined) {
+      sql = this.oneStatementSql(draft.changed, where, written);
+      if (this.oneStatements.size < MAX_ONE_STATEMENTS) this.oneStatements.set(shape, sql);
+    }
+    const [outcome] = yield* together({ mode: 'get', sql, params, commitsAlone: true });
+    if (!outcome.ok) {
+      // No unique field changes: a unique constraint refusing the statement is the key's row.
+      const conflict = outcome.failure instanceof AppError && outcome.failure.code === 'UNIQUE_CONFLICT';
+      throw tail.key && conflict ? new KeyTaken() : outcome.failure;
+    }
+    if (!outcome.value) return undefined;
+    tail.done = true;
+    const row = outcome.value as Row;
+    const [before, left]: [Row, Row] = [{}, {}];
+    for (const f of this.spec.fields) {
+      before[f.name] = row[f.name];
+      if (!this.sql.rowFromValues) left[f.name] = row[`new.${f.name}`];
+    }
+    decodeRow(this.decoded, before);
+    const after = this.sql.rowFromValues
+      ? this.withChanges(before, draft.changed, draft.values)
+      : decodeRow(this.decoded, left);
+    return after;
+  }
+
+  /** The text of changeInOneStatement's statement: the UPDATE, then the clauses `written` (audit, key). */
+  private oneStatementSql(
+    changed: readonly string[],
+    where: Exclude<RowFilter, false>,
+    written: ReadonlyArray<{ sql: string } | undefined>,
+  ): string {
+    const fields = this.spec.fields;
+    const returning = [
+      ...fields.map((f) => `bp_old."${f.name}"`),
+      ...(this.sql.rowFromValues ? [] : fields.map((f) => `bp_new."${f.name}" AS "new.${f.name}"`)),
+      `${changesJson(fields, new Set(changed), 'bp_old', 'bp_new')} AS "bp_changes"`,
+      `${recordJson(fields, 'bp_new')} AS "bp_body"`,
+    ];
+    const clauses = [
+      `bp_u AS (${this.updateOf(changed)}${where === true ? '' : ` AND (${where.sql})`} ` +
+        `RETURNING WITH (OLD AS bp_old, NEW AS bp_new) ${returning.join(', ')})`,
+    ];
+    written.forEach((clause, i) => clause && clauses.push(`bp_${i ? 'key' : 'audit'} AS (${clause.sql})`));
+    const row = [
+      ...fields.map((f) => `"${f.name}"`),
+      ...(this.sql.rowFromValues ? [] : fields.map((f) => `"new.${f.name}"`)),
+    ];
+    return `WITH ${clauses.join(', ')} SELECT ${row.join(', ')} FROM bp_u`;
+  }
+
+  /**
+   * The caller's check as SQL where the one statement of changeInOneStatement decides all that the
+   * plain path decides on the row as locked; undefined where it does not: with field read rules
+   * (the answer depends on the reader), a unique field changed (the database may refuse it), a
+   * command-only field in an update's body, a field write rule, an update rule that depends on
+   * the record (it must hold on the row as left, too), a change to a field that says whose the
+   * record is, or an entity event that may start a workflow.
+   */
+  private oneStatementCheck(
+    ctx: RequestContext,
+    input: Row,
+    draft: Changes,
+    how: LockAndChange,
+  ): RowFilter | undefined {
+    if (!this.db.returningOld || how.first || how.reread || this.access.hasFieldReadRules) return undefined;
+    if (draft.changed.some((name) => this.byName.get(name)?.unique)) return undefined;
+    if (this.onChange) {
+      const set = decodeRow(this.decoded, Object.fromEntries(draft.changed.map((name, i) => [name, draft.values[i]])));
+      if (this.onChange.mayAct?.(this.spec.name, set) !== false) return undefined;
+    }
+    const refused = (f: FieldSpec | undefined) => f?.commandOnly && !this.commandMayWrite(f, how.command);
+    if (Object.keys(input).some((name) => refused(this.byName.get(name)))) return undefined;
+    if (how.command) return how.checkInSql;
+    const fields = this.access.policy.fields;
+    const ruled = (name: string) => fields[name]?.write !== undefined || this.access.ownershipFields.includes(name);
+    if (draft.changed.some(ruled)) return undefined;
+    try {
+      return this.access.filter(ctx.actor, 'update') === true ? true : undefined;
+    } catch {
+      // Refused whatever the record: the plain path says so once it has found the record.
+      return undefined;
+    }
   }
 
   /**

@@ -22,6 +22,8 @@ export const IDEMPOTENCY_TTL_MS = 24 * 60 * 60 * 1000;
 export const LEASE_MS = 30 * 1000;
 /** How often a running request renews its claim: a lease survives two failed renewals. */
 export const RENEW_EVERY_MS = 10 * 1000;
+/** How often expired keys are deleted. */
+const PURGE_EVERY_MS = 60_000;
 const BY_KEY = '"scope" = ? AND "operation" = ? AND "key" = ?';
 const ALL_COLUMNS =
   '"scope", "operation", "key", "requestHash", "state", "status", "body", "location", "createdAt", "expiresAt"';
@@ -48,6 +50,30 @@ export interface Claim {
 }
 
 export type ClaimOutcome = { kind: 'claimed'; claim: Claim } | Extract<IdempotencyOutcome, { kind: 'replay' }>;
+
+/**
+ * A new key's record, written by the change it answers in that change's own statement
+ * (IdempotencyStore.keyRecord).
+ */
+export interface KeyRecord {
+  /**
+   * The record's INSERT as a clause of the change's statement: `status`, and as body the text of
+   * column `body` of `source`, a row the change returned (none: no record).
+   */
+  insertFrom(source: string, status: number, body: string): { sql: string; params: unknown[] };
+}
+
+/**
+ * How a write may end its unit of work itself (runIdempotent): nothing follows it in the unit but
+ * its key's record, so a write that can make its change, its audit record and `key` one statement
+ * committed on its own does so, and says so (`done`).
+ */
+export interface WriteTail {
+  /** The key's record to write, when the request has a key. */
+  key?: KeyRecord;
+  /** Set by the write once its one statement has committed all of it, `key` included. */
+  done: boolean;
+}
 
 export interface StoredResponse {
   status: number;
@@ -211,6 +237,24 @@ export class IdempotencyStore {
   }
 
   /**
+   * A new key's record for a change to write in its own statement (EntityStore.lockAndChange), as
+   * recordLater would write it; its conflict with a row already there is the change's to turn
+   * into KeyTaken. Undefined when expired keys are due to be deleted: recordLater does that.
+   */
+  keyRecord(scope: string, operation: string, key: string, requestHash: string): KeyRecord | undefined {
+    const now = this.now();
+    if (now - this.lastPurge >= PURGE_EVERY_MS) return undefined;
+    return {
+      insertFrom: (source, status, body) => ({
+        sql:
+          `INSERT INTO ${TABLE} (${ALL_COLUMNS}) SELECT ?, ?, ?, ?, 'done', CAST(? AS INTEGER), ${source}."${body}", ` +
+          `NULL, CAST(? AS BIGINT), CAST(? AS BIGINT) FROM ${source}`,
+        params: [scope, operation, key, requestHash, status, now, now + IDEMPOTENCY_TTL_MS],
+      }),
+    };
+  }
+
+  /**
    * Records a finished response in the transaction of the change. When another request recorded
    * the key since this one's lookup (on another instance), this one is refused with the answer
    * that request would give, and its change rolls back with it.
@@ -312,7 +356,7 @@ export class IdempotencyStore {
 
   /** Whether expired keys are due to be deleted (once a minute): true once, for the caller to do it. */
   private purgeDue(now: number): boolean {
-    if (now - this.lastPurge < 60_000) return false;
+    if (now - this.lastPurge < PURGE_EVERY_MS) return false;
     this.lastPurge = now;
     return true;
   }

@@ -303,9 +303,9 @@ function crudAction(
         const ctx = call.context({ mutation: true });
         const request = { id, values, body: update ? (call.body ?? null) : undefined };
         const mayWrite = () => store.access.filter(ctx.actor, update ? 'update' : 'delete');
-        return runIdempotent(idempotency, ctx, operation, request, mayWrite, function* () {
+        return runIdempotent(idempotency, ctx, operation, request, mayWrite, function* (tail) {
           if (values.length && !matches(yield* store.get(ctx, id as string), values)) throw notFound(id as string);
-          if (update) return { status: 200, body: yield* store.update(ctx, id as string, call.body) };
+          if (update) return { status: 200, body: yield* store.update(ctx, id as string, call.body, tail) };
           yield* store.delete(ctx, id as string);
           return { status: 204, body: undefined };
         });

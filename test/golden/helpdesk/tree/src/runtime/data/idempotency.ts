@@ -15,6 +15,7 @@ import {
   KeyTaken,
   type IdempotencyStore,
   type StoredResponse,
+  type WriteTail,
 } from './idempotency-store.ts';
 
 const KEY_PATTERN = /^[\x21-\x7e]{1,255}$/;
@@ -96,6 +97,9 @@ function keyProblem(key: string): AppError | undefined {
  * back). A failure is stored too (the write itself is undone) unless `failureToStore` frees the
  * key, so the same request gets the same answer.
  *
+ * `write` gets the unit's tail (WriteTail): a write that makes its whole change in one statement
+ * may record the key in that statement too, so that the unit is that statement alone.
+ *
  * `mayWrite` is the route's access pre-check from the actor alone (the entity's rule for the
  * action, `Access.filter`): it throws 401 when this caller could write no record at all. It
  * runs, and writes nothing, before an anonymous caller's key is refused, so that such a caller
@@ -108,12 +112,12 @@ export async function runIdempotent(
   operation: string,
   input: unknown,
   mayWrite: () => unknown,
-  write: () => Work<StoredResponse>,
+  write: (tail: WriteTail | undefined) => Work<StoredResponse>,
 ): Promise<StoredResponse & { replayed: boolean }> {
   const key = ctx.idempotencyKey;
   if (key === undefined) {
     return store.db.write(function* () {
-      return { ...(yield* write()), replayed: false };
+      return { ...(yield* write({ done: false })), replayed: false };
     }, ctx.trace);
   }
   let scope: string;
@@ -155,9 +159,13 @@ export async function runIdempotent(
   // the key's row is stale (expired, or a claim whose lease lapsed), and the record replaces it.
   const attempt = (replace: boolean) =>
     store.db.write(function* () {
+      // The write may record the key in its own statement: not a stale row's replacement.
+      const record = replace ? undefined : store.keyRecord(scope, operation, key, hash);
+      const tail = record && { key: record, done: false };
       writing = true;
-      const result = yield* write();
+      const result = yield* write(tail);
       writing = false;
+      if (tail?.done) return { ...result, replayed: false };
       const response = { status: result.status, body: result.body, location: result.location ?? null };
       if (replace) yield* store.remember(scope, operation, key, hash, response);
       else yield* store.recordLater(scope, operation, key, hash, response);

@@ -10,7 +10,15 @@
 
 import { isAuthenticated, type Actor, requireScopes } from '../core/actor.ts';
 import type { Dialect } from '../core/dialect.ts';
-import { andFilters, type ColumnType, conditionToSql, notFilter, orFilters, type RowFilter } from './condition-sql.ts';
+import {
+  andFilters,
+  type ColumnType,
+  type ConditionScope,
+  conditionToSql,
+  notFilter,
+  orFilters,
+  type RowFilter,
+} from './condition-sql.ts';
 import { checkCondition, type Condition, conditionReadsRecord, ownerField } from './conditions.ts';
 import { AppError, type ErrorDetail } from '../core/errors.ts';
 import { type Expr, pathsOf } from './expression-parse.ts';
@@ -103,6 +111,15 @@ export class Access {
     const filter = andFilters([rule, granted]);
     if (filter === false) throw this.refusal(actor, action);
     return filter;
+  }
+
+  /**
+   * The records for which a command's `condition` (its policy, its availableWhen) holds for
+   * `actor`, as SQL, with the command's input and time: the same answer as checkCondition on
+   * each record. Undefined when the condition cannot be written as SQL.
+   */
+  commandFilter(condition: Condition, actor: Actor, scope: ConditionScope): RowFilter | undefined {
+    return conditionToSql(condition, actor, this.columns, this.dialect, scope);
   }
 
   /** Checks a concrete record (the stored one for update/delete, the new one for create). */

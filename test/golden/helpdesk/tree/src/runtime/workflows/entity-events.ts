@@ -10,9 +10,11 @@
 // the write that would start one more fails with WORKFLOW_DEPTH_EXCEEDED, naming the chain.
 
 import { AppError } from '../core/errors.ts';
-import type { ChangeHook, RecordChange } from '../data/entity-store.ts';
+import type { Work } from '../data/database.ts';
+import type { ChangeHook, RecordChange, RequestContext } from '../data/entity-store.ts';
 import { conditionHolds, runContext, type WorkflowSpec } from './engine.ts';
 import { insertJob } from './jobs.ts';
+import { valueHolds } from './step-condition.ts';
 
 export const MAX_WORKFLOW_DEPTH = 5;
 
@@ -29,7 +31,11 @@ export function entityEventHook(workflows: readonly WorkflowSpec[]): ChangeHook 
     byEvent.set(key, [...(byEvent.get(key) ?? []), spec]);
   }
   if (byEvent.size === 0) return undefined;
-  return function* (ctx, change) {
+  const mayAct = (entity: string, set: Readonly<Record<string, unknown>>) =>
+    (byEvent.get(`${entity}.update`) ?? []).some(
+      (spec) => spec.trigger?.kind !== 'entity' || mightHold(spec.trigger.condition, entity, set),
+    );
+  return Object.assign(function* (ctx: RequestContext, change: RecordChange): Work<void> {
     // The condition reads before.* and after.*; a precondition, the run's context (trigger.after.*).
     const data = eventData(change);
     const started = (byEvent.get(`${change.entity}.${change.event}`) ?? []).filter(
@@ -48,7 +54,38 @@ export function entityEventHook(workflows: readonly WorkflowSpec[]): ChangeHook 
       }
       yield* insertJob(spec.name, EVENT_OWNER, ctx.actor, { kind: 'entity', ...data, chain }, ctx.trace);
     }
-  };
+  }, { mayAct });
+}
+
+/**
+ * Whether a trigger's `condition` might hold for an update of `entity` that sets the fields of
+ * `set` and leaves every other field as it was: false only when it cannot, whatever the record
+ * held. It cannot when an `after.*` path of a field set does not hold its value, or when a field
+ * left alone would need two plain values that differ (`before.status` in_progress, `after.status`
+ * resolved: a change that leaves `status` alone never makes it one).
+ */
+function mightHold(
+  condition: Readonly<Record<string, unknown>>,
+  entity: string,
+  set: Readonly<Record<string, unknown>>,
+): boolean {
+  const needs = new Map<string, Set<string>>();
+  for (const [path, expected] of Object.entries(condition)) {
+    if (path === 'entity' || path === 'event') {
+      if (!valueHolds(path === 'entity' ? entity : 'update', expected)) return false;
+      continue;
+    }
+    const match = /^(before|after)\.([^.]+)$/.exec(path);
+    if (!match) continue;
+    const [, side, field] = match;
+    if (Object.prototype.hasOwnProperty.call(set, field)) {
+      if (side === 'after' && !valueHolds(set[field], expected)) return false;
+    } else if (typeof expected === 'string' || typeof expected === 'number' || typeof expected === 'boolean') {
+      // `same` compares scalars as text: a value equal to two expected values makes them one text.
+      needs.set(field, (needs.get(field) ?? new Set()).add(String(expected)));
+    }
+  }
+  return [...needs.values()].every((values) => values.size === 1);
 }
 
 function eventData(change: RecordChange): Record<string, unknown> {
