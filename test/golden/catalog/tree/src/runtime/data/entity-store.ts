@@ -477,8 +477,7 @@ export class EntityStore {
     const params = [...draft.values, key, ...(where === true ? [] : where.params)];
     for (const clause of written) if (clause) params.push(...clause.params);
     // The text is made once per shape: the same text each time also spares hashing it anew.
-    const clauses = written.map((clause) => clause?.sql ?? '');
-    const shape = [draft.changed.join(','), where === true ? '' : where.sql, ...clauses].join('\0');
+    const shape = `${draft.changed.join(',')}\0${where === true ? '' : where.sql}\0${written.map((c) => (c ? 1 : 0))}`;
     let sql = this.oneStatements.get(shape);
     if (sql === undefined) {
       sql = this.oneStatementSql(draft.changed, where, written);

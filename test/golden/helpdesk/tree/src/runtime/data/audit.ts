@@ -74,10 +74,8 @@ export class AuditLog {
    */
   insertFrom(entry: Omit<AuditEntry, 'changes'>, source: string, changes: string): { sql: string; params: unknown[] } {
     const values = NAMES.map((n) => (n === 'changes' ? `${source}."${changes}"` : '?')).join(', ');
-    return {
-      sql: `INSERT INTO "_bp_audit" (${COLUMNS}) SELECT ${values} FROM ${source}`,
-      params: [...this.head(ulid(), entry), detailOf(entry)],
-    };
+    const sql = `INSERT INTO "_bp_audit" (${COLUMNS}) SELECT ${values} FROM ${source}`;
+    return { sql, params: [...this.head(ulid(), entry), detailOf(entry)] };
   }
 
   /** The values of an entry's columns before `changes`, in NAMES order. */

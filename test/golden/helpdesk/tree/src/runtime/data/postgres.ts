@@ -262,8 +262,8 @@ export class PostgresDatabase implements Database {
    * the first statement and COMMIT after the unit returns, each without a round trip of its own;
    * on any failure the transaction is rolled back. A write that waits for nothing goes as one
    * statement without them (`oneStatement`), and so does a first statement that `commitsAlone`:
-   * what follows it then begins a transaction of its own. The connection goes back to the pool, or is
-   * destroyed when it cannot be trusted any more (it failed, or its ROLLBACK did).
+   * what follows it then begins a transaction of its own. The connection goes back to the pool,
+   * or is destroyed when it cannot be trusted any more (it failed, or its ROLLBACK did).
    */
   private async driveOn<T>(
     client: pg.PoolClient,
