@@ -409,7 +409,7 @@ export class EntityStore {
     const draft = this.changesOf(key, changes as Row, how.command);
     if (draft.issues.length || !draft.changed.length || draft.changed.some((name) => this.byName.get(name)?.ref))
       return undefined;
-    if (how.tail) {
+    if (how.tail && this.db.returningOld) {
       const done = yield* this.changeInOneStatement(ctx, key, filter, changes as Row, draft, how, how.tail);
       if (done) return done;
     }
@@ -448,10 +448,11 @@ export class EntityStore {
 
   /**
    * The change of record `key` as the unit's one statement, committed on its own
-   * (Query.commitsAlone): the UPDATE, whose WHERE holds the caller's check (the update rule, or a
-   * command's policy and availableWhen) and which returns the row as it was and as it is, with its
-   * audit record and the key's record (`tail.key`) written from what it returns, their JSON made
-   * by PostgreSQL as the app makes it (data/json-sql.ts). Returns the row as changed, `tail.done`
+   * (Query.commitsAlone; PostgreSQL 18, whose UPDATE returns the row as it was): the UPDATE, whose
+   * WHERE holds the caller's check (the update rule, or a command's policy and availableWhen) and
+   * which returns the row as it was and as it is, with its audit record and the key's record
+   * (`tail.key`) written from what it returns, their JSON made by PostgreSQL with the API's values
+   * (data/json-sql.ts). Returns the row as changed, `tail.done`
    * set; undefined when the statement changed nothing (no such record, or a check refused), or
    * cannot decide all the plain path would (see oneStatementCheck): the caller takes the plain
    * path, which says why.
@@ -542,7 +543,7 @@ export class EntityStore {
     draft: Changes,
     how: LockAndChange,
   ): RowFilter | undefined {
-    if (!this.db.returningOld || how.first || how.reread || this.access.hasFieldReadRules) return undefined;
+    if (how.first || how.reread || this.access.hasFieldReadRules) return undefined;
     if (draft.changed.some((name) => this.byName.get(name)?.unique)) return undefined;
     if (this.onChange) {
       const set = decodeRow(this.decoded, Object.fromEntries(draft.changed.map((name, i) => [name, draft.values[i]])));

@@ -56,6 +56,8 @@ const COLUMNS = NAMES.map((n) => `"${n}"`).join(', ');
 
 export class AuditLog {
   private readonly insert = `INSERT INTO "_bp_audit" (${COLUMNS}) VALUES (${NAMES.map(() => '?').join(', ')})`;
+  /** insertFrom's texts, by the column its changes come from (one, in practice). */
+  private readonly insertsFrom = new Map<string, string>();
   // Newest first; ULIDs of one process sort by time, the id breaks ties.
   private readonly page = `SELECT ${COLUMNS} FROM "_bp_audit" WHERE "entity" = ? AND "recordId" = ?
        ORDER BY "at" DESC, "id" DESC LIMIT ? OFFSET ?`;
@@ -73,8 +75,13 @@ export class AuditLog {
    * column `changes` of `source`, one row of which the statement's change returned (none: no entry).
    */
   insertFrom(entry: Omit<AuditEntry, 'changes'>, source: string, changes: string): { sql: string; params: unknown[] } {
-    const values = NAMES.map((n) => (n === 'changes' ? `${source}."${changes}"` : '?')).join(', ');
-    const sql = `INSERT INTO "_bp_audit" (${COLUMNS}) SELECT ${values} FROM ${source}`;
+    const from = `${source}."${changes}"`;
+    let sql = this.insertsFrom.get(from);
+    if (sql === undefined) {
+      const values = NAMES.map((n) => (n === 'changes' ? from : '?')).join(', ');
+      sql = `INSERT INTO "_bp_audit" (${COLUMNS}) SELECT ${values} FROM ${source}`;
+      this.insertsFrom.set(from, sql);
+    }
     return { sql, params: [...this.head(ulid(), entry), detailOf(entry)] };
   }
 

@@ -246,9 +246,7 @@ export class IdempotencyStore {
     if (now - this.lastPurge >= PURGE_EVERY_MS) return undefined;
     return {
       insertFrom: (source, status, body) => ({
-        sql:
-          `INSERT INTO ${TABLE} (${ALL_COLUMNS}) SELECT ?, ?, ?, ?, 'done', CAST(? AS INTEGER), ${source}."${body}", ` +
-          `NULL, CAST(? AS BIGINT), CAST(? AS BIGINT) FROM ${source}`,
+        sql: keyInsertFrom(source, body),
         params: [scope, operation, key, requestHash, status, now, now + IDEMPOTENCY_TTL_MS],
       }),
     };
@@ -380,6 +378,22 @@ function holdParams(claim: Claim): unknown[] {
 /** Refuses (IN_PROGRESS) when SQL.hold changed no row: the claim no longer holds its key. */
 function stillHeld(result: RunResult): void {
   if (result.changes === 0) throw takenOver();
+}
+
+/** KeyRecord.insertFrom's texts, by the column the body comes from (one, in practice). */
+const keyInsertsFrom = new Map<string, string>();
+
+/** The INSERT of a new key's record whose body is column `body` of `source` (KeyRecord.insertFrom). */
+function keyInsertFrom(source: string, body: string): string {
+  const from = `${source}."${body}"`;
+  let sql = keyInsertsFrom.get(from);
+  if (sql === undefined) {
+    sql =
+      `INSERT INTO ${TABLE} (${ALL_COLUMNS}) SELECT ?, ?, ?, ?, 'done', CAST(? AS INTEGER), ${from}, NULL, ` +
+      `CAST(? AS BIGINT), CAST(? AS BIGINT) FROM ${source}`;
+    keyInsertsFrom.set(from, sql);
+  }
+  return sql;
 }
 
 /** A response's `status`, `body` and `location` columns, in that order. */
