@@ -268,6 +268,26 @@ describe('an update or a command in one statement on PostgreSQL', function () {
       expect((await audit(ticket.id)).map((r) => r.operation)).to.deep.equal(['Ticket.create', 'command:StartTicket', 'Ticket.update']);
     });
 
+    it('one key sent four times at once: the update, and the command, run once; every answer is that one', async () => {
+      const ticket = await newTicket();
+      for (const [urlPath, json, operation] of [
+        [`/api/tickets/${ticket.id}`, { title: 'renamed once' }, 'Ticket.update'],
+        [`/api/commands/start_ticket/${ticket.id}`, {}, 'command:StartTicket'],
+      ] as const) {
+        const key = freshKey();
+        const method = operation === 'Ticket.update' ? 'PUT' : 'POST';
+        const answers = await Promise.all([1, 2, 3, 4].map(() => send(method, urlPath, json, key)));
+        const done = answers.filter((a) => a.status === 200);
+        expect(done.length, answers.map((a) => a.text).join('\n')).to.be.greaterThan(0);
+        for (const a of answers.filter((x) => x.status !== 200)) {
+          expect(a.status, a.text).to.equal(409);
+          expect((a.body as { error: Rec }).error).to.include({ code: 'IDEMPOTENCY_KEY_IN_PROGRESS' });
+        }
+        expect(new Set(done.map((a) => a.text)).size, 'one answer').to.equal(1);
+        expect((await audit(ticket.id)).filter((r) => r.operation === operation)).to.have.length(1);
+      }
+    });
+
     it('a record that is not there: 404 for an update and a command', async () => {
       for (const [method, urlPath, json] of [
         ['PUT', '/api/tickets/01ARZ3NDEKTSV4RRFFQ69G5FAV', { title: 'nobody' }],
