@@ -158,6 +158,44 @@ describe('conditionToSql', () => {
     );
   });
 
+  // A command's policy and availableWhen go into its UPDATE's WHERE on PostgreSQL (one statement):
+  // they read the command's input and its time, which the SQL must take as the check does.
+  it("agrees with checkCondition on a command's conditions, which read its input and its time", () => {
+    const sources = [
+      'record.status == input.status',
+      'record.priority > input.level && record.ownerId == actor.id',
+      "input.force == true || record.status != 'resolved'",
+      "now == '2026-01-01T00:00:00.000Z' || record.status == 'open'",
+      "record.dueAt == now && input.level <= 1",
+      "record.title contains input.word || input.word == ''",
+    ];
+    const inputArb = fc.record({
+      status: fc.option(fc.constantFrom(...STATUSES), { nil: null }),
+      level: fc.option(fc.integer({ min: -1, max: 3 }), { nil: null }),
+      force: fc.boolean(),
+      word: fc.constantFrom('printer', 'mail', ''),
+    });
+    for (const source of sources) {
+      const parsed = parseCondition(source, { allowedRoots: ['actor', 'record', 'input', 'now'] });
+      if (!parsed.ok) throw new Error(`${source}: ${JSON.stringify(parsed.issues)}`);
+      let compiled = 0;
+      fc.assert(
+        fc.property(fc.array(rowArb, { maxLength: 10 }), actorArb, inputArb, fc.constantFrom(...TIMES), (rows, actor, input, now) => {
+          const filter = conditionToSql(parsed.condition, actor, COLUMNS, 'sqlite', { input, now });
+          // What it cannot write as SQL (a comparison with a missing input) the plain path checks.
+          if (filter === undefined) return;
+          compiled++;
+          const expected = rows.flatMap((r, i) =>
+            checkCondition(parsed.condition, { actor, record: { id: String(i), ...r }, input, now }) ? [i + 1] : [],
+          );
+          expect([...sqlMatches(load(rows), filter)].sort(), source).to.deep.equal(expected.sort());
+        }),
+        { numRuns: 80 },
+      );
+      expect(compiled, `${source}: compiled for some inputs`).to.be.greaterThan(20);
+    }
+  });
+
   it('declines what it cannot express: relation paths, JSON columns, arithmetic on columns', () => {
     const columns = new Map<string, ColumnType>([...COLUMNS, ['meta', 'JSON']]);
     for (const source of ['record.customer.name == actor.id', "record.meta == 'x'", 'record.priority + 1 > 2', '-record.priority == 1', { 'customer.id': '$currentUser.id' }]) {

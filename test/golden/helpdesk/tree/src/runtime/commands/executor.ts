@@ -162,7 +162,7 @@ export function* declarativeCommand(
     // availableWhen are checked on the record as locked (a refusal rolls them back).
     const changes = resolveMutations(spec, input, actor, {}, now);
     const check = (record: Row) => checkConditions(spec, { actor, record, input, now });
-    const checkInSql = tail && conditionsInSql(store, spec, actor, { input, now });
+    const checkInSql = tail && store.db.returningOld ? conditionsInSql(store, spec, actor, { input, now }) : undefined;
     const how = { operation, check, command, detail, checkInSql, tail };
     const after = yield* store.lockAndChange(call, call.recordId, changes, how);
     if (after) return store.present(call, { ...after });
