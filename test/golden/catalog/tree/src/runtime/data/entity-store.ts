@@ -401,7 +401,8 @@ export class EntityStore {
    * (load, plan, applyUpdate), on the row as locked: a refusal rolls the change back with the
    * unit. Undefined when the record must be read before anything is written; the caller then
    * takes the plain path. `check` holds the caller's own checks on the record (the update rule, a
-   * command's policy and availableWhen); `command` makes it a command's declared mutations.
+   * command's policy and availableWhen); `command` makes it a command's declared mutations. With
+   * `how.tail`, the whole unit may be one statement first (changeInOneStatement).
    */
   *lockAndChange(ctx: RequestContext, id: RecordKey, changes: unknown, how: LockAndChange): Work<Row | undefined> {
     const key = recordKey(this.spec.idType, id);
