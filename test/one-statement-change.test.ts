@@ -8,7 +8,19 @@
 import * as path from 'node:path';
 import { expect } from 'chai';
 import pg from 'pg';
-import { freshDir, freshKey, generate, request, ROOT, startApp, type HttpResponse, type RunningApp } from './support/apps.ts';
+import {
+  addUser,
+  freshDir,
+  freshKey,
+  generate,
+  login,
+  request,
+  ROOT,
+  type Session,
+  startApp,
+  type HttpResponse,
+  type RunningApp,
+} from './support/apps.ts';
 import { DATABASES, databaseUrl, type DatabaseKind } from './support/databases.ts';
 import { freshPostgresDatabase, tripCounter } from './support/postgres.ts';
 
@@ -226,17 +238,18 @@ describe('an update or a command in one statement on PostgreSQL', function () {
     const jobs = async (id: unknown) =>
       (await client.query(`SELECT "workflow" FROM "_bp_jobs" WHERE "data" LIKE $1`, [`%${String(id)}%`])).rows.map((r) => r.workflow);
 
+    let person: Session;
+
     before(async () => {
       const appDir = path.join(freshDir('one-statement-helpdesk'), 'app');
       generate(path.join(ROOT, 'fixtures/helpdesk/helpdesk.toml'), appDir);
       const url = await freshPostgresDatabase('one-statement-helpdesk');
       client = new pg.Client({ connectionString: url });
       await client.connect();
-      app = await startApp(appDir, {
-        TRIAGE_API_KEY: AGENT_KEY,
-        SESSION_SECRET: 'one-statement-secret-0123456789abcdef0123',
-        DATABASE_URL: url,
-      });
+      const env = { TRIAGE_API_KEY: AGENT_KEY, SESSION_SECRET: 'one-statement-secret-0123456789abcdef0123', DATABASE_URL: url };
+      app = await startApp(appDir, env);
+      addUser(appDir, env, 'agent@example.com', 'correct horse battery staple', ['agent']);
+      person = await login(app.url, 'agent@example.com', 'correct horse battery staple');
     });
     after(async () => {
       await app?.stop();
@@ -286,6 +299,26 @@ describe('an update or a command in one statement on PostgreSQL', function () {
         expect(new Set(done.map((a) => a.text)).size, 'one answer').to.equal(1);
         expect((await audit(ticket.id)).filter((r) => r.operation === operation)).to.have.length(1);
       }
+    });
+
+    it("a person's change without an Idempotency-Key: one statement, the change and its audit record", async () => {
+      const ticket = await newTicket();
+      const headers = { cookie: person.cookie, 'x-csrf-token': person.csrfToken };
+      const renamed = await request(app.url, 'PUT', `/api/tickets/${ticket.id}`, { json: { title: 'by a person' }, headers });
+      expect(renamed.status, renamed.text).to.equal(200);
+      const started = await request(app.url, 'POST', `/api/commands/start_ticket/${ticket.id}`, { json: {}, headers });
+      expect(started.status, started.text).to.equal(200);
+      expect(started.body).to.include({ title: 'by a person', status: 'in_progress' });
+      const entries = await client.query(
+        `SELECT "operation", "idempotencyKey", "changes" FROM "_bp_audit" WHERE "recordId" = $1 ORDER BY "id"`,
+        [ticket.id],
+      );
+      expect(entries.rows.slice(1).map((r) => [r.operation, r.idempotencyKey, JSON.parse(r.changes)])).to.deep.equal([
+        ['Ticket.update', null, { title: { before: 'printer', after: 'by a person' } }],
+        ['command:StartTicket', null, { status: { before: 'open', after: 'in_progress' }, assigneeId: { before: null, after: (started.body as Rec).assigneeId } }],
+      ]);
+      const keys = await client.query(`SELECT count(*)::int AS n FROM "_bp_idempotency" WHERE "body" LIKE $1`, [`%by a person%`]);
+      expect(keys.rows[0].n, 'no key, no stored answer').to.equal(0);
     });
 
     it('a record that is not there: 404 for an update and a command', async () => {

@@ -107,7 +107,7 @@ for (const database of DATABASES) {
         // One statement: the row as it was comes back from the UPDATE itself, locked by it.
         expect(statements).to.have.length(1);
         expect(statements[0]).to.match(
-          /^UPDATE "Card" SET "title" = \? WHERE "id" = \? AND \(.+\) RETURNING WITH \(OLD AS bp_old, NEW AS bp_new\) bp_old\."id", /,
+          /^UPDATE "Card" SET "title" = \? WHERE "id" = \? AND \(.+\) RETURNING WITH \(OLD AS bp_old, NEW AS bp_new\) bp_old\."id" AS "id", /,
         );
       } else {
         expect(statements).to.have.length(2);

@@ -55,8 +55,6 @@ const COLUMNS = NAMES.map((n) => `"${n}"`).join(', ');
 
 export class AuditLog {
   private readonly insert = `INSERT INTO "_bp_audit" (${COLUMNS}) VALUES (${NAMES.map(() => '?').join(', ')})`;
-  /** insertFrom's texts, by the column its changes come from (one, in practice). */
-  private readonly insertsFrom = new Map<string, string>();
   // Newest first; ULIDs of one process sort by time, the id breaks ties.
   private readonly page = `SELECT ${COLUMNS} FROM "_bp_audit" WHERE "entity" = ? AND "recordId" = ?
        ORDER BY "at" DESC, "id" DESC LIMIT ? OFFSET ?`;
@@ -71,17 +69,17 @@ export class AuditLog {
 
   /**
    * The INSERT of one entry as a clause of a larger statement: its `changes` are the JSON text in
-   * column `changes` of `source`, one row of which the statement's change returned (none: no entry).
+   * column `changes` of `source`, one row of which the statement's change returned (none: no entry);
+   * its other columns are the parameters `valuesOf` gives.
    */
-  insertFrom(entry: Omit<AuditEntry, 'changes'>, source: string, changes: string): { sql: string; params: unknown[] } {
-    const from = `${source}."${changes}"`;
-    let sql = this.insertsFrom.get(from);
-    if (sql === undefined) {
-      const values = NAMES.map((n) => (n === 'changes' ? from : '?')).join(', ');
-      sql = `INSERT INTO "_bp_audit" (${COLUMNS}) SELECT ${values} FROM ${source}`;
-      this.insertsFrom.set(from, sql);
-    }
-    return { sql, params: [...this.head(ulid(), entry), detailOf(entry)] };
+  insertSelecting(source: string, changes: string): string {
+    const values = NAMES.map((n) => (n === 'changes' ? `${source}."${changes}"` : '?')).join(', ');
+    return `INSERT INTO "_bp_audit" (${COLUMNS}) SELECT ${values} FROM ${source}`;
+  }
+
+  /** The parameters of insertSelecting's INSERT for `entry`. */
+  valuesOf(entry: Omit<AuditEntry, 'changes'>): unknown[] {
+    return [...this.head(ulid(), entry), detailOf(entry)];
   }
 
   /** The values of an entry's columns before `changes`, in NAMES order. */

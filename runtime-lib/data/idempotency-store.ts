@@ -55,11 +55,8 @@ export type ClaimOutcome = { kind: 'claimed'; claim: Claim } | Extract<Idempoten
  * (IdempotencyStore.keyRecord).
  */
 export interface KeyRecord {
-  /**
-   * The record's INSERT as a clause of the change's statement: `status`, and as body the text of
-   * column `body` of `source`, a row the change returned (none: no record).
-   */
-  insertFrom(source: string, status: number, body: string): { sql: string; params: unknown[] };
+  /** The parameters of keyInsertSelecting's INSERT for this key, answered with `status`. */
+  valuesOf(status: number): unknown[];
 }
 
 /**
@@ -243,12 +240,7 @@ export class IdempotencyStore {
   keyRecord(scope: string, operation: string, key: string, requestHash: string): KeyRecord | undefined {
     const now = this.now();
     if (now - this.lastPurge >= PURGE_EVERY_MS) return undefined;
-    return {
-      insertFrom: (source, status, body) => ({
-        sql: keyInsertFrom(source, body),
-        params: [scope, operation, key, requestHash, status, now, now + IDEMPOTENCY_TTL_MS],
-      }),
-    };
+    return { valuesOf: (status) => [scope, operation, key, requestHash, status, now, now + IDEMPOTENCY_TTL_MS] };
   }
 
   /**
@@ -379,20 +371,16 @@ function stillHeld(result: RunResult): void {
   if (result.changes === 0) throw takenOver();
 }
 
-/** KeyRecord.insertFrom's texts, by the column the body comes from (one, in practice). */
-const keyInsertsFrom = new Map<string, string>();
-
-/** The INSERT of a new key's record whose body is column `body` of `source` (KeyRecord.insertFrom). */
-function keyInsertFrom(source: string, body: string): string {
-  const from = `${source}."${body}"`;
-  let sql = keyInsertsFrom.get(from);
-  if (sql === undefined) {
-    sql =
-      `INSERT INTO ${TABLE} (${ALL_COLUMNS}) SELECT ?, ?, ?, ?, 'done', CAST(? AS INTEGER), ${from}, NULL, ` +
-      `CAST(? AS BIGINT), CAST(? AS BIGINT) FROM ${source}`;
-    keyInsertsFrom.set(from, sql);
-  }
-  return sql;
+/**
+ * A new key's record (KeyRecord) as a clause of the statement of the change it answers: its body
+ * the text of column `body` of `source`, a row the change returned (none: no record); its other
+ * columns are the parameters KeyRecord.valuesOf gives.
+ */
+export function keyInsertSelecting(source: string, body: string): string {
+  return (
+    `INSERT INTO ${TABLE} (${ALL_COLUMNS}) SELECT ?, ?, ?, ?, 'done', CAST(? AS INTEGER), ${source}."${body}", NULL, ` +
+    `CAST(? AS BIGINT), CAST(? AS BIGINT) FROM ${source}`
+  );
 }
 
 /** A response's `status`, `body` and `location` columns, in that order. */

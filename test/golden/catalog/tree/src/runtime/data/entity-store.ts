@@ -36,7 +36,7 @@ import {
   validationError,
 } from './fields.ts';
 import type { ActiveTrace } from '../observe/tracing.ts';
-import { KeyTaken, type WriteTail } from './idempotency-store.ts';
+import { KeyTaken, keyInsertSelecting, type WriteTail } from './idempotency-store.ts';
 import { changesJson, recordJson } from './json-sql.ts';
 
 export interface EntitySpec {
@@ -134,6 +134,11 @@ export interface CommandRef {
   entity: string;
 }
 
+/** `expression AS "name"`, an item of a select list. */
+function selected([expression, name]: readonly [string, string]): string {
+  return `${expression} AS "${name}"`;
+}
+
 /** Shapes of one-statement changes kept per entity: enough for every set of fields its routes and commands write. */
 const MAX_ONE_STATEMENTS = 256;
 
@@ -206,6 +211,8 @@ export class EntityStore {
   private returningOldClause: string | undefined;
   /** The texts of changeInOneStatement's statements, by shape. */
   private readonly oneStatements = new Map<string, string>();
+  /** returnedColumns, made at its first use. */
+  private returnedColumnList: ReadonlyArray<readonly [string, string]> | undefined;
 
   constructor(
     readonly db: Database,
@@ -472,17 +479,15 @@ export class EntityStore {
     const where = check === undefined ? false : andFilters([filter, check]);
     if (where === false) return undefined;
     const entry = { ...correlation(ctx), entity: this.spec.name, operation: how.operation, detail: how.detail };
-    const written = [
-      this.audit?.insertFrom({ ...entry, recordId: String(key) }, 'bp_u', 'bp_changes'),
-      tail.key?.insertFrom('bp_u', 200, 'bp_body'),
-    ];
-    const params = [...draft.values, key, ...(where === true ? [] : where.params)];
-    for (const clause of written) if (clause) params.push(...clause.params);
+    // The values of the clauses that write the audit record and the key's record, if any.
+    const audit = this.audit?.valuesOf({ ...entry, recordId: String(key) });
+    const kept = tail.key?.valuesOf(200);
+    const params = [...draft.values, key, ...(where === true ? [] : where.params), ...(audit ?? []), ...(kept ?? [])];
     // The text is made once per shape: the same text each time also spares hashing it anew.
-    const shape = `${draft.changed.join(',')}\0${where === true ? '' : where.sql}\0${written.map((c) => (c ? 1 : 0))}`;
+    const shape = `${draft.changed.join(',')}\0${where === true ? '' : where.sql}\0${audit ? 1 : 0}${kept ? 1 : 0}`;
     let sql = this.oneStatements.get(shape);
     if (sql === undefined) {
-      sql = this.oneStatementSql(draft.changed, where, written);
+      sql = this.oneStatementSql(draft.changed, where, { audit: audit !== undefined, key: kept !== undefined });
       if (this.oneStatements.size < MAX_ONE_STATEMENTS) this.oneStatements.set(shape, sql);
     }
     const [outcome] = yield* together({ mode: 'get', sql, params, commitsAlone: true });
@@ -493,29 +498,20 @@ export class EntityStore {
     }
     if (!outcome.value) return undefined;
     tail.done = true;
-    const row = outcome.value as Row;
-    const [before, left]: [Row, Row] = [{}, {}];
-    for (const f of this.spec.fields) {
-      before[f.name] = row[f.name];
-      if (!this.sql.rowFromValues) left[f.name] = row[`new.${f.name}`];
-    }
-    decodeRow(this.decoded, before);
-    const after = this.sql.rowFromValues
-      ? this.withChanges(before, draft.changed, draft.values)
-      : decodeRow(this.decoded, left);
-    return after;
+    const [loaded, updated] = this.splitOldAndNew(outcome) as Array<{ value: unknown }>;
+    const before = decodeRow(this.decoded, loaded.value as Row);
+    return this.rowAfter(before, draft.changed, draft.values, updated.value) as Row;
   }
 
-  /** The text of changeInOneStatement's statement: the UPDATE, then the clauses `written` (audit, key). */
+  /** The text of changeInOneStatement's statement: the UPDATE, then the INSERTs of the audit and key records. */
   private oneStatementSql(
     changed: readonly string[],
     where: Exclude<RowFilter, false>,
-    written: ReadonlyArray<{ sql: string } | undefined>,
+    writes: { audit: boolean; key: boolean },
   ): string {
     const fields = this.spec.fields;
     const returning = [
-      ...fields.map((f) => `bp_old."${f.name}"`),
-      ...(this.sql.rowFromValues ? [] : fields.map((f) => `bp_new."${f.name}" AS "new.${f.name}"`)),
+      ...this.returnedColumns().map(selected),
       `${changesJson(fields, new Set(changed), 'bp_old', 'bp_new')} AS "bp_changes"`,
       `${recordJson(fields, 'bp_new')} AS "bp_body"`,
     ];
@@ -523,12 +519,22 @@ export class EntityStore {
       `bp_u AS (${this.updateOf(changed)}${where === true ? '' : ` AND (${where.sql})`} ` +
         `RETURNING WITH (OLD AS bp_old, NEW AS bp_new) ${returning.join(', ')})`,
     ];
-    written.forEach((clause, i) => clause && clauses.push(`bp_${i ? 'key' : 'audit'} AS (${clause.sql})`));
-    const row = [
-      ...fields.map((f) => `"${f.name}"`),
-      ...(this.sql.rowFromValues ? [] : fields.map((f) => `"new.${f.name}"`)),
-    ];
+    if (writes.audit && this.audit) clauses.push(`bp_audit AS (${this.audit.insertSelecting('bp_u', 'bp_changes')})`);
+    if (writes.key) clauses.push(`bp_key AS (${keyInsertSelecting('bp_u', 'bp_body')})`);
+    const row = this.returnedColumns().map(([, name]) => `"${name}"`);
     return `WITH ${clauses.join(', ')} SELECT ${row.join(', ')} FROM bp_u`;
+  }
+
+  /**
+   * What an UPDATE returning the row as it was returns (splitOldAndNew reads it), as
+   * [expression, name]: each column as it was, by its name; where the database makes part of the
+   * row (EntitySql.rowFromValues), each as it is too, as `new.<name>`.
+   */
+  private returnedColumns(): ReadonlyArray<readonly [string, string]> {
+    return (this.returnedColumnList ??= [
+      ...this.spec.fields.map((f) => [`bp_old."${f.name}"`, f.name] as const),
+      ...(this.sql.rowFromValues ? [] : this.spec.fields.map((f) => [`bp_new."${f.name}"`, `new.${f.name}`] as const)),
+    ]);
   }
 
   /**
@@ -548,7 +554,7 @@ export class EntityStore {
     if (how.first || how.reread || this.access.hasFieldReadRules) return undefined;
     if (draft.changed.some((name) => this.byName.get(name)?.unique)) return undefined;
     if (this.onChange) {
-      const set = decodeRow(this.decoded, Object.fromEntries(draft.changed.map((name, i) => [name, draft.values[i]])));
+      const set = this.withChanges({}, draft.changed, draft.values);
       if (this.onChange.mayAct?.(this.spec.name, set) !== false) return undefined;
     }
     const refused = (f: FieldSpec | undefined) => f?.commandOnly && !this.commandMayWrite(f, how.command);
@@ -575,10 +581,8 @@ export class EntityStore {
    */
   private changeReturningOld(key: RecordKey, filter: Exclude<RowFilter, false>, draft: Changes): Query {
     const where = filter === true ? '' : ` AND (${filter.sql})`;
-    const returning = (this.returningOldClause ??= `RETURNING WITH (OLD AS bp_old, NEW AS bp_new) ${[
-      ...this.spec.fields.map((f) => `bp_old."${f.name}"`),
-      ...(this.sql.rowFromValues ? [] : this.spec.fields.map((f) => `bp_new."${f.name}" AS "new.${f.name}"`)),
-    ].join(', ')}`);
+    const returning = (this.returningOldClause ??=
+      `RETURNING WITH (OLD AS bp_old, NEW AS bp_new) ${this.returnedColumns().map(selected).join(', ')}`);
     return {
       mode: 'get',
       sql: `${this.updateOf(draft.changed)}${where} ${returning}`,
