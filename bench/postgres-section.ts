@@ -56,6 +56,9 @@ async function appTemplate(ctx: RunContext, postgres: BenchPostgres, app: Server
   await seedPostgres(url, seed);
 }
 
+/** Cores busy during a round, every process of the machine counted: servers, PostgreSQL, load generator, the rest. */
+const busyCores = (r: RoundResult) => r.serverCpu + (r.databaseCpu ?? 0) + r.loadCpu + r.otherCpu;
+
 /** Two instances ÷ one, on reads; and why the ratio is what it can be on this machine. */
 function scalingLines(one: RoundResult[] | undefined, two: RoundResult[] | undefined, why: string | undefined): string[] {
   const head = 'Two instances of the generated app on one database, reads, the load spread evenly over both:';
@@ -67,13 +70,16 @@ function scalingLines(one: RoundResult[] | undefined, two: RoundResult[] | undef
     lines.push(
       `- ${OPERATION_LABELS[operation]}: ${(b.requestsPerSecond / a.requestsPerSecond).toFixed(2)}× one instance ` +
       `(${Math.round(b.requestsPerSecond).toLocaleString('en-US')} req/s against ${Math.round(a.requestsPerSecond).toLocaleString('en-US')}; ` +
-      `CPU: app ${b.serverCpu.toFixed(2)} against ${a.serverCpu.toFixed(2)} cores, PostgreSQL ${(b.databaseCpu ?? NaN).toFixed(2)} against ${(a.databaseCpu ?? NaN).toFixed(2)})`,
+      `CPU: app ${b.serverCpu.toFixed(2)} against ${a.serverCpu.toFixed(2)} cores, PostgreSQL ${(b.databaseCpu ?? NaN).toFixed(2)} against ${(a.databaseCpu ?? NaN).toFixed(2)}, ` +
+      `the machine in all ${busyCores(b).toFixed(2)} against ${busyCores(a).toFixed(2)} of ${os.availableParallelism()}; ` +
+      `app CPU per request ${Math.round(b.serverCpuPerRequest)} µs against ${Math.round(a.serverCpuPerRequest)})`,
     );
   }
   lines.push(
     `This machine has ${os.availableParallelism()} cores, shared by the load generator, PostgreSQL and the app's instances: ` +
-    'where they already keep every core busy with one instance, a second one can only take CPU time from the others, ' +
-    'so this ratio shows that instances share one database correctly and what they cost, not how far they scale on more cores.',
+    'where they already keep the cores busy with one instance ("the machine in all", above), a second one can only take CPU time from the others, ' +
+    'and each instance, with half the connections, handles fewer requests per turn of its event loop, so it spends more CPU per request. ' +
+    'This ratio shows that instances share one database correctly and what they cost, not how far they scale on more cores.',
   );
   return lines;
 }

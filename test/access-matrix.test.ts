@@ -3,7 +3,8 @@
 // all of them, each API key),
 // run over HTTP against the generated app and compared with an oracle that computes the expected
 // outcome from the blueprint model alone (test/support/access/oracle.ts), not from the app's
-// access code. Refused writes are also checked in the database: nothing written.
+// access code. Refused writes are also checked in the database: nothing written. The whole matrix
+// runs once per database (SQLite, PostgreSQL): the same rules must hold on both.
 //
 // Records are seeded by an actor the oracle says may create them (Refs first), or straight into
 // the database when no actor may. Entities whose read rule depends on a Boolean field get a
@@ -23,13 +24,14 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { randomBytes } from 'node:crypto';
-import Database from 'better-sqlite3';
 import { expect } from 'chai';
 import { validateBlueprint } from '../generator/compile.ts';
 import type { Blueprint, Entity, Field } from '../generator/model/types.ts';
 import { nodeSourceHost } from '../generator/source.ts';
 import { ulid, uuid } from '../runtime-lib/core/ids.ts';
 import { BP, freshDir, request, ROOT, startApp, type HttpResponse, type RunningApp } from './support/apps.ts';
+import { type AppRows, appRows } from './support/database-rows.ts';
+import { DATABASES, type DatabaseKind, databaseUrl } from './support/databases.ts';
 import { addUser, generateApp, idempotencyKey, signIn } from './support/access/client.ts';
 import { type ConditionActor, decide, parseCondition, recordPaths as conditionRecordPaths, roleLiterals, type Source } from './support/access/condition.ts';
 import { OracleUnsupported, UNKNOWN } from './support/access/expression.ts';
@@ -73,7 +75,6 @@ const FIXTURES = [
 ];
 
 const PASSWORD = 'matrix-password-123';
-const ALL_CELLS: Cell[] = [];
 
 const show = (e: { status: number; code?: string; included?: boolean; visible?: boolean }): string => {
   const mark = e.included ?? e.visible;
@@ -129,12 +130,16 @@ function withDefaults(entity: Entity, body: Rec): Rec {
   return { ...record, ...body };
 }
 
-/** A stored value as the API (and the actor's metadata) has it. */
+/**
+ * A stored value as the API (and the actor's metadata) has it, from either driver: SQLite gives a
+ * Boolean as 1/0, a JSON value as its text, a DateTime as text; PostgreSQL's gives true/false,
+ * the parsed JSON value and a Date.
+ */
 function decoded(field: Field, value: unknown): unknown {
   if (value === null || value === undefined) return null;
-  if (field.type === 'Boolean') return value === 1;
-  if (field.type === 'JSON') return JSON.parse(value as string);
-  if (field.type === 'DateTime') return new Date(value as string).toISOString();
+  if (field.type === 'Boolean') return value === 1 || value === true;
+  if (field.type === 'JSON') return typeof value === 'string' ? JSON.parse(value) : value;
+  if (field.type === 'DateTime') return new Date(value as string | Date).toISOString();
   return value;
 }
 
@@ -154,7 +159,8 @@ class MatrixApp {
   /** Record paths any rule or permission condition reads: never changed by an update cell. */
   readonly ruleFields = new Map<string, Set<string>>();
   app!: RunningApp;
-  db!: Database.Database;
+  /** The test's own connection to the app's database. */
+  rows!: AppRows;
 
   private constructor(
     readonly name: string,
@@ -162,21 +168,21 @@ class MatrixApp {
     readonly oracle: Oracle,
   ) {}
 
-  /** Generates and starts the app, signs the people in and seeds one record per entity (and variant). */
-  static async prepare(fixture: { name: string; blueprint: string }): Promise<MatrixApp> {
+  /** Generates and starts the app on `database`, signs the people in and seeds one record per entity (and variant). */
+  static async prepare(fixture: { name: string; blueprint: string }, database: DatabaseKind): Promise<MatrixApp> {
     const validated = validateBlueprint(path.join(ROOT, fixture.blueprint), nodeSourceHost());
     expect(validated.diagnostics.filter((d) => d.severity === 'error')).to.deep.equal([]);
     const model = validated.model!;
     const m = new MatrixApp(fixture.name, model, new Oracle(model));
 
-    const appDir = path.join(freshDir(`access-matrix-${fixture.name}`), 'app');
+    const appDir = path.join(freshDir(`access-matrix-${database}-${fixture.name}`), 'app');
     await generateApp(BP, path.join(ROOT, fixture.blueprint), appDir, ROOT);
-    const dbFile = path.join(appDir, 'data', 'matrix.db');
-    const env: Record<string, string> = { DATABASE_URL: `file:${dbFile}` };
+    // The app on PostgreSQL refuses to start without a session secret; the users command shares it.
+    const env: Record<string, string> = { DATABASE_URL: await databaseUrl(database, 'matrix'), SESSION_SECRET: randomBytes(24).toString('hex') };
     for (const key of model.auth.apiKeys) env[key.keyEnv] = `${key.name}-${randomBytes(12).toString('hex')}`;
     m.app = await startApp(appDir, env);
     try {
-      await m.populate(appDir, env, dbFile);
+      await m.populate(appDir, env);
     } catch (err) {
       await m.stop();
       throw err;
@@ -185,10 +191,9 @@ class MatrixApp {
   }
 
   /** People, API keys and seeded records. */
-  private async populate(appDir: string, env: Record<string, string>, dbFile: string): Promise<void> {
+  private async populate(appDir: string, env: Record<string, string>): Promise<void> {
     const { model } = this;
-    this.db = new Database(dbFile);
-    this.db.pragma('busy_timeout = 5000');
+    this.rows = await appRows(env.DATABASE_URL, appDir);
 
     this.actors.push({ label: 'anonymous', oracle: { kind: 'anonymous', id: 'anonymous', roles: [] }, headers: {}, mutationHeaders: () => ({}) });
     if (model.auth.providers.includes('email')) {
@@ -204,7 +209,7 @@ class MatrixApp {
       await Promise.all(people.map((p) => addUser(appDir, env, p.spec)));
       for (const p of people) {
         const session = await signIn(this.app.url, `${model.slug}.sid`, p.spec.email, PASSWORD);
-        const oracle = this.person(session.actor.id, p.spec.email, p.spec.roles);
+        const oracle = await this.person(session.actor.id, p.spec.email, p.spec.roles);
         // The app's view of the person must match the one the oracle uses.
         expect(session.actor).to.include({ kind: 'user', type: 'user', email: p.spec.email, effectiveId: session.actor.id });
         expect(session.actor.roles).to.deep.equal(oracle.roles);
@@ -270,12 +275,12 @@ class MatrixApp {
    * people are User records, its record as metadata, and the roles of its role fields and those
    * given, `user` when there are none (read from the database, not from the app's answer).
    */
-  private person(id: string, email: string, given: string[]): OracleActor {
+  private async person(id: string, email: string, given: string[]): Promise<OracleActor> {
     const records = this.model.auth.userRecords;
     const base = { kind: 'user' as const, type: 'user' as const, id, effectiveId: id, email };
     if (!records) return { ...base, roles: given, role: given[0], metadata: { email, role: given[0] } };
     const user = this.model.entities.find((e) => e.name === records.entity)!;
-    const row = this.db.prepare(`SELECT * FROM "${user.name}" WHERE "${user.primaryKey.name}" = ?`).get(id) as Rec;
+    const row = (await this.row(user, id))!;
     const record = Object.fromEntries(user.fields.map((f) => [f.name, decoded(f, row[f.name])]));
     const fromRecord = records.roleFields.flatMap((f) => (typeof record[f] === 'string' ? [record[f] as string] : Array.isArray(record[f]) ? (record[f] as string[]) : []));
     const held = [...new Set([...fromRecord, ...given])];
@@ -285,7 +290,7 @@ class MatrixApp {
   }
 
   async stop(): Promise<void> {
-    this.db?.close();
+    await this.rows?.close();
     await this.app?.stop();
   }
 
@@ -298,12 +303,13 @@ class MatrixApp {
     return this.seeded.get(entity.name)!.get(variant.label)!;
   }
 
-  row(entity: Entity, id: unknown): Rec | undefined {
-    return this.db.prepare(`SELECT * FROM "${entity.name}" WHERE "${entity.primaryKey.name}" = ?`).get(id) as Rec | undefined;
+  row(entity: Entity, id: unknown): Promise<Rec | undefined> {
+    return this.rows.get(`SELECT * FROM "${entity.name}" WHERE "${entity.primaryKey.name}" = ?`, [id]);
   }
 
-  count(entity: Entity): number {
-    return (this.db.prepare(`SELECT COUNT(*) AS n FROM "${entity.name}"`).get() as { n: number }).n;
+  async count(entity: Entity): Promise<number> {
+    // PostgreSQL's COUNT(*) is a bigint, which `pg` reads as text.
+    return Number((await this.rows.get(`SELECT COUNT(*) AS n FROM "${entity.name}"`))!.n);
   }
 
   /** Fields sent when creating: every settable field (seed) or the required ones plus those without write rules (create cells). */
@@ -342,18 +348,18 @@ class MatrixApp {
     }
     const record: Rec = { [entity.primaryKey.name]: entity.primaryKey.type === 'UUID' ? uuid() : ulid() };
     for (const f of entity.fields) if (!f.primaryKey) record[f.name] = Object.hasOwn(body, f.name) ? body[f.name] : (defaultOf(f) ?? null);
-    const encoded = Object.fromEntries(
-      entity.fields.map((f) => {
-        const v = record[f.name];
-        if (v === null) return [f.name, null];
-        if (f.type === 'Boolean') return [f.name, v ? 1 : 0];
-        if (f.type === 'JSON') return [f.name, JSON.stringify(v)];
-        if (f.type === 'DateTime') return [f.name, new Date(v as string).toISOString().replace('Z', '+00:00')];
-        return [f.name, v];
-      }),
-    );
+    // The forms the app writes on both databases (runtime-lib/data/fields.ts encodeField):
+    // PostgreSQL reads 1/0 as a boolean, the JSON text as jsonb and the +00:00 text as a timestamp.
+    const encoded = entity.fields.map((f) => {
+      const v = record[f.name];
+      if (v === null) return null;
+      if (f.type === 'Boolean') return v ? 1 : 0;
+      if (f.type === 'JSON') return JSON.stringify(v);
+      if (f.type === 'DateTime') return new Date(v as string).toISOString().replace('Z', '+00:00');
+      return v;
+    });
     const columns = entity.fields.map((f) => `"${f.name}"`).join(', ');
-    this.db.prepare(`INSERT INTO "${entity.name}" (${columns}) VALUES (${entity.fields.map((f) => `@${f.name}`).join(', ')})`).run(encoded);
+    await this.rows.run(`INSERT INTO "${entity.name}" (${columns}) VALUES (${entity.fields.map(() => '?').join(', ')})`, encoded);
     return record;
   }
 
@@ -363,21 +369,20 @@ class MatrixApp {
     const g = show(got);
     const entry = { fixture: this.name, actor: actor.label, column, op, expected: e, got: g, allowed: expected.status < 300 };
     this.cells.push(entry);
-    ALL_CELLS.push(entry);
     return e === g ? undefined : `${actor.label} ${column}: expected ${e}, got ${g}`;
   }
 }
 
 const codeOf = (res: HttpResponse) => (res.status >= 400 ? (res.body as ErrorBody | undefined)?.error?.code : undefined);
 
-describe('access matrix', function () {
+for (const database of DATABASES) describe(`access matrix (${database})`, function () {
   this.timeout(120_000);
   const setups = new Map<string, Promise<MatrixApp>>();
   before(() => {
     // All fixtures are prepared at once (generation, start, users command, seeding); each suite
     // below waits for its own.
     for (const fixture of FIXTURES) {
-      const setup = MatrixApp.prepare(fixture);
+      const setup = MatrixApp.prepare(fixture, database);
       setup.catch(() => undefined);
       setups.set(fixture.name, setup);
     }
@@ -395,7 +400,7 @@ describe('access matrix', function () {
       after(() => {
         if (!m?.cells.length) return;
         const note = m.model.auth.providers.includes('email') ? '' : '; no people: the blueprint has no email provider';
-        printMatrix(fixture.name, m.cells, m.actors.map((a) => a.label), note);
+        printMatrix(`${fixture.name} (${database})`, m.cells, m.actors.map((a) => a.label), note);
       });
 
       it('lists: refusals, and only readable rows (row-level read rules)', async () => {
@@ -451,11 +456,11 @@ describe('access matrix', function () {
           for (const actor of m.actors) {
             const body = m.body(entity, { label: '', overrides: {} }, false);
             const expected = m.oracle.expect(entity.name, 'create', actor.oracle, withDefaults(entity, body), body);
-            const before = m.count(entity);
+            const before = await m.count(entity);
             const res = await m.call(actor, 'POST', `/api/${entity.collection}`, body);
             const mismatch = m.cell(actor, `${entity.name}.create`, 'create', expected, { status: res.status, code: codeOf(res) });
             if (mismatch) mismatches.push(mismatch);
-            const written = m.count(entity) - before;
+            const written = (await m.count(entity)) - before;
             if (written !== (res.status === 201 ? 1 : 0)) mismatches.push(`${actor.label} ${entity.name}.create answered ${res.status} but wrote ${written} rows`);
           }
         }
@@ -479,11 +484,11 @@ describe('access matrix', function () {
               if (v.label === '') for (const f of guarded) attempts.push({ column: `${entity.name}.${f.name}:write`, op: 'field-write', body: { [f.name]: sample(f) } });
               for (const attempt of attempts) {
                 const expected = m.oracle.expect(entity.name, 'update', actor.oracle, rec, attempt.body);
-                const before = m.row(entity, id);
+                const before = await m.row(entity, id);
                 const res = await m.call(actor, 'PUT', `/api/${entity.collection}/${String(id)}`, attempt.body);
                 const mismatch = m.cell(actor, attempt.column, attempt.op, expected, { status: res.status, code: codeOf(res) });
                 if (mismatch) mismatches.push(mismatch);
-                const after = m.row(entity, id);
+                const after = await m.row(entity, id);
                 const [field] = Object.keys(attempt.body);
                 if (res.status === 200) expect(after?.[field], `${actor.label} ${attempt.column} stored`).to.equal(attempt.body[field]);
                 else expect(after, `${actor.label} ${attempt.column} refused with ${res.status} but changed the row`).to.deep.equal(before);
@@ -505,7 +510,7 @@ describe('access matrix', function () {
               const res = await m.call(actor, 'DELETE', `/api/${entity.collection}/${String(id)}`);
               const mismatch = m.cell(actor, `${entity.name}${v.label}.delete`, 'delete', expected, { status: res.status, code: codeOf(res) });
               if (mismatch) mismatches.push(mismatch);
-              const exists = m.row(entity, id) !== undefined;
+              const exists = (await m.row(entity, id)) !== undefined;
               if (exists !== (res.status !== 204)) mismatches.push(`${actor.label} ${entity.name}${v.label}.delete answered ${res.status} but the row ${exists ? 'is still there' : 'is gone'}`);
             }
           }
@@ -517,15 +522,16 @@ describe('access matrix', function () {
 
   // Declared last: mocha runs it after every fixture's suite.
   describe('coverage', () => {
-    it('has an allowed and a denied cell for every operation, and every status the contract names', () => {
+    it('has an allowed and a denied cell for every operation, and every status the contract names', async () => {
+      const cells = (await Promise.all([...setups.values()].map((setup) => setup.then((m) => m.cells, () => [])))).flat();
       for (const op of OPERATIONS) {
-        const ofOp = ALL_CELLS.filter((c) => c.op === op);
+        const ofOp = cells.filter((c) => c.op === op);
         expect(ofOp.filter((c) => c.allowed), `allowed ${op} cells`).not.to.be.empty;
         expect(ofOp.filter((c) => !c.allowed), `denied ${op} cells`).not.to.be.empty;
       }
-      const statuses = new Set(ALL_CELLS.map((c) => c.expected.split(' ')[0].replace(/[+-]$/, '')));
+      const statuses = new Set(cells.map((c) => c.expected.split(' ')[0].replace(/[+-]$/, '')));
       expect([...statuses].sort()).to.include.members(['200', '201', '204', '401', '403', '404']);
-      console.log(`      matrix: ${ALL_CELLS.length} cells over ${FIXTURES.length} blueprints`);
+      console.log(`      matrix (${database}): ${cells.length} cells over ${FIXTURES.length} blueprints`);
     });
   });
 });

@@ -3,7 +3,8 @@
 // itself, which then shows who is signed in), then pages on other origins auto-submit forms at the
 // app with the victim's browser. Neither a cross-site page (127.0.0.2, where SameSite=Lax keeps
 // the cookie home) nor a same-site page on another port (which does get the cookie) may create a
-// ticket or end the session: the Origin check and the CSRF token refuse them.
+// ticket or end the session: the Origin check and the CSRF token refuse them. Once per database
+// the app runs on, SQLite and PostgreSQL.
 //
 // Needs Debian's chromium at /usr/bin/chromium (apt-get install -y chromium); without it the
 // test fails, it is never skipped.
@@ -16,11 +17,14 @@ import { expect } from 'chai';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
 import { freshDir, generate, request, ROOT, startApp, type RunningApp } from './support/apps.ts';
 import { addUser } from './support/access/client.ts';
+import { DATABASES, databaseUrl } from './support/databases.ts';
 
 const CHROMIUM = '/usr/bin/chromium';
 const TRIAGE_KEY = 'triage-key-browser-0123456789';
 const EMAIL = 'victim@browser.example';
 const PASSWORD = 'browser-password-123';
+// On PostgreSQL the app refuses to start without SESSION_SECRET (every instance must share it).
+const POSTGRES_SESSION_SECRET = 'browser-login-development-secret';
 
 /** A tiny site whose pages auto-submit a urlencoded POST form to `target` as soon as they load. */
 async function attackerSite(host: string, target: string): Promise<{ url: string; close: () => Promise<void> }> {
@@ -46,7 +50,7 @@ ${Object.entries(fields).map(([k, v]) => `<input type="hidden" name="${k}" value
   };
 }
 
-describe('browser login and cross-origin forms (headless Chromium)', function () {
+for (const database of DATABASES) describe(`browser login and cross-origin forms (headless Chromium, ${database})`, function () {
   this.timeout(90_000);
   let app: RunningApp;
   let browser: Browser;
@@ -66,9 +70,13 @@ describe('browser login and cross-origin forms (headless Chromium)', function ()
     if (!fs.existsSync(CHROMIUM)) {
       throw new Error(`Chromium is not installed at ${CHROMIUM}: install it with \`apt-get update && apt-get install -y chromium\` (this test never skips)`);
     }
-    const appDir = path.join(freshDir('browser-login'), 'app');
+    const appDir = path.join(freshDir(`browser-login-${database}`), 'app');
     generate(path.join(ROOT, 'fixtures/helpdesk/helpdesk.toml'), appDir);
-    const env = { DATABASE_URL: `file:${path.join(appDir, 'data', 'browser.db')}`, TRIAGE_API_KEY: TRIAGE_KEY };
+    const env: Record<string, string> = {
+      DATABASE_URL: await databaseUrl(database, 'browser'),
+      TRIAGE_API_KEY: TRIAGE_KEY,
+      ...(database === 'postgres' ? { SESSION_SECRET: POSTGRES_SESSION_SECRET } : {}),
+    };
     app = await startApp(appDir, env);
     await addUser(appDir, env, { email: EMAIL, password: PASSWORD, roles: ['agent'] });
     browser = await chromium.launch({

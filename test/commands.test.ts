@@ -1,7 +1,8 @@
 // Domain commands end to end (issue 4): the reference helpdesk and a small "lab" blueprint
-// (test/fixtures/commands/lab) are generated with the real CLI and built in-process, so a test
-// can subscribe to the app's EventBus and read its SQLite file, while every request still goes
-// over real HTTP and every response is checked against the generated openapi.json.
+// (test/fixtures/commands/lab) are generated with the real CLI and built in-process, once on
+// SQLite and once on PostgreSQL, so a test can subscribe to the app's EventBus and read its
+// database through a connection of its own, while every request still goes over real HTTP and
+// every response is checked against the generated openapi.json.
 //
 // Covered: operation ids and routes; the order of checks with their codes; mutation values;
 // sessions; the CloseTicket handler (ctx.db, audit, events after commit); the audit trail and
@@ -11,20 +12,19 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { expect } from 'chai';
-import { bp, freshDir, generate, request, ROOT, type HttpResponse } from './support/apps.ts';
+import { addUser, bp, freshDir, generate, request, ROOT, type HttpResponse } from './support/apps.ts';
 import {
   Api,
   type AppEvent,
+  type AppOnDatabase,
   type AuditRecord,
-  bootInProcess,
+  bootOnDatabase,
   capturingConsoleError,
-  committedRow,
   errorOf,
-  type InProcessApp,
   type Rec,
   SessionClient,
-  usersCli,
 } from './support/commands/harness.ts';
+import { DATABASES, databaseUrl } from './support/databases.ts';
 
 const HELPDESK_KEYS = {
   TRIAGE_API_KEY: 'triage-key-0123456789',
@@ -41,9 +41,9 @@ let keySeq = 0;
 /** A fresh Idempotency-Key: API-key actors must send one on every mutation. */
 const k = (label = 'k') => `${label}-${++keySeq}-${Date.now()}`;
 
-describe('domain commands on the reference helpdesk (in-process, over HTTP)', function () {
+for (const database of DATABASES) describe(`domain commands on the reference helpdesk (in-process, over HTTP, ${database})`, function () {
   this.timeout(60_000);
-  let hd: InProcessApp;
+  let hd: AppOnDatabase;
   let api: Api;
   let admin: SessionClient;
   let person: SessionClient;
@@ -61,34 +61,32 @@ describe('domain commands on the reference helpdesk (in-process, over HTTP)', fu
     expect(res.status, res.text).to.equal(200);
     return res.body as Rec;
   };
-  const ticketRow = (id: string) => committedRow(hd.dbFile, 'Ticket', id);
-  const auditCount = (id: string) => (hd.db.prepare('SELECT COUNT(*) AS n FROM "_bp_audit" WHERE "recordId" = ?').get(id) as { n: number }).n;
+  const ticketRow = (id: string) => hd.rows.get('SELECT * FROM "Ticket" WHERE "id" = ?', [id]);
+  // PostgreSQL's count(*) is a bigint, which pg reads as text.
+  const auditCount = async (id: string) => Number((await hd.rows.get('SELECT COUNT(*) AS n FROM "_bp_audit" WHERE "recordId" = ?', [id]))?.n);
 
   /** A refused command leaves the stored row and the trail exactly as they were, and publishes nothing. */
   const expectUntouched = async (id: string, run: () => Promise<HttpResponse>): Promise<HttpResponse> => {
-    const row = ticketRow(id);
-    const audits = auditCount(id);
+    const row = await ticketRow(id);
+    const audits = await auditCount(id);
     const events = hd.delivered.length;
     const res = await run();
-    expect(ticketRow(id)).to.deep.equal(row);
-    expect(auditCount(id)).to.equal(audits);
+    expect(await ticketRow(id)).to.deep.equal(row);
+    expect(await auditCount(id)).to.equal(audits);
     expect(hd.delivered.length).to.equal(events);
     return res;
   };
 
   before(async () => {
-    const appDir = path.join(freshDir('commands-helpdesk'), 'app');
+    const appDir = path.join(freshDir(`commands-helpdesk-${database}`), 'app');
     generate(path.join(ROOT, 'fixtures/helpdesk/helpdesk.toml'), appDir);
-    hd = await bootInProcess(appDir, HELPDESK_KEYS);
+    hd = await bootOnDatabase(appDir, await databaseUrl(database, 'commands'), HELPDESK_KEYS);
     api = new Api(() => hd.url, appDir, TRIAGE);
-    // People sign in with the users the real CLI creates, against the same database file.
+    // People sign in with the users the real CLI creates, against the same database.
     for (const [email, role] of [
       ['admin@example.com', 'admin'],
       ['agent.person@example.com', 'agent'],
-    ]) {
-      const r = usersCli(appDir, hd.dbFile, ['add', '--email', email, '--role', role], `${PASSWORD}\n`);
-      expect(r.status, r.stderr).to.equal(0);
-    }
+    ]) addUser(appDir, { DATABASE_URL: hd.databaseUrl }, email, PASSWORD, [role]);
     admin = await SessionClient.login(hd.url, 'admin@example.com', PASSWORD);
     person = await SessionClient.login(hd.url, 'agent.person@example.com', PASSWORD);
   });
@@ -120,7 +118,7 @@ describe('domain commands on the reference helpdesk (in-process, over HTTP)', fu
       const get = await request(hd.url, 'GET', `/api/commands/start_ticket/${t.id}`, { headers: auth });
       expect(get.status).to.equal(404);
       expect(errorOf(get).code).to.equal('ROUTE_NOT_FOUND');
-      expect(ticketRow(t.id as string)?.status).to.equal('open');
+      expect((await ticketRow(t.id as string))?.status).to.equal('open');
     });
 
     it('runs a command the same through the front door and through the forms Express serves', async () => {
@@ -131,7 +129,7 @@ describe('domain commands on the reference helpdesk (in-process, over HTTP)', fu
       for (const [res, t] of [[direct, a], [slash, b]] as const) {
         expect(res.status).to.equal(200);
         expect(res.body).to.include({ id: t.id, status: 'in_progress', assigneeId: 'agent-triage' });
-        expect(ticketRow(t.id as string)?.status).to.equal('in_progress');
+        expect((await ticketRow(t.id as string))?.status).to.equal('in_progress');
       }
       const malformed = await request(hd.url, 'POST', '/api/commands/start_ticket/%E0%A4%A', { json: {}, headers: { ...auth, 'idempotency-key': k() } });
       expect(malformed.status).to.equal(400);
@@ -266,15 +264,16 @@ describe('domain commands on the reference helpdesk (in-process, over HTTP)', fu
   describe('the CloseTicket handler', () => {
     it('closes through ctx.db, records its audit entry, and its event is delivered after the commit', async () => {
       const t = await resolved();
-      const seenAtDelivery: unknown[] = [];
-      // A second connection sees only committed data: the row must already be closed.
-      const off = hd.events.subscribe((e) => void seenAtDelivery.push(committedRow(hd.dbFile, 'Ticket', e.payload.ticketId as string)?.status));
+      const seenAtDelivery: Array<Promise<unknown>> = [];
+      // The test's own connection sees only committed data, read as the event is delivered: the
+      // row must already be closed.
+      const off = hd.events.subscribe((e) => void seenAtDelivery.push(ticketRow(e.payload.ticketId as string).then((row) => row?.status)));
       const before = hd.delivered.length;
       const res = await api.command('close_ticket', t.id as string, undefined, { session: admin });
       off();
       expect(res.status, res.text).to.equal(200);
       expect(res.body).to.deep.equal({ ...t, status: 'closed' });
-      expect(ticketRow(t.id as string)?.status).to.equal('closed');
+      expect((await ticketRow(t.id as string))?.status).to.equal('closed');
 
       const events = hd.delivered.slice(before);
       expect(events).to.deep.equal([
@@ -284,7 +283,7 @@ describe('domain commands on the reference helpdesk (in-process, over HTTP)', fu
           source: { command: 'CloseTicket', traceId: res.headers.get('x-trace-id') ?? undefined },
         } satisfies AppEvent,
       ]);
-      expect(seenAtDelivery).to.deep.equal(['closed']);
+      expect(await Promise.all(seenAtDelivery)).to.deep.equal(['closed']);
 
       const [handlerEntry, commandEntry] = await api.trail('Ticket', t.id as string);
       expect(handlerEntry).to.include({ operation: 'command:CloseTicket:ticket.closed', actorId: admin.actor.id, traceId: res.headers.get('x-trace-id') });
@@ -299,13 +298,13 @@ describe('domain commands on the reference helpdesk (in-process, over HTTP)', fu
       const first = await api.command('close_ticket', t.id as string, undefined, { idem: key });
       expect(first.status).to.equal(200);
       const events = hd.delivered.length;
-      const audits = auditCount(t.id as string);
+      const audits = await auditCount(t.id as string);
       const again = await api.command('close_ticket', t.id as string, undefined, { idem: key });
       expect(again.status).to.equal(200);
       expect(again.headers.get('idempotent-replayed')).to.equal('true');
       expect(again.body).to.deep.equal(first.body);
       expect(hd.delivered.length).to.equal(events);
-      expect(auditCount(t.id as string)).to.equal(audits);
+      expect(await auditCount(t.id as string)).to.equal(audits);
     });
   });
 
@@ -356,7 +355,7 @@ describe('domain commands on the reference helpdesk (in-process, over HTTP)', fu
       const key = k('delete');
       const res = await api.call('DELETE', '/api/tickets/{id}', `/api/tickets/${t.id}`, undefined, { key: null, session: admin, idem: key });
       expect(res.status, res.text).to.equal(204);
-      const row = hd.db.prepare('SELECT "operation", "actorId", "idempotencyKey", "changes" FROM "_bp_audit" WHERE "recordId" = ? ORDER BY "id" DESC LIMIT 1').get(t.id) as Rec;
+      const row = (await hd.rows.get('SELECT "operation", "actorId", "idempotencyKey", "changes" FROM "_bp_audit" WHERE "recordId" = ? ORDER BY "id" DESC LIMIT 1', [t.id])) as Rec;
       expect(row).to.include({ operation: 'Ticket.delete', actorId: admin.actor.id, idempotencyKey: key });
       expect(JSON.parse(row.changes as string).title).to.deep.equal({ before: 'Printer on fire', after: null });
     });
@@ -431,7 +430,7 @@ describe('domain commands on the reference helpdesk (in-process, over HTTP)', fu
       const results = await fire('start_ticket', t.id as string, 20);
       expect(results.filter((r) => r.status === 200)).to.have.length(1);
       for (const c of codes(results)) expect(c).to.be.oneOf(['409 COMMAND_UNAVAILABLE', '409 STATE_CONFLICT']);
-      expect(ticketRow(t.id as string)).to.include({ status: 'in_progress', assigneeId: 'agent-triage' });
+      expect(await ticketRow(t.id as string)).to.include({ status: 'in_progress', assigneeId: 'agent-triage' });
       const trail = await api.trail('Ticket', t.id as string);
       expect(trail.map((a) => a.operation)).to.deep.equal(['command:StartTicket', 'Ticket.create']);
     });
@@ -442,7 +441,7 @@ describe('domain commands on the reference helpdesk (in-process, over HTTP)', fu
       const results = await fire('close_ticket', t.id as string, 20);
       expect(results.filter((r) => r.status === 200)).to.have.length(1);
       for (const c of codes(results)) expect(c).to.be.oneOf(['409 COMMAND_UNAVAILABLE', '409 STATE_CONFLICT']);
-      expect(ticketRow(t.id as string)?.status).to.equal('closed');
+      expect((await ticketRow(t.id as string))?.status).to.equal('closed');
       expect(hd.delivered.slice(before).map((e) => e.name)).to.deep.equal(['ticket.closed']);
       const trail = await api.trail('Ticket', t.id as string);
       expect(trail.map((a) => a.operation).filter((o) => o.startsWith('command:CloseTicket'))).to.deep.equal(['command:CloseTicket:ticket.closed', 'command:CloseTicket']);
@@ -471,7 +470,7 @@ describe('domain commands on the reference helpdesk (in-process, over HTTP)', fu
   });
 });
 
-describe('command handlers, faults and field protection (lab fixture)', function () {
+for (const database of DATABASES) describe(`command handlers, faults and field protection (lab fixture, ${database})`, function () {
   this.timeout(60_000);
   const KEYS = {
     LAB_WORKER_KEY: 'worker-key-0123456789',
@@ -479,72 +478,72 @@ describe('command handlers, faults and field protection (lab fixture)', function
     LAB_OUTSIDER_KEY: 'outsider-key-0123456789',
     SESSION_SECRET: 'lab-session-secret-0123456789abcdef',
   };
-  let lab: InProcessApp;
+  let lab: AppOnDatabase;
   let api: Api;
 
   const newJob = (body: Rec = {}, key?: string) => api.create('jobs', { title: 'Nightly build', ...body }, key ? { key } : {});
-  const jobRow = (id: string) => committedRow(lab.dbFile, 'Job', id);
+  const jobRow = (id: string) => lab.rows.get('SELECT * FROM "Job" WHERE "id" = ?', [id]);
   const trailOf = async (id: string) => (await api.trail('Job', id)).map((a) => a.operation);
 
   /** Snapshot of everything a failed command must leave alone. */
-  const snapshot = (id: string) => ({
-    row: jobRow(id),
-    audit: lab.db.prepare('SELECT * FROM "_bp_audit" WHERE "recordId" = ? ORDER BY "id"').all(id),
+  const snapshot = async (id: string) => ({
+    row: await jobRow(id),
+    audit: await lab.rows.all('SELECT * FROM "_bp_audit" WHERE "recordId" = ? ORDER BY "id"', [id]),
     events: lab.delivered.length,
   });
 
   before(async () => {
-    const appDir = path.join(freshDir('commands-lab'), 'app');
+    const appDir = path.join(freshDir(`commands-lab-${database}`), 'app');
     generate(path.join(ROOT, 'test/fixtures/commands/lab/app.toml'), appDir);
-    lab = await bootInProcess(appDir, KEYS, { services: { stamper: { stamp: (id: string) => `stamped ${id}` } } });
+    lab = await bootOnDatabase(appDir, await databaseUrl(database, 'commands'), KEYS, { stamper: { stamp: (id: string) => `stamped ${id}` } });
     api = new Api(() => lab.url, appDir, KEYS.LAB_WORKER_KEY);
   });
   after(async () => lab?.close());
 
   it('a handler that throws after writing leaves record, audit and events as they were (500, no stack)', async () => {
     const job = await newJob();
-    const before = snapshot(job.id as string);
+    const before = await snapshot(job.id as string);
     const { result: res, lines } = await capturingConsoleError(() => api.command('boom', job.id as string, undefined, { idem: k('boom') }));
     expect(res.status).to.equal(500);
     expect(res.body).to.deep.equal({ error: { code: 'INTERNAL_ERROR', message: 'internal error', retryable: false, traceId: res.headers.get('x-trace-id') } });
     expect(res.text).not.to.contain('boom after writing');
-    expect(snapshot(job.id as string)).to.deep.equal(before);
-    expect(jobRow(job.id as string)).to.include({ state: 'queued', note: null });
+    expect(await snapshot(job.id as string)).to.deep.equal(before);
+    expect(await jobRow(job.id as string)).to.include({ state: 'queued', note: null });
     // The operator sees the cause in the log, tied to the response by its trace id.
     expect(lines.join('\n')).to.contain(`[${res.headers.get('x-trace-id')}]`).and.to.contain('boom after writing');
   });
 
   it('refuses a handler write to a command-only field the command is not allowed to write (ctx.db.update)', async () => {
     const job = await newJob();
-    const before = snapshot(job.id as string);
+    const before = await snapshot(job.id as string);
     const res = await api.command('sneak', job.id as string, undefined, { idem: k() });
     expect(res.status).to.equal(403);
     expect(errorOf(res)).to.include({ code: 'PROTECTED_FIELD_MUTATION', retryable: false });
     expect(errorOf(res).details?.map((d) => `${d.field}:${d.code}`)).to.deep.equal(['seal:COMMAND_ONLY']);
     // Nothing of the handler's work survives: not the allowed note, not its event.
-    expect(snapshot(job.id as string)).to.deep.equal(before);
+    expect(await snapshot(job.id as string)).to.deep.equal(before);
   });
 
   it('refuses the same write returned by a handler as changes to merge', async () => {
     const job = await newJob();
-    const before = snapshot(job.id as string);
+    const before = await snapshot(job.id as string);
     const res = await api.command('sneak_back', job.id as string, undefined, { idem: k() });
     expect(res.status).to.equal(403);
     expect(errorOf(res).code).to.equal('PROTECTED_FIELD_MUTATION');
-    expect(snapshot(job.id as string)).to.deep.equal(before);
+    expect(await snapshot(job.id as string)).to.deep.equal(before);
   });
 
   it('refuses handler changes that carry a __proto__ key, writing nothing through the prototype', async () => {
     // Changes parsed from JSON keep "__proto__" as an own key; merged with Object.assign it would
     // become the prototype of the change set, and fields read through `in` would be written.
     const job = await newJob({ title: 'Original' });
-    const before = snapshot(job.id as string);
+    const before = await snapshot(job.id as string);
     const res = await api.command('smuggle', job.id as string, undefined, { idem: k() });
     expect(res.status, res.text).to.equal(400);
     expect(errorOf(res).code).to.equal('VALIDATION_FAILED');
     expect(errorOf(res).details?.map((d) => `${d.field}:${d.code}`)).to.deep.equal(['__proto__:FORBIDDEN_KEY']);
-    expect(snapshot(job.id as string)).to.deep.equal(before);
-    expect(jobRow(job.id as string)?.title).to.equal('Original');
+    expect(await snapshot(job.id as string)).to.deep.equal(before);
+    expect((await jobRow(job.id as string))?.title).to.equal('Original');
   });
 
   it('accepts the write from a command on the allowlist, and nowhere else (entity write)', async () => {
@@ -564,18 +563,18 @@ describe('command handlers, faults and field protection (lab fixture)', function
     const put = await api.call('PUT', '/api/jobs/{id}', `/api/jobs/${job.id}`, { seal: 'overwritten' }, { idem: k() });
     expect(put.status).to.equal(403);
     expect(errorOf(put).code).to.equal('PROTECTED_FIELD_MUTATION');
-    expect(jobRow(job.id as string)?.seal).to.equal('sealed by agent-worker');
+    expect((await jobRow(job.id as string))?.seal).to.equal('sealed by agent-worker');
   });
 
   it("applies the entity's update rule to a handler's write of the command's own record", async () => {
     // Seal has no policy, so the outsider (role viewer) may run it on a job it can read; its
     // handler's ctx.db.update is an actor-scoped write, and Job's update rule wants an agent.
     const job = await newJob({ ownerId: 'agent-outsider' });
-    const before = snapshot(job.id as string);
+    const before = await snapshot(job.id as string);
     const res = await api.command('seal', job.id as string, undefined, { key: KEYS.LAB_OUTSIDER_KEY, idem: k() });
     expect(res.status, res.text).to.equal(403);
     expect(errorOf(res).code).to.equal('FORBIDDEN');
-    expect(snapshot(job.id as string)).to.deep.equal(before);
+    expect(await snapshot(job.id as string)).to.deep.equal(before);
   });
 
   it('loads the relation a policy reads through record.customer.*', async () => {
@@ -589,7 +588,7 @@ describe('command handlers, faults and field protection (lab fixture)', function
       const res = await api.command('gold_boost', job.id as string, undefined, { idem: k() });
       expect(res.status, label).to.equal(403);
       expect(errorOf(res).code, label).to.equal('FORBIDDEN');
-      expect(jobRow(job.id as string)?.priority, label).to.equal(0);
+      expect((await jobRow(job.id as string))?.priority, label).to.equal(0);
     }
     const job = await newJob({ customerId: gold.id });
     const res = await api.command('gold_boost', job.id as string, undefined, { idem: k() });
@@ -630,7 +629,7 @@ describe('command handlers, faults and field protection (lab fixture)', function
       expect(res.status, JSON.stringify(input)).to.equal(400);
       expect(errorOf(res).details?.map((d) => `${d.field}:${d.code}`)).to.deep.equal([expected]);
     }
-    expect(jobRow(job.id as string)).to.include({ priority: 0, mood: null, note: null });
+    expect(await jobRow(job.id as string)).to.include({ priority: 0, mood: null, note: null });
   });
 
   it('resolves record.*, actor.*, now and literal mutation values', async () => {
@@ -656,17 +655,17 @@ describe('command handlers, faults and field protection (lab fixture)', function
       expect(r.status).to.equal(409);
       expect(errorOf(r)).to.include({ code: 'STATE_CONFLICT', retryable: false });
     }
-    expect(jobRow(job.id as string)?.counter).to.equal(1);
+    expect((await jobRow(job.id as string))?.counter).to.equal(1);
     expect(await trailOf(job.id as string)).to.deep.equal(['command:Bump', 'Job.create']);
   });
 
   it('answers 422 REFERENCE_NOT_FOUND for a Ref written from input that names no record, as openapi.json declares', async () => {
     const job = await newJob();
-    const before = snapshot(job.id as string);
+    const before = await snapshot(job.id as string);
     const res = await api.command('assign', job.id as string, { customerId: '11111111-1111-4111-8111-111111111111' }, { idem: k() });
     expect(res.status).to.equal(422);
     expect(errorOf(res)).to.include({ code: 'REFERENCE_NOT_FOUND', retryable: false });
-    expect(snapshot(job.id as string)).to.deep.equal(before);
+    expect(await snapshot(job.id as string)).to.deep.equal(before);
     const customer = await api.create('customers', { name: 'Real Co' });
     const ok = await api.command('assign', job.id as string, { customerId: customer.id }, { idem: k() });
     expect(ok.status).to.equal(200);
@@ -685,7 +684,7 @@ describe('command handlers, faults and field protection (lab fixture)', function
     const big = await api.command('annotate', job.id as string, { note: 'x'.repeat(1_100_000) }, { idem: k() });
     expect(big.status).to.equal(413);
     expect(errorOf(big).code).to.equal('PAYLOAD_TOO_LARGE');
-    expect(jobRow(job.id as string)?.note).to.equal(null);
+    expect((await jobRow(job.id as string))?.note).to.equal(null);
   });
 
   it('answers 404 to actors who may not read the record, for commands and for its audit trail', async () => {

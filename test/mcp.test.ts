@@ -1,5 +1,5 @@
 // POST /mcp of a generated app (test/fixtures/mcp), driven by the MCP SDK's own Client over
-// Streamable HTTP, against the app on a real port and SQLite file: the tools and their schemas
+// Streamable HTTP, against the app on a real port, once on SQLite and once on PostgreSQL: the tools and their schemas
 // (the same as openapi.json's), calls that run exactly what the REST routes run (scopes, access,
 // command policy and availableWhen, audit with the run id, one idempotency store), and the checks
 // before any MCP (API keys only, trusted origins, POST only).
@@ -14,6 +14,7 @@ import { mcpTools } from '../generator/emit/mcp.ts';
 import type { Blueprint } from '../generator/model/types.ts';
 import { nodeSourceHost } from '../generator/source.ts';
 import { addUser, freshDir, freshKey, generate, login, request, ROOT, startApp, type RunningApp } from './support/apps.ts';
+import { DATABASES, databaseUrl } from './support/databases.ts';
 
 type Rec = Record<string, unknown>;
 interface ToolResult {
@@ -36,7 +37,7 @@ const toolError = (result: ToolResult) => {
   return errorOf(JSON.parse(result.content[0].text as string));
 };
 
-describe('MCP endpoint (generated app, /mcp)', function () {
+for (const database of DATABASES) describe(`MCP endpoint (generated app, /mcp, ${database})`, function () {
   this.timeout(120_000);
   let appDir: string;
   let app: RunningApp;
@@ -71,11 +72,12 @@ describe('MCP endpoint (generated app, /mcp)', function () {
   };
 
   before(async () => {
-    appDir = path.join(freshDir('mcp'), 'app');
+    appDir = path.join(freshDir(`mcp-${database}`), 'app');
     const r = generate(path.join(ROOT, 'test/fixtures/mcp/app.toml'), appDir);
     expect(r.status, r.stderr).to.equal(0);
-    addUser(appDir, { ...env, DATABASE_URL: 'file:./data/mcp.db' }, 'lead@example.com', 'correct horse battery', ['lead']);
-    app = await startApp(appDir, { ...env, DATABASE_URL: 'file:./data/mcp.db' });
+    const appEnv = { ...env, DATABASE_URL: await databaseUrl(database, 'mcp') };
+    addUser(appDir, appEnv, 'lead@example.com', 'correct horse battery', ['lead']);
+    app = await startApp(appDir, appEnv);
   });
   after(async () => {
     for (const client of clients) await client.close();

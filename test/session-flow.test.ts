@@ -1,13 +1,15 @@
 // People on the generated helpdesk app, end to end over real HTTP: sign-up, sign-in with a new
 // session id, the session endpoint, CSRF and trusted origins on a real entity route, logout,
 // failed sign-ins and their slow-down, the login page, the cookie's flags, actor fields no
-// request can set, and the start-up checks of secrets (SESSION_SECRET, API key values).
+// request can set, and the start-up checks of secrets (SESSION_SECRET, API key values). Every
+// suite runs once per database the app runs on, SQLite and PostgreSQL.
 
 import * as path from 'node:path';
-import Database from 'better-sqlite3';
 import { expect } from 'chai';
 import { addUser, freshDir, generate, request, ROOT, startApp, type RunningApp } from './support/apps.ts';
 import { CookieClient, idempotencyKey, setCookie } from './support/access/client.ts';
+import { appRows, type AppRows } from './support/database-rows.ts';
+import { DATABASES, databaseUrl, type DatabaseKind } from './support/databases.ts';
 
 type ErrorBody = { error: { code: string; message: string; details?: Array<{ field?: string; code: string }> } };
 type AuditEntry = { operation: string; actorId: string; credentialId: string; delegatedBy: string | null };
@@ -16,12 +18,32 @@ const COOKIE = 'helpdesk.sid';
 const TRIAGE_KEY = 'triage-key-session-flow-0123456789';
 const PASSWORD = 'session-flow-password-1';
 
-describe('session flow (generated helpdesk app)', function () {
+/**
+ * The SESSION_SECRET an app on `database` starts with in development: none on SQLite (it makes a
+ * random one, with a warning), a fixed one on PostgreSQL, where the app refuses to start without.
+ */
+const developmentSecret = (database: DatabaseKind): Record<string, string> =>
+  database === 'postgres' ? { SESSION_SECRET: 'session-flow-development-secret' } : {};
+
+/** The `n` of a `SELECT COUNT(*) AS n` query, as a number: PostgreSQL's count is a bigint, which `pg` reads as text. */
+const countOf = async (rows: AppRows, sql: string, params: unknown[] = []): Promise<number> => Number((await rows.get(sql, params))?.n);
+
+/** A count read through a connection of its own, opened for it: only what the app committed. */
+const committedCount = async (databaseUrl: string, appDir: string, sql: string): Promise<number> => {
+  const other = await appRows(databaseUrl, appDir);
+  try {
+    return await countOf(other, sql);
+  } finally {
+    await other.close();
+  }
+};
+
+for (const database of DATABASES) describe(`session flow (generated helpdesk app, ${database})`, function () {
   this.timeout(120_000);
   let appDir: string;
-  let dbFile: string;
+  let env: Record<string, string>;
   let app: RunningApp;
-  let db: Database.Database;
+  let rows: AppRows;
   let emails = 0;
   const newEmail = (tag: string) => `${tag}-${++emails}@session.example`;
 
@@ -30,7 +52,8 @@ describe('session flow (generated helpdesk app)', function () {
       ...(json === undefined ? {} : { json }),
       headers: { authorization: `Bearer ${TRIAGE_KEY}`, ...(method === 'GET' ? {} : { 'idempotency-key': idempotencyKey() }), ...headers },
     });
-  const ticketCount = () => (db.prepare('SELECT COUNT(*) AS n FROM "Ticket"').get() as { n: number }).n;
+  const ticketCount = () => countOf(rows, 'SELECT COUNT(*) AS n FROM "Ticket"');
+  const sessionsWithSid = (sid: string) => countOf(rows, 'SELECT COUNT(*) AS n FROM "_bp_sessions" WHERE "sid" = ?', [sid]);
   const errorOf = (body: unknown) => (body as ErrorBody).error;
 
   /** A new person, signed up over HTTP and holding the session sign-up started. */
@@ -43,16 +66,16 @@ describe('session flow (generated helpdesk app)', function () {
   };
 
   before(async () => {
-    appDir = path.join(freshDir('session-flow'), 'app');
+    appDir = path.join(freshDir(`session-flow-${database}`), 'app');
     generate(path.join(ROOT, 'fixtures/helpdesk/helpdesk.toml'), appDir);
-    dbFile = path.join(appDir, 'data', 'session.db');
     // REPORTER_API_KEY is left unset on purpose: that key must be disabled with a warning.
     expect(process.env.REPORTER_API_KEY, 'REPORTER_API_KEY must not be set in the test environment').to.equal(undefined);
-    app = await startApp(appDir, { DATABASE_URL: `file:${dbFile}`, TRIAGE_API_KEY: TRIAGE_KEY });
-    db = new Database(dbFile, { readonly: true });
+    env = { DATABASE_URL: await databaseUrl(database, 'session'), TRIAGE_API_KEY: TRIAGE_KEY, ...developmentSecret(database) };
+    app = await startApp(appDir, env);
+    rows = await appRows(env.DATABASE_URL, appDir);
   });
   after(async () => {
-    db?.close();
+    await rows?.close();
     await app?.stop();
   });
 
@@ -83,8 +106,8 @@ describe('session flow (generated helpdesk app)', function () {
     // The signed value changes with the session id; the id itself (before the signature) too.
     const sid = (cookie: string) => decodeURIComponent(cookie.slice(COOKIE.length + 1)).replace(/^s:/, '').split('.')[0];
     expect(sid(after!)).not.to.equal(sid(before));
-    expect(db.prepare('SELECT COUNT(*) AS n FROM "_bp_sessions" WHERE "sid" = ?').get(sid(before))).to.deep.equal({ n: 0 });
-    expect(db.prepare('SELECT COUNT(*) AS n FROM "_bp_sessions" WHERE "sid" = ?').get(sid(after!))).to.deep.equal({ n: 1 });
+    expect(await sessionsWithSid(sid(before))).to.equal(0);
+    expect(await sessionsWithSid(sid(after!))).to.equal(1);
 
     const old = await request(app.url, 'GET', '/api/auth/session', { headers: { cookie: before } });
     expect((old.body as { actor: { kind: string } }).actor.kind).to.equal('anonymous');
@@ -105,13 +128,13 @@ describe('session flow (generated helpdesk app)', function () {
 
   it('refuses a session mutation without the CSRF token (nothing written) and accepts it with the token', async () => {
     const { client, token } = await signedUp('csrf');
-    const before = ticketCount();
+    const before = await ticketCount();
     for (const headers of [{}, { 'x-csrf-token': 'f'.repeat(64) }, { 'x-csrf-token': '' }] as Array<Record<string, string>>) {
       const res = await client.send('POST', '/api/tickets', { json: { title: 'forged' }, headers });
       expect(res.status, JSON.stringify(headers)).to.equal(403);
       expect(errorOf(res.body).code).to.equal('CSRF_FAILED');
     }
-    expect(ticketCount()).to.equal(before);
+    expect(await ticketCount()).to.equal(before);
 
     const ok = await client.send('POST', '/api/tickets', { json: { title: 'with the token' }, headers: { 'x-csrf-token': token } });
     expect(ok.status).to.equal(201);
@@ -119,18 +142,18 @@ describe('session flow (generated helpdesk app)', function () {
     const field = await client.send('POST', '/api/tickets', { json: { title: 'token in the body', _csrf: token } });
     expect(field.status).to.equal(201);
     expect(field.body).not.to.have.property('_csrf');
-    expect(ticketCount()).to.equal(before + 2);
+    expect(await ticketCount()).to.equal(before + 2);
   });
 
   it('refuses an untrusted Origin even with the token, and a cross-site request without Origin', async () => {
     const { client, token } = await signedUp('origin');
-    const before = ticketCount();
+    const before = await ticketCount();
     const evil = await client.send('POST', '/api/tickets', { json: { title: 'from evil' }, headers: { 'x-csrf-token': token, origin: 'http://evil.example' } });
     expect(evil.status).to.equal(403);
     expect(errorOf(evil.body).code).to.equal('CSRF_FAILED');
     const crossSite = await client.send('POST', '/api/tickets', { json: { title: 'cross-site' }, headers: { 'x-csrf-token': token, 'sec-fetch-site': 'cross-site' } });
     expect(crossSite.status).to.equal(403);
-    expect(ticketCount()).to.equal(before);
+    expect(await ticketCount()).to.equal(before);
     // The app's own origin (as the request reached it) is trusted.
     const own = await client.send('POST', '/api/tickets', { json: { title: 'same origin' }, headers: { 'x-csrf-token': token, origin: app.url } });
     expect(own.status).to.equal(201);
@@ -151,7 +174,7 @@ describe('session flow (generated helpdesk app)', function () {
     expect(out.status).to.equal(204);
     expect(out.headers.getSetCookie().some((l) => l.startsWith(`${COOKIE}=;`) && /Expires=Thu, 01 Jan 1970/i.test(l))).to.equal(true);
     const sid = decodeURIComponent(cookie.slice(COOKIE.length + 1)).replace(/^s:/, '').split('.')[0];
-    expect(db.prepare('SELECT COUNT(*) AS n FROM "_bp_sessions" WHERE "sid" = ?').get(sid)).to.deep.equal({ n: 0 });
+    expect(await sessionsWithSid(sid)).to.equal(0);
 
     const after = await request(app.url, 'GET', '/api/tickets', { headers: { cookie } });
     expect(after.status).to.equal(401);
@@ -241,11 +264,11 @@ describe('session flow (generated helpdesk app)', function () {
       const entries = await audit(created.body.id);
       expect(entries.map((e) => [e.operation, e.actorId, e.credentialId, e.delegatedBy])).to.deep.equal([['Ticket.create', actor.id, `session:${actor.id}`, null]]);
 
-      const before = ticketCount();
+      const before = await ticketCount();
       const inBody = await client.send('POST', '/api/tickets', { json: { title: 'audited', delegatedBy: 'mallory' }, headers: { 'x-csrf-token': token } });
       expect(inBody.status).to.equal(400);
       expect(errorOf(inBody.body).details).to.deep.include({ field: 'delegatedBy', code: 'UNKNOWN_FIELD', message: 'Ticket has no field "delegatedBy"' });
-      expect(ticketCount()).to.equal(before);
+      expect(await ticketCount()).to.equal(before);
     });
 
     it('never records a delegatedBy sent with an API key, on entity routes and commands', async () => {
@@ -275,9 +298,13 @@ describe('session flow (generated helpdesk app)', function () {
   });
 
   describe('secrets at start-up', () => {
-    const refusal = async (env: Record<string, string>): Promise<string> => {
+    let refusedUrl: string;
+    before(async () => {
+      refusedUrl = await databaseUrl(database, 'refused');
+    });
+    const refusal = async (settings: Record<string, string>): Promise<string> => {
       try {
-        const started = await startApp(appDir, { DATABASE_URL: `file:${path.join(appDir, 'data', 'refused.db')}`, ...env });
+        const started = await startApp(appDir, { DATABASE_URL: refusedUrl, ...settings });
         await started.stop();
         return 'started';
       } catch (err) {
@@ -285,10 +312,22 @@ describe('session flow (generated helpdesk app)', function () {
       }
     };
 
-    it('warns that an unset API key is disabled, and that a development session secret is generated', () => {
+    it('warns that an unset API key is disabled', () => {
       expect(app.output()).to.include('warning: API key "reporter" is disabled: REPORTER_API_KEY is not set');
-      expect(app.output()).to.include('warning: SESSION_SECRET is not set');
     });
+
+    // A generated development secret is SQLite's alone: on PostgreSQL the app refuses to start without one.
+    if (database === 'sqlite') {
+      it('warns that a development session secret is generated when SESSION_SECRET is not set', () => {
+        expect(app.output()).to.include('warning: SESSION_SECRET is not set');
+      });
+    } else {
+      it('refuses to start without SESSION_SECRET even in development: every instance must share it', async () => {
+        const message = await refusal({ TRIAGE_API_KEY: TRIAGE_KEY });
+        expect(message).to.match(/^app exited with 1:/);
+        expect(message).to.include('cannot start: SESSION_SECRET must be set on PostgreSQL');
+      });
+    }
 
     it('refuses to start in production without SESSION_SECRET, with a clear message', async () => {
       const message = await refusal({ NODE_ENV: 'production', TRIAGE_API_KEY: TRIAGE_KEY });
@@ -297,16 +336,16 @@ describe('session flow (generated helpdesk app)', function () {
     });
 
     it('refuses to start with a short or empty API key value, naming the variable', async () => {
-      const short = await refusal({ TRIAGE_API_KEY: 'short-key' });
+      const short = await refusal({ ...developmentSecret(database), TRIAGE_API_KEY: 'short-key' });
       expect(short).to.match(/^app exited with 1:/);
       expect(short).to.include('cannot start: TRIAGE_API_KEY (API key "triage") must be at least 16 characters');
-      const empty = await refusal({ TRIAGE_API_KEY: '' });
+      const empty = await refusal({ ...developmentSecret(database), TRIAGE_API_KEY: '' });
       expect(empty).to.include('TRIAGE_API_KEY (API key "triage") must be at least 16 characters, and is empty');
     });
 
     it('starts in production with a SESSION_SECRET and marks the cookie Secure behind a TLS proxy', async () => {
       const prod = await startApp(appDir, {
-        DATABASE_URL: `file:${dbFile}`,
+        DATABASE_URL: env.DATABASE_URL,
         NODE_ENV: 'production',
         SESSION_SECRET: 'a-production-secret-of-at-least-32-characters',
         TRIAGE_API_KEY: TRIAGE_KEY,
@@ -330,39 +369,33 @@ describe('session flow (generated helpdesk app)', function () {
 
 // Issue 8: every anonymous request that asked for a CSRF token used to store a session row (kept
 // an hour), so an unauthenticated client could fill the disk. Anonymous visitors now cost no row.
-describe('anonymous visitors store nothing (generated helpdesk app)', function () {
+for (const database of DATABASES) describe(`anonymous visitors store nothing (generated helpdesk app, ${database})`, function () {
   this.timeout(180_000);
   let app: RunningApp;
-  let dbFile: string;
+  let appDir: string;
+  let url: string;
 
   before(async () => {
-    const appDir = path.join(freshDir('anonymous-rows'), 'app');
+    appDir = path.join(freshDir(`anonymous-rows-${database}`), 'app');
     generate(path.join(ROOT, 'fixtures/helpdesk/helpdesk.toml'), appDir);
-    dbFile = path.join(appDir, 'data', 'anonymous.db');
-    app = await startApp(appDir, { DATABASE_URL: `file:${dbFile}`, TRIAGE_API_KEY: TRIAGE_KEY });
+    url = await databaseUrl(database, 'anonymous');
+    app = await startApp(appDir, { DATABASE_URL: url, TRIAGE_API_KEY: TRIAGE_KEY, ...developmentSecret(database) });
   });
   after(async () => app?.stop());
 
-  /** Rows of _bp_sessions, read through a connection of its own: only what the app committed. */
-  const sessionRows = (): number => {
-    const other = new Database(dbFile, { readonly: true });
-    try {
-      return (other.prepare('SELECT COUNT(*) AS n FROM "_bp_sessions"').get() as { n: number }).n;
-    } finally {
-      other.close();
-    }
-  };
+  /** Rows of _bp_sessions, as the app committed them. */
+  const sessionRows = () => committedCount(url, appDir, 'SELECT COUNT(*) AS n FROM "_bp_sessions"');
 
   it('stores a row when a person signs up: the count below sees what the app commits', async () => {
-    const before = sessionRows();
+    const before = await sessionRows();
     const email = 'rows@session.example';
     const signup = await request(app.url, 'POST', '/api/auth/signup', { json: { email, password: PASSWORD } });
     expect(signup.status, signup.text).to.equal(201);
-    expect(sessionRows() - before).to.equal(1);
+    expect((await sessionRows()) - before).to.equal(1);
   });
 
   it('adds no row to _bp_sessions for 10,000 anonymous requests (session, sign-in page, failed sign-ins)', async () => {
-    const before = sessionRows();
+    const before = await sessionRows();
     const statuses = new Map<string, number>();
     const count = (label: string, status: number) => statuses.set(`${label} ${status}`, (statuses.get(`${label} ${status}`) ?? 0) + 1);
     const TOTAL = 10_000;
@@ -406,33 +439,26 @@ describe('anonymous visitors store nothing (generated helpdesk app)', function (
     expect(total).to.equal(TOTAL);
     // Every request was answered as an anonymous visitor: pages, tokens and refused sign-ins.
     for (const key of statuses.keys()) expect(key, JSON.stringify([...statuses])).to.match(/^(session 200|page 200|(form|json) sign-in (401|429))$/);
-    expect(sessionRows() - before).to.equal(0);
+    expect((await sessionRows()) - before).to.equal(0);
   });
 
 });
 
 // auth.signup: on (the helpdesk above signs people up over HTTP), and off: accounts come from the
 // users command only, the route is gone and the sign-in page offers no sign-up.
-describe('auth.signup = false (generated app)', function () {
+for (const database of DATABASES) describe(`auth.signup = false (generated app, ${database})`, function () {
   this.timeout(120_000);
   let app: RunningApp;
   let appDir: string;
-  let dbFile: string;
+  let env: Record<string, string>;
   const errorOf = (body: unknown) => (body as ErrorBody).error;
-  const userCount = () => {
-    const other = new Database(dbFile, { readonly: true });
-    try {
-      return (other.prepare('SELECT COUNT(*) AS n FROM "_bp_users"').get() as { n: number }).n;
-    } finally {
-      other.close();
-    }
-  };
+  const userCount = () => committedCount(env.DATABASE_URL, appDir, 'SELECT COUNT(*) AS n FROM "_bp_users"');
 
   before(async () => {
-    appDir = path.join(freshDir('closed-signup'), 'app');
+    appDir = path.join(freshDir(`closed-signup-${database}`), 'app');
     generate(path.join(ROOT, 'test/fixtures/valid/closed-signup/app.toml'), appDir);
-    dbFile = path.join(appDir, 'data', 'closed.db');
-    app = await startApp(appDir, { DATABASE_URL: `file:${dbFile}` });
+    env = { DATABASE_URL: await databaseUrl(database, 'closed'), ...developmentSecret(database) };
+    app = await startApp(appDir, env);
   });
   after(async () => app?.stop());
 
@@ -447,7 +473,7 @@ describe('auth.signup = false (generated app)', function () {
       expect(errorOf(res.body).code).to.equal('ROUTE_NOT_FOUND');
       expect(Object.keys(res.body as object)).to.deep.equal(Object.keys(unknown.body as object));
     }
-    expect(userCount()).to.equal(0);
+    expect(await userCount()).to.equal(0);
   });
 
   it('offers no sign-up on the sign-in page; a person added with the users command signs in', async () => {
@@ -458,7 +484,7 @@ describe('auth.signup = false (generated app)', function () {
       expect(page.text).to.include('action="/api/auth/login"');
       expect(page.text).not.to.match(/signup|Create/);
     }
-    addUser(appDir, { DATABASE_URL: `file:${dbFile}` }, 'staff@closed.example', PASSWORD);
+    addUser(appDir, env, 'staff@closed.example', PASSWORD);
     const login = await request(app.url, 'POST', '/api/auth/login', { json: { email: 'staff@closed.example', password: PASSWORD } });
     expect(login.status, login.text).to.equal(200);
     expect((login.body as { actor: { email: string } }).actor.email).to.equal('staff@closed.example');

@@ -1,12 +1,14 @@
 // Skill actions of generated apps, over HTTP: each CRUD kind at its own method and path through
 // the entity's pipeline, path parameters through mapParams, typed query parameters, the skill's
 // auth and the action's scopes, Idempotency-Key and X-Agent-Run-ID, the index at GET /api/skills,
-// and the OpenAPI operations. The reference helpdesk's skill first, then a fixture of every kind.
+// and the OpenAPI operations. The reference helpdesk's skill first, then a fixture of every kind,
+// each once on SQLite and once on PostgreSQL.
 
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { expect } from 'chai';
 import { bp, freshDir, freshKey, generate, request, ROOT, startApp, typecheck, type RunningApp } from './support/apps.ts';
+import { DATABASES, databaseUrl } from './support/databases.ts';
 
 type Rec = Record<string, unknown>;
 const errorCode = (body: unknown) => (body as { error: { code: string } }).error.code;
@@ -14,7 +16,7 @@ const errorCode = (body: unknown) => (body as { error: { code: string } }).error
 describe('skill actions (generated app, over HTTP)', function () {
   this.timeout(120_000);
 
-  describe('the reference helpdesk (skill triage)', () => {
+  for (const database of DATABASES) describe(`the reference helpdesk (skill triage, ${database})`, () => {
     const env = {
       TRIAGE_API_KEY: 'triage-key-0123456789abcdef',
       REPORTER_API_KEY: 'reporter-key-0123456789abcdef',
@@ -27,10 +29,10 @@ describe('skill actions (generated app, over HTTP)', function () {
     let ticket: Rec;
 
     before(async () => {
-      appDir = path.join(freshDir('skills-helpdesk'), 'app');
+      appDir = path.join(freshDir(`skills-helpdesk-${database}`), 'app');
       const r = generate(path.join(ROOT, 'fixtures/helpdesk/helpdesk.toml'), appDir);
       expect(r.status, r.stderr).to.equal(0);
-      app = await startApp(appDir, { ...env, DATABASE_URL: 'file:./data/skills.db' });
+      app = await startApp(appDir, { ...env, DATABASE_URL: await databaseUrl(database, 'skills') });
       const created = await request(app.url, 'POST', '/api/tickets', {
         json: { title: 'Printer on fire' },
         headers: { ...triage, 'idempotency-key': freshKey() },
@@ -120,8 +122,13 @@ describe('skill actions (generated app, over HTTP)', function () {
     });
   });
 
-  describe('every kind of action (test/fixtures/skills)', () => {
-    const env = { PLANNER_API_KEY: 'planner-key-0123456789abcdef', VIEWER_API_KEY: 'viewer-key-0123456789abcdef' };
+  for (const database of DATABASES) describe(`every kind of action (test/fixtures/skills, ${database})`, () => {
+    const env = {
+      PLANNER_API_KEY: 'planner-key-0123456789abcdef',
+      VIEWER_API_KEY: 'viewer-key-0123456789abcdef',
+      // An app with sign-in refuses to start on PostgreSQL without one (its instances share it).
+      SESSION_SECRET: 'skills-board-secret-0123456789abcdef0123456789',
+    };
     const planner = { authorization: `Bearer ${env.PLANNER_API_KEY}` };
     const viewer = { authorization: `Bearer ${env.VIEWER_API_KEY}` };
     const write = (extra: Record<string, string> = {}) => ({ ...planner, 'idempotency-key': freshKey(), ...extra });
@@ -131,10 +138,10 @@ describe('skill actions (generated app, over HTTP)', function () {
     const base = (project: string) => `/api/skills/board/projects/${project}/tasks`;
 
     before(async () => {
-      appDir = path.join(freshDir('skills-board'), 'app');
+      appDir = path.join(freshDir(`skills-board-${database}`), 'app');
       const r = generate(path.join(ROOT, 'test/fixtures/skills/app.toml'), appDir);
       expect(r.status, r.stderr).to.equal(0);
-      app = await startApp(appDir, env);
+      app = await startApp(appDir, { ...env, DATABASE_URL: await databaseUrl(database, 'skills_board') });
       for (const [project, title, done, priority] of [
         ['p1', 'a', false, 1],
         ['p1', 'b', true, 2],

@@ -2,13 +2,16 @@
 // submitter only, and the job's steps run as that submitter through the entity and command code:
 // a transactional update with its notify sent after the commit, a conditional update that finds
 // the record changed (STATE_CONFLICT), a transaction rolled back by its second step, a template
-// that does not resolve, and a command step. Then the reference helpdesk's escalate_ticket.
+// that does not resolve, and a command step. Then the reference helpdesk's escalate_ticket. Each
+// app runs once on SQLite and once on PostgreSQL (support/databases.ts).
 
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import BetterSqlite3 from 'better-sqlite3';
 import { expect } from 'chai';
+import { JOB_LEASE_MS } from '../runtime-lib/workflows/jobs.ts';
 import { bp, freshDir, freshKey, generate, jobFinished, request, ROOT, startApp, typecheck, type HttpResponse, type RunningApp } from './support/apps.ts';
+import { appRows } from './support/database-rows.ts';
+import { DATABASES, databaseUrl } from './support/databases.ts';
 
 type Rec = Record<string, unknown>;
 type Job = { id: string; workflow: string; status: string; url: string; result: unknown; error: Rec | null; attempts: number };
@@ -18,8 +21,13 @@ const errorCode = (res: HttpResponse) => (res.body as { error: { code: string } 
 describe('workflows as jobs (generated app, over HTTP)', function () {
   this.timeout(120_000);
 
-  describe('test/fixtures/workflows', () => {
-    const env = { PLANNER_API_KEY: 'planner-key-0123456789abcdef', VIEWER_API_KEY: 'viewer-key-0123456789abcdef' };
+  for (const database of DATABASES) describe(`test/fixtures/workflows (${database})`, () => {
+    const env: Record<string, string> = {
+      PLANNER_API_KEY: 'planner-key-0123456789abcdef',
+      VIEWER_API_KEY: 'viewer-key-0123456789abcdef',
+      // Shared by the app's instances before and after each restart (required on PostgreSQL).
+      SESSION_SECRET: 'workflows-fixture-secret-0123456789abcdef0123',
+    };
     const planner = { authorization: `Bearer ${env.PLANNER_API_KEY}` };
     const viewer = { authorization: `Bearer ${env.VIEWER_API_KEY}` };
     let appDir: string;
@@ -38,9 +46,10 @@ describe('workflows as jobs (generated app, over HTTP)', function () {
       });
 
     before(async () => {
-      appDir = path.join(freshDir('workflows'), 'app');
+      appDir = path.join(freshDir(`workflows-${database}`), 'app');
       const r = generate(path.join(ROOT, 'test/fixtures/workflows/app.toml'), appDir);
       expect(r.status, r.stderr).to.equal(0);
+      env.DATABASE_URL = await databaseUrl(database, 'workflows');
       // The team's own file: a sender for the "team" adapter, which is not built in.
       fs.writeFileSync(
         path.join(appDir, 'src', 'extend.ts'),
@@ -200,7 +209,10 @@ export default defineExtension({
       app.process.kill('SIGKILL');
       await new Promise((resolve) => app.process.once('exit', resolve));
       app = await startApp(appDir, env);
-      const done = await jobFinished<Job>(app.url, planner, url);
+      // SQLite has one instance, so the new one fails the job at start. On PostgreSQL another
+      // instance could still be running it: it fails once its lease lapses, at the check made every
+      // lease, so the poll waits two leases there (polling every 50 ms).
+      const done = await jobFinished<Job>(app.url, planner, url, database === 'sqlite' ? 100 : (2 * JOB_LEASE_MS) / 50);
       expect(done.status).to.equal('failed');
       expect(done.error).to.include({ code: 'JOB_INTERRUPTED', retryable: true });
       expect((await task(t.id)).priority).to.equal(1);
@@ -221,15 +233,15 @@ export default defineExtension({
       const moved = await request(app.url, 'PUT', `/api/tasks/${String(t.id)}`, { json: { projectId: 'echo' }, headers: { ...planner, 'idempotency-key': freshKey() } });
       expect(moved.status, moved.text).to.equal(200);
       // Echo renames the task, which starts Echo again: four runs add "!", the fifth would start a sixth and is refused.
-      const db = new BetterSqlite3(path.join(appDir, 'data', 'app.db'), { readonly: true });
-      const jobs = () =>
-        db.prepare(`SELECT "status", "error" FROM "_bp_jobs" WHERE "workflow" = 'Echo' ORDER BY "createdAt", "id"`).all() as Array<{ status: string; error: string | null }>;
-      let rows = jobs();
+      const db = await appRows(env.DATABASE_URL, appDir);
+      const jobs = async () =>
+        (await db.all(`SELECT "status", "error" FROM "_bp_jobs" WHERE "workflow" = 'Echo' ORDER BY "createdAt", "id"`)) as Array<{ status: string; error: string | null }>;
+      let rows = await jobs();
       for (let i = 0; i < 100 && !(rows.length === 5 && rows[4].status === 'failed'); i++) {
         await new Promise((resolve) => setTimeout(resolve, 100));
-        rows = jobs();
+        rows = await jobs();
       }
-      db.close();
+      await db.close();
       expect(rows.map((r) => r.status)).to.deep.equal(['completed', 'completed', 'completed', 'completed', 'failed']);
       expect((await task(t.id)).title).to.equal('loop!!!!');
       expect(JSON.parse(rows[4].error as string)).to.include({ code: 'WORKFLOW_DEPTH_EXCEEDED' });
@@ -297,8 +309,8 @@ export default defineExtension({
     expect(r.stdout + r.stderr).to.match(/entity\.Job: entity "Job" is served at \/api\/jobs, where workflow jobs are polled .*DUPLICATE_ROUTE/);
   });
 
-  describe('the reference helpdesk: escalate_ticket', () => {
-    const env = {
+  for (const database of DATABASES) describe(`the reference helpdesk: escalate_ticket (${database})`, () => {
+    const env: Record<string, string> = {
       TRIAGE_API_KEY: 'triage-key-0123456789abcdef',
       REPORTER_API_KEY: 'reporter-key-0123456789abcdef',
       SESSION_SECRET: 'workflows-secret-0123456789abcdef0123456789',
@@ -307,9 +319,10 @@ export default defineExtension({
     let app: RunningApp;
 
     before(async () => {
-      const appDir = path.join(freshDir('workflows-helpdesk'), 'app');
+      const appDir = path.join(freshDir(`workflows-helpdesk-${database}`), 'app');
       const r = generate(path.join(ROOT, 'fixtures/helpdesk/helpdesk.toml'), appDir);
       expect(r.status, r.stderr).to.equal(0);
+      env.DATABASE_URL = await databaseUrl(database, 'helpdesk');
       app = await startApp(appDir, env);
     });
     after(async () => app?.stop());

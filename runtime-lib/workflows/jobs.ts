@@ -101,10 +101,9 @@ export class JobStore {
     const postgres = this.postgres;
     return this.db.write(function* () {
       const claimed: ClaimedJob[] = [];
-      const now = Date.now();
       for (const [workflow, limit] of limits) {
         if (claimed.length >= max) break;
-        if (postgres) yield* get('SELECT pg_advisory_xact_lock(?) AS "locked"', [advisoryKey(workflow)]);
+        if (postgres) yield* get('SELECT pg_advisory_xact_lock(?) AS "locked"', [claimLockKey(workflow)]);
         const running = yield* get(`SELECT COUNT(*) AS "n" FROM ${T} WHERE "workflow" = ? AND "status" = 'running'`, [
           workflow,
         ]);
@@ -116,6 +115,10 @@ export class JobStore {
             `ORDER BY "createdAt", "id" LIMIT ?${postgres ? ' FOR UPDATE SKIP LOCKED' : ''}`,
           [workflow, free],
         );
+        // Read after the count: on PostgreSQL the lock and the count wait on other connections,
+        // and a job that finished meanwhile (freeing the slot taken here) must not seem to
+        // overlap with its successor: startedAt comes after the finishedAt it made room with.
+        const now = Date.now();
         for (const row of rows) {
           yield* run(
             `UPDATE ${T} SET "status" = 'running', "startedAt" = ?, "attempts" = "attempts" + 1, ` +
@@ -198,8 +201,11 @@ export class JobStore {
   }
 }
 
-/** A 63-bit advisory lock key per workflow (PostgreSQL's bigint), from its name. */
-function advisoryKey(workflow: string): string {
+/**
+ * The advisory lock the claims of one workflow take on PostgreSQL, a 64-bit key (PostgreSQL's
+ * bigint) from its name. Exported so that a test can hold it and make a claim wait.
+ */
+export function claimLockKey(workflow: string): string {
   const hex = createHash('sha256').update(`bp-jobs:${workflow}`).digest('hex').slice(0, 16);
   return BigInt.asIntN(64, BigInt(`0x${hex}`)).toString();
 }

@@ -35,10 +35,18 @@ function numbered(sql: string): string {
   return out;
 }
 
+const TIMESTAMP = 1114;
+
+/** `pg`'s parsers, but a `timestamp` (no zone: the app stores UTC) read as UTC, whatever the test's time zone. */
+const typeParser = ((oid: number, format?: 'text' | 'binary') =>
+  oid === TIMESTAMP && format !== 'binary'
+    ? (text: string) => new Date(`${text.replace(' ', 'T')}Z`)
+    : pg.types.getTypeParser(oid, format as 'text')) as typeof pg.types.getTypeParser;
+
 /** Opens the database of `databaseUrl` (a `file:` URL is resolved against `appDir`, as the app does). */
 export async function appRows(databaseUrl: string, appDir: string): Promise<AppRows> {
   if (POSTGRES_URL.test(databaseUrl)) {
-    const client = new pg.Client({ connectionString: databaseUrl });
+    const client = new pg.Client({ connectionString: databaseUrl, types: { getTypeParser: typeParser } });
     await client.connect();
     const all = async (sql: string, params: unknown[] = []) => (await client.query(numbered(sql), params)).rows as Row[];
     return {

@@ -1,6 +1,7 @@
 // Test support for commands, idempotency and audit: a generated app built in-process (like
 // test/e2e-catalog.test.ts does) so a test can subscribe to its EventBus and look at its SQLite
-// file, yet is still driven over real HTTP; sign-ins through the real users CLI; and small
+// file (bootInProcess) or, on either database, through a connection of its own (bootOnDatabase),
+// yet is still driven over real HTTP; sign-ins through the real users CLI; and small
 // request helpers that check every response against the app's openapi.json.
 
 import { spawnSync } from 'node:child_process';
@@ -13,6 +14,8 @@ import { expect } from 'chai';
 import type { AuditRecord } from '../../../runtime-lib/data/audit.ts';
 import type { AppEvent } from '../../../runtime-lib/commands/events.ts';
 import type { SqliteDatabase } from '../../../runtime-lib/data/sqlite.ts';
+import type { Database as AnyDatabase } from '../../../runtime-lib/data/database.ts';
+import { appRows, type AppRows } from '../database-rows.ts';
 
 export type { AppEvent, AuditRecord };
 import { request, type HttpResponse } from '../apps.ts';
@@ -64,6 +67,32 @@ export interface BootOptions {
   database?: { busyTimeoutMs?: number; synchronous?: string };
 }
 
+/** What the generated app's createApp returns, as these helpers use it. */
+type BuiltApp = { listen(port: number, host: string): Server; events: InProcessApp['events']; traces: InProcessApp['traces']; close(): Promise<void> };
+
+/**
+ * Serves a built app on a free port and collects every event its EventBus delivers; `close`
+ * stops the server, then the app, then `release` (the database and whatever the caller opened).
+ */
+async function serve(built: BuiltApp, release: () => Promise<void>) {
+  const delivered: AppEvent[] = [];
+  built.events.subscribe((e) => void delivered.push(e));
+  const server = built.listen(0, '127.0.0.1');
+  await new Promise((resolve) => server.once('listening', resolve));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    delivered,
+    events: built.events,
+    traces: built.traces,
+    close: async () => {
+      server.closeAllConnections();
+      await new Promise((resolve) => server.close(resolve));
+      await built.close();
+      await release();
+    },
+  };
+}
+
 /**
  * Builds the generated app in this process with `createApp({ db, appDir, env, ... })`, after
  * applying its migrations to `data/<dbName>`, and serves it on a free port.
@@ -71,7 +100,7 @@ export interface BootOptions {
 export async function bootInProcess(appDir: string, env: Record<string, string>, options: BootOptions = {}): Promise<InProcessApp> {
   const dbName = options.dbName ?? 'app.db';
   const load = async <T>(file: string): Promise<T> => (await import(pathToFileURL(path.join(appDir, file)).href)) as T;
-  const { createApp } = await load<{ createApp: (o: Rec) => { listen(port: number, host: string): Server; events: InProcessApp['events']; traces: InProcessApp['traces']; close(): Promise<void> } }>('src/app.ts');
+  const { createApp } = await load<{ createApp: (o: Rec) => BuiltApp }>('src/app.ts');
   const { TraceStore } = await load<{ TraceStore: new (max: number, maxAgeMs: number) => unknown }>('src/runtime/observe/tracing.ts');
   const { openSqlite } = await load<{ openSqlite: (url: string, base: string, o?: BootOptions['database']) => SqliteDatabase }>('src/runtime/data/sqlite.ts');
   const { applyMigrations } = await load<{ applyMigrations: (db: Db, dir: string) => unknown }>('src/runtime/data/migrate.ts');
@@ -82,28 +111,46 @@ export async function bootInProcess(appDir: string, env: Record<string, string>,
   const warnings: string[] = [];
   const traces = options.traces && new TraceStore(options.traces.max, options.traces.maxAgeMs);
   const built = createApp({ db: database, appDir, env, services: options.services, traces, delegate: options.delegate, warn: (m: string) => warnings.push(m) });
-  const delivered: AppEvent[] = [];
-  built.events.subscribe((e) => void delivered.push(e));
-  const server = built.listen(0, '127.0.0.1');
-  await new Promise((resolve) => server.once('listening', resolve));
-  return {
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-    appDir,
-    dbFile,
-    db,
-    database,
-    delivered,
-    events: built.events,
-    warnings,
-    traces: built.traces,
-    load,
-    close: async () => {
-      server.closeAllConnections();
-      await new Promise((resolve) => server.close(resolve));
-      await built.close();
-      await database.close();
-    },
-  };
+  const served = await serve(built, () => database.close());
+  return { ...served, appDir, dbFile, db, database, warnings, load };
+}
+
+/** A generated app built in this process on either database (bootOnDatabase). */
+export interface AppOnDatabase {
+  url: string;
+  appDir: string;
+  /** The app's DATABASE_URL, for the users CLI and the test's own connections. */
+  databaseUrl: string;
+  /** The database the app was built with, for its runtime's own classes. */
+  database: AnyDatabase;
+  /** A connection of the test's own: it sees only what the app has committed. */
+  rows: AppRows;
+  /** Every event the app's EventBus delivered, in order. */
+  delivered: AppEvent[];
+  events: InProcessApp['events'];
+  traces: InProcessApp['traces'];
+  /** Loads a module of the generated app (e.g. 'src/runtime/commands/executor.ts'). */
+  load<T = Record<string, unknown>>(file: string): Promise<T>;
+  close(): Promise<void>;
+}
+
+/**
+ * bootInProcess for suites that run once per database: the database of `databaseUrl` (a `file:`
+ * URL or a postgres:// one) is opened and migrated as `npm start` does (the app's own
+ * src/runtime/data/open.ts), then the app is built with createApp and served on a free port.
+ */
+export async function bootOnDatabase(appDir: string, databaseUrl: string, env: Record<string, string>, services?: Rec): Promise<AppOnDatabase> {
+  const load = async <T>(file: string): Promise<T> => (await import(pathToFileURL(path.join(appDir, file)).href)) as T;
+  const { openDatabase } = await load<{ openDatabase: (dir: string, env: Record<string, string>) => Promise<{ db: AnyDatabase }> }>('src/runtime/data/open.ts');
+  const { createApp } = await load<{ createApp: (o: Rec) => BuiltApp }>('src/app.ts');
+  const { db: database } = await openDatabase(appDir, { DATABASE_URL: databaseUrl });
+  const rows = await appRows(databaseUrl, appDir);
+  const built = createApp({ db: database, appDir, env, services, warn: () => undefined });
+  const served = await serve(built, async () => {
+    await rows.close();
+    await database.close();
+  });
+  return { ...served, appDir, databaseUrl, database, rows, load };
 }
 
 /** Reads one row through a second connection: it sees only what has been committed. */
