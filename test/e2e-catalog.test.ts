@@ -1,12 +1,13 @@
 // End to end on the second fixture, which uses every scalar field type: each type's validation
-// and stored form over HTTP, checked against the generated OpenAPI document; and the tracing
-// core, read from the app's trace store in-process.
+// and stored form over HTTP, checked against the generated OpenAPI document, on SQLite and on
+// PostgreSQL; and the tracing core, read from the app's trace store in-process.
 
 import * as path from 'node:path';
 import { expect } from 'chai';
 import { freshDir, freshKey, generate, request, ROOT, startApp, typecheck, type HttpResponse, type RunningApp } from './support/apps.ts';
 import { OpenApiChecker } from './support/openapi-check.ts';
 import { bootInProcess, type InProcessApp } from './support/commands/harness.ts';
+import { DATABASES, databaseUrl } from './support/databases.ts';
 
 type Rec = Record<string, unknown>;
 type ErrorBody = { error: { code: string; details?: Array<{ field?: string; code: string }> } };
@@ -17,7 +18,7 @@ const KEYS = {
   CATALOG_EDITOR_KEY: 'editor-key-0123456789abcdef',
 };
 
-describe('generated catalog app (end to end, every field type)', function () {
+for (const database of DATABASES) describe(`generated catalog app (end to end, every field type, ${database})`, function () {
   this.timeout(120_000);
   let appDir: string;
   let app: RunningApp;
@@ -35,10 +36,12 @@ describe('generated catalog app (end to end, every field type)', function () {
   const fieldErrors = (res: HttpResponse) => (res.body as ErrorBody).error.details?.map((d) => `${d.field}:${d.code}`);
 
   before(async () => {
-    appDir = path.join(freshDir('e2e-catalog'), 'app');
+    appDir = path.join(freshDir(`e2e-catalog-${database}`), 'app');
     generate(path.join(ROOT, 'fixtures/catalog/catalog.toml'), appDir);
     api = new OpenApiChecker(path.join(appDir, 'openapi.json'));
-    app = await startApp(appDir, KEYS);
+    // PostgreSQL wants a SESSION_SECRET even in development: every instance must share it.
+    const secret: Record<string, string> = database === 'postgres' ? { SESSION_SECRET: 'e2e-catalog-session-secret-0123456789' } : {};
+    app = await startApp(appDir, { ...KEYS, ...secret, DATABASE_URL: await databaseUrl(database, 'catalog') });
   });
   after(async () => app?.stop());
 
@@ -202,7 +205,9 @@ describe('generated catalog app (end to end, every field type)', function () {
     });
   });
 
-  describe('tracing core (in-process)', () => {
+  // The tracing core is the app's, not the database's: it runs once, in-process on SQLite, with a
+  // trace store of its own (round-trips.test.ts and postgres-driver.test.ts read PostgreSQL's spans).
+  if (database === 'sqlite') describe('tracing core (in-process)', () => {
     let inProcess: InProcessApp;
     let traces: InProcessApp['traces'];
     let base: string;
