@@ -2,39 +2,44 @@
 // bearer secret or an HMAC signature (with its timestamp window and replay refusal), a webhook
 // whose secret is not configured, an open webhook whose steps meet the access rules as an
 // anonymous caller, and a schedule that runs each tick once and skips the ticks of a restart. Then
-// the trace of a request whose change starts a workflow: the queued job, and its run.
+// the trace of a request whose change starts a workflow: the queued job, and its run. On SQLite and
+// on PostgreSQL.
 
 import { createHmac } from 'node:crypto';
 import * as path from 'node:path';
-import BetterSqlite3 from 'better-sqlite3';
 import { expect } from 'chai';
 import { bp, freshDir, generate, request, ROOT, startApp, typecheck, type HttpResponse, type RunningApp } from './support/apps.ts';
-import { bootInProcess, type InProcessApp } from './support/commands/harness.ts';
+import { type AppOnDatabase, bootOnDatabase } from './support/commands/harness.ts';
+import { appRows, plain } from './support/database-rows.ts';
+import { DATABASES, databaseUrl } from './support/databases.ts';
 
 type Rec = Record<string, unknown>;
 const errorCode = (res: HttpResponse) => (res.body as { error: { code: string } }).error.code;
 const BLUEPRINT = path.join(ROOT, 'test/fixtures/triggers/app.toml');
 
-const env = { OPS_API_KEY: 'ops-key-0123456789abcdef0123', INBOUND_SECRET: 'inbound-secret-0123456789' };
-const ops = { authorization: `Bearer ${env.OPS_API_KEY}` };
+const KEYS = { OPS_API_KEY: 'ops-key-0123456789abcdef0123', INBOUND_SECRET: 'inbound-secret-0123456789' };
+const ops = { authorization: `Bearer ${KEYS.OPS_API_KEY}` };
+/** PostgreSQL wants a SESSION_SECRET even in development: every instance must share it. */
+const SESSION_SECRET = 'workflow-triggers-session-secret-0123456789';
 
 /** The signature headers of `body`, signed at `at` (unix seconds) with `secret`. */
-function signed(body: string, secret = env.INBOUND_SECRET, at = Math.floor(Date.now() / 1000)): Record<string, string> {
+function signed(body: string, secret = KEYS.INBOUND_SECRET, at = Math.floor(Date.now() / 1000)): Record<string, string> {
   const signature = createHmac('sha256', secret).update(`${at}.${body}`).digest('hex');
   return { 'x-webhook-timestamp': String(at), 'x-webhook-signature': `sha256=${signature}` };
 }
 
-describe('workflow triggers: webhooks and schedules (generated app, over HTTP)', function () {
+for (const database of DATABASES) describe(`workflow triggers: webhooks and schedules (generated app, over HTTP, ${database})`, function () {
   this.timeout(120_000);
   let appDir: string;
   let app: RunningApp;
-  const dbFile = () => path.join(appDir, 'data', 'app.db');
-  const rows = (sql: string, ...params: unknown[]): Rec[] => {
-    const db = new BetterSqlite3(dbFile(), { readonly: true });
+  let env: Record<string, string>;
+  /** Rows through a connection of the test's own, opened for the read: it sees what was committed. */
+  const rows = async (sql: string, ...params: unknown[]): Promise<Rec[]> => {
+    const db = await appRows(env.DATABASE_URL, appDir);
     try {
-      return db.prepare(sql).all(...params) as Rec[];
+      return (await db.all(sql, params)).map(plain);
     } finally {
-      db.close();
+      await db.close();
     }
   };
   const jobs = (workflow: string) =>
@@ -42,11 +47,11 @@ describe('workflow triggers: webhooks and schedules (generated app, over HTTP)',
   /** Waits until every job of `workflow` has finished, and returns them. */
   const settled = async (workflow: string, count: number): Promise<Rec[]> => {
     for (let i = 0; i < 100; i++) {
-      const all = jobs(workflow);
+      const all = await jobs(workflow);
       if (all.length >= count && all.every((j) => j.status === 'completed' || j.status === 'failed')) return all;
       await new Promise((resolve) => setTimeout(resolve, 50));
     }
-    throw new Error(`the jobs of ${workflow} did not finish: ${JSON.stringify(jobs(workflow))}`);
+    throw new Error(`the jobs of ${workflow} did not finish: ${JSON.stringify(await jobs(workflow))}`);
   };
   const messages = async (): Promise<Rec[]> => {
     const res = await request(app.url, 'GET', '/api/messages?limit=100', { headers: ops });
@@ -57,9 +62,10 @@ describe('workflow triggers: webhooks and schedules (generated app, over HTTP)',
     request(app.url, 'POST', url, { body, headers: { 'content-type': 'application/json', 'x-sender': 'crm@example.com', ...headers } });
 
   before(async () => {
-    appDir = path.join(freshDir('triggers'), 'app');
+    appDir = path.join(freshDir(`triggers-${database}`), 'app');
     const r = generate(BLUEPRINT, appDir);
     expect(r.status, r.stderr).to.equal(0);
+    env = { ...KEYS, SESSION_SECRET, DATABASE_URL: await databaseUrl(database, 'triggers') };
     app = await startApp(appDir, env);
   });
   after(async () => app?.stop());
@@ -80,7 +86,7 @@ describe('workflow triggers: webhooks and schedules (generated app, over HTTP)',
       const res = await deliver(body, headers, '/webhooks/unconfigured');
       expect(res.status, res.text).to.equal(401);
     }
-    expect(jobs('Unconfigured')).to.have.length(0);
+    expect(await jobs('Unconfigured')).to.have.length(0);
   });
 
   it('starts its workflow for a signed delivery: the steps read its body, headers and query, as the app itself', async () => {
@@ -98,7 +104,7 @@ describe('workflow triggers: webhooks and schedules (generated app, over HTTP)',
     expect(message).to.include({ sender: 'ops@example.com', source: 'crm' });
     // The credential headers never reach the steps.
     expect(String(message.headers)).to.include('x-webhook-timestamp').and.not.include('x-webhook-signature');
-    const audit = rows('SELECT "actorId", "operation" FROM "_bp_audit" WHERE "entity" = \'Message\' AND "recordId" = ?', message.id);
+    const audit = await rows('SELECT "actorId", "operation" FROM "_bp_audit" WHERE "entity" = \'Message\' AND "recordId" = ?', message.id);
     expect(audit).to.have.length(1);
     expect(audit[0].actorId).to.equal('webhook:Inbound');
   });
@@ -121,7 +127,7 @@ describe('workflow triggers: webhooks and schedules (generated app, over HTTP)',
 
   it('refuses (401) a wrong secret, a wrong or tampered signature, an old timestamp and no proof, storing nothing', async () => {
     const body = JSON.stringify({ kind: 'mail', subject: 'forged' });
-    const before = jobs('Inbound').length;
+    const before = (await jobs('Inbound')).length;
     const old = Math.floor(Date.now() / 1000) - 6 * 60;
     const attempts: Array<[string, Record<string, string>]> = [
       [body, { authorization: 'Bearer not-the-secret' }],
@@ -137,7 +143,7 @@ describe('workflow triggers: webhooks and schedules (generated app, over HTTP)',
       expect(res.status, `${JSON.stringify(headers)}: ${res.text}`).to.equal(401);
       expect(errorCode(res)).to.equal('UNAUTHENTICATED');
     }
-    expect(jobs('Inbound')).to.have.length(before);
+    expect(await jobs('Inbound')).to.have.length(before);
     expect((await messages()).map((m) => m.subject)).to.not.include.members(['forged', 'tampered']);
   });
 
@@ -188,11 +194,11 @@ describe('workflow triggers: webhooks and schedules (generated app, over HTTP)',
     const refused = await request(app.url, 'POST', '/api/beats', { json: { tick: 'x' }, headers: { ...ops, 'idempotency-key': 'beat-1' } });
     expect(refused.status).to.equal(403);
     await new Promise((resolve) => setTimeout(resolve, 2_500));
-    const beats = rows('SELECT "tick" FROM "Beat" ORDER BY "tick"').map((r) => String(r.tick));
+    const beats = (await rows('SELECT "tick" FROM "Beat" ORDER BY "tick"')).map((r) => String(r.tick));
     expect(beats.length).to.be.at.least(2);
     for (const tick of beats) expect(tick).to.match(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.000Z$/);
     expect(new Set(beats).size).to.equal(beats.length);
-    const heartbeats = jobs('Heartbeat');
+    const heartbeats = await jobs('Heartbeat');
     expect(heartbeats.every((j) => j.owner === 'schedule:Heartbeat')).to.equal(true);
     expect(JSON.parse(String(heartbeats[0].actor))).to.include({ kind: 'system', id: 'schedule:Heartbeat' });
   });
@@ -204,23 +210,23 @@ describe('workflow triggers: webhooks and schedules (generated app, over HTTP)',
     const restartedAt = Date.now();
     app = await startApp(appDir, env);
     await new Promise((resolve) => setTimeout(resolve, 2_500));
-    const ticks = rows('SELECT "tick" FROM "Beat"').map((r) => Date.parse(String(r.tick)));
+    const ticks = (await rows('SELECT "tick" FROM "Beat"')).map((r) => Date.parse(String(r.tick)));
     const missed = ticks.filter((t) => t > stoppedAt + 1_000 && t < restartedAt);
     expect(missed, 'ticks run for the time the app was stopped').to.deep.equal([]);
     expect(ticks.filter((t) => t >= restartedAt).length).to.be.at.least(1);
   });
 });
 
-describe('the trace of a request that starts a workflow (generated app, in process)', function () {
+for (const database of DATABASES) describe(`the trace of a request that starts a workflow (generated app, in process, ${database})`, function () {
   this.timeout(120_000);
-  let app: InProcessApp;
-  const env = { PLANNER_API_KEY: 'planner-key-0123456789abcdef', VIEWER_API_KEY: 'viewer-key-0123456789abcdef' };
+  let app: AppOnDatabase;
+  const env = { PLANNER_API_KEY: 'planner-key-0123456789abcdef', VIEWER_API_KEY: 'viewer-key-0123456789abcdef', SESSION_SECRET };
 
   before(async () => {
-    const appDir = path.join(freshDir('workflow-traces'), 'app');
+    const appDir = path.join(freshDir(`workflow-traces-${database}`), 'app');
     const r = generate(path.join(ROOT, 'test/fixtures/workflows/app.toml'), appDir);
     expect(r.status, r.stderr).to.equal(0);
-    app = await bootInProcess(appDir, env);
+    app = await bootOnDatabase(appDir, await databaseUrl(database, 'workflow_traces'), env);
   });
   after(async () => app?.close());
 

@@ -144,8 +144,15 @@ export async function bootOnDatabase(appDir: string, databaseUrl: string, env: R
   const { openDatabase } = await load<{ openDatabase: (dir: string, env: Record<string, string>) => Promise<{ db: AnyDatabase }> }>('src/runtime/data/open.ts');
   const { createApp } = await load<{ createApp: (o: Rec) => BuiltApp }>('src/app.ts');
   const { db: database } = await openDatabase(appDir, { DATABASE_URL: databaseUrl });
+  let built: BuiltApp;
+  try {
+    built = createApp({ db: database, appDir, env, services, warn: () => undefined });
+  } catch (err) {
+    // A refusal to start (a missing secret, say) must not leave the pool open behind the test.
+    await database.close();
+    throw err;
+  }
   const rows = await appRows(databaseUrl, appDir);
-  const built = createApp({ db: database, appDir, env, services, warn: () => undefined });
   const served = await serve(built, async () => {
     await rows.close();
     await database.close();
