@@ -495,7 +495,7 @@ for (const database of DATABASES) describe(`command handlers, faults and field p
   before(async () => {
     const appDir = path.join(freshDir(`commands-lab-${database}`), 'app');
     generate(path.join(ROOT, 'test/fixtures/commands/lab/app.toml'), appDir);
-    lab = await bootOnDatabase(appDir, await databaseUrl(database, 'commands'), KEYS, { stamper: { stamp: (id: string) => `stamped ${id}` } });
+    lab = await bootOnDatabase(appDir, await databaseUrl(database, 'commands'), KEYS, { services: { stamper: { stamp: (id: string) => `stamped ${id}` } } });
     api = new Api(() => lab.url, appDir, KEYS.LAB_WORKER_KEY);
   });
   after(async () => lab?.close());

@@ -1,27 +1,22 @@
 // Data integrity (issue 8), end to end on a small blueprint of our own (test/fixtures/valid/notes):
-// generated with the real CLI, built in-process on a real SQLite file and driven over HTTP, every
-// response checked against the app's openapi.json. Covered: bodies nested too deeply; row rules
-// that hold for the record as it will be after a write (PostgreSQL's WITH CHECK), through the
-// entity routes and through a command handler's ctx.db; date-times that do not exist; control
-// characters and lone surrogates in text; e-mail addresses unique ignoring letter case (in the
-// database, through the generated migrations); required text that is empty.
+// generated with the real CLI, built in-process once on SQLite and once on PostgreSQL and driven
+// over HTTP, every response checked against the app's openapi.json. Covered: bodies nested too
+// deeply; row rules that hold for the record as it will be after a write (PostgreSQL's WITH
+// CHECK), through the entity routes and through a command handler's ctx.db; date-times that do
+// not exist; control characters and lone surrogates in text; e-mail addresses unique ignoring
+// letter case (in the database, through the generated migrations of both); required text that is
+// empty.
 
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import Database from 'better-sqlite3';
 import { expect } from 'chai';
 import { applyMigrations } from '../runtime-lib/data/migrate.ts';
-import { bp, freshDir, generate, ROOT, type HttpResponse } from './support/apps.ts';
-import {
-  Api,
-  bootInProcess,
-  committedRow,
-  errorOf,
-  type InProcessApp,
-  type Rec,
-  SessionClient,
-  usersCli,
-} from './support/commands/harness.ts';
+import { applyPostgresMigrations } from '../runtime-lib/data/postgres-migrate.ts';
+import { addUser, bp, freshDir, generate, ROOT, type HttpResponse } from './support/apps.ts';
+import { Api, type AppOnDatabase, bootOnDatabase, errorOf, type Rec, SessionClient } from './support/commands/harness.ts';
+import { appRows } from './support/database-rows.ts';
+import { DATABASES, databaseUrl } from './support/databases.ts';
 
 const BLUEPRINT = path.join(ROOT, 'test/fixtures/valid/notes/app.toml');
 const SERVICE = 'notes-service-key-0123456789';
@@ -34,22 +29,23 @@ const key = (label = 'k') => `${label}-${++seq}-${Date.now()}`;
 /** `depth` nested arrays around nothing: `[[...]]`. */
 const nested = (depth: number): string => '['.repeat(depth) + ']'.repeat(depth);
 
-describe('data integrity (issue 8, in-process over HTTP)', function () {
+for (const database of DATABASES) describe(`data integrity (issue 8, in-process over HTTP, ${database})`, function () {
   this.timeout(120_000);
-  let app: InProcessApp;
+  let app: AppOnDatabase;
   let api: Api;
   let alice: SessionClient;
   let bob: SessionClient;
   let admin: SessionClient;
   const idOf = (who: SessionClient) => who.actor.id as string;
 
-  const count = (table: string): number =>
-    (app.db.prepare(`SELECT COUNT(*) AS n FROM "${table}"`).get() as { n: number }).n;
-  const row = (table: string, id: string) => committedRow(app.dbFile, table, id);
-  const auditCount = (id: string): number =>
-    (app.db.prepare('SELECT COUNT(*) AS n FROM "_bp_audit" WHERE "recordId" = ?').get(id) as { n: number }).n;
-  const keyStored = (idem: string): boolean =>
-    app.db.prepare('SELECT 1 FROM "_bp_idempotency" WHERE "key" = ?').get(idem) !== undefined;
+  // PostgreSQL's COUNT(*) is a bigint, which pg reads as text.
+  const count = async (table: string): Promise<number> =>
+    Number((await app.rows.get(`SELECT COUNT(*) AS n FROM "${table}"`))?.n);
+  const row = (table: string, id: string) => app.rows.get(`SELECT * FROM "${table}" WHERE "id" = ?`, [id]);
+  const auditCount = async (id: string): Promise<number> =>
+    Number((await app.rows.get('SELECT COUNT(*) AS n FROM "_bp_audit" WHERE "recordId" = ?', [id]))?.n);
+  const keyStored = async (idem: string): Promise<boolean> =>
+    (await app.rows.get('SELECT 1 FROM "_bp_idempotency" WHERE "key" = ?', [idem])) !== undefined;
   const detailCodes = (res: HttpResponse) => (errorOf(res).details ?? []).map((d) => `${d.field ?? ''}:${d.code}`);
 
   const createNote = async (who: SessionClient, body: Rec): Promise<Rec> => {
@@ -72,13 +68,13 @@ describe('data integrity (issue 8, in-process over HTTP)', function () {
 
   /** A refused write leaves the row, the audit trail and the row count as they were. */
   const expectUntouched = async (table: string, id: string, run: () => Promise<HttpResponse>): Promise<HttpResponse> => {
-    const before = row(table, id);
-    const audits = auditCount(id);
-    const rows = count(table);
+    const before = await row(table, id);
+    const audits = await auditCount(id);
+    const rows = await count(table);
     const res = await run();
-    expect(row(table, id)).to.deep.equal(before);
-    expect(auditCount(id)).to.equal(audits);
-    expect(count(table)).to.equal(rows);
+    expect(await row(table, id)).to.deep.equal(before);
+    expect(await auditCount(id)).to.equal(audits);
+    expect(await count(table)).to.equal(rows);
     return res;
   };
   const expectRowCheck = (res: HttpResponse, rule: 'update' | 'read') => {
@@ -89,18 +85,16 @@ describe('data integrity (issue 8, in-process over HTTP)', function () {
   };
 
   before(async () => {
-    const appDir = path.join(freshDir('integrity'), 'app');
+    const appDir = path.join(freshDir(`integrity-${database}`), 'app');
     generate(BLUEPRINT, appDir);
-    app = await bootInProcess(appDir, ENV);
+    app = await bootOnDatabase(appDir, await databaseUrl(database, 'integrity'), ENV);
     api = new Api(() => app.url, appDir, SERVICE);
+    // People sign in with the users the real CLI creates, against the same database.
     for (const [email, roles] of [
       ['alice@example.com', []],
       ['bob@example.com', []],
       ['admin@example.com', ['admin']],
-    ] as const) {
-      const r = usersCli(appDir, app.dbFile, ['add', '--email', email, ...roles.flatMap((r) => ['--role', r])], `${PASSWORD}\n`);
-      expect(r.status, r.stderr).to.equal(0);
-    }
+    ] as const) addUser(appDir, { DATABASE_URL: app.databaseUrl }, email, PASSWORD, [...roles]);
     alice = await SessionClient.login(app.url, 'alice@example.com', PASSWORD);
     bob = await SessionClient.login(app.url, 'bob@example.com', PASSWORD);
     admin = await SessionClient.login(app.url, 'admin@example.com', PASSWORD);
@@ -112,13 +106,13 @@ describe('data integrity (issue 8, in-process over HTTP)', function () {
 
     it('refuses a 3,100-deep body on a keyed create with 400 TOO_DEEP, not 500, and stores nothing', async () => {
       const idem = key('deep');
-      const notes = count('Note');
+      const notes = await count('Note');
       const res = await api.call('POST', '/api/notes', '/api/notes', undefined, { raw: deepNote(3100), idem });
       expect(res.status, res.text).to.equal(400);
       expect(errorOf(res)).to.include({ code: 'VALIDATION_FAILED', retryable: false });
       expect(detailCodes(res)).to.deep.equal([':TOO_DEEP']);
-      expect(count('Note')).to.equal(notes);
-      expect(keyStored(idem), 'idempotency key stored').to.equal(false);
+      expect(await count('Note')).to.equal(notes);
+      expect(await keyStored(idem), 'idempotency key stored').to.equal(false);
     });
 
     it('refuses it on a keyed update and a keyed command as well, changing nothing', async () => {
@@ -134,7 +128,7 @@ describe('data integrity (issue 8, in-process over HTTP)', function () {
         );
         expect(res.status, `${url}: ${res.text}`).to.equal(400);
         expect(detailCodes(res)).to.deep.equal([':TOO_DEEP']);
-        expect(keyStored(idem)).to.equal(false);
+        expect(await keyStored(idem)).to.equal(false);
       }
     });
 
@@ -152,13 +146,14 @@ describe('data integrity (issue 8, in-process over HTTP)', function () {
       const ok = await api.call('POST', '/api/notes', '/api/notes', undefined, { raw: deepNote(63), idem: key('deep') });
       expect(ok.status, ok.text).to.equal(201);
       expect(JSON.stringify((ok.body as Rec).data)).to.equal(nested(63));
-      const stored = row('Note', (ok.body as Rec).id as string) as Rec;
-      expect(stored.data).to.equal(nested(63));
-      const notes = count('Note');
+      const stored = (await row('Note', (ok.body as Rec).id as string)) as Rec;
+      // SQLite keeps a JSON value as its text; PostgreSQL's jsonb comes back parsed.
+      expect(database === 'sqlite' ? stored.data : JSON.stringify(stored.data)).to.equal(nested(63));
+      const notes = await count('Note');
       const tooDeep = await api.call('POST', '/api/notes', '/api/notes', undefined, { raw: deepNote(64), idem: key('deep') });
       expect(tooDeep.status, tooDeep.text).to.equal(400);
       expect(detailCodes(tooDeep)).to.deep.equal([':TOO_DEEP']);
-      expect(count('Note')).to.equal(notes);
+      expect(await count('Note')).to.equal(notes);
     });
 
     it('counts objects and arrays alike, wherever the deepest branch is', async () => {
@@ -206,10 +201,10 @@ describe('data integrity (issue 8, in-process over HTTP)', function () {
     });
 
     it('refuses creating a note for someone else, unless another branch of the read rule lets the creator read it', async () => {
-      const notes = count('Note');
+      const notes = await count('Note');
       const res = await api.call('POST', '/api/notes', '/api/notes', { title: 'planted', authorId: idOf(bob) }, { session: alice });
       expectRowCheck(res, 'read');
-      expect(count('Note')).to.equal(notes);
+      expect(await count('Note')).to.equal(notes);
       const byAdmin = await createNote(admin, { authorId: idOf(bob) });
       expect(byAdmin.authorId).to.equal(idOf(bob));
     });
@@ -250,29 +245,29 @@ describe('data integrity (issue 8, in-process over HTTP)', function () {
         expect(renamed.body).to.include({ title: 'renamed by command', authorId: idOf(alice) });
         const moved = await api.command('hand_over', note.id as string, { to: idOf(bob) }, { session: admin });
         expect(moved.status, moved.text).to.equal(200);
-        expect(row('Note', note.id as string)?.authorId).to.equal(idOf(bob));
+        expect((await row('Note', note.id as string))?.authorId).to.equal(idOf(bob));
       });
 
       it('refuses ctx.db.update moving another record away, and writes nothing', async () => {
         const note = await createNote(alice, { authorId: idOf(alice) });
         const other = await createNote(alice, { authorId: idOf(alice) });
-        const before = row('Note', note.id as string);
+        const before = await row('Note', note.id as string);
         const res = await expectUntouched('Note', other.id as string, () =>
           api.command('hand_over_other', note.id as string, { otherId: other.id, to: idOf(bob) }, { session: alice }),
         );
         expectRowCheck(res, 'update');
-        expect(row('Note', note.id as string)).to.deep.equal(before);
+        expect(await row('Note', note.id as string)).to.deep.equal(before);
       });
 
       it('refuses ctx.db.create of a note for someone else, and creates nothing', async () => {
         const note = await createNote(alice, { authorId: idOf(alice) });
-        const notes = count('Note');
+        const notes = await count('Note');
         const res = await api.command('spawn', note.id as string, { authorId: idOf(bob) }, { session: alice });
         expectRowCheck(res, 'read');
-        expect(count('Note')).to.equal(notes);
+        expect(await count('Note')).to.equal(notes);
         const own = await api.command('spawn', note.id as string, { authorId: idOf(alice) }, { session: alice });
         expect(own.status, own.text).to.equal(200);
-        expect(count('Note')).to.equal(notes + 1);
+        expect(await count('Note')).to.equal(notes + 1);
       });
     });
   });
@@ -280,11 +275,11 @@ describe('data integrity (issue 8, in-process over HTTP)', function () {
   describe('date-times that do not exist (finding 5)', () => {
     for (const value of ['2023-02-29T12:00:00Z', '2023-04-31T00:00:00Z', '2024-01-01T24:00:00Z', '2024-01-01T12:60:00Z']) {
       it(`refuses ${value} in an entity DateTime field with 400 and stores nothing`, async () => {
-        const contacts = count('Contact');
+        const contacts = await count('Contact');
         const res = await postContact(contact({ bornAt: value }));
         expect(res.status, res.text).to.equal(400);
         expect(detailCodes(res)).to.deep.equal(['bornAt:INVALID_TYPE']);
-        expect(count('Contact')).to.equal(contacts);
+        expect(await count('Contact')).to.equal(contacts);
       });
     }
 
@@ -331,11 +326,11 @@ describe('data integrity (issue 8, in-process over HTTP)', function () {
     ]) {
       for (const [field, type] of TEXT_FIELDS) {
         it(`refuses ${label} in a ${type} field (${field}) with 400 CONTROL_CHARACTER and stores nothing`, async () => {
-          const contacts = count('Contact');
+          const contacts = await count('Contact');
           const res = await postContact(contact({ [field]: valueFor(field, bad) }));
           expect(res.status, res.text).to.equal(400);
           expect(detailCodes(res)).to.deep.equal([`${field}:CONTROL_CHARACTER`]);
-          expect(count('Contact')).to.equal(contacts);
+          expect(await count('Contact')).to.equal(contacts);
         });
       }
     }
@@ -347,12 +342,12 @@ describe('data integrity (issue 8, in-process over HTTP)', function () {
     ]) {
       for (const [field, type] of TEXT_FIELDS) {
         it(`refuses ${label} in a ${type} field (${field}) with 400 LONE_SURROGATE`, async () => {
-          const contacts = count('Contact');
+          const contacts = await count('Contact');
           // JSON.stringify escapes lone surrogates (\ud800), so they arrive as the client wrote them.
           const res = await postContact(contact({ [field]: valueFor(field, bad) }));
           expect(res.status, res.text).to.equal(400);
           expect(detailCodes(res)).to.deep.equal([`${field}:LONE_SURROGATE`]);
-          expect(count('Contact')).to.equal(contacts);
+          expect(await count('Contact')).to.equal(contacts);
         });
       }
     }
@@ -378,7 +373,7 @@ describe('data integrity (issue 8, in-process over HTTP)', function () {
       const bio = ' leading and trailing \n\n ';
       const res = await postContact(contact({ name, bio }));
       expect(res.status, res.text).to.equal(201);
-      const stored = row('Contact', (res.body as Rec).id as string) as Rec;
+      const stored = (await row('Contact', (res.body as Rec).id as string)) as Rec;
       expect(stored).to.include({ name, bio });
     });
 
@@ -419,14 +414,14 @@ describe('data integrity (issue 8, in-process over HTTP)', function () {
     it('refuses CAROL@X.IO beside carol@x.io with 409 UNIQUE_CONFLICT naming the field', async () => {
       const first = await postContact(contact({ email: 'carol@x.io' }));
       expect(first.status, first.text).to.equal(201);
-      const contacts = count('Contact');
+      const contacts = await count('Contact');
       for (const email of ['CAROL@X.IO', 'Carol@x.io', 'carol@X.io']) {
         const res = await postContact(contact({ email }));
         expect(res.status, res.text).to.equal(409);
         expect(errorOf(res)).to.include({ code: 'UNIQUE_CONFLICT', retryable: false });
         expect(detailCodes(res)).to.deep.equal(['email:UNIQUE']);
       }
-      expect(count('Contact')).to.equal(contacts);
+      expect(await count('Contact')).to.equal(contacts);
     });
 
     it('refuses an update to another record\'s address in other letters, and changes nothing', async () => {
@@ -442,7 +437,7 @@ describe('data integrity (issue 8, in-process over HTTP)', function () {
       expect(created.email).to.equal('Frank.Smith@X.io');
       const res = await putContact(created.id as string, { email: 'frank.smith@x.io' });
       expect(res.status, res.text).to.equal(200);
-      expect(row('Contact', created.id as string)?.email).to.equal('frank.smith@x.io');
+      expect((await row('Contact', created.id as string))?.email).to.equal('frank.smith@x.io');
     });
 
     it('leaves a field that is not unique alone', async () => {
@@ -463,11 +458,11 @@ describe('data integrity (issue 8, in-process over HTTP)', function () {
       ['kind', ''],
     ] as const) {
       it(`refuses ${JSON.stringify(value)} for the required ${field} with 400 REQUIRED on create and update`, async () => {
-        const contacts = count('Contact');
+        const contacts = await count('Contact');
         const res = await postContact(contact({ [field]: value }));
         expect(res.status, res.text).to.equal(400);
         expect(detailCodes(res)).to.deep.equal([`${field}:REQUIRED`]);
-        expect(count('Contact')).to.equal(contacts);
+        expect(await count('Contact')).to.equal(contacts);
         const created = (await postContact(contact())).body as Rec;
         const update = await expectUntouched('Contact', created.id as string, () => putContact(created.id as string, { [field]: value }));
         expect(update.status, update.text).to.equal(400);
@@ -649,5 +644,46 @@ fields = [
     const before = fs.readdirSync(path.join(appDir, 'prisma', 'migrations')).sort();
     generate(blueprint, appDir);
     expect(fs.readdirSync(path.join(appDir, 'prisma', 'migrations')).sort()).to.deep.equal(before);
+  });
+
+  it('keeps PostgreSQL\'s index in step too, its migrations applied one by one to a database with rows', async () => {
+    // PostgreSQL has migrations of its own (no table rebuilds there): the steps above, in its SQL.
+    const migrations = path.join(appDir, 'prisma', 'postgres', 'migrations');
+    const steps = fs.readdirSync(migrations).filter((d) => d !== 'migration_lock.toml').sort();
+    expect(steps).to.have.length(4);
+    const url = await databaseUrl('postgres', 'integrity-migrations');
+    const rows = await appRows(url, appDir);
+    const partial = path.join(dir, 'partial-postgres-migrations');
+    fs.rmSync(partial, { recursive: true, force: true });
+    const applyStep = async (step: number) => {
+      fs.mkdirSync(path.join(partial, steps[step]), { recursive: true });
+      fs.copyFileSync(path.join(migrations, steps[step], 'migration.sql'), path.join(partial, steps[step], 'migration.sql'));
+      await applyPostgresMigrations(url, partial);
+    };
+    const indexes = async () =>
+      (await rows.all("SELECT indexname FROM pg_indexes WHERE tablename = 'Person' AND indexdef LIKE '%lower(%' ORDER BY indexname")).map((r) => r.indexname);
+    const add = (email: string, other: string | null = null) =>
+      rows.run('INSERT INTO "Person" ("id", "name", "email", "other") VALUES (?, ?, ?, ?)', [`pg-${++n}`, 'P', email, other]);
+    const refusal = (write: Promise<unknown>) => write.then(() => 'accepted', (err: Error) => err.message);
+    const conflict = (index: string) => `duplicate key value violates unique constraint "${index}"`;
+    try {
+      await applyStep(0);
+      expect(await indexes()).to.deep.equal(['Person.email_lower_key']);
+      await add('carol@x.io');
+      expect(await refusal(add('CAROL@x.io'))).to.equal(conflict('Person.email_lower_key'));
+      await applyStep(1);
+      expect(await indexes()).to.deep.equal(['Person.email_lower_key']);
+      expect(await refusal(add('Carol@X.IO'))).to.equal(conflict('Person.email_lower_key'));
+      await applyStep(2);
+      expect(await indexes()).to.deep.equal(['Person.other_lower_key']);
+      await add('CAROL@X.IO', 'o@x.io');
+      expect(await refusal(add('q@x.io', 'O@X.IO'))).to.equal(conflict('Person.other_lower_key'));
+      await applyStep(3);
+      expect(await indexes()).to.deep.equal([]);
+      // Sorted here: PostgreSQL's ORDER BY follows the server's collation.
+      expect((await rows.all('SELECT "email" FROM "Person"')).map((r) => r.email).sort()).to.deep.equal(['CAROL@X.IO', 'carol@x.io']);
+    } finally {
+      await rows.close();
+    }
   });
 });

@@ -1,22 +1,28 @@
 // Zebric 0.6 keys end to end (issue 9): primary keys of every type (Text, Integer, UUID; ULID
 // elsewhere), Refs to them with their defaults, polymorphic hasMany/hasOne relations read by
 // command policies, and entity indexes. Each fixture of test/fixtures/zebric/ validates with
-// exactly the warnings it should, generates, type-checks, migrates and boots, and every entity
-// is created, listed, read, updated and deleted over HTTP under the rules and Refs it declares.
+// exactly the warnings it should, generates, type-checks, migrates and boots, once on SQLite and
+// once on PostgreSQL, and every entity is created, listed, read, updated and deleted over HTTP
+// under the rules and Refs it declares.
 
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { expect } from 'chai';
 import type { HttpResponse } from './support/apps.ts';
-import type { Api, InProcessApp, Rec } from './support/commands/harness.ts';
+import { type Api, type AppOnDatabase, type Rec } from './support/commands/harness.ts';
+import { DATABASES, type DatabaseKind } from './support/databases.ts';
 import { bootFixture, diagnosticsOf, expectValidOpenApi, idem, problems } from './support/zebric.ts';
 
 const ULID = /^[0-7][0-9A-HJKMNP-TV-Z]{25}$/;
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
 
-/** How many rows a table holds: a refused request must leave it as it was. */
-const countOf = (app: InProcessApp, table: string): number =>
-  (app.db.prepare(`SELECT COUNT(*) AS n FROM "${table}"`).get() as { n: number }).n;
+/** The Prisma folder of the database the app runs on (its schema and migrations). */
+const prismaDir = (appDir: string, database: DatabaseKind): string =>
+  database === 'sqlite' ? path.join(appDir, 'prisma') : path.join(appDir, 'prisma', 'postgres');
+
+/** How many rows a table holds: a refused request must leave it as it was (PostgreSQL's COUNT(*) is a bigint, read as text). */
+const countOf = async (app: AppOnDatabase, table: string): Promise<number> =>
+  Number((await app.rows.get(`SELECT COUNT(*) AS n FROM "${table}"`))?.n);
 
 /** The {id} path parameter's schema in openapi.json. */
 function idSchema(appDir: string, template: string): unknown {
@@ -27,11 +33,11 @@ function idSchema(appDir: string, template: string): unknown {
   return [...(item.parameters ?? []), ...(item.post?.parameters ?? [])].find((p) => p.name === 'id')?.schema;
 }
 
-describe('Zebric keys: Text primary keys (test/fixtures/zebric/text-keys)', function () {
+for (const database of DATABASES) describe(`Zebric keys: Text primary keys (test/fixtures/zebric/text-keys, ${database})`, function () {
   this.timeout(120_000);
   const PLANNER = 'planner-key-0123456789abcdef';
   const VIEWER = 'viewer-key-0123456789abcdef';
-  let app: InProcessApp;
+  let app: AppOnDatabase;
   let api: Api;
   let appDir: string;
 
@@ -39,7 +45,7 @@ describe('Zebric keys: Text primary keys (test/fixtures/zebric/text-keys)', func
   const columnPath = (id: string) => `/api/columns/${encodeURIComponent(id)}`;
 
   before(async () => {
-    ({ app, api, appDir } = await bootFixture('text-keys', { BOARD_PLANNER_KEY: PLANNER, BOARD_VIEWER_KEY: VIEWER }, PLANNER));
+    ({ app, api, appDir } = await bootFixture(database, 'text-keys', { BOARD_PLANNER_KEY: PLANNER, BOARD_VIEWER_KEY: VIEWER }, PLANNER));
   });
   after(async () => app?.close());
 
@@ -66,16 +72,16 @@ describe('Zebric keys: Text primary keys (test/fixtures/zebric/text-keys)', func
 
   it('answers 409 UNIQUE_CONFLICT naming the id when it is taken, and stores nothing', async () => {
     await createColumn({ id: 'doing', title: 'Doing' });
-    const before = countOf(app, 'Column');
+    const before = await countOf(app, 'Column');
     const res = await createColumn({ id: 'doing', title: 'Doing again' });
     expect(res.status, res.text).to.equal(409);
     expect(problems(res)).to.deep.equal({ code: 'UNIQUE_CONFLICT', details: ['id:UNIQUE'] });
-    expect(countOf(app, 'Column')).to.equal(before);
+    expect(await countOf(app, 'Column')).to.equal(before);
     expect((await api.get('columns', 'doing')).title).to.equal('Doing');
   });
 
   it('refuses empty, too long, control-character, lone-surrogate and space-padded ids, and "." and ".." (400)', async () => {
-    const before = countOf(app, 'Column');
+    const before = await countOf(app, 'Column');
     const cases: Array<[unknown, string]> = [
       ['', 'id:INVALID_TYPE'],
       ['x'.repeat(256), 'id:TOO_LONG'],
@@ -94,7 +100,7 @@ describe('Zebric keys: Text primary keys (test/fixtures/zebric/text-keys)', func
       expect(res.status, `${JSON.stringify(id)}: ${res.text}`).to.equal(400);
       expect(problems(res), JSON.stringify(id)).to.deep.equal({ code: 'VALIDATION_FAILED', details: [detail] });
     }
-    expect(countOf(app, 'Column')).to.equal(before);
+    expect(await countOf(app, 'Column')).to.equal(before);
     const longest = await createColumn({ id: 'y'.repeat(255), title: 'Longest' });
     expect(longest.status, longest.text).to.equal(201);
   });
@@ -138,7 +144,7 @@ describe('Zebric keys: Text primary keys (test/fixtures/zebric/text-keys)', func
     const card = await api.create('cards', { title: 'Write docs' });
     expect(card).to.include({ title: 'Write docs', columnId: 'backlog', reviewColumnId: null });
     expect(card.id).to.match(ULID);
-    const before = countOf(app, 'Card');
+    const before = await countOf(app, 'Card');
     const missing = await api.call('POST', '/api/cards', '/api/cards', { title: 'Lost', columnId: 'nowhere' }, { idem: idem('card') });
     expect(missing.status, missing.text).to.equal(422);
     expect(problems(missing)).to.deep.equal({ code: 'REFERENCE_NOT_FOUND', details: ['columnId:REFERENCE_NOT_FOUND'] });
@@ -147,7 +153,7 @@ describe('Zebric keys: Text primary keys (test/fixtures/zebric/text-keys)', func
       expect(res.status, res.text).to.equal(400);
       expect(problems(res)).to.deep.equal({ code: 'VALIDATION_FAILED', details: [detail] });
     }
-    expect(countOf(app, 'Card')).to.equal(before);
+    expect(await countOf(app, 'Card')).to.equal(before);
   });
 
   it('lists, reads and updates cards, and MoveCard moves one to a Text id unless its column is locked', async () => {
@@ -192,10 +198,10 @@ describe('Zebric keys: Text primary keys (test/fixtures/zebric/text-keys)', func
   });
 });
 
-describe('Zebric keys: Integer primary keys (test/fixtures/zebric/integer-keys)', function () {
+for (const database of DATABASES) describe(`Zebric keys: Integer primary keys (test/fixtures/zebric/integer-keys, ${database})`, function () {
   this.timeout(120_000);
   const CLERK = 'clerk-key-0123456789abcdef';
-  let app: InProcessApp;
+  let app: AppOnDatabase;
   let api: Api;
   let appDir: string;
 
@@ -205,7 +211,7 @@ describe('Zebric keys: Integer primary keys (test/fixtures/zebric/integer-keys)'
     (await api.call(method, template, urlPath, body, method === 'GET' ? {} : { idem: idem('x') })).status;
 
   before(async () => {
-    ({ app, api, appDir } = await bootFixture('integer-keys', { LEDGER_CLERK_KEY: CLERK }, CLERK));
+    ({ app, api, appDir } = await bootFixture(database, 'integer-keys', { LEDGER_CLERK_KEY: CLERK }, CLERK));
   });
   after(async () => app?.close());
 
@@ -235,13 +241,13 @@ describe('Zebric keys: Integer primary keys (test/fixtures/zebric/integer-keys)'
   });
 
   it('refuses an id sent by the client (400 READ_ONLY), storing nothing', async () => {
-    const before = countOf(app, 'Customer');
+    const before = await countOf(app, 'Customer');
     for (const id of [99, 5, '5']) {
       const res = await post('customers', { id, name: 'Mallory' });
       expect(res.status, res.text).to.equal(400);
       expect(problems(res)).to.deep.equal({ code: 'VALIDATION_FAILED', details: ['id:READ_ONLY'] });
     }
-    expect(countOf(app, 'Customer')).to.equal(before);
+    expect(await countOf(app, 'Customer')).to.equal(before);
   });
 
   it('answers 404 for a path id that is not a decimal integer in the safe range, on every route', async () => {
@@ -264,7 +270,7 @@ describe('Zebric keys: Integer primary keys (test/fixtures/zebric/integer-keys)'
     expect(noCurrency.status, noCurrency.text).to.equal(422);
     expect(problems(noCurrency)).to.deep.equal({ code: 'REFERENCE_NOT_FOUND', details: ['currencyId:REFERENCE_NOT_FOUND'] });
     expect((await post('currencys', { code: 'EUR' })).body).to.deep.equal({ id: 1, code: 'EUR' });
-    const before = countOf(app, 'Invoice');
+    const before = await countOf(app, 'Invoice');
     for (const [customerId, detail] of [['1', 'customerId:INVALID_TYPE'], [1.5, 'customerId:INVALID_TYPE'], [null, 'customerId:REQUIRED']] as const) {
       const res = await post('invoices', { customerId, amountCents: 500 });
       expect(res.status, res.text).to.equal(400);
@@ -273,7 +279,7 @@ describe('Zebric keys: Integer primary keys (test/fixtures/zebric/integer-keys)'
     const missing = await post('invoices', { customerId: 3, amountCents: 500 });
     expect(missing.status, missing.text).to.equal(422);
     expect(problems(missing)).to.deep.equal({ code: 'REFERENCE_NOT_FOUND', details: ['customerId:REFERENCE_NOT_FOUND'] });
-    expect(countOf(app, 'Invoice')).to.equal(before);
+    expect(await countOf(app, 'Invoice')).to.equal(before);
     const invoice = await post('invoices', { customerId: 1, amountCents: 500 });
     expect(invoice.status, invoice.text).to.equal(201);
     expect(invoice.body).to.deep.equal({ invoiceNo: 1, customerId: 1, currencyId: 1, amountCents: 500, status: 'open' });
@@ -297,13 +303,13 @@ describe('Zebric keys: Integer primary keys (test/fixtures/zebric/integer-keys)'
 
   it('replays an idempotent create with the id it assigned, creating nothing more', async () => {
     const key = idem('replay');
-    const before = countOf(app, 'Customer');
+    const before = await countOf(app, 'Customer');
     const first = await post('customers', { name: 'Alan' }, key);
     const again = await post('customers', { name: 'Alan' }, key);
     expect(again.status).to.equal(201);
     expect(again.body).to.deep.equal(first.body);
     expect(again.headers.get('location')).to.equal(first.headers.get('location'));
-    expect(countOf(app, 'Customer')).to.equal(before + 1);
+    expect(await countOf(app, 'Customer')).to.equal(before + 1);
     const list = await api.call('GET', '/api/customers', '/api/customers');
     expect((list.body as { items: Rec[] }).items.filter((c) => c.name === 'Alan')).to.have.length(1);
   });
@@ -358,28 +364,35 @@ describe('Zebric keys: Integer primary keys (test/fixtures/zebric/integer-keys)'
     expect(doc.components.schemas.InvoiceCreate.properties.currencyId).to.include({ type: 'integer', default: 1 });
   });
 
-  it('writes Int columns for Integer keys and the Refs to them, INTEGER PRIMARY KEY AUTOINCREMENT in SQL', () => {
-    const schema = fs.readFileSync(path.join(appDir, 'prisma', 'schema.prisma'), 'utf8');
+  const keyColumn = database === 'sqlite' ? 'INTEGER PRIMARY KEY AUTOINCREMENT' : 'SERIAL';
+  it(`writes Int columns for Integer keys and the Refs to them, ${keyColumn} in SQL`, () => {
+    const prisma = prismaDir(appDir, database);
+    const schema = fs.readFileSync(path.join(prisma, 'schema.prisma'), 'utf8');
     expect(schema).to.include('invoiceNo   Int      @id @default(autoincrement())');
     expect(schema).to.include('customerId  Int\n');
-    const [migration] = fs.readdirSync(path.join(appDir, 'prisma', 'migrations')).filter((d) => /^\d/.test(d));
-    const sql = fs.readFileSync(path.join(appDir, 'prisma', 'migrations', migration, 'migration.sql'), 'utf8');
-    expect(sql).to.include('"invoiceNo" INTEGER NOT NULL PRIMARY KEY AUTOINCREMENT');
+    const [migration] = fs.readdirSync(path.join(prisma, 'migrations')).filter((d) => /^\d/.test(d));
+    const sql = fs.readFileSync(path.join(prisma, 'migrations', migration, 'migration.sql'), 'utf8');
+    if (database === 'sqlite') {
+      expect(sql).to.include('"invoiceNo" INTEGER NOT NULL PRIMARY KEY AUTOINCREMENT');
+    } else {
+      expect(sql).to.include('"invoiceNo" SERIAL NOT NULL');
+      expect(sql).to.include('CONSTRAINT "Invoice_pkey" PRIMARY KEY ("invoiceNo")');
+    }
     expect(sql).to.include('"currencyId" INTEGER NOT NULL DEFAULT 1');
   });
 });
 
-describe('Zebric keys: UUID primary keys (test/fixtures/zebric/uuid-keys)', function () {
+for (const database of DATABASES) describe(`Zebric keys: UUID primary keys (test/fixtures/zebric/uuid-keys, ${database})`, function () {
   this.timeout(120_000);
   const DISPATCHER = 'dispatcher-key-0123456789abcdef';
-  let app: InProcessApp;
+  let app: AppOnDatabase;
   let api: Api;
   let appDir: string;
 
   const post = (collection: string, body: Rec) => api.call('POST', `/api/${collection}`, `/api/${collection}`, body, { idem: idem(collection) });
 
   before(async () => {
-    ({ app, api, appDir } = await bootFixture('uuid-keys', { FLEET_DISPATCHER_KEY: DISPATCHER }, DISPATCHER));
+    ({ app, api, appDir } = await bootFixture(database, 'uuid-keys', { FLEET_DISPATCHER_KEY: DISPATCHER }, DISPATCHER));
   });
   after(async () => app?.close());
 
@@ -399,7 +412,7 @@ describe('Zebric keys: UUID primary keys (test/fixtures/zebric/uuid-keys)', func
     expect(depot.headers.get('location')).to.equal(`/api/depots/${id}`);
     const sent = await post('depots', { id: '0f8fad5b-d9cb-469f-a165-70867728950e', city: 'Nice' });
     expect(problems(sent)).to.deep.equal({ code: 'VALIDATION_FAILED', details: ['id:READ_ONLY'] });
-    expect(countOf(app, 'Depot')).to.equal(1);
+    expect(await countOf(app, 'Depot')).to.equal(1);
     expect(await api.get('depots', id)).to.deep.equal({ id, city: 'Lyon' });
     const put = await api.call('PUT', '/api/depots/{id}', `/api/depots/${id}`, { city: 'Lyon 7e' }, { idem: idem('put') });
     expect(put.body).to.deep.equal({ id, city: 'Lyon 7e' });
@@ -409,13 +422,13 @@ describe('Zebric keys: UUID primary keys (test/fixtures/zebric/uuid-keys)', func
 
   it('checks Refs to UUID keys: the UUID form (400) and an existing record (422)', async () => {
     const depot = (await post('depots', { city: 'Lille' })).body as Rec;
-    const before = countOf(app, 'Truck');
+    const before = await countOf(app, 'Truck');
     const notUuid = await post('trucks', { plate: 'AB-123-CD', depotId: 'lille' });
     expect(problems(notUuid)).to.deep.equal({ code: 'VALIDATION_FAILED', details: ['depotId:INVALID_TYPE'] });
     const missing = await post('trucks', { plate: 'AB-123-CD', depotId: '0f8fad5b-d9cb-469f-a165-70867728950e' });
     expect(missing.status, missing.text).to.equal(422);
     expect(problems(missing)).to.deep.equal({ code: 'REFERENCE_NOT_FOUND', details: ['depotId:REFERENCE_NOT_FOUND'] });
-    expect(countOf(app, 'Truck')).to.equal(before);
+    expect(await countOf(app, 'Truck')).to.equal(before);
     const truck = await post('trucks', { plate: 'AB-123-CD', depotId: depot.id });
     expect(truck.status, truck.text).to.equal(201);
     const truckId = (truck.body as Rec).truckId as string;
@@ -449,10 +462,10 @@ describe('Zebric keys: UUID primary keys (test/fixtures/zebric/uuid-keys)', func
   });
 });
 
-describe('Zebric keys: polymorphic relations (test/fixtures/zebric/polymorphic)', function () {
+for (const database of DATABASES) describe(`Zebric keys: polymorphic relations (test/fixtures/zebric/polymorphic, ${database})`, function () {
   this.timeout(120_000);
   const EDITOR = 'editor-key-0123456789abcdef';
-  let app: InProcessApp;
+  let app: AppOnDatabase;
   let api: Api;
   let appDir: string;
 
@@ -460,7 +473,7 @@ describe('Zebric keys: polymorphic relations (test/fixtures/zebric/polymorphic)'
     api.create('comments', { relatedEntityType, relatedEntityId, kind, body: `${kind} on ${relatedEntityId}` });
 
   before(async () => {
-    ({ app, api, appDir } = await bootFixture('polymorphic', { NEWSROOM_EDITOR_KEY: EDITOR }, EDITOR));
+    ({ app, api, appDir } = await bootFixture(database, 'polymorphic', { NEWSROOM_EDITOR_KEY: EDITOR }, EDITOR));
   });
   after(async () => app?.close());
 
@@ -473,11 +486,14 @@ describe('Zebric keys: polymorphic relations (test/fixtures/zebric/polymorphic)'
   });
 
   it('stores the subject as plain fields: no foreign key, no Prisma relation', async () => {
-    const schema = fs.readFileSync(path.join(appDir, 'prisma', 'schema.prisma'), 'utf8');
+    const schema = fs.readFileSync(path.join(prismaDir(appDir, database), 'schema.prisma'), 'utf8');
     expect(schema).to.not.match(/@relation/);
     const orphan = await comment('Ticket', 'no-such-ticket', 'note');
     expect(orphan.relatedEntityId).to.equal('no-such-ticket');
-    const fks = app.db.prepare(`SELECT * FROM pragma_foreign_key_list('Comment')`).all();
+    const fks =
+      database === 'sqlite'
+        ? await app.rows.all(`SELECT * FROM pragma_foreign_key_list('Comment')`)
+        : await app.rows.all(`SELECT conname FROM pg_constraint WHERE conrelid = '"Comment"'::regclass AND contype = 'f'`);
     expect(fks).to.deep.equal([]);
   });
 
@@ -535,10 +551,10 @@ describe('Zebric keys: polymorphic relations (test/fixtures/zebric/polymorphic)'
   });
 });
 
-describe('Zebric keys: entity indexes (test/fixtures/zebric/indexes)', function () {
+for (const database of DATABASES) describe(`Zebric keys: entity indexes (test/fixtures/zebric/indexes, ${database})`, function () {
   this.timeout(120_000);
   const BOX = 'boxoffice-key-0123456789abcdef';
-  let app: InProcessApp;
+  let app: AppOnDatabase;
   let api: Api;
   let appDir: string;
 
@@ -546,7 +562,7 @@ describe('Zebric keys: entity indexes (test/fixtures/zebric/indexes)', function 
     api.call('POST', '/api/seats', '/api/seats', { eventId: 'gala', row: 'A', number: 1, code: 'GA-A1', ...body }, { idem: idem('seat') });
 
   before(async () => {
-    ({ app, api, appDir } = await bootFixture('indexes', { VENUE_BOXOFFICE_KEY: BOX }, BOX));
+    ({ app, api, appDir } = await bootFixture(database, 'indexes', { VENUE_BOXOFFICE_KEY: BOX }, BOX));
   });
   after(async () => app?.close());
 
@@ -560,8 +576,8 @@ describe('Zebric keys: entity indexes (test/fixtures/zebric/indexes)', function 
     await expectValidOpenApi(appDir);
   });
 
-  it('writes @@unique / @@index (with map: for named ones), and the database has exactly those indexes', () => {
-    const schema = fs.readFileSync(path.join(appDir, 'prisma', 'schema.prisma'), 'utf8');
+  it('writes @@unique / @@index (with map: for named ones), and the database has exactly those indexes', async () => {
+    const schema = fs.readFileSync(path.join(prismaDir(appDir, database), 'schema.prisma'), 'utf8');
     expect(schema).to.include(
       [
         '  @@index([section])',
@@ -572,29 +588,44 @@ describe('Zebric keys: entity indexes (test/fixtures/zebric/indexes)', function 
         '}',
       ].join('\n'),
     );
-    const indexes = app.db
-      .prepare(`SELECT name, sql FROM sqlite_master WHERE type = 'index' AND tbl_name = 'Seat' AND sql IS NOT NULL ORDER BY name`)
-      .all();
-    expect(indexes).to.deep.equal([
-      { name: 'Seat_eventId_code_key', sql: 'CREATE UNIQUE INDEX "Seat_eventId_code_key" ON "Seat"("eventId", "code")' },
-      { name: 'Seat_row_idx', sql: 'CREATE INDEX "Seat_row_idx" ON "Seat"("row")' },
-      { name: 'Seat_section_idx', sql: 'CREATE INDEX "Seat_section_idx" ON "Seat"("section")' },
-      { name: 'seat_holder', sql: 'CREATE INDEX "seat_holder" ON "Seat"("holder", "eventId")' },
-      { name: 'seat_position', sql: 'CREATE UNIQUE INDEX "seat_position" ON "Seat"("eventId", "row", "number")' },
-    ]);
+    // Every index but the primary key's, as the database itself describes it.
+    if (database === 'sqlite') {
+      const indexes = await app.rows.all(
+        `SELECT name, sql FROM sqlite_master WHERE type = 'index' AND tbl_name = 'Seat' AND sql IS NOT NULL ORDER BY name`,
+      );
+      expect(indexes).to.deep.equal([
+        { name: 'Seat_eventId_code_key', sql: 'CREATE UNIQUE INDEX "Seat_eventId_code_key" ON "Seat"("eventId", "code")' },
+        { name: 'Seat_row_idx', sql: 'CREATE INDEX "Seat_row_idx" ON "Seat"("row")' },
+        { name: 'Seat_section_idx', sql: 'CREATE INDEX "Seat_section_idx" ON "Seat"("section")' },
+        { name: 'seat_holder', sql: 'CREATE INDEX "seat_holder" ON "Seat"("holder", "eventId")' },
+        { name: 'seat_position', sql: 'CREATE UNIQUE INDEX "seat_position" ON "Seat"("eventId", "row", "number")' },
+      ]);
+    } else {
+      const indexes = await app.rows.all(
+        `SELECT i.relname AS name, pg_get_indexdef(i.oid) AS sql FROM pg_index x JOIN pg_class i ON i.oid = x.indexrelid
+         WHERE x.indrelid = '"Seat"'::regclass AND NOT x.indisprimary ORDER BY i.relname COLLATE "C"`,
+      );
+      expect(indexes).to.deep.equal([
+        { name: 'Seat_eventId_code_key', sql: 'CREATE UNIQUE INDEX "Seat_eventId_code_key" ON public."Seat" USING btree ("eventId", code)' },
+        { name: 'Seat_row_idx', sql: 'CREATE INDEX "Seat_row_idx" ON public."Seat" USING btree ("row")' },
+        { name: 'Seat_section_idx', sql: 'CREATE INDEX "Seat_section_idx" ON public."Seat" USING btree (section)' },
+        { name: 'seat_holder', sql: 'CREATE INDEX seat_holder ON public."Seat" USING btree (holder, "eventId")' },
+        { name: 'seat_position', sql: 'CREATE UNIQUE INDEX seat_position ON public."Seat" USING btree ("eventId", "row", number)' },
+      ]);
+    }
   });
 
   it('answers 409 UNIQUE_CONFLICT naming the fields of a composite unique index, on create and update, storing nothing', async () => {
     const first = await seat({});
     expect(first.status, first.text).to.equal(201);
-    const before = countOf(app, 'Seat');
+    const before = await countOf(app, 'Seat');
     const sameSpot = await seat({ code: 'GA-A1-bis' });
     expect(sameSpot.status, sameSpot.text).to.equal(409);
     expect(problems(sameSpot)).to.deep.equal({ code: 'UNIQUE_CONFLICT', details: ['eventId:UNIQUE', 'row:UNIQUE', 'number:UNIQUE'] });
     expect((sameSpot.body as { error: { message: string } }).error.message).to.equal('another record already has this eventId and row and number');
     const sameCode = await seat({ number: 2 });
     expect(problems(sameCode)).to.deep.equal({ code: 'UNIQUE_CONFLICT', details: ['eventId:UNIQUE', 'code:UNIQUE'] });
-    expect(countOf(app, 'Seat')).to.equal(before);
+    expect(await countOf(app, 'Seat')).to.equal(before);
     // The same seat at another event, or the next seat, is fine.
     expect((await seat({ eventId: 'matinee' })).status).to.equal(201);
     const next = await seat({ number: 2, code: 'GA-A2' });

@@ -1,6 +1,6 @@
 // Test support for the Zebric 0.6 fixtures (test/fixtures/zebric/<construct>/app.toml): each is
-// validated, generated with the real CLI, type-checked, migrated and built in-process, then
-// driven over real HTTP with every response checked against the app's own openapi.json.
+// validated, generated with the real CLI, type-checked, migrated and built in-process on SQLite
+// or PostgreSQL, then driven over real HTTP with every response checked against the app's own openapi.json.
 
 import { spawnSync } from 'node:child_process';
 import * as path from 'node:path';
@@ -10,7 +10,8 @@ import { validateBlueprint } from '../../generator/compile.ts';
 import type { Diagnostic } from '../../generator/diagnostics.ts';
 import { nodeSourceHost } from '../../generator/source.ts';
 import { freshDir, generate, ROOT, typecheck } from './apps.ts';
-import { Api, bootInProcess, type ErrorBody, type InProcessApp } from './commands/harness.ts';
+import { Api, type AppOnDatabase, bootOnDatabase, type ErrorBody } from './commands/harness.ts';
+import { databaseUrl, type DatabaseKind } from './databases.ts';
 import type { HttpResponse } from './apps.ts';
 
 export const ZEBRIC = path.join(ROOT, 'test', 'fixtures', 'zebric');
@@ -32,18 +33,24 @@ export function diagnosticsOf(fixture: string, options: { publicEntities?: boole
 }
 
 export interface ZebricApp {
-  app: InProcessApp;
+  app: AppOnDatabase;
   api: Api;
   appDir: string;
 }
 
-/** Generates a fixture, type-checks the app in strict mode, applies its migrations and serves it. */
-export async function bootFixture(fixture: string, env: Record<string, string>, key: string): Promise<ZebricApp> {
-  const appDir = path.join(freshDir(`zebric-${fixture}`), 'app');
+/** PostgreSQL wants a SESSION_SECRET even in development: every instance must share it. */
+const SESSION_SECRET = 'zebric-fixture-session-secret-0123456789';
+
+/**
+ * Generates a fixture, type-checks the app in strict mode, and builds it on `database` (migrated
+ * as `npm start` does), served over HTTP with every response checked against its openapi.json.
+ */
+export async function bootFixture(database: DatabaseKind, fixture: string, env: Record<string, string>, key: string): Promise<ZebricApp> {
+  const appDir = path.join(freshDir(`zebric-${fixture}-${database}`), 'app');
   generate(path.join(ZEBRIC, fixture, 'app.toml'), appDir);
   const tsc = typecheck(appDir);
   expect(tsc.stdout + tsc.stderr, 'the generated app type-checks').to.equal('');
-  const app = await bootInProcess(appDir, env);
+  const app = await bootOnDatabase(appDir, await databaseUrl(database, `zebric_${fixture}`), { SESSION_SECRET, ...env });
   return { app, api: new Api(() => app.url, appDir, key), appDir };
 }
 

@@ -129,6 +129,8 @@ export interface AppOnDatabase {
   delivered: AppEvent[];
   events: InProcessApp['events'];
   traces: InProcessApp['traces'];
+  /** What the app warned about while it was built (e.g. public entities). */
+  warnings: string[];
   /** Loads a module of the generated app (e.g. 'src/runtime/commands/executor.ts'). */
   load<T = Record<string, unknown>>(file: string): Promise<T>;
   close(): Promise<void>;
@@ -139,14 +141,21 @@ export interface AppOnDatabase {
  * URL or a postgres:// one) is opened and migrated as `npm start` does (the app's own
  * src/runtime/data/open.ts), then the app is built with createApp and served on a free port.
  */
-export async function bootOnDatabase(appDir: string, databaseUrl: string, env: Record<string, string>, services?: Rec): Promise<AppOnDatabase> {
+export async function bootOnDatabase(
+  appDir: string,
+  databaseUrl: string,
+  env: Record<string, string>,
+  options: Pick<BootOptions, 'services' | 'delegate'> = {},
+): Promise<AppOnDatabase> {
   const load = async <T>(file: string): Promise<T> => (await import(pathToFileURL(path.join(appDir, file)).href)) as T;
   const { openDatabase } = await load<{ openDatabase: (dir: string, env: Record<string, string>) => Promise<{ db: AnyDatabase }> }>('src/runtime/data/open.ts');
   const { createApp } = await load<{ createApp: (o: Rec) => BuiltApp }>('src/app.ts');
   const { db: database } = await openDatabase(appDir, { DATABASE_URL: databaseUrl });
+  const warnings: string[] = [];
   let built: BuiltApp;
   try {
-    built = createApp({ db: database, appDir, env, services, warn: () => undefined });
+    const { services, delegate } = options;
+    built = createApp({ db: database, appDir, env, services, delegate, warn: (m: string) => warnings.push(m) });
   } catch (err) {
     // A refusal to start (a missing secret, say) must not leave the pool open behind the test.
     await database.close();
@@ -157,7 +166,7 @@ export async function bootOnDatabase(appDir: string, databaseUrl: string, env: R
     await rows.close();
     await database.close();
   });
-  return { ...served, appDir, databaseUrl, database, rows, load };
+  return { ...served, appDir, databaseUrl, database, rows, warnings, load };
 }
 
 /** Reads one row through a second connection: it sees only what has been committed. */
