@@ -1,6 +1,7 @@
 // Passwords and API keys never appear in plain text where they could leak from: the database
-// (the SQLite file and its -wal/-shm files, read as bytes), the logs (everything the app and the
-// users command print) and the traces (the in-process trace store, serialized).
+// (the SQLite file and its -wal/-shm files, read as bytes; on PostgreSQL every row of every table,
+// as text), the logs (everything the app and the users command print) and the traces (the
+// in-process trace store, serialized).
 //
 // Each scan is paired with a control that finds a value that is meant to be there (an e-mail, a
 // route), so a scan of the wrong file or the wrong encoding cannot pass by finding nothing.
@@ -12,6 +13,8 @@ import { expect } from 'chai';
 import { freshDir, generate, request, ROOT, startApp, type RunningApp } from './support/apps.ts';
 import { addUser, CookieClient, idempotencyKey } from './support/access/client.ts';
 import { bootInProcess, type InProcessApp } from './support/commands/harness.ts';
+import { appRows } from './support/database-rows.ts';
+import { freshPostgresDatabase } from './support/postgres.ts';
 
 const unique = (label: string) => `${label}-${randomBytes(10).toString('hex')}`;
 
@@ -117,6 +120,40 @@ describe('secrets stay out of the database, the logs and the traces', function (
       await app.stop();
       expect(leaked(databaseBytes(dbFile))).to.deep.equal([]);
       expect(leaked(app.output())).to.deep.equal([]);
+    });
+  });
+
+  describe('the running app on PostgreSQL (npm start)', () => {
+    let app: RunningApp;
+    let url: string;
+    let cliOutput: string;
+
+    before(async () => {
+      url = await freshPostgresDatabase('secrets');
+      const env = { DATABASE_URL: url, TRIAGE_API_KEY: SECRETS.triageKey, REPORTER_API_KEY: SECRETS.reporterKey, SESSION_SECRET: SECRETS.sessionSecret };
+      app = await startApp(appDir, env);
+      cliOutput = await addUser(appDir, env, { email: CLI_EMAIL, password: SECRETS.cliPassword, roles: ['agent'] });
+      await exercise(app.url);
+    });
+    after(async () => app?.stop());
+
+    it('keeps them out of every row of every table, and out of the logs', async () => {
+      const db = await appRows(url, appDir);
+      try {
+        const tables = await db.all(`SELECT table_name AS "name" FROM information_schema.tables WHERE table_schema = 'public' ORDER BY 1`);
+        expect(tables.map((t) => t.name), 'control: the app made its tables').to.include.members(['Ticket', '_bp_users', '_bp_sessions']);
+        // Each row as PostgreSQL writes it out as text: every column, whatever its type.
+        const rows: string[] = [];
+        for (const t of tables) rows.push(...(await db.all(`SELECT t::text AS "row" FROM "${String(t.name)}" AS t`)).map((r) => String(r.row)));
+        const dump = rows.join('\n');
+        expect(dump, 'control: the e-mails are stored').to.include(CLI_EMAIL).and.include(FORM_EMAIL);
+        expect(leaked(dump)).to.deep.equal([]);
+      } finally {
+        await db.close();
+      }
+      expect(cliOutput, 'control: the users command reported').to.include(`added ${CLI_EMAIL}`);
+      expect(leaked(app.output())).to.deep.equal([]);
+      expect(leaked(cliOutput)).to.deep.equal([]);
     });
   });
 
