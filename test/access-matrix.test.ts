@@ -307,9 +307,8 @@ class MatrixApp {
     return this.rows.get(`SELECT * FROM "${entity.name}" WHERE "${entity.primaryKey.name}" = ?`, [id]);
   }
 
-  async count(entity: Entity): Promise<number> {
-    // PostgreSQL's COUNT(*) is a bigint, which `pg` reads as text.
-    return Number((await this.rows.get(`SELECT COUNT(*) AS n FROM "${entity.name}"`))!.n);
+  count(entity: Entity): Promise<number> {
+    return this.rows.count(entity.name);
   }
 
   /** Fields sent when creating: every settable field (seed) or the required ones plus those without write rules (create cells). */

@@ -62,8 +62,7 @@ for (const database of DATABASES) describe(`domain commands on the reference hel
     return res.body as Rec;
   };
   const ticketRow = (id: string) => hd.rows.get('SELECT * FROM "Ticket" WHERE "id" = ?', [id]);
-  // PostgreSQL's count(*) is a bigint, which pg reads as text.
-  const auditCount = async (id: string) => Number((await hd.rows.get('SELECT COUNT(*) AS n FROM "_bp_audit" WHERE "recordId" = ?', [id]))?.n);
+  const auditCount = (id: string) => hd.rows.count('_bp_audit', '"recordId" = ?', [id]);
 
   /** A refused command leaves the stored row and the trail exactly as they were, and publishes nothing. */
   const expectUntouched = async (id: string, run: () => Promise<HttpResponse>): Promise<HttpResponse> => {

@@ -15,7 +15,7 @@ import { expect } from 'chai';
 import { addUser, freshDir, generate, request, ROOT, startApp, type HttpResponse, type RunningApp } from './support/apps.ts';
 import { CookieClient } from './support/access/client.ts';
 import { Api, bootOnDatabase, errorOf, type Rec, SessionClient, type TraceLike } from './support/commands/harness.ts';
-import { appRows, type AppRows } from './support/database-rows.ts';
+import { appRows, type AppRows, withAppRows } from './support/database-rows.ts';
 import { DATABASES, databaseUrl } from './support/databases.ts';
 
 const KEYS = {
@@ -30,16 +30,6 @@ const PASSWORD = 'long-password-1';
 
 let seq = 0;
 const k = (label = 'k') => `${label}-${++seq}-${Date.now()}`;
-
-/** Runs `fn` with a connection of its own to the database of `url`, closed after. */
-async function withRows<T>(url: string, appDir: string, fn: (rows: AppRows) => Promise<T>): Promise<T> {
-  const rows = await appRows(url, appDir);
-  try {
-    return await fn(rows);
-  } finally {
-    await rows.close();
-  }
-}
 
 for (const kind of DATABASES) describe(`Idempotency-Key (lab app as its own process, ${kind})`, function () {
   this.timeout(60_000);
@@ -257,7 +247,7 @@ for (const kind of DATABASES) describe(`Idempotency-Key (lab app as its own proc
       expect(delAgain.status).to.equal(204);
       expect(replayed(delAgain)).to.equal('true');
       // Exactly one create, one update and one delete reached the audit trail.
-      const ops = await withRows(env.DATABASE_URL, appDir, async (rows) => (await rows.all('SELECT "operation" FROM "_bp_audit" WHERE "recordId" = ? ORDER BY "id"', [id])).map((r) => r.operation));
+      const ops = await withAppRows(env.DATABASE_URL, appDir, async (rows) => (await rows.all('SELECT "operation" FROM "_bp_audit" WHERE "recordId" = ? ORDER BY "id"', [id])).map((r) => r.operation));
       expect(ops).to.deep.equal(['Job.create', 'Job.update', 'Job.delete']);
     });
   });
@@ -346,7 +336,7 @@ for (const kind of DATABASES) describe(`Idempotency-Key (lab app as its own proc
   describe('lifetime', () => {
     /** Writes a stored entry straight into the app's database (another connection). */
     const plant = (entry: { scope: string; operation: string; key: string; state: 'running' | 'done'; createdAt: number; expiresAt: number }) =>
-      withRows(env.DATABASE_URL, appDir, (rows) =>
+      withAppRows(env.DATABASE_URL, appDir, (rows) =>
         rows.run(
           'INSERT INTO "_bp_idempotency" ("scope", "operation", "key", "requestHash", "state", "status", "body", "location", "createdAt", "expiresAt") VALUES (?, ?, ?, \'other-input\', ?, 200, \'{"stale":true}\', NULL, ?, ?)',
           [entry.scope, entry.operation, entry.key, entry.state, entry.createdAt, entry.expiresAt],
@@ -572,9 +562,8 @@ for (const kind of DATABASES) describe(`Idempotency-Key from callers without a c
   let app: RunningApp;
   const env: Record<string, string> = { SESSION_SECRET: KEYS.SESSION_SECRET };
 
-  /** The rows of `table` in the database of `url` (by default the app's); pg reads count(*) as text. */
-  const count = (table: string, url = env.DATABASE_URL) =>
-    withRows(url, appDir, async (rows) => Number((await rows.get(`SELECT count(*) AS "n" FROM "${table}"`))?.n));
+  /** The rows of `table` in the database of `url` (by default the app's). */
+  const count = (table: string, url = env.DATABASE_URL) => withAppRows(url, appDir, (rows) => rows.count(table));
   const feedbackCount = () => count('Feedback');
   /** An anonymous browser: the nonce cookie and the token the sign-in page would carry. */
   const anonymousSession = async () => {

@@ -38,12 +38,9 @@ for (const database of DATABASES) describe(`data integrity (issue 8, in-process 
   let admin: SessionClient;
   const idOf = (who: SessionClient) => who.actor.id as string;
 
-  // PostgreSQL's COUNT(*) is a bigint, which pg reads as text.
-  const count = async (table: string): Promise<number> =>
-    Number((await app.rows.get(`SELECT COUNT(*) AS n FROM "${table}"`))?.n);
+  const count = (table: string) => app.rows.count(table);
   const row = (table: string, id: string) => app.rows.get(`SELECT * FROM "${table}" WHERE "id" = ?`, [id]);
-  const auditCount = async (id: string): Promise<number> =>
-    Number((await app.rows.get('SELECT COUNT(*) AS n FROM "_bp_audit" WHERE "recordId" = ?', [id]))?.n);
+  const auditCount = (id: string) => app.rows.count('_bp_audit', '"recordId" = ?', [id]);
   const keyStored = async (idem: string): Promise<boolean> =>
     (await app.rows.get('SELECT 1 FROM "_bp_idempotency" WHERE "key" = ?', [idem])) !== undefined;
   const detailCodes = (res: HttpResponse) => (errorOf(res).details ?? []).map((d) => `${d.field ?? ''}:${d.code}`);

@@ -8,7 +8,7 @@ import * as path from 'node:path';
 import { expect } from 'chai';
 import { addUser, freshDir, generate, request, ROOT, startApp, type RunningApp } from './support/apps.ts';
 import { CookieClient, idempotencyKey, setCookie } from './support/access/client.ts';
-import { appRows, type AppRows } from './support/database-rows.ts';
+import { appRows, type AppRows, withAppRows } from './support/database-rows.ts';
 import { DATABASES, databaseUrl, type DatabaseKind } from './support/databases.ts';
 
 type ErrorBody = { error: { code: string; message: string; details?: Array<{ field?: string; code: string }> } };
@@ -25,19 +25,6 @@ const PASSWORD = 'session-flow-password-1';
 const developmentSecret = (database: DatabaseKind): Record<string, string> =>
   database === 'postgres' ? { SESSION_SECRET: 'session-flow-development-secret' } : {};
 
-/** The `n` of a `SELECT COUNT(*) AS n` query, as a number: PostgreSQL's count is a bigint, which `pg` reads as text. */
-const countOf = async (rows: AppRows, sql: string, params: unknown[] = []): Promise<number> => Number((await rows.get(sql, params))?.n);
-
-/** A count read through a connection of its own, opened for it: only what the app committed. */
-const committedCount = async (databaseUrl: string, appDir: string, sql: string): Promise<number> => {
-  const other = await appRows(databaseUrl, appDir);
-  try {
-    return await countOf(other, sql);
-  } finally {
-    await other.close();
-  }
-};
-
 for (const database of DATABASES) describe(`session flow (generated helpdesk app, ${database})`, function () {
   this.timeout(120_000);
   let appDir: string;
@@ -52,8 +39,8 @@ for (const database of DATABASES) describe(`session flow (generated helpdesk app
       ...(json === undefined ? {} : { json }),
       headers: { authorization: `Bearer ${TRIAGE_KEY}`, ...(method === 'GET' ? {} : { 'idempotency-key': idempotencyKey() }), ...headers },
     });
-  const ticketCount = () => countOf(rows, 'SELECT COUNT(*) AS n FROM "Ticket"');
-  const sessionsWithSid = (sid: string) => countOf(rows, 'SELECT COUNT(*) AS n FROM "_bp_sessions" WHERE "sid" = ?', [sid]);
+  const ticketCount = () => rows.count('Ticket');
+  const sessionsWithSid = (sid: string) => rows.count('_bp_sessions', '"sid" = ?', [sid]);
   const errorOf = (body: unknown) => (body as ErrorBody).error;
 
   /** A new person, signed up over HTTP and holding the session sign-up started. */
@@ -384,7 +371,8 @@ for (const database of DATABASES) describe(`anonymous visitors store nothing (ge
   after(async () => app?.stop());
 
   /** Rows of _bp_sessions, as the app committed them. */
-  const sessionRows = () => committedCount(url, appDir, 'SELECT COUNT(*) AS n FROM "_bp_sessions"');
+  // A connection of its own for each count: only what the app committed.
+  const sessionRows = () => withAppRows(url, appDir, (db) => db.count('_bp_sessions'));
 
   it('stores a row when a person signs up: the count below sees what the app commits', async () => {
     const before = await sessionRows();
@@ -452,7 +440,7 @@ for (const database of DATABASES) describe(`auth.signup = false (generated app, 
   let appDir: string;
   let env: Record<string, string>;
   const errorOf = (body: unknown) => (body as ErrorBody).error;
-  const userCount = () => committedCount(env.DATABASE_URL, appDir, 'SELECT COUNT(*) AS n FROM "_bp_users"');
+  const userCount = () => withAppRows(env.DATABASE_URL, appDir, (db) => db.count('_bp_users'));
 
   before(async () => {
     appDir = path.join(freshDir(`closed-signup-${database}`), 'app');

@@ -173,7 +173,7 @@ describe('storage faults, health and readiness (generated helpdesk)', function (
       // A short busy timeout, so a held lock fails a write in 100 ms rather than 5 s.
       hd = await bootInProcess(appDir, KEYS, { database: { busyTimeoutMs: 100 } });
       api = new Api(() => hd.url, appDir, KEYS.TRIAGE_API_KEY);
-      const r = usersCli(appDir, hd.dbFile, ['add', '--email', 'person@example.com'], `${PASSWORD}\n`);
+      const r = usersCli(appDir, `file:${hd.dbFile}`, ['add', '--email', 'person@example.com'], `${PASSWORD}\n`);
       expect(r.status, r.stderr).to.equal(0);
     });
     after(async () => hd?.close());

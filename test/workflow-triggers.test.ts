@@ -10,7 +10,7 @@ import * as path from 'node:path';
 import { expect } from 'chai';
 import { bp, freshDir, generate, request, ROOT, startApp, typecheck, type HttpResponse, type RunningApp } from './support/apps.ts';
 import { type AppOnDatabase, bootOnDatabase } from './support/commands/harness.ts';
-import { appRows, plain } from './support/database-rows.ts';
+import { plain, withAppRows } from './support/database-rows.ts';
 import { DATABASES, databaseUrl } from './support/databases.ts';
 
 type Rec = Record<string, unknown>;
@@ -34,14 +34,8 @@ for (const database of DATABASES) describe(`workflow triggers: webhooks and sche
   let app: RunningApp;
   let env: Record<string, string>;
   /** Rows through a connection of the test's own, opened for the read: it sees what was committed. */
-  const rows = async (sql: string, ...params: unknown[]): Promise<Rec[]> => {
-    const db = await appRows(env.DATABASE_URL, appDir);
-    try {
-      return (await db.all(sql, params)).map(plain);
-    } finally {
-      await db.close();
-    }
-  };
+  const rows = (sql: string, ...params: unknown[]): Promise<Rec[]> =>
+    withAppRows(env.DATABASE_URL, appDir, async (db) => (await db.all(sql, params)).map(plain));
   const jobs = (workflow: string) =>
     rows('SELECT "id", "status", "owner", "actor", "error" FROM "_bp_jobs" WHERE "workflow" = ? ORDER BY "createdAt", "id"', workflow);
   /** Waits until every job of `workflow` has finished, and returns them. */

@@ -10,7 +10,7 @@ import * as path from 'node:path';
 import { expect } from 'chai';
 import { JOB_LEASE_MS } from '../runtime-lib/workflows/jobs.ts';
 import { bp, freshDir, freshKey, generate, jobFinished, request, ROOT, startApp, typecheck, type HttpResponse, type RunningApp } from './support/apps.ts';
-import { appRows } from './support/database-rows.ts';
+import { withAppRows } from './support/database-rows.ts';
 import { DATABASES, databaseUrl } from './support/databases.ts';
 
 type Rec = Record<string, unknown>;
@@ -233,15 +233,16 @@ export default defineExtension({
       const moved = await request(app.url, 'PUT', `/api/tasks/${String(t.id)}`, { json: { projectId: 'echo' }, headers: { ...planner, 'idempotency-key': freshKey() } });
       expect(moved.status, moved.text).to.equal(200);
       // Echo renames the task, which starts Echo again: four runs add "!", the fifth would start a sixth and is refused.
-      const db = await appRows(env.DATABASE_URL, appDir);
-      const jobs = async () =>
-        (await db.all(`SELECT "status", "error" FROM "_bp_jobs" WHERE "workflow" = 'Echo' ORDER BY "createdAt", "id"`)) as Array<{ status: string; error: string | null }>;
-      let rows = await jobs();
-      for (let i = 0; i < 100 && !(rows.length === 5 && rows[4].status === 'failed'); i++) {
-        await new Promise((resolve) => setTimeout(resolve, 100));
-        rows = await jobs();
-      }
-      await db.close();
+      const rows = await withAppRows(env.DATABASE_URL, appDir, async (db) => {
+        const jobs = async () =>
+          (await db.all(`SELECT "status", "error" FROM "_bp_jobs" WHERE "workflow" = 'Echo' ORDER BY "createdAt", "id"`)) as Array<{ status: string; error: string | null }>;
+        let found = await jobs();
+        for (let i = 0; i < 100 && !(found.length === 5 && found[4].status === 'failed'); i++) {
+          await new Promise((resolve) => setTimeout(resolve, 100));
+          found = await jobs();
+        }
+        return found;
+      });
       expect(rows.map((r) => r.status)).to.deep.equal(['completed', 'completed', 'completed', 'completed', 'failed']);
       expect((await task(t.id)).title).to.equal('loop!!!!');
       expect(JSON.parse(rows[4].error as string)).to.include({ code: 'WORKFLOW_DEPTH_EXCEEDED' });

@@ -189,7 +189,7 @@ describe('Zebric 0.6 grammar', () => {
 
     it('runs the command, its mutations and its handler in one write, for a signed-in admin', async () => {
       // The command asks API keys for a scope; people are not scoped.
-      const added = usersCli(appDir, app.dbFile, ['add', '--email', 'lead@studio.example.com', '--role', 'admin'], `${PASSWORD}\n`);
+      const added = usersCli(appDir, `file:${app.dbFile}`, ['add', '--email', 'lead@studio.example.com', '--role', 'admin'], `${PASSWORD}\n`);
       expect(added.status, added.stderr).to.equal(0);
       const session = await SessionClient.login(app.url, 'lead@studio.example.com', PASSWORD);
       const task = await api.create('tasks', { title: 'Review me', status: 'done' });

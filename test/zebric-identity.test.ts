@@ -5,7 +5,6 @@
 // (once on SQLite and once on PostgreSQL) and serves create / list / get / update on every entity
 // over HTTP, every answer checked against its openapi.json.
 
-import { spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { expect } from 'chai';
@@ -18,6 +17,7 @@ import {
   errorOf,
   type Rec,
   SessionClient,
+  usersCli,
 } from './support/commands/harness.ts';
 import { CookieClient } from './support/access/client.ts';
 import { DATABASES, databaseUrl, type DatabaseKind } from './support/databases.ts';
@@ -55,21 +55,6 @@ function expectCleanApp(appDir: string): void {
     .filter((f) => !f.startsWith('node_modules/') && !f.startsWith('data/'))
     .flatMap((f) => fs.readFileSync(path.join(appDir, f), 'utf8').split('\n').flatMap((l, i) => (l.length > 120 ? [`${f}:${i + 1}`] : [])));
   expect(long).to.deep.equal([]);
-}
-
-/** How many rows a table holds (PostgreSQL's COUNT(*) is a bigint, read as text). */
-const count = async (app: AppOnDatabase, table: string): Promise<number> =>
-  Number((await app.rows.get(`SELECT COUNT(*) AS n FROM "${table}"`))?.n);
-
-/** `npm run users -- ...` of the generated app, against the app's database; `stdin` is piped (the password of `add`). */
-function usersCli(app: AppOnDatabase, args: string[], stdin = ''): { status: number | null; stdout: string; stderr: string } {
-  const r = spawnSync(process.execPath, ['--import', 'tsx', 'src/users.ts', ...args], {
-    cwd: app.appDir,
-    encoding: 'utf8',
-    env: { ...process.env, DATABASE_URL: app.databaseUrl },
-    input: stdin,
-  });
-  return { status: r.status, stdout: r.stdout, stderr: r.stderr };
 }
 
 /** Starts another instance of the app on its database, unserved, and stops it: what it said while starting. */
@@ -259,8 +244,8 @@ describe('Zebric 0.6 identity', function () {
     });
 
     it('refuses a sign-up the way it refuses a User create, and stores nothing', async () => {
-      const users = await count(app, 'User');
-      const credentials = await count(app, '_bp_users');
+      const users = await app.rows.count('User');
+      const credentials = await app.rows.count('_bp_users');
       const cases: Array<[Rec, number, string, string[]]> = [
         [{ email: 'x1@example.com', password: PASSWORD }, 400, 'VALIDATION_FAILED', ['name:REQUIRED']],
         [{ email: 'x2@example.com', password: PASSWORD, name: 'X', shoeSize: 9 }, 400, 'VALIDATION_FAILED', ['shoeSize:UNKNOWN_FIELD']],
@@ -275,8 +260,8 @@ describe('Zebric 0.6 identity', function () {
         expect(errorOf(res).code).to.equal(code);
         expect((errorOf(res).details ?? []).map((d) => `${d.field}:${d.code}`)).to.deep.equal(details);
       }
-      expect(await count(app, 'User')).to.equal(users);
-      expect(await count(app, '_bp_users')).to.equal(credentials);
+      expect(await app.rows.count('User')).to.equal(users);
+      expect(await app.rows.count('_bp_users')).to.equal(credentials);
     });
 
     it('signs in by the login field in any letter case; changing the e-mail through the API changes how they sign in', async () => {
@@ -309,7 +294,7 @@ describe('Zebric 0.6 identity', function () {
       const taken = await signUp(app.url, { email: 'Élise@EXAMPLE.com', password: PASSWORD, name: 'Other' });
       expect(taken.res.status, taken.res.text).to.equal(409);
       expect((taken.res.body as { error: { code: string } }).error.code).to.equal('EMAIL_TAKEN');
-      const found = usersCli(app, ['update', '--email', 'Élise@example.com', '--field', 'age=30']);
+      const found = usersCli(app.appDir, app.databaseUrl, ['update', '--email', 'Élise@example.com', '--field', 'age=30']);
       expect(found.status, found.stderr).to.equal(0);
       expect(await app.rows.get('SELECT "email", "age" FROM "User" WHERE "id" = ?', [id])).to.deep.equal({ email: 'Élise@Example.com', age: 30 });
     });
@@ -379,7 +364,7 @@ describe('Zebric 0.6 identity', function () {
     });
 
     it("a person's roles are their record's role and the roles the users command gives; set-roles applies at once", async () => {
-      const r = usersCli(app, ['set-roles', '--email', 'bob@example.com', '--role', 'admin']);
+      const r = usersCli(app.appDir, app.databaseUrl, ['set-roles', '--email', 'bob@example.com', '--role', 'admin']);
       expect(r.status, r.stderr).to.equal(0);
       const session = await request(app.url, 'GET', '/api/auth/session', { headers: bob.client.headers('GET') });
       expect((session.body as { actor: Rec }).actor).to.include({ role: 'member' });
@@ -395,7 +380,7 @@ describe('Zebric 0.6 identity', function () {
     });
 
     it('the users command creates, updates and lists User records, reading --field by type and validating like a create', async () => {
-      const add = usersCli(app, ['add', '--email', 'Gus@Example.com', '--field', 'name=Gus', '--field', 'age=42', '--role', 'editor'], `${PASSWORD}\n`);
+      const add = usersCli(app.appDir, app.databaseUrl, ['add', '--email', 'Gus@Example.com', '--field', 'name=Gus', '--field', 'age=42', '--role', 'editor'], `${PASSWORD}\n`);
       expect(add.status, add.stderr).to.equal(0);
       const id = /User (\w+)/.exec(add.stdout)![1];
       expect(await app.rows.get('SELECT * FROM "User" WHERE "id" = ?', [id])).to.deep.equal({ id, email: 'gus@example.com', name: 'Gus', bio: null, age: 42, role: 'member' });
@@ -405,7 +390,7 @@ describe('Zebric 0.6 identity', function () {
       const audit = await app.rows.all('SELECT "operation", "actorId" FROM "_bp_audit" WHERE "recordId" = ?', [id]);
       expect(audit).to.deep.equal([{ operation: 'User.create', actorId: 'system' }]);
 
-      const update = usersCli(app, ['update', '--email', 'gus@example.com', '--field', 'age=43', '--field', 'role=admin']);
+      const update = usersCli(app.appDir, app.databaseUrl, ['update', '--email', 'gus@example.com', '--field', 'age=43', '--field', 'role=admin']);
       expect(update.status, update.stderr).to.equal(0);
       expect(await app.rows.get('SELECT "age", "role" FROM "User" WHERE "id" = ?', [id])).to.deep.equal({ age: 43, role: 'admin' });
 
@@ -416,14 +401,14 @@ describe('Zebric 0.6 identity', function () {
         [['update', '--email', 'nobody@example.com', '--field', 'age=1'], /no User with the e-mail nobody@example.com/],
       ];
       for (const [args, message] of refusals) {
-        const r = usersCli(app, args, `${PASSWORD}\n`);
+        const r = usersCli(app.appDir, app.databaseUrl, args, `${PASSWORD}\n`);
         expect(r.status, args.join(' ')).to.equal(1);
         expect(r.stderr).to.match(message);
       }
       expect(await app.rows.get('SELECT "age" FROM "User" WHERE "id" = ?', [id])).to.deep.equal({ age: 43 });
       expect(await app.rows.get('SELECT 1 FROM "User" WHERE "email" = ?', ['hal@example.com'])).to.equal(undefined);
 
-      const list = usersCli(app, ['list']);
+      const list = usersCli(app.appDir, app.databaseUrl, ['list']);
       expect(list.status).to.equal(0);
       const lines = list.stdout.trim().split('\n');
       expect(lines[0]).to.match(/^ID\s+EMAIL\s+ROLES\s+PASSWORD$/);
@@ -435,7 +420,7 @@ describe('Zebric 0.6 identity', function () {
       expect(res.status).to.equal(201);
       const id = client.actor.id as string;
       const sessionsOf = async () => Number((await app.rows.get('SELECT COUNT(*) AS n FROM "_bp_sessions" WHERE "userId" = ?', [id]))?.n);
-      expect(await count(app, '_bp_sessions')).to.be.greaterThan(0);
+      expect(await app.rows.count('_bp_sessions')).to.be.greaterThan(0);
       expect(await sessionsOf()).to.equal(1);
       // Bob (admin, given by the users command above) deletes Ivy's record.
       const del = await api.call('DELETE', '/api/users/{id}', `/api/users/${id}`, undefined, { session: bob.client });

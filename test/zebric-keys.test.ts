@@ -20,10 +20,6 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{1
 const prismaDir = (appDir: string, database: DatabaseKind): string =>
   database === 'sqlite' ? path.join(appDir, 'prisma') : path.join(appDir, 'prisma', 'postgres');
 
-/** How many rows a table holds: a refused request must leave it as it was (PostgreSQL's COUNT(*) is a bigint, read as text). */
-const countOf = async (app: AppOnDatabase, table: string): Promise<number> =>
-  Number((await app.rows.get(`SELECT COUNT(*) AS n FROM "${table}"`))?.n);
-
 /** The {id} path parameter's schema in openapi.json. */
 function idSchema(appDir: string, template: string): unknown {
   const doc = JSON.parse(fs.readFileSync(path.join(appDir, 'openapi.json'), 'utf8')) as {
@@ -72,16 +68,16 @@ for (const database of DATABASES) describe(`Zebric keys: Text primary keys (test
 
   it('answers 409 UNIQUE_CONFLICT naming the id when it is taken, and stores nothing', async () => {
     await createColumn({ id: 'doing', title: 'Doing' });
-    const before = await countOf(app, 'Column');
+    const before = await app.rows.count('Column');
     const res = await createColumn({ id: 'doing', title: 'Doing again' });
     expect(res.status, res.text).to.equal(409);
     expect(problems(res)).to.deep.equal({ code: 'UNIQUE_CONFLICT', details: ['id:UNIQUE'] });
-    expect(await countOf(app, 'Column')).to.equal(before);
+    expect(await app.rows.count('Column')).to.equal(before);
     expect((await api.get('columns', 'doing')).title).to.equal('Doing');
   });
 
   it('refuses empty, too long, control-character, lone-surrogate and space-padded ids, and "." and ".." (400)', async () => {
-    const before = await countOf(app, 'Column');
+    const before = await app.rows.count('Column');
     const cases: Array<[unknown, string]> = [
       ['', 'id:INVALID_TYPE'],
       ['x'.repeat(256), 'id:TOO_LONG'],
@@ -100,7 +96,7 @@ for (const database of DATABASES) describe(`Zebric keys: Text primary keys (test
       expect(res.status, `${JSON.stringify(id)}: ${res.text}`).to.equal(400);
       expect(problems(res), JSON.stringify(id)).to.deep.equal({ code: 'VALIDATION_FAILED', details: [detail] });
     }
-    expect(await countOf(app, 'Column')).to.equal(before);
+    expect(await app.rows.count('Column')).to.equal(before);
     const longest = await createColumn({ id: 'y'.repeat(255), title: 'Longest' });
     expect(longest.status, longest.text).to.equal(201);
   });
@@ -144,7 +140,7 @@ for (const database of DATABASES) describe(`Zebric keys: Text primary keys (test
     const card = await api.create('cards', { title: 'Write docs' });
     expect(card).to.include({ title: 'Write docs', columnId: 'backlog', reviewColumnId: null });
     expect(card.id).to.match(ULID);
-    const before = await countOf(app, 'Card');
+    const before = await app.rows.count('Card');
     const missing = await api.call('POST', '/api/cards', '/api/cards', { title: 'Lost', columnId: 'nowhere' }, { idem: idem('card') });
     expect(missing.status, missing.text).to.equal(422);
     expect(problems(missing)).to.deep.equal({ code: 'REFERENCE_NOT_FOUND', details: ['columnId:REFERENCE_NOT_FOUND'] });
@@ -153,7 +149,7 @@ for (const database of DATABASES) describe(`Zebric keys: Text primary keys (test
       expect(res.status, res.text).to.equal(400);
       expect(problems(res)).to.deep.equal({ code: 'VALIDATION_FAILED', details: [detail] });
     }
-    expect(await countOf(app, 'Card')).to.equal(before);
+    expect(await app.rows.count('Card')).to.equal(before);
   });
 
   it('lists, reads and updates cards, and MoveCard moves one to a Text id unless its column is locked', async () => {
@@ -241,13 +237,13 @@ for (const database of DATABASES) describe(`Zebric keys: Integer primary keys (t
   });
 
   it('refuses an id sent by the client (400 READ_ONLY), storing nothing', async () => {
-    const before = await countOf(app, 'Customer');
+    const before = await app.rows.count('Customer');
     for (const id of [99, 5, '5']) {
       const res = await post('customers', { id, name: 'Mallory' });
       expect(res.status, res.text).to.equal(400);
       expect(problems(res)).to.deep.equal({ code: 'VALIDATION_FAILED', details: ['id:READ_ONLY'] });
     }
-    expect(await countOf(app, 'Customer')).to.equal(before);
+    expect(await app.rows.count('Customer')).to.equal(before);
   });
 
   it('answers 404 for a path id that is not a decimal integer in the safe range, on every route', async () => {
@@ -270,7 +266,7 @@ for (const database of DATABASES) describe(`Zebric keys: Integer primary keys (t
     expect(noCurrency.status, noCurrency.text).to.equal(422);
     expect(problems(noCurrency)).to.deep.equal({ code: 'REFERENCE_NOT_FOUND', details: ['currencyId:REFERENCE_NOT_FOUND'] });
     expect((await post('currencys', { code: 'EUR' })).body).to.deep.equal({ id: 1, code: 'EUR' });
-    const before = await countOf(app, 'Invoice');
+    const before = await app.rows.count('Invoice');
     for (const [customerId, detail] of [['1', 'customerId:INVALID_TYPE'], [1.5, 'customerId:INVALID_TYPE'], [null, 'customerId:REQUIRED']] as const) {
       const res = await post('invoices', { customerId, amountCents: 500 });
       expect(res.status, res.text).to.equal(400);
@@ -279,7 +275,7 @@ for (const database of DATABASES) describe(`Zebric keys: Integer primary keys (t
     const missing = await post('invoices', { customerId: 3, amountCents: 500 });
     expect(missing.status, missing.text).to.equal(422);
     expect(problems(missing)).to.deep.equal({ code: 'REFERENCE_NOT_FOUND', details: ['customerId:REFERENCE_NOT_FOUND'] });
-    expect(await countOf(app, 'Invoice')).to.equal(before);
+    expect(await app.rows.count('Invoice')).to.equal(before);
     const invoice = await post('invoices', { customerId: 1, amountCents: 500 });
     expect(invoice.status, invoice.text).to.equal(201);
     expect(invoice.body).to.deep.equal({ invoiceNo: 1, customerId: 1, currencyId: 1, amountCents: 500, status: 'open' });
@@ -303,13 +299,13 @@ for (const database of DATABASES) describe(`Zebric keys: Integer primary keys (t
 
   it('replays an idempotent create with the id it assigned, creating nothing more', async () => {
     const key = idem('replay');
-    const before = await countOf(app, 'Customer');
+    const before = await app.rows.count('Customer');
     const first = await post('customers', { name: 'Alan' }, key);
     const again = await post('customers', { name: 'Alan' }, key);
     expect(again.status).to.equal(201);
     expect(again.body).to.deep.equal(first.body);
     expect(again.headers.get('location')).to.equal(first.headers.get('location'));
-    expect(await countOf(app, 'Customer')).to.equal(before + 1);
+    expect(await app.rows.count('Customer')).to.equal(before + 1);
     const list = await api.call('GET', '/api/customers', '/api/customers');
     expect((list.body as { items: Rec[] }).items.filter((c) => c.name === 'Alan')).to.have.length(1);
   });
@@ -412,7 +408,7 @@ for (const database of DATABASES) describe(`Zebric keys: UUID primary keys (test
     expect(depot.headers.get('location')).to.equal(`/api/depots/${id}`);
     const sent = await post('depots', { id: '0f8fad5b-d9cb-469f-a165-70867728950e', city: 'Nice' });
     expect(problems(sent)).to.deep.equal({ code: 'VALIDATION_FAILED', details: ['id:READ_ONLY'] });
-    expect(await countOf(app, 'Depot')).to.equal(1);
+    expect(await app.rows.count('Depot')).to.equal(1);
     expect(await api.get('depots', id)).to.deep.equal({ id, city: 'Lyon' });
     const put = await api.call('PUT', '/api/depots/{id}', `/api/depots/${id}`, { city: 'Lyon 7e' }, { idem: idem('put') });
     expect(put.body).to.deep.equal({ id, city: 'Lyon 7e' });
@@ -422,13 +418,13 @@ for (const database of DATABASES) describe(`Zebric keys: UUID primary keys (test
 
   it('checks Refs to UUID keys: the UUID form (400) and an existing record (422)', async () => {
     const depot = (await post('depots', { city: 'Lille' })).body as Rec;
-    const before = await countOf(app, 'Truck');
+    const before = await app.rows.count('Truck');
     const notUuid = await post('trucks', { plate: 'AB-123-CD', depotId: 'lille' });
     expect(problems(notUuid)).to.deep.equal({ code: 'VALIDATION_FAILED', details: ['depotId:INVALID_TYPE'] });
     const missing = await post('trucks', { plate: 'AB-123-CD', depotId: '0f8fad5b-d9cb-469f-a165-70867728950e' });
     expect(missing.status, missing.text).to.equal(422);
     expect(problems(missing)).to.deep.equal({ code: 'REFERENCE_NOT_FOUND', details: ['depotId:REFERENCE_NOT_FOUND'] });
-    expect(await countOf(app, 'Truck')).to.equal(before);
+    expect(await app.rows.count('Truck')).to.equal(before);
     const truck = await post('trucks', { plate: 'AB-123-CD', depotId: depot.id });
     expect(truck.status, truck.text).to.equal(201);
     const truckId = (truck.body as Rec).truckId as string;
@@ -618,14 +614,14 @@ for (const database of DATABASES) describe(`Zebric keys: entity indexes (test/fi
   it('answers 409 UNIQUE_CONFLICT naming the fields of a composite unique index, on create and update, storing nothing', async () => {
     const first = await seat({});
     expect(first.status, first.text).to.equal(201);
-    const before = await countOf(app, 'Seat');
+    const before = await app.rows.count('Seat');
     const sameSpot = await seat({ code: 'GA-A1-bis' });
     expect(sameSpot.status, sameSpot.text).to.equal(409);
     expect(problems(sameSpot)).to.deep.equal({ code: 'UNIQUE_CONFLICT', details: ['eventId:UNIQUE', 'row:UNIQUE', 'number:UNIQUE'] });
     expect((sameSpot.body as { error: { message: string } }).error.message).to.equal('another record already has this eventId and row and number');
     const sameCode = await seat({ number: 2 });
     expect(problems(sameCode)).to.deep.equal({ code: 'UNIQUE_CONFLICT', details: ['eventId:UNIQUE', 'code:UNIQUE'] });
-    expect(await countOf(app, 'Seat')).to.equal(before);
+    expect(await app.rows.count('Seat')).to.equal(before);
     // The same seat at another event, or the next seat, is fine.
     expect((await seat({ eventId: 'matinee' })).status).to.equal(201);
     const next = await seat({ number: 2, code: 'GA-A2' });

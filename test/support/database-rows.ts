@@ -18,6 +18,8 @@ export interface AppRows {
   get(sql: string, params?: unknown[]): Promise<Row | undefined>;
   /** Runs a statement that returns no rows; resolves to the number of rows it changed. */
   run(sql: string, params?: unknown[]): Promise<number>;
+  /** How many rows of `table` match `where` (what follows WHERE, with `?` placeholders), if given. */
+  count(table: string, where?: string, params?: unknown[]): Promise<number>;
   close(): Promise<void>;
 }
 
@@ -45,17 +47,40 @@ const typeParser = ((oid: number, format?: 'text' | 'binary') =>
 
 /** Opens the database of `databaseUrl` (a `file:` URL is resolved against `appDir`, as the app does). */
 export async function appRows(databaseUrl: string, appDir: string): Promise<AppRows> {
-  if (POSTGRES_URL.test(databaseUrl)) {
-    const client = new pg.Client({ connectionString: databaseUrl, types: { getTypeParser: typeParser } });
-    await client.connect();
-    const all = async (sql: string, params: unknown[] = []) => (await client.query(numbered(sql), params)).rows as Row[];
-    return {
-      all,
-      get: async (sql, params) => (await all(sql, params))[0],
-      run: async (sql, params = []) => (await client.query(numbered(sql), params)).rowCount ?? 0,
-      close: () => client.end(),
-    };
+  const rows = POSTGRES_URL.test(databaseUrl) ? await postgresRows(databaseUrl) : sqliteRows(databaseUrl, appDir);
+  return {
+    ...rows,
+    // PostgreSQL's count is a bigint, which `pg` reads as text.
+    count: async (table, where, params) =>
+      Number((await rows.get(`SELECT COUNT(*) AS "n" FROM "${table}"${where === undefined ? '' : ` WHERE ${where}`}`, params))?.n),
+  };
+}
+
+/** Runs `use` with a connection of its own, opened for it and closed after: it sees what was committed. */
+export async function withAppRows<T>(databaseUrl: string, appDir: string, use: (rows: AppRows) => Promise<T>): Promise<T> {
+  const rows = await appRows(databaseUrl, appDir);
+  try {
+    return await use(rows);
+  } finally {
+    await rows.close();
   }
+}
+
+type Driver = Omit<AppRows, 'count'>;
+
+async function postgresRows(databaseUrl: string): Promise<Driver> {
+  const client = new pg.Client({ connectionString: databaseUrl, types: { getTypeParser: typeParser } });
+  await client.connect();
+  const all = async (sql: string, params: unknown[] = []) => (await client.query(numbered(sql), params)).rows as Row[];
+  return {
+    all,
+    get: async (sql, params) => (await all(sql, params))[0],
+    run: async (sql, params = []) => (await client.query(numbered(sql), params)).rowCount ?? 0,
+    close: () => client.end(),
+  };
+}
+
+function sqliteRows(databaseUrl: string, appDir: string): Driver {
   const db = new Database(sqliteFile(databaseUrl, appDir));
   db.pragma('busy_timeout = 5000');
   return {

@@ -179,12 +179,12 @@ export function committedRow(dbFile: string, table: string, id: string): Rec | u
   }
 }
 
-/** `npm run users -- ...` of the generated app, against the given database file; `stdin` is piped (the password of `add`). */
-export function usersCli(appDir: string, dbFile: string, args: string[], stdin = ''): { status: number | null; stdout: string; stderr: string } {
+/** `npm run users -- ...` of the generated app, against the database of `databaseUrl`; `stdin` is piped (the password of `add`). */
+export function usersCli(appDir: string, databaseUrl: string, args: string[], stdin = ''): { status: number | null; stdout: string; stderr: string } {
   const r = spawnSync(process.execPath, ['--import', 'tsx', 'src/users.ts', ...args], {
     cwd: appDir,
     encoding: 'utf8',
-    env: { ...process.env, DATABASE_URL: `file:${dbFile}` },
+    env: { ...process.env, DATABASE_URL: databaseUrl },
     input: stdin,
   });
   return { status: r.status, stdout: r.stdout, stderr: r.stderr };
