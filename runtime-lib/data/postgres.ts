@@ -5,7 +5,8 @@
 // with a unit's first statement, `later` statements (an audit record, a key's record) with the
 // next one, and COMMIT with the last; `together` statements go at once. A write that used to take
 // a round trip per statement takes one or two (README, "SQLite or PostgreSQL"), and one that waits
-// for nothing (a create) is one statement, without BEGIN or COMMIT.
+// for nothing (a create) is one statement, without BEGIN or COMMIT of its own: such statements,
+// from the units of one turn of the event loop, commit together (data/postgres-group.ts).
 //
 // A write is one transaction at READ COMMITTED, PostgreSQL's default. That is enough because the
 // runtime never decides on a row it read without a lock: it re-reads the state a write depends on
@@ -14,13 +15,14 @@
 // (`... WHERE id = ? AND state = ?`) whose count tells whether the row was still as expected.
 // Stronger levels would only add serialization failures for clients to retry.
 //
-// A connection is taken from the pool at the first statement a unit of work yields, not before:
-// a unit that yields none (a validation failure, a cached answer) touches no connection. Every
-// connection sets a statement timeout and an idle-in-transaction timeout when it starts (no
-// extra round trip), so neither a slow query nor a transaction stuck between two statements holds
-// its locks for long (the wire ends each round trip of a transaction with a Sync, which arms the
-// idle timeout). Rows come back in the one stored form of data/database.ts, by the type parsers
-// below, which only this driver's rows use: nothing else in the process is affected.
+// A unit of work takes a connection from the pool at the first statement that needs one, not
+// before: a unit that yields none (a validation failure, a cached answer), or only a statement that
+// goes through the group commit, takes none of its own. Every connection sets a statement timeout
+// and an idle-in-transaction timeout when it starts (no extra round trip), so neither a slow query
+// nor a transaction stuck between two statements holds its locks for long (the wire ends each round
+// trip of a transaction with a Sync, which arms the idle timeout). Rows come back in the one stored
+// form of data/database.ts, by the type parsers below, which only this driver's rows use: nothing
+// else in the process is affected.
 
 import { createHash } from 'node:crypto';
 import pg from 'pg';
@@ -40,6 +42,7 @@ import {
   type Work,
 } from './database.ts';
 import type { ActiveTrace, SpanHandle } from '../observe/tracing.ts';
+import { GroupCommit } from './postgres-group.ts';
 import { type Result, SkippedStatement, Wire, type WireValue, wireValues } from './postgres-wire.ts';
 
 export interface PostgresOptions {
@@ -133,7 +136,7 @@ export async function openPostgres(url: string, options: PostgresOptions = {}): 
  */
 const MAX_PREPARED = 1024;
 
-interface Prepared {
+export interface Prepared {
   text: string;
   /** The name the statement is prepared under on each connection, when it has one. */
   name: string | undefined;
@@ -149,6 +152,16 @@ export class PostgresDatabase implements Database {
   /** False until `identifyServer` finds PostgreSQL 18 or later: set by it alone. */
   private serverReturnsOld = false;
   private readonly prepared = new Map<string, Prepared>();
+  /** Writes of one statement each, committed together per turn of the event loop. */
+  private readonly groups = new GroupCommit({
+    connect: async () => {
+      const linked = await this.link(true);
+      return { wire: linked.wire, done: (broken) => this.letGo(linked.client, linked.wire, broken) };
+    },
+    statement: (sql) => this.statement(sql),
+    sent: (answer, mode) => this.sent(answer, mode),
+    failed: (err) => ({ ok: false, failure: mapPostgresError(err), broken: undefined }),
+  });
   /** The text each statement name stands for: a hash collision must never run the wrong statement. */
   private readonly named = new Map<string, string>();
   /** Set while an idle connection failed and no new one has connected since: one log line per outage. */
@@ -240,52 +253,46 @@ export class PostgresDatabase implements Database {
     if (this.connections > 0) await new Promise<void>((resolve) => (this.allClosed = resolve));
   }
 
-  /** Runs a unit of work: on a connection from its first statement on, if it yields one. */
+  /** Runs a unit of work: on a connection from the first statement that needs one, if any. */
   private async drive<T>(work: Work<T>, trace: ActiveTrace | undefined, transaction: boolean): Promise<T> {
     const step = work.next();
     if (step.done) return step.value;
     if (this.ending) throw new Error('the database has been closed');
     this.running++;
     try {
-      return await this.driveOn(await this.pool.connect(), work, step.value, trace, transaction);
+      return await this.driveOn(work, step.value, trace, transaction);
     } finally {
       if (--this.running === 0) this.drained?.();
     }
   }
 
   /**
-   * Runs a unit of work to its end on `client`, from its first statement: each statement it
-   * yields is queued at once and, but for `later` ones, awaited, its result sent back in, its
-   * failure (mapped to the app's errors) thrown in where it was yielded. Statements queued
-   * before a wait leave together (data/postgres-wire.ts). In a transaction, BEGIN goes ahead of
-   * the first statement and COMMIT after the unit returns, each without a round trip of its own;
-   * on any failure the transaction is rolled back. A write that waits for nothing goes as one
-   * statement without them (`oneStatement`), and so does a first statement that `commitsAlone`:
-   * what follows it then begins a transaction of its own. The connection goes back to the pool,
-   * or is destroyed when it cannot be trusted any more (it failed, or its ROLLBACK did).
+   * Runs a unit of work to its end, from its first statement: each statement it yields is queued
+   * at once and, but for `later` ones, awaited, its result sent back in, its failure (mapped to
+   * the app's errors) thrown in where it was yielded. Statements queued before a wait leave
+   * together (data/postgres-wire.ts). In a transaction, BEGIN goes ahead of the first statement
+   * and COMMIT after the unit returns, each without a round trip of its own; on any failure the
+   * transaction is rolled back. A write that waits for nothing is one statement without them
+   * (`oneStatement`), and so is a first statement that `commitsAlone` (what follows it then begins
+   * a transaction of its own): both go through the group commit (data/postgres-group.ts), which
+   * commits them with those of other units, and take no connection of the unit's own. The unit's
+   * connection is taken at the first statement that needs one; it goes back to the pool at the
+   * end, or is destroyed when it cannot be trusted any more (it failed, or its ROLLBACK did).
    */
   private async driveOn<T>(
-    client: pg.PoolClient,
     work: Work<T>,
     first: Statement,
     trace: ActiveTrace | undefined,
     transaction: boolean,
   ): Promise<T> {
-    let wire: Wire;
-    try {
-      wire = Wire.of(client, parserOf);
-    } catch (err) {
-      client.release(asReleaseError(err));
-      throw err;
-    }
-    wire.begin();
-    const flight = new Flight(wire, transaction);
+    let link: Linked | undefined;
+    const connect = async (): Promise<Linked> => (link ??= await this.link(transaction));
     // In a transaction, `later` statements the unit yields before anything it waits for are held
     // here, unsent. A unit that yields nothing else (a create: its row, its audit row, its key's
-    // row) then goes as one statement of its own (`alone`), committed at its Sync.
+    // row) then goes as one statement through the group commit (`writeAlone`).
     const held: Held[] = [];
     let begun = !transaction;
-    const begin = () => {
+    const begin = ({ wire, flight }: Linked) => {
       if (begun) return;
       begun = true;
       flight.add(this.sent(wire.control('BEGIN', false), 'run'));
@@ -297,19 +304,26 @@ export class PostgresDatabase implements Database {
       for (;;) {
         let step: IteratorResult<Statement, T>;
         if (statement.mode === 'later') {
-          if (begun) flight.add(this.send(wire, statement, transaction, this.span(statement, trace)), statement);
-          else held.push(this.hold(statement, trace));
+          if (begun) {
+            const { wire, flight } = await connect();
+            flight.add(this.send(wire, statement, transaction, this.span(statement, trace)), statement);
+          } else held.push(this.hold(statement, trace));
           step = work.next(undefined);
         } else if (statement.mode === 'together') {
           const batch = statement.batch ?? [];
-          const alone = !begun && held.length === 0 && batch.length === 1 && batch[0].commitsAlone === true;
-          if (!alone) begin();
-          const inTransaction = transaction && !alone;
-          const sent = batch.map((query) => this.send(wire, query, inTransaction, this.span(query, trace)));
-          step = work.next((await flight.afterAll(sent)).map(answered));
+          if (!begun && held.length === 0 && batch.length === 1 && batch[0].commitsAlone === true) {
+            step = work.next([answered(await this.grouped(batch[0], trace))]);
+          } else {
+            const linked = await connect();
+            begin(linked);
+            const sent = batch.map((query) => this.send(linked.wire, query, transaction, this.span(query, trace)));
+            step = work.next((await linked.flight.afterAll(sent)).map(answered));
+          }
         } else {
-          begin();
-          const outcome = await flight.after(this.send(wire, statement, transaction, this.span(statement, trace)));
+          const linked = await connect();
+          begin(linked);
+          const sent = this.send(linked.wire, statement, transaction, this.span(statement, trace));
+          const outcome = await linked.flight.after(sent);
           step = outcome.ok ? work.next(outcome.value) : work.throw(outcome.failure);
         }
         if (step.done) {
@@ -320,19 +334,27 @@ export class PostgresDatabase implements Database {
       }
     } catch (err) {
       // Statements held when the unit threw are run and rolled back: a failure among them wins.
-      if (held.length > 0) begin();
-      return this.fail(client, wire, flight, transaction && begun, err);
+      if (held.length > 0 && !begun) {
+        try {
+          begin(await connect());
+        } catch {
+          for (const h of held) h.span?.end({ error: true });
+          throw err;
+        }
+      }
+      if (!link) throw err;
+      return this.fail(link, transaction && begun, err);
     }
     if (!begun) {
       // Each statement of the unit committed on its own (`commitsAlone`): nothing is left to commit.
-      if (held.length === 0) {
-        await this.letGo(client, wire, flight.broken);
-        return value;
-      }
+      if (held.length === 0) return value;
       const alone = oneStatement(held);
-      if (alone !== undefined) return this.writeAlone(client, wire, alone, held, value, trace);
-      begin();
+      if (alone !== undefined) return this.writeAlone(alone, held, value, trace);
+      begin(await connect());
     }
+    const linked = link as Linked | undefined;
+    if (!linked) return value;
+    const { wire, flight } = linked;
     try {
       if (transaction) {
         const span = trace?.startSpan('database.commit', 'database', {});
@@ -349,23 +371,39 @@ export class PostgresDatabase implements Database {
         await flight.settle();
       }
     } catch (err) {
-      return this.fail(client, wire, flight, transaction, err);
+      return this.fail(linked, transaction, err);
     }
-    await this.letGo(client, wire, flight.broken);
+    await this.letGo(linked.client, wire, flight.broken);
     return value;
+  }
+
+  /** A pooled connection for one unit of work, its wire started. */
+  private async link(transaction: boolean): Promise<Linked> {
+    const client = await this.pool.connect();
+    let wire: Wire;
+    try {
+      wire = Wire.of(client, parserOf);
+    } catch (err) {
+      client.release(asReleaseError(err));
+      throw err;
+    }
+    wire.begin();
+    return { client, wire, flight: new Flight(wire, transaction) };
+  }
+
+  /** A statement committed on its own, through the group commit; its span ended when answered. */
+  private async grouped(query: Query, trace: ActiveTrace | undefined): Promise<Outcome> {
+    const span = this.span(query, trace);
+    const outcome = await this.groups.add(this.statement(query.sql), query.mode, wireValues(query.params));
+    span?.end(outcome.ok ? undefined : { error: true });
+    return outcome;
   }
 
   /**
    * Ends a unit of work that failed with `err`: every statement sent is answered before the
    * connection is rolled back or released; the first failure among them wins over `err`.
    */
-  private async fail(
-    client: pg.PoolClient,
-    wire: Wire,
-    flight: Flight,
-    transaction: boolean,
-    err: unknown,
-  ): Promise<never> {
+  private async fail({ client, wire, flight }: Linked, transaction: boolean, err: unknown): Promise<never> {
     const failure = (await flight.drain()) ?? err;
     let broken = flight.broken ?? wire.broken;
     if (transaction) broken ??= await rollBack(wire);
@@ -374,32 +412,21 @@ export class PostgresDatabase implements Database {
   }
 
   /**
-   * Runs a write's held statements as the one statement `alone` outside any transaction block:
-   * PostgreSQL commits it at its Sync, all of it or nothing, without BEGIN and COMMIT. A failure
-   * is that of the held statement whose table it names (data/database.ts, `laterFailure`).
+   * Runs a write's held statements as the one statement `alone`, through the group commit:
+   * outside any transaction block of the unit's, all of it or nothing, without BEGIN and COMMIT of
+   * its own. A failure is that of the held statement whose table it names (data/database.ts,
+   * `laterFailure`).
    */
   private async writeAlone<T>(
-    client: pg.PoolClient,
-    wire: Wire,
     alone: { sql: string; values: WireValue[] },
     held: Held[],
     value: T,
     trace: ActiveTrace | undefined,
   ): Promise<T> {
     const span = trace?.startSpan('database.commit', 'database', {});
-    const { text, name } = this.statement(alone.sql);
-    let answer: Promise<Outcome>;
-    try {
-      answer = this.sent(wire.send(text, name, alone.values, true), 'run');
-      wire.flush(false);
-    } catch (err) {
-      await this.letGo(client, wire, err);
-      throw err;
-    }
-    const outcome = await answer;
+    const outcome = await this.groups.add(this.statement(alone.sql), 'run', alone.values);
     for (const h of held) h.span?.end(outcome.ok ? undefined : { error: true });
     span?.end(outcome.ok ? undefined : { error: true });
-    await this.letGo(client, wire, outcome.ok ? undefined : outcome.broken);
     if (outcome.ok) return value;
     const failed = held.length === 1 ? held[0] : held.find((h) => h.prepared.table === outcome.table);
     throw failed ? laterFailure(failed.statement, outcome.failure) : outcome.failure;
@@ -505,9 +532,16 @@ export class PostgresDatabase implements Database {
  * A statement's answer: its result (and PostgreSQL's command tag), or its failure, mapped (and
  * the table the server's error names, if any).
  */
-type Outcome =
+export type Outcome =
   | { ok: true; value: unknown; command: string }
   | { ok: false; failure: unknown; broken: unknown; table?: string };
+
+/** A unit of work's own connection: its `pg` client, its wire, and what is in flight on it. */
+interface Linked {
+  client: pg.PoolClient;
+  wire: Wire;
+  flight: Flight;
+}
 
 /** A `later` statement held until the unit shows whether it waits for anything (driveOn). */
 interface Held {
