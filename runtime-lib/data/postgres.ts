@@ -352,6 +352,7 @@ export class PostgresDatabase implements Database {
       if (alone !== undefined) return this.writeAlone(alone, held, value, trace);
       begin(await connect());
     }
+    // Set by `connect` (TypeScript does not follow the closure): every statement sent took it.
     const linked = link as Linked | undefined;
     if (!linked) return value;
     const { wire, flight } = linked;
