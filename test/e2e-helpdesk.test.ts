@@ -176,6 +176,30 @@ for (const database of DATABASES) describe(`generated helpdesk app (end to end, 
       expect(res.status).to.equal(409);
       expect(errorOf(res)).to.include({ code: 'UNIQUE_CONFLICT', retryable: false });
     });
+
+    it('answers creates sent at once as it would answer each alone: one of each pair of e-mails wins', async () => {
+      const before = await count('customers');
+      // Six pairs of addresses that differ only in letter case, sent together: they reach the
+      // server in a few turns of its event loop, whose writes commit together (the group commit),
+      // where the later of a pair fails alone.
+      const emails = Array.from({ length: 6 }, (_, i) => [`pair${i}@example.com`, `PAIR${i}@example.com`]).flat();
+      const answers = await Promise.all(
+        emails.map((email, i) => call('POST', '/api/customers', '/api/customers', { json: { name: `P${i}`, email } })),
+      );
+      for (let pair = 0; pair < 6; pair++) {
+        const [a, b] = [answers[2 * pair], answers[2 * pair + 1]];
+        expect([a.status, b.status].sort(), `pair ${pair}`).to.deep.equal([201, 409]);
+        const lost = a.status === 409 ? a : b;
+        expect(errorOf(lost)).to.include({ code: 'UNIQUE_CONFLICT', retryable: false });
+        expect(errorOf(lost).details?.[0]).to.include({ field: 'email' });
+      }
+      expect(await count('customers')).to.equal(before + 6);
+      // Each customer created has its audit record: nothing of a refused create stayed.
+      for (const res of answers.filter((r) => r.status === 201)) {
+        const trail = await call('GET', '/api/audit', `/api/audit?entity=Customer&recordId=${(res.body as Rec).id}`);
+        expect((trail.body as { items: Rec[] }).items.map((e) => e.operation)).to.deep.equal(['Customer.create']);
+      }
+    });
   });
 
   describe('bodies', () => {
