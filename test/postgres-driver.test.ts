@@ -11,7 +11,7 @@ import { all, done, get, later, run, savepoint, together, type Work } from '../r
 import { openPostgres, postgresOptionsFromEnv, type PostgresDatabase, type PostgresOptions } from '../runtime-lib/data/postgres.ts';
 import { ActiveTrace } from '../runtime-lib/observe/tracing.ts';
 import { capturingConsoleError } from './support/commands/harness.ts';
-import { enableTls, freshPostgresDatabase, type TripCounter, tripCounter } from './support/postgres.ts';
+import { enableTls, freshPostgresDatabase, withCountedPool } from './support/postgres.ts';
 
 const SCHEMA = [
   `CREATE TABLE "Ticket" (
@@ -337,11 +337,7 @@ describe('PostgreSQL driver (data/postgres.ts)', function () {
 
   describe('pipelining: BEGIN, later statements and COMMIT travel with other statements', () => {
     it('writes in two trips: BEGIN with the first statement, later ones and COMMIT with the next', async () => {
-      const counter = await tripCounter(url);
-      try {
-        const counted = await open({ poolMax: 1 }, counter.url);
-        await counted.read(get('SELECT 1')); // connects: the handshake is not the write's
-        counter.reset();
+      await withCountedPool(url, async (counted, counter) => {
         const seen = await counted.write(function* () {
           yield* later('INSERT INTO "Ticket" (id, title) VALUES (?, ?)', ['p1', 'one']);
           const row = yield* get('SELECT count(*) AS n FROM "Ticket"');
@@ -356,18 +352,11 @@ describe('PostgreSQL driver (data/postgres.ts)', function () {
           { id: 'p1', n: 1 },
           { id: 'p2', n: 0 },
         ]);
-        await counted.close();
-      } finally {
-        await counter.close();
-      }
+      });
     });
 
     it('writeEach: a statement commits on its own in one trip, without BEGIN or COMMIT; its failure is mapped', async () => {
-      const counter = await tripCounter(url);
-      try {
-        const counted = await open({ poolMax: 1 }, counter.url);
-        await counted.read(get('SELECT 1'));
-        counter.reset();
+      await withCountedPool(url, async (counted, counter) => {
         const { changes } = await counted.writeEach(run('INSERT INTO "Ticket" (id, title) VALUES (?, ?)', ['w1', 'alone']));
         expect(changes).to.equal(1);
         expect(counter.trips()).to.equal(1);
@@ -377,19 +366,12 @@ describe('PostgreSQL driver (data/postgres.ts)', function () {
         expect(failure.code).to.equal('UNIQUE_CONFLICT');
         // The connection is still good: nothing was left open on it.
         expect(await counted.read(get('SELECT count(*) AS n FROM "Ticket"'))).to.deep.equal({ n: 1 });
-        await counted.close();
-      } finally {
-        await counter.close();
-      }
+      });
     });
 
     it('sends together() statements in one trip and answers each outcome, failures included, without throwing', async () => {
       await db.write(() => insertTicket('t1'));
-      const counter = await tripCounter(url);
-      try {
-        const counted = await open({ poolMax: 1 }, counter.url);
-        await counted.read(get('SELECT 1'));
-        counter.reset();
+      await withCountedPool(url, async (counted, counter) => {
         const read = await counted.read(
           together(
             { mode: 'get', sql: 'SELECT title FROM "Ticket" WHERE id = ?', params: ['t1'] },
@@ -413,10 +395,7 @@ describe('PostgreSQL driver (data/postgres.ts)', function () {
         );
         expect((err as Error).message).to.match(/^the transaction was rolled back/);
         expect(await ids()).to.deep.equal(['t1']);
-        await counted.close();
-      } finally {
-        await counter.close();
-      }
+      });
     });
 
     it('fails the whole unit when a later statement fails, wherever the unit is by then: nothing commits', async () => {
@@ -488,18 +467,8 @@ describe('PostgreSQL driver (data/postgres.ts)', function () {
   });
 
   describe('the wire (data/postgres-wire.ts): what a unit of work sends', () => {
-    /** A pool of one connection behind a trip counter, connected, with the counter reset. */
-    async function counted(): Promise<{ counted: PostgresDatabase; counter: TripCounter }> {
-      const counter = await tripCounter(url);
-      const pool = await open({ poolMax: 1 }, counter.url);
-      await pool.read(get('SELECT 1'));
-      counter.reset();
-      return { counted: pool, counter };
-    }
-
     it('prepares and describes a statement once per connection: afterwards Bind and Execute, one Sync per trip', async () => {
-      const { counted: pool, counter } = await counted();
-      try {
+      await withCountedPool(url, async (pool, counter) => {
         const unit = (id: string) =>
           function* (): Work<unknown> {
             const before = yield* get('SELECT count(*) AS n FROM "Ticket" WHERE id <> ?', [id]);
@@ -520,25 +489,21 @@ describe('PostgreSQL driver (data/postgres.ts)', function () {
         expect(await pool.read(read('m2'))).to.deep.equal({ title: 'ticket m2' });
         expect(counter.messages()).to.deep.equal(['PDBES', 'BES']);
         expect(await ids()).to.deep.equal(['m1', 'm2']);
-      } finally {
-        await pool.close();
-        await counter.close();
-      }
+      });
     });
 
     it('prepares again a statement whose Parse the server refused, once it can run', async () => {
       const missing = 'SELECT count(*) AS n FROM "Later"';
-      const { counted: pool, counter } = await counted();
       try {
-        const err = await rejection(pool.read(get(missing)));
-        expect((err as pg.DatabaseError).code).to.equal('42P01');
-        await db.write(() => run('CREATE TABLE "Later" (id TEXT PRIMARY KEY)'));
-        expect(await pool.read(get(missing))).to.deep.equal({ n: 0 });
-        expect(counter.messages()).to.deep.equal(['PDBES', 'PDBES']);
+        await withCountedPool(url, async (pool, counter) => {
+          const err = await rejection(pool.read(get(missing)));
+          expect((err as pg.DatabaseError).code).to.equal('42P01');
+          await db.write(() => run('CREATE TABLE "Later" (id TEXT PRIMARY KEY)'));
+          expect(await pool.read(get(missing))).to.deep.equal({ n: 0 });
+          expect(counter.messages()).to.deep.equal(['PDBES', 'PDBES']);
+        });
       } finally {
         await db.write(() => run('DROP TABLE IF EXISTS "Later"'));
-        await pool.close();
-        await counter.close();
       }
     });
 
@@ -560,8 +525,7 @@ describe('PostgreSQL driver (data/postgres.ts)', function () {
     });
 
     it('sends a write of plain INSERTs into different tables as one statement, without BEGIN or COMMIT', async () => {
-      const { counted: pool, counter } = await counted();
-      try {
+      await withCountedPool(url, async (pool, counter) => {
         // A ticket, a comment referring to it (its foreign key is checked when all rows are in)
         // and a row of another table: what a create writes (its row, its audit row, its key's row).
         const unit = (id: string, email = `${id}@example.com`, onConflict?: () => Error) =>
@@ -608,15 +572,11 @@ describe('PostgreSQL driver (data/postgres.ts)', function () {
         expect(await db.read(get('SELECT count(*) AS n FROM "T"'))).to.deep.equal({ n: 2 });
         // The connection serves on.
         expect(await pool.write(unit('o4'))).to.equal('o4');
-      } finally {
-        await pool.close();
-        await counter.close();
-      }
+      });
     });
 
     it('keeps a write of later statements a transaction where one statement would change what they do', async () => {
-      const { counted: pool, counter } = await counted();
-      try {
+      await withCountedPool(url, async (pool, counter) => {
         // The update must see the row the insert wrote: in one statement it would not.
         await pool.write(function* () {
           yield* later('INSERT INTO "Ticket" (id, title) VALUES (?, ?)', ['k1', 'one']);
@@ -635,10 +595,7 @@ describe('PostgreSQL driver (data/postgres.ts)', function () {
           { id: 'k3', n: 0 },
         ]);
         expect(counter.messages()[1]).to.match(/^BE.*BES$/);
-      } finally {
-        await pool.close();
-        await counter.close();
-      }
+      });
     });
 
     it('answers a statement the server skipped after a failure in its trip as not run', async () => {

@@ -7,9 +7,9 @@ import { expect } from 'chai';
 import pg from 'pg';
 import { AppError } from '../runtime-lib/core/errors.ts';
 import { all, get, later, run, together, type Work } from '../runtime-lib/data/database.ts';
-import { openPostgres, type PostgresDatabase, type PostgresOptions } from '../runtime-lib/data/postgres.ts';
+import { openPostgres, type PostgresDatabase } from '../runtime-lib/data/postgres.ts';
 import { MAX_GROUP } from '../runtime-lib/data/postgres-group.ts';
-import { freshPostgresDatabase, tripCounter } from './support/postgres.ts';
+import { freshPostgresDatabase, withCountedPool } from './support/postgres.ts';
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -36,13 +36,8 @@ describe('PostgreSQL group commit (data/postgres-group.ts)', function () {
   this.timeout(20_000);
   let url: string;
   let db: PostgresDatabase;
-  const others: Array<PostgresDatabase | pg.Client> = [];
-
-  async function open(options: PostgresOptions = {}, on = url): Promise<PostgresDatabase> {
-    const other = await openPostgres(on, options);
-    others.push(other);
-    return other;
-  }
+  /** Connections of the tests' own, ended after the tests. */
+  const others: pg.Client[] = [];
 
   before(async () => {
     url = await freshPostgresDatabase('pggroup');
@@ -58,7 +53,7 @@ describe('PostgreSQL group commit (data/postgres-group.ts)', function () {
   });
 
   after(async () => {
-    await Promise.all([db, ...others].map((d) => (d instanceof pg.Client ? d.end() : d.close())));
+    await Promise.all([db.close(), ...others.map((client) => client.end())]);
   });
 
   beforeEach(async () => {
@@ -73,11 +68,7 @@ describe('PostgreSQL group commit (data/postgres-group.ts)', function () {
     db.read(all(`SELECT id FROM "${table}" ORDER BY id`)).then((rows) => rows.map((r) => r.id));
 
   it('commits the writes of one turn as one transaction in one round trip, each in its savepoint', async () => {
-    const counter = await tripCounter(url);
-    try {
-      const counted = await open({ poolMax: 1 }, counter.url);
-      await counted.read(get('SELECT 1'));
-      counter.reset();
+    await withCountedPool(url, async (counted, counter) => {
       const written = await Promise.all(['g1', 'g2', 'g3', 'g4'].map((id) => counted.write(() => create(id))));
       expect(written).to.deep.equal(['g1', 'g2', 'g3', 'g4']);
       expect(counter.trips()).to.equal(1);
@@ -91,34 +82,20 @@ describe('PostgreSQL group commit (data/postgres-group.ts)', function () {
       const counts = await Promise.all([1, 2, 3].map(() => counted.write(() => bump('g1'))));
       expect(counter.trips()).to.equal(1);
       expect(counts).to.deep.equal([{ n: 1 }, { n: 2 }, { n: 3 }]);
-      await counted.close();
-    } finally {
-      await counter.close();
-    }
+    });
   });
 
   it('sends a write alone when it is the only one of its turn: no BEGIN, no savepoint', async () => {
-    const counter = await tripCounter(url);
-    try {
-      const counted = await open({ poolMax: 1 }, counter.url);
-      await counted.read(get('SELECT 1'));
-      counter.reset();
+    await withCountedPool(url, async (counted, counter) => {
       expect(await counted.write(() => create('solo'))).to.equal('solo');
       // Parse, Describe, Bind, Execute and Sync of the one statement: nothing else.
       expect(counter.messages()).to.deep.equal(['PDBES']);
-      await counted.close();
-    } finally {
-      await counter.close();
-    }
+    });
   });
 
   it('rolls back only the write that fails: the others of its group commit, and it fails as it would alone', async () => {
     await db.write(() => create('taken'));
-    const counter = await tripCounter(url);
-    try {
-      const counted = await open({ poolMax: 1 }, counter.url);
-      await counted.read(get('SELECT 1'));
-      counter.reset();
+    await withCountedPool(url, async (counted, counter) => {
       const outcomes = await settled(['f1', 'taken', 'f2', 'taken', 'f3'].map((id) => counted.write(() => create(id))));
       expect(outcomes[0]).to.deep.equal({ value: 'f1' });
       expect(outcomes[2]).to.deep.equal({ value: 'f2' });
@@ -135,10 +112,7 @@ describe('PostgreSQL group commit (data/postgres-group.ts)', function () {
       // The connection is clean: the next group commits.
       await Promise.all(['f4', 'f5'].map((id) => counted.write(() => create(id))));
       expect(await ids()).to.deep.equal(['f1', 'f2', 'f3', 'f4', 'f5', 'taken']);
-      await counted.close();
-    } finally {
-      await counter.close();
-    }
+    });
   });
 
   it('lets a write that waits for a lock held elsewhere step out, run alone and wait: the others commit meanwhile', async () => {
@@ -167,11 +141,7 @@ describe('PostgreSQL group commit (data/postgres-group.ts)', function () {
   });
 
   it("runs each write again alone when the group's COMMIT is refused: each keeps the outcome it has alone", async () => {
-    const counter = await tripCounter(url);
-    try {
-      const counted = await open({ poolMax: 1 }, counter.url);
-      await counted.read(get('SELECT 1'));
-      counter.reset();
+    await withCountedPool(url, async (counted, counter) => {
       const refer = (id: string, ticketId: string) =>
         counted.write(function* () {
           yield* later('INSERT INTO "Ref" (id, "ticketId") VALUES (?, ?)', [id, ticketId]);
@@ -184,10 +154,7 @@ describe('PostgreSQL group commit (data/postgres-group.ts)', function () {
       expect(counter.trips()).to.equal(5);
       expect(await ids()).to.deep.equal(['c1']);
       expect(await ids('Ref')).to.deep.equal(['r2']);
-      await counted.close();
-    } finally {
-      await counter.close();
-    }
+    });
   });
 
   it('fails every write of a group whose connection is lost, and stores none of them', async () => {
@@ -217,12 +184,29 @@ describe('PostgreSQL group commit (data/postgres-group.ts)', function () {
     expect(await db.write(() => create('k3'))).to.equal('k3');
   });
 
-  it(`splits a turn's writes into groups of at most ${MAX_GROUP}`, async () => {
-    const counter = await tripCounter(url);
+  it('answers every write of a group STORAGE_UNAVAILABLE when the pool has no connection for it, storing none', async () => {
+    const busy = await openPostgres(url, { poolMax: 1, connectionTimeoutMs: 200 });
     try {
-      const counted = await open({ poolMax: 1 }, counter.url);
-      await counted.read(get('SELECT 1'));
-      counter.reset();
+      // The pool's one connection is taken for a second: the group waits for it past the timeout.
+      const holding = busy.read(get('SELECT pg_sleep(1) AS slept'));
+      await sleep(50);
+      const outcomes = await settled(['p1', 'p2'].map((id) => busy.write(() => create(id))));
+      for (const outcome of outcomes) {
+        const error = (outcome as { error: unknown }).error;
+        expect(error, JSON.stringify(outcome)).to.be.instanceOf(AppError);
+        expect((error as AppError).code).to.equal('STORAGE_UNAVAILABLE');
+      }
+      await holding;
+      expect(await ids()).to.deep.equal([]);
+      // Once the connection is free, the next group commits.
+      expect(await Promise.all(['p3', 'p4'].map((id) => busy.write(() => create(id))))).to.deep.equal(['p3', 'p4']);
+    } finally {
+      await busy.close();
+    }
+  });
+
+  it(`splits a turn's writes into groups of at most ${MAX_GROUP}`, async () => {
+    await withCountedPool(url, async (counted, counter) => {
       const many = Array.from({ length: MAX_GROUP + 8 }, (_, i) => `m${String(i).padStart(2, '0')}`);
       await Promise.all(many.map((id) => counted.write(() => create(id))));
       expect(counter.trips()).to.equal(2);
@@ -230,9 +214,6 @@ describe('PostgreSQL group commit (data/postgres-group.ts)', function () {
       const writesIn = (trip: string) => (trip.match(/BE/g) ?? []).length;
       expect(counter.messages().map(writesIn)).to.deep.equal([MAX_GROUP * 3 + 3, 8 * 3 + 3]);
       expect(await ids()).to.deep.equal(many);
-      await counted.close();
-    } finally {
-      await counter.close();
-    }
+    });
   });
 });

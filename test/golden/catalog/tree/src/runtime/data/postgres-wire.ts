@@ -157,6 +157,21 @@ export class Wire {
   }
 
   /**
+   * Rolls back the transaction open on the connection (a failed one too), in a trip of its own;
+   * resolves with the ROLLBACK's own failure, if it failed.
+   */
+  async rollBack(): Promise<unknown> {
+    const answer = this.control('ROLLBACK', true);
+    this.flush(false);
+    try {
+      await answer;
+      return undefined;
+    } catch (err) {
+      return err;
+    }
+  }
+
+  /**
    * Queues the messages of a statement, with Parse (and Describe, if `describe`) when `name` is
    * not yet prepared on this connection, or when it has no name.
    */
