@@ -42,8 +42,12 @@ describe('skill actions (generated app, over HTTP)', function () {
     });
     after(async () => app?.stop());
 
-    it('lists every skill and action at GET /api/skills, saying which are served', async () => {
-      const res = await request(app.url, 'GET', '/api/skills');
+    it('lists the skills and actions a caller may call at GET /api/skills, saying which are served', async () => {
+      // The skill needs a credential: an anonymous caller is told of none of it.
+      const anonymous = await request(app.url, 'GET', '/api/skills');
+      expect(anonymous.status).to.equal(200);
+      expect(anonymous.body).to.deep.equal({ skills: [] });
+      const res = await request(app.url, 'GET', '/api/skills', { headers: triage });
       expect(res.status).to.equal(200);
       const [skill] = (res.body as { skills: Array<Rec & { actions: Rec[] }> }).skills;
       expect(skill).to.include({ name: 'triage', auth: 'required' });
@@ -52,6 +56,7 @@ describe('skill actions (generated app, over HTTP)', function () {
       expect(byName.add_comment).to.include({ kind: 'crud', served: true, risk: 'write' });
       expect(byName.add_comment.scopes).to.deep.equal(['tickets.write']);
       expect(byName.escalate_ticket).to.include({ kind: 'workflow', served: true, workflow: 'EscalateTicket' });
+      expect(byName.escalate_ticket.requiredBody).to.deep.equal(['reason']);
     });
 
     it('runs list and get (the {ticketId} of the path is the record id) as the entity routes do', async () => {
@@ -216,7 +221,7 @@ describe('skill actions (generated app, over HTTP)', function () {
     });
 
     it('serves nothing for a pass-through action, and lists it as such', async () => {
-      const res = await request(app.url, 'GET', '/api/skills');
+      const res = await request(app.url, 'GET', '/api/skills', { headers: planner });
       const board = (res.body as { skills: Array<{ name: string; actions: Rec[] }> }).skills.find((s) => s.name === 'board');
       expect(board?.actions.find((a) => a.name === 'docs')).to.include({ kind: 'pass-through', served: false, risk: 'read' });
     });

@@ -1,6 +1,7 @@
 // src/skills.ts: every skill of the blueprint as a spec for runtime/http/skill-routes.ts.
 
 import type { Blueprint, SkillAction } from '../model/types.ts';
+import { requiredBodyKeys } from '../model/workflows.ts';
 import { render } from './templates.ts';
 import { tsLiteral } from './ts-literal.ts';
 
@@ -8,6 +9,10 @@ import { tsLiteral } from './ts-literal.ts';
 export function actionRisk(action: SkillAction): NonNullable<SkillAction['risk']> {
   if (action.risk) return action.risk;
   return action.method === 'GET' ? 'read' : action.method === 'DELETE' ? 'destructive' : 'write';
+}
+
+function nonEmpty<T>(list: T[]): T[] | undefined {
+  return list.length ? list : undefined;
 }
 
 export function emitSkills(bp: Blueprint): string {
@@ -25,6 +30,8 @@ export function emitSkills(bp: Blueprint): string {
       workflow: a.workflow,
       mapParams: a.mapParams,
       body: a.body,
+      // Only a workflow action's: the body keys its workflow cannot run without.
+      requiredBody: nonEmpty(requiredBodyKeys(bp, a)),
       query: a.query,
       scopes: a.scopes,
       risk: actionRisk(a),

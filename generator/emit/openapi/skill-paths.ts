@@ -4,6 +4,7 @@
 
 import type { Blueprint, Entity, Skill, SkillAction } from '../../model/types.ts';
 import { pathParams } from '../../../runtime-lib/core/path-params.ts';
+import { requiredBodyKeys } from '../../model/workflows.ts';
 import { actionRisk } from '../skills.ts';
 import { errorResponse, IDEMPOTENCY_HEADER, json, ref, RUN_ID_HEADER, schemeNames, TRACE_HEADER, type Schema } from './common.ts';
 import { entitySchemas, fieldSchema, keySchema } from './schemas.ts';
@@ -169,14 +170,18 @@ export function jobPath(bp: Blueprint): Record<string, Schema> {
 function workflowOperation(bp: Blueprint, skill: Skill, action: SkillAction, entity: Entity | undefined): Schema {
   const params = pathParams(action.route);
   const schemes = schemeNames(bp);
+  // A key the workflow reads is required, and not null: the app refuses the request without it.
+  const required = requiredBodyKeys(bp, action);
   const body = {
     type: 'object',
     properties: Object.fromEntries(
       Object.entries(action.body).map(([name, type]) => {
-        const { description: _, ...schema } = fieldSchema(bp, { name, type, required: false, nullable: true, primaryKey: false, commandOnly: false, access: {} } as unknown as Entity['fields'][number]);
-        return [name, schema];
+        const nullable = !required.includes(name);
+        const { description: _, ...schema } = fieldSchema(bp, { name, type, required: !nullable, nullable, primaryKey: false, commandOnly: false, access: {} } as unknown as Entity['fields'][number]);
+        return [name, nullable || type !== 'JSON' ? schema : { ...schema, not: { type: 'null' } }];
       }),
     ),
+    ...(required.length ? { required } : {}),
     additionalProperties: false,
   };
   return {
@@ -190,7 +195,7 @@ function workflowOperation(bp: Blueprint, skill: Skill, action: SkillAction, ent
       })),
       ...(action.method === 'GET' ? [] : [IDEMPOTENCY_HEADER, RUN_ID_HEADER]),
     ],
-    ...(action.method === 'GET' ? {} : { requestBody: { required: false, content: json(body) } }),
+    ...(action.method === 'GET' ? {} : { requestBody: { required: required.length > 0, content: json(body) } }),
     responses: {
       '202': {
         description: 'The job, pending: poll its url',
