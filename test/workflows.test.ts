@@ -288,7 +288,8 @@ export default defineExtension({
     });
 
     it('lists workflow actions as served, with how they answer', async () => {
-      const res = await request(app.url, 'GET', '/api/skills');
+      // The skill needs a credential: it is listed to one that may call it.
+      const res = await request(app.url, 'GET', '/api/skills', { headers: planner });
       const flow = (res.body as { skills: Array<{ actions: Rec[] }> }).skills[0];
       expect(flow.actions.find((a) => a.name === 'bump')).to.include({ kind: 'workflow', served: true, workflow: 'Bump' });
       const doc = JSON.parse(fs.readFileSync(path.join(appDir, 'openapi.json'), 'utf8')) as { paths: Record<string, Record<string, Rec>> };
