@@ -115,7 +115,8 @@ export const MCP_TOOLS: McpToolSpec[] = [
         },
         body: {
           type: 'object',
-          properties: { reason: { type: ['string', 'null'] } },
+          properties: { reason: { type: 'string' } },
+          required: ['reason'],
           additionalProperties: false,
           description: 'The JSON body',
         },
@@ -129,7 +130,7 @@ export const MCP_TOOLS: McpToolSpec[] = [
             'without running again; a new change needs a new key.',
         },
       },
-      required: ['params', 'idempotencyKey'],
+      required: ['params', 'body', 'idempotencyKey'],
       additionalProperties: false,
     },
     annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: true, openWorldHint: true },

@@ -3,17 +3,18 @@
 // path, and runs the entity's own pipeline (access rules, validation, audit, Idempotency-Key), so
 // an agent gets nothing through a skill that it could not get through /api/<entity>s. On top of
 // the entity's checks an action holds its own: who may call it (the skill's `auth`) and the scopes
-// an API key needs (every one of the action's). `GET /api/skills` lists every skill and action.
+// an API key needs (every one of the action's). `GET /api/skills` lists the actions the caller may call.
 //
 // Path parameters name entity fields (through mapParams, else by their own name). For get, update
 // and delete the one naming the primary key is the record's id and any other must match the
 // record (else 404, as for a record that does not exist); for list they filter, with the typed
 // `query` parameters; for create they are written into the record, over the body's values.
 //
-// A workflow action checks its body against its declared `body`, loads the record its path names,
-// checks the workflow's precondition (409 WORKFLOW_PRECONDITION_FAILED), stores a job and answers
-// 202 with it: `{ success, job: { id, workflow, status, url } }`. The same Idempotency-Key returns
-// the same job. Whoever submitted it polls GET /api/jobs/<id>.
+// A workflow action checks its body against its declared `body` (the keys its workflow reads are
+// required), loads the record its path names, checks the workflow's precondition (409
+// WORKFLOW_PRECONDITION_FAILED), stores a job and answers 202 with it: `{ success, job }`, the job
+// as GET /api/jobs/<id> answers it. The same Idempotency-Key and body replay the same 202 and job,
+// whatever the record has become since. Whoever submitted it polls GET /api/jobs/<id>.
 //
 // Each action runs as a function of an ActionCall (the caller, its parameters, body and context),
 // not of an HTTP request: the routes here and the MCP tools (http/mcp-routes.ts) call the same one.
@@ -64,6 +65,8 @@ export interface SkillActionSpec {
   mapParams: Readonly<Record<string, string>>;
   /** The body's keys and their field types, as declared (documentation of create and update). */
   body: Readonly<Record<string, string>>;
+  /** Of a workflow action: the body keys its workflow reads, which every request must give (not null). */
+  requiredBody?: readonly string[];
   query: readonly SkillQueryParam[];
   scopes: readonly string[];
   /** As declared, else from the method (GET read, DELETE destructive, others write), as in Zebric. */
@@ -153,8 +156,8 @@ export function skillActions(
 export function skillRouter(skills: readonly SkillSpec[], runners: readonly SkillActionRunner[]): Router {
   const router = Router({ caseSensitive: true });
   const servedActions = new Set(runners.map((r) => r.action));
-  const index = skillIndex(skills, (a) => servedActions.has(a));
-  router.get('/api/skills', matched('skills.index'), (_req, res) => sendJson(res, 200, index));
+  const index = skillIndexFor(skills, (a) => servedActions.has(a));
+  router.get('/api/skills', matched('skills.index'), (req, res) => sendJson(res, 200, index((req as ApiRequest).actor)));
   for (const { skill, action, run } of runners) {
     const route = action.path.replace(/\{([A-Za-z_][A-Za-z0-9_]*)\}/g, ':$1');
     const handlers = [matched(`skill.${skill.name}.${action.name}`), ...(hasBody(action) ? [jsonBody] : [])];
@@ -185,14 +188,60 @@ export function hasBody(action: SkillActionSpec): boolean {
   return action.action === 'create' || action.action === 'update';
 }
 
-/** The machine-readable index of GET /api/skills: every skill and action, and whether it is served. */
-export function skillIndex(skills: readonly SkillSpec[], served: (action: SkillActionSpec) => boolean): unknown {
+/**
+ * Which skills and actions a caller is told of: those admitCaller would let it call. An anonymous
+ * caller sees the skills with auth `none`; an API key, the actions whose every scope it holds; a
+ * person (never held to scopes) every action of every skill. The entity's access rules still
+ * decide per record, as on the entity routes. A skill with no action left is left out.
+ */
+export function callableBy(actor: Actor): (skill: SkillSpec, action: SkillActionSpec) => boolean {
+  if (!isAuthenticated(actor)) return (skill) => skill.auth === 'none';
+  if (actor.kind !== 'agent') return () => true;
+  const held = new Set(actor.scopes ?? []);
+  return (_skill, action) => action.scopes.every((s) => held.has(s));
+}
+
+/** How many differently scoped callers' indexes are kept; beyond it, an index is built per request. */
+const INDEXES_KEPT = 64;
+
+/**
+ * GET /api/skills for a caller: its index depends only on whether it is signed in and, for an API
+ * key, on its scopes, so each such kind of caller's index is built once and kept.
+ */
+export function skillIndexFor(
+  skills: readonly SkillSpec[],
+  served: (action: SkillActionSpec) => boolean,
+): (actor: Actor) => unknown {
+  const kept = new Map<string, unknown>();
+  return (actor) => {
+    const kind = !isAuthenticated(actor) ? 'anonymous' : actor.kind !== 'agent' ? 'person' : `key:${[...new Set(actor.scopes ?? [])].sort().join(' ')}`;
+    let index = kept.get(kind);
+    if (index === undefined) {
+      index = skillIndex(skills, served, callableBy(actor));
+      if (kept.size < INDEXES_KEPT) kept.set(kind, index);
+    }
+    return index;
+  };
+}
+
+/**
+ * The machine-readable index of GET /api/skills: the skills and actions `listed` lets through,
+ * and whether each is served.
+ */
+export function skillIndex(
+  skills: readonly SkillSpec[],
+  served: (action: SkillActionSpec) => boolean,
+  listed: (skill: SkillSpec, action: SkillActionSpec) => boolean = () => true,
+): unknown {
+  const visible = skills
+    .map((skill) => ({ skill, actions: skill.actions.filter((a) => listed(skill, a)) }))
+    .filter(({ actions }) => actions.length > 0);
   return {
-    skills: skills.map((skill) => ({
+    skills: visible.map(({ skill, actions }) => ({
       name: skill.name,
       ...(skill.description ? { description: skill.description } : {}),
       auth: skill.auth,
-      actions: skill.actions.map((a) => ({
+      actions: actions.map((a) => ({
         name: a.name,
         ...(a.description ? { description: a.description } : {}),
         method: a.method,
@@ -206,6 +255,7 @@ export function skillIndex(skills: readonly SkillSpec[], served: (action: SkillA
         risk: a.risk,
         scopes: a.scopes,
         ...(Object.keys(a.body).length ? { body: a.body } : {}),
+        ...(a.requiredBody?.length ? { requiredBody: a.requiredBody } : {}),
         ...(a.query.length ? { query: a.query } : {}),
         idempotencyKey: a.method === 'GET' ? 'none' : 'required for API keys',
         ...(a.workflow ? { answers: WORKFLOW_ANSWER } : {}),
@@ -216,7 +266,7 @@ export function skillIndex(skills: readonly SkillSpec[], served: (action: SkillA
 
 type Run = (call: ActionCall) => Promise<ActionAnswer>;
 
-const WORKFLOW_ANSWER = '202 { success, job: { id, workflow, status, url } }; poll GET /api/jobs/<id>';
+const WORKFLOW_ANSWER = '202 { success, job: { id, workflow, status, url, createdAt, ... } }; poll GET /api/jobs/<id>';
 
 /** A path or query parameter as the field it names: the text sent, and the value read from it. */
 interface FieldValue {
@@ -324,9 +374,15 @@ function admitCaller(skill: SkillSpec, action: SkillActionSpec, actor: Actor): v
 }
 
 /**
- * A workflow action: the body checked against the declared `body` (types; unknown keys refused),
- * the record its path names loaded as the caller may read it (404 otherwise), the precondition,
- * then a job stored under the request's Idempotency-Key and answered 202.
+ * A workflow action: under the request's Idempotency-Key, the body checked against the declared
+ * `body` (types; unknown keys refused; the keys the workflow reads required), the record its path
+ * names loaded as the caller may read it (404 otherwise), the precondition, then a job stored and
+ * answered 202, all in one unit of work.
+ *
+ * The key answers first: the checks run inside runIdempotent's write, and any failure there is
+ * answered by the key when it already holds an answer. So the same request replays its 202 and
+ * job even once that job has changed the record (a precondition that no longer holds), however
+ * many are sent at once, and another body under the key is IDEMPOTENCY_KEY_REUSE, whatever it is.
  */
 function workflowAction(
   skill: SkillSpec,
@@ -340,30 +396,33 @@ function workflowAction(
   const paramNames = pathParams(action.path);
   const key = store?.spec.primaryKey;
   const idParam = key === undefined ? undefined : paramNames.find((p) => (action.mapParams[p] ?? p) === key);
+  const takesBody = action.method !== 'GET';
   return async (call) => {
     admitCaller(skill, action, call.actor);
     const params = { ...call.params };
-    const body = action.method === 'GET' ? {} : checkWorkflowBody(action, call.body);
     const ctx = call.context({ mutation: true });
-    const recordId = idParam === undefined ? undefined : params[idParam];
-    const record = store && recordId !== undefined ? await store.db.read(store.get(ctx, recordId), ctx.trace) : null;
     const { actor } = ctx;
-    const data = {
-      params,
-      body,
-      payload: body,
-      entity: action.entity ?? null,
-      recordId: recordId ?? null,
-      record,
-      attribution: { runId: ctx.agentRunId ?? null, agentId: actor.kind === 'agent' ? actor.id : null },
-    };
-    checkPrecondition(spec, runContext(data));
+    const recordId = idParam === undefined ? undefined : params[idParam];
     // An anonymous caller's job belongs to nobody who could ask for it again.
     const owner = isAuthenticated(actor) ? idempotencyScope(actor) : `anonymous:${ulid()}`;
-    const result = await runIdempotent(idempotency, ctx, operation, { params, body }, noop, function* () {
+    // The request as sent: a body the checks would refuse is another input under the key too.
+    const input = { params, body: takesBody ? (call.body ?? {}) : {} };
+    const result = await runIdempotent(idempotency, ctx, operation, input, noop, function* () {
+      const body = takesBody ? checkWorkflowBody(action, call.body) : {};
+      const record = store && recordId !== undefined ? yield* store.get(ctx, recordId) : null;
+      const data = {
+        params,
+        body,
+        payload: body,
+        entity: action.entity ?? null,
+        recordId: recordId ?? null,
+        record,
+        attribution: { runId: ctx.agentRunId ?? null, agentId: actor.kind === 'agent' ? actor.id : null },
+      };
+      checkPrecondition(spec, runContext(data));
+      // The job as GET /api/jobs/<id> answers it now (the WorkflowJob of the OpenAPI document).
       const job = yield* insertJob(spec.name, owner, actor, data, ctx.trace);
-      const summary = { id: job.id, workflow: job.workflow, status: job.status, url: job.url };
-      return { status: 202, body: { success: true, job: summary }, location: job.url };
+      return { status: 202, body: { success: true, job }, location: job.url };
     });
     if (!result.replayed) workflows.submitted();
     return result;
@@ -372,7 +431,10 @@ function workflowAction(
 
 function noop(): void {}
 
-/** The body of a workflow action: a JSON object of the declared keys, each of its declared type. */
+/**
+ * The body of a workflow action: a JSON object of the declared keys, each of its declared type,
+ * with every key the workflow reads (`requiredBody`) present and not null.
+ */
 function checkWorkflowBody(action: SkillActionSpec, raw: unknown): Row {
   const body = checkBody(raw ?? {});
   const issues: ErrorDetail[] = [];
@@ -385,6 +447,10 @@ function checkWorkflowBody(action: SkillActionSpec, raw: unknown): Row {
     }
     if (value === null) continue;
     out[name] = normalizeValue({ name, type }, value, issues);
+  }
+  for (const name of action.requiredBody ?? []) {
+    if (!Object.hasOwn(body, name) || body[name] === null)
+      issues.push({ field: name, code: 'REQUIRED', message: `${name} is required: ${action.workflow as string} reads it` });
   }
   if (issues.length) throw validationError(issues);
   return out;
