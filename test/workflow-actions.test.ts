@@ -124,11 +124,23 @@ describe('workflow actions: keys, required body keys, the 202 job, the skill ind
       const labelled = await tag({ label: 'work', loud: true });
       expect(labelled.status, labelled.text).to.equal(202);
       expect((await jobFinished<Job>(app.url, pinner, (labelled.body as { job: Job }).job.url)).status).to.equal('completed');
+
+      // Sweep loops over `titles`, named by a bare path: a JSON key, so null is refused as well.
+      const sweep = (body: unknown) =>
+        request(app.url, 'POST', '/api/skills/notebook/sweep', { json: body, headers: { ...pinner, 'idempotency-key': freshKey() } });
+      for (const body of [{}, { titles: null }]) {
+        const res = await sweep(body);
+        expect(res.status, res.text).to.equal(400);
+        expect(errorOf(res).details?.map((d) => d.field)).to.deep.equal(['titles']);
+      }
+      const swept = await sweep({ titles: ['a', 'b'] });
+      expect(swept.status, swept.text).to.equal(202);
+      expect((await jobFinished<Job>(app.url, pinner, (swept.body as { job: Job }).job.url)).status).to.equal('completed');
     });
 
     it('describes those keys as required in openapi.json, and not null', () => {
       const body = (p: string) => {
-        const op = (openapi.doc.paths[p] as Record<string, { requestBody: { required: boolean; content: Record<string, { schema: Rec }> } }>).post;
+        const op = (openapi.doc.paths[p] as unknown as Record<string, { requestBody: { required: boolean; content: Record<string, { schema: Rec }> } }>).post;
         return { required: op.requestBody.required, schema: op.requestBody.content['application/json'].schema };
       };
       expect(body(PIN)).to.deep.equal({
@@ -138,6 +150,7 @@ describe('workflow actions: keys, required body keys, the 202 job, the skill ind
       const tag = body('/api/skills/notebook/notes/{id}/tag');
       expect(tag.schema.required).to.deep.equal(['label']);
       expect(tag.schema.properties).to.deep.equal({ label: { type: 'string' }, loud: { type: ['boolean', 'null'] } });
+      expect(body('/api/skills/notebook/sweep').schema).to.deep.include({ required: ['titles'], properties: { titles: { not: { type: 'null' } } } });
     });
 
     it('answers 202 with the job as its documented WorkflowJob, as GET /api/jobs/<id> shows it', async () => {
@@ -164,10 +177,10 @@ describe('workflow actions: keys, required body keys, the 202 job, the skill ind
       expect(await listed()).to.deep.equal({ lobby: ['all_notes'] });
       // An API key: the actions whose every scope it holds.
       expect(await listed(reader)).to.deep.equal({ lobby: ['all_notes'], notebook: ['read_note'] });
-      expect(await listed(pinner)).to.deep.equal({ lobby: ['all_notes'], notebook: ['pin', 'tag', 'read_note'] });
+      expect(await listed(pinner)).to.deep.equal({ lobby: ['all_notes'], notebook: ['pin', 'tag', 'sweep', 'read_note'] });
       // A person is not held to scopes: every action.
       const session = await login(app.url, 'person@example.com', 'a long enough password');
-      expect(await listed({ cookie: session.cookie })).to.deep.equal({ lobby: ['all_notes'], notebook: ['pin', 'tag', 'read_note'] });
+      expect(await listed({ cookie: session.cookie })).to.deep.equal({ lobby: ['all_notes'], notebook: ['pin', 'tag', 'sweep', 'read_note'] });
       // Asked again (the index kept per kind of caller), the same.
       expect(await listed()).to.deep.equal({ lobby: ['all_notes'] });
       expect(await listed(reader)).to.deep.equal({ lobby: ['all_notes'], notebook: ['read_note'] });

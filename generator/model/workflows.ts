@@ -71,6 +71,7 @@ export function bodyKeysRead(workflow: Workflow): string[] {
  */
 export function requiredBodyKeys(bp: Blueprint, action: SkillAction): string[] {
   const workflow = bp.workflows.find((w) => w.name === action.workflow);
-  if (!workflow || !startedByHand(workflow)) return [];
+  // A GET action takes no body (runtime/http/skill-routes.ts hasBody).
+  if (!workflow || !startedByHand(workflow) || action.method === 'GET') return [];
   return bodyKeysRead(workflow).filter((key) => Object.hasOwn(action.body, key));
 }
