@@ -214,7 +214,8 @@ export function skillIndexFor(
 ): (actor: Actor) => unknown {
   const kept = new Map<string, unknown>();
   return (actor) => {
-    const kind = !isAuthenticated(actor) ? 'anonymous' : actor.kind !== 'agent' ? 'person' : `key:${[...new Set(actor.scopes ?? [])].sort().join(' ')}`;
+    let kind = 'anonymous';
+    if (isAuthenticated(actor)) kind = actor.kind === 'agent' ? `key:${[...new Set(actor.scopes ?? [])].sort().join(' ')}` : 'person';
     let index = kept.get(kind);
     if (index === undefined) {
       index = skillIndex(skills, served, callableBy(actor));
