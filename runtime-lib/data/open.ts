@@ -23,7 +23,8 @@ export async function openDatabase(appDir: string, env: NodeJS.ProcessEnv): Prom
   if (url.startsWith('file:')) {
     const db = openSqlite(url, appDir, { synchronous: env.DATABASE_SYNC });
     try {
-      const { applied } = applyMigrations(db.connection, path.join(appDir, 'prisma', 'migrations'));
+      // Before the app serves anything, so waiting for another instance's migration may block.
+      const { applied } = db.blocking((connection) => applyMigrations(connection, path.join(appDir, 'prisma', 'migrations')));
       return { db, description: `SQLite, synchronous ${db.synchronous}`, applied };
     } catch (err) {
       await db.close();
