@@ -23,7 +23,7 @@ const bodyWith = (json: string, bad: number[]): Buffer => {
 const NOT_UTF8 = [[0x80], [0xc3], [0xc0, 0xaf], [0xed, 0xa0, 0x80]];
 
 async function send(base: string, method: string, url: string, bytes: Buffer, headers: Record<string, string> = {}): Promise<HttpResponse> {
-  return readResponse(await fetch(base + url, { method, body: bytes, headers: { 'content-type': 'application/json', ...headers } }));
+  return readResponse(await fetch(base + url, { method, body: new Uint8Array(bytes), headers: { 'content-type': 'application/json', ...headers } }));
 }
 
 function expectRefused(res: HttpResponse, what: string): void {

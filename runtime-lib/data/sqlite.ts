@@ -49,6 +49,7 @@ import {
   uniqueConflict,
   type Work,
 } from './database.ts';
+import { fieldOfColumn } from './fields.ts';
 import type { ActiveTrace } from '../observe/tracing.ts';
 
 export type Connection = BetterSqlite3.Database;
@@ -544,13 +545,13 @@ export function mapSqliteError(err: unknown): unknown {
   if (typeof code !== 'string' || !code.startsWith('SQLITE_') || err instanceof AppError) return err;
   if (code === 'SQLITE_CONSTRAINT_UNIQUE' || code === 'SQLITE_CONSTRAINT_PRIMARYKEY') {
     // An index on columns reports "Table.a" or, for a composite one (an entity's `indexes`),
-    // "Table.a, Table.b"; the index on lower() of a unique e-mail field (addresses are unique in
-    // any letter case) reports "index 'Table.column_lower_key'".
+    // "Table.a, Table.b" (a unique e-mail field's key column, "Table._bp_key_a", stands for a);
+    // the index on lower() of a unique e-mail field reports "index 'Table.column_lower_key'".
     const message = (err as Error).message;
     const columns = /^UNIQUE constraint failed: (\w+\.\w+(?:, \w+\.\w+)*)$/.exec(message)?.[1];
     return uniqueConflict(
       columns
-        ? columns.split(', ').map((c) => c.slice(c.indexOf('.') + 1))
+        ? columns.split(', ').map((c) => fieldOfColumn(c.slice(c.indexOf('.') + 1)))
         : /^UNIQUE constraint failed: index '\w+\.(\w+)_lower_key'$/.exec(message)?.slice(1),
     );
   }
