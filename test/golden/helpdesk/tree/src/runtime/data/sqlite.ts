@@ -26,7 +26,9 @@
 // once the app serves: a BEGIN IMMEDIATE that finds the lock taken fails at once, the writes stay
 // queued in their order (later ones join the queue behind them), and BEGIN is tried again on a
 // timer, until each write's own deadline (`busyTimeoutMs` after it was queued) answers it
-// DATABASE_BUSY. Reads go on meanwhile: in WAL mode a reader does not wait for a writer.
+// DATABASE_BUSY. Reads go on meanwhile: in WAL mode a reader does not wait for a writer. (A read
+// that SQLite still refuses for a lock, as while another process recovers or truncates the WAL,
+// answers DATABASE_BUSY at once rather than stop the app.)
 //
 // A unit of work is checked as it runs, since plain JavaScript or a cast can hand over anything: it
 // must be a generator (an async function could go on after the commit, and an async generator's
@@ -228,6 +230,8 @@ export class SqliteDatabase implements Database {
   async close(): Promise<void> {
     clearTimeout(this.lockWait);
     this.lockWait = undefined;
+    // A write after this is flushed (and refused by the closed connection), not left waiting.
+    this.scheduled = false;
     // Writes still waiting for a lock are answered rather than left pending forever.
     const waiting = this.queue;
     this.queue = [];
