@@ -3,6 +3,7 @@
 // fail alone, and are answered only once committed.
 
 import * as path from 'node:path';
+import { performance } from 'node:perf_hooks';
 import { expect } from 'chai';
 import Database from 'better-sqlite3';
 import { AppError } from '../runtime-lib/core/errors.ts';
@@ -348,12 +349,15 @@ describe('SQLite database: units of work and group commit', () => {
       expect(committed()).to.deep.equal(['after']);
     });
 
-    it('fails the group when BEGIN fails (another connection holds the write lock)', async () => {
-      db.connection.pragma('busy_timeout = 20');
+    it('fails the group with DATABASE_BUSY when another connection holds the write lock past the deadline', async () => {
+      await db.close();
+      db = openSqlite(`file:${file}`, '/', { busyTimeoutMs: 60 });
       const holder = new Database(file);
       holder.exec('BEGIN IMMEDIATE');
       try {
+        const start = performance.now();
         const results = await Promise.all([settle(db.write(insert('a'))), settle(db.write(insert('b')))]);
+        expect(performance.now() - start).to.be.within(55, 1000);
         expect(results.map((r) => r.ok)).to.deep.equal([false, false]);
         for (const r of results) expect(errorOf(r).code).to.equal('DATABASE_BUSY');
       } finally {
@@ -361,6 +365,56 @@ describe('SQLite database: units of work and group commit', () => {
         holder.close();
       }
       await usable();
+    });
+
+    it('waits for another connection\'s lock on a timer, in order, and commits once it is free', async () => {
+      const holder = new Database(file);
+      holder.exec('BEGIN IMMEDIATE');
+      let released = false;
+      const answered: string[] = [];
+      const write = (name: string) => db.write(insert(name)).then((id) => (answered.push(name), id));
+      const first = [write('a'), write('b')];
+      // Timers fire while the writes wait: the event loop is free (a busy timeout would hold it).
+      let ticks = 0;
+      const ticker = setInterval(() => ticks++, 5);
+      try {
+        await new Promise((resolve) => setTimeout(resolve, 60));
+        // Queued while the first two wait: it goes after them.
+        const later = write('c');
+        // A read goes on meanwhile (WAL: a reader does not wait for the writer).
+        expect(await db.read(count())).to.equal(0);
+        await new Promise((resolve) => setTimeout(resolve, 60));
+        expect(answered).to.deep.equal([]);
+        expect(committed()).to.deep.equal([]);
+        holder.exec('ROLLBACK');
+        released = true;
+        expect(await Promise.all([...first, later])).to.deep.equal([1, 2, 3]);
+      } finally {
+        clearInterval(ticker);
+        if (!released) holder.exec('ROLLBACK');
+        holder.close();
+      }
+      expect(ticks).to.be.above(10);
+      expect(answered).to.deep.equal(['a', 'b', 'c']);
+      expect(committed()).to.deep.equal(['a', 'b', 'c']);
+      await usable();
+    });
+
+    it('answers the writes still waiting for a lock when the database closes', async () => {
+      const holder = new Database(file);
+      holder.exec('BEGIN IMMEDIATE');
+      try {
+        const waiting = settle(db.write(insert('a')));
+        await new Promise((resolve) => setTimeout(resolve, 20));
+        await db.close();
+        const result = await waiting;
+        expect(result.ok).to.equal(false);
+        expect(String(errorOf(result).message)).to.match(/closed/);
+      } finally {
+        holder.exec('ROLLBACK');
+        holder.close();
+        db = openSqlite(`file:${file}`, '/');
+      }
     });
 
     it('lets nothing of a write reach the database after its transaction ended inside it (disk full)', async () => {

@@ -210,7 +210,8 @@ describe('PostgreSQL schema and migrations from bp generate', function () {
     expect((await applyPostgresMigrations(url, pgMigrations(changed))).applied).to.deep.equal(['0001_init']);
     await query(url, 'INSERT INTO "Customer" (id, name, email) VALUES ($1, $2, $3)', ['c1', 'Carol', 'carol@x.io']);
 
-    // A second unique e-mail address: a column, Prisma's unique index and bp's lower() one.
+    // A second unique e-mail address: a column, Prisma's unique index, its key column (the address
+    // as compared, with its own unique index) and bp's lower() index.
     const email = '{ name = "email", type = "Email", required = true, unique = true },';
     const original = read(blueprint);
     fs.writeFileSync(blueprint, original.replace(email, `${email}\n  { name = "billingEmail", type = "Email", unique = true },`));
@@ -219,8 +220,10 @@ describe('PostgreSQL schema and migrations from bp generate', function () {
     expect(read(path.join(pgMigrations(changed), '0001_init', 'migration.sql'))).to.equal(init);
     const second = read(path.join(pgMigrations(changed), '0002_blueprint_change', 'migration.sql'));
     expect(second).to.equal(
-      `-- ${HEADER}\n-- AlterTable\nALTER TABLE "Customer" ADD COLUMN     "billingEmail" TEXT;\n\n` +
+      `-- ${HEADER}\n-- AlterTable\nALTER TABLE "Customer" ADD COLUMN     "_bp_key_billingEmail" TEXT,\n` +
+        'ADD COLUMN     "billingEmail" TEXT;\n\n' +
         '-- CreateIndex\nCREATE UNIQUE INDEX "Customer_billingEmail_key" ON "Customer"("billingEmail");\n\n' +
+        '-- CreateIndex\nCREATE UNIQUE INDEX "Customer__bp_key_billingEmail_key" ON "Customer"("_bp_key_billingEmail");\n\n' +
         '-- CreateIndex (unique e-mail, any letter case)\n' +
         'CREATE UNIQUE INDEX "Customer.billingEmail_lower_key" ON "Customer"(lower("billingEmail"));\n',
     );
@@ -249,7 +252,7 @@ describe('PostgreSQL schema and migrations from bp generate', function () {
     const third = read(path.join(pgMigrations(changed), '0003_blueprint_change', 'migration.sql'));
     expect(third.indexOf('DROP INDEX "Customer.billingEmail_lower_key";'))
       .to.be.above(0)
-      .and.below(third.indexOf('ALTER TABLE "Customer" DROP COLUMN "billingEmail";'));
+      .and.below(third.indexOf('ALTER TABLE "Customer" DROP COLUMN "_bp_key_billingEmail",\nDROP COLUMN "billingEmail";'));
     expect((await applyPostgresMigrations(url, pgMigrations(changed))).applied).to.deep.equal(['0003_blueprint_change']);
     expect(await query(url, 'SELECT id, email FROM "Customer"')).to.deep.equal([{ id: 'c1', email: 'carol@x.io' }]);
 

@@ -223,8 +223,9 @@ describe('storage faults, health and readiness (generated helpdesk)', function (
         },
         readiness: true,
       });
-      // Contention is routine: a busy database is not logged.
-      expect(lines).to.deep.equal([]);
+      // Every 503 is logged with its trace id: the writes and the probe.
+      expect(lines.length).to.equal(writes.length + 1);
+      for (const line of lines) expect(line).to.match(/^\[[0-9a-f]{32}\] \S+ \/\S+: database busy: SQLITE_BUSY: database is locked$/);
     });
 
     it('a session-store failure reaches the caller as 503 STORAGE_UNAVAILABLE, not 500', async () => {
@@ -358,13 +359,17 @@ describe('storage faults, health and readiness (generated helpdesk)', function (
           expect(db.connection.pragma('synchronous', { simple: true }), String(synchronous)).to.equal(level);
           expect(db.synchronous).to.equal(name);
           expect(db.connection.pragma('journal_mode', { simple: true })).to.equal('wal');
-          expect(db.connection.pragma('busy_timeout', { simple: true })).to.equal(250);
+          // Locks are waited for on a timer (data/sqlite.ts), never inside SQLite.
+          expect(db.connection.pragma('busy_timeout', { simple: true })).to.equal(0);
+          expect(db.busyTimeoutMs).to.equal(250);
         } finally {
           await db.close();
         }
       }
       const plain = openSqlite(`file:${path.join(dir, 'sync.db')}`, dir);
-      expect(plain.connection.pragma('busy_timeout', { simple: true })).to.equal(5000);
+      expect(plain.busyTimeoutMs).to.equal(5000);
+      expect(plain.blocking((c) => c.pragma('busy_timeout', { simple: true }))).to.equal(5000);
+      expect(plain.connection.pragma('busy_timeout', { simple: true })).to.equal(0);
       await plain.close();
       for (const bad of ['off', 'extra', '', 'full ']) {
         expect(() => openSqlite(`file:${path.join(dir, 'sync.db')}`, dir, { synchronous: bad }), bad).to.throw(

@@ -5,6 +5,7 @@ import { effectiveAccess } from '../model/access-defaults.ts';
 import { refTarget, refValueType } from '../model/keys.ts';
 import { heldUnique, indexedTextMaxBytes } from '../model/indexes.ts';
 import type { Blueprint, Entity, Field } from '../model/types.ts';
+import { emailKeyColumn } from './migrations/email-indexes.ts';
 import { lowerFirst } from './relations.ts';
 import { ruleCalls } from './rules.ts';
 import { render } from './templates.ts';
@@ -60,13 +61,15 @@ function insertSql(entity: Entity, fromValues: boolean): Clauses {
   const table = q(entity.name);
   // The database assigns Integer ids: the insert leaves that column out.
   const written = entity.fields.filter((f) => !(f.primaryKey && f.type === 'Integer'));
-  const values = `VALUES (${written.map(() => '?').join(', ')})`;
+  // Then the key columns of unique Email fields, whose values the runtime adds (data/fields.ts rowKeys).
+  const keys = entity.fields.flatMap((f) => emailKeyColumn(f) ?? []).map(q);
+  const values = `VALUES (${[...written, ...keys].map(() => '?').join(', ')})`;
   const insert =
     written.length === 0
       ? [`INSERT INTO ${table} DEFAULT VALUES`]
       : written.length === entity.fields.length
-        ? [`INSERT INTO ${table} (\${COLUMNS})`, values]
-        : [`INSERT INTO ${table} (${written.map((f) => q(f.name)).join(', ')})`, values];
+        ? [`INSERT INTO ${table} (\${COLUMNS}${keys.map((k) => `, ${k}`).join('')})`, values]
+        : [`INSERT INTO ${table} (${[...written.map((f) => q(f.name)), ...keys].join(', ')})`, values];
   return clauses(...insert, ...(fromValues ? [] : ['RETURNING ${COLUMNS}']));
 }
 
@@ -92,6 +95,7 @@ function fieldSpec(bp: Blueprint, entity: Entity, field: Field): Record<string, 
     values: field.values,
     maxBytes: indexedTextMaxBytes(bp, entity, field),
     unique: heldUnique(entity, field) || undefined,
+    key: emailKeyColumn(field),
     ref: target && targetField && {
       entity: target.name,
       idType: targetField.type,

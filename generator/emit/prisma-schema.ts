@@ -8,7 +8,7 @@ import { PRISMA_DIR, type PrismaProvider } from './prisma-providers.ts';
 import { generatedIndexes } from '../model/indexes.ts';
 import { refValueType } from '../model/keys.ts';
 import type { Blueprint, Entity, Field } from '../model/types.ts';
-import { EMAIL_INDEX_MARKER } from './migrations/email-indexes.ts';
+import { EMAIL_INDEX_MARKER, emailKeyColumn } from './migrations/email-indexes.ts';
 import { refRelations, type RefRelation } from './relations.ts';
 import { MAX_WIDTH, wrapText } from './ts-literal.ts';
 
@@ -95,6 +95,11 @@ function emitModel(bp: Blueprint, entity: Entity, relations: RefRelation[], extr
       // A unique e-mail address is unique in any letter case: the migrations index lower(field).
       marker: field.type === 'Email' && field.unique && !field.primaryKey ? EMAIL_INDEX_MARKER : undefined,
     });
+    const key = emailKeyColumn(field);
+    if (key) {
+      // The address as compared for uniqueness (migrations/email-indexes.ts emailKeyColumn).
+      rows.push({ name: key.slice(1), type: 'String?', attributes: `@unique @map("${key}")` });
+    }
     const forward = relations.find((r) => r.from === entity && r.field === field);
     if (forward) {
       rows.push({

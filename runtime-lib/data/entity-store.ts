@@ -25,12 +25,15 @@ import { keyProblem, type KeyType, recordKey, type RecordKey, ulid, uuid } from 
 import {
   bodyProblems,
   checkBody,
+  changedKeys,
   decodeRow,
   defaultNow,
   encodeField,
   type FieldSpec,
+  keyAssignments,
   protectedError,
   type Row,
+  rowKeys,
   sameValue,
   validationError,
 } from './fields.ts';
@@ -295,7 +298,11 @@ export class EntityStore {
     if (rowRules) this.access.checkWrite(actor, null, candidate, Object.keys(input));
     yield* this.checkRefs(params, Object.keys(params));
     // The insert names every column but a database-assigned key, in declaration order.
-    const values = this.spec.fields.filter((f) => f.name in params).map((f) => params[f.name]);
+    // Then the key columns of unique Email fields (fields.ts, rowKeys).
+    const values = [
+      ...this.spec.fields.filter((f) => f.name in params).map((f) => params[f.name]),
+      ...rowKeys(this.spec.fields, params),
+    ];
     let created = candidate;
     if (this.sql.rowFromValues) yield* later(this.sql.insert, values);
     else created = decodeRow(this.decoded, (yield* get(this.sql.insert, values)) as Row);
@@ -397,6 +404,8 @@ export class EntityStore {
       changed.push(f.name);
     }
     this.rejectUnknown(input, issues);
+    // The key columns' values go after those of `changed`, as updateOf sets them (fields.ts).
+    values.push(...changedKeys(this.byName, changed, values));
     return { values, changed, issues };
   }
 
@@ -657,7 +666,7 @@ export class EntityStore {
 
   /** `UPDATE <table> SET <field> = ?, ... WHERE <primary key> = ?`: how every change of a row starts. */
   private updateOf(changed: readonly string[]): string {
-    const assignments = changed.map((name) => `"${name}" = ?`).join(', ');
+    const assignments = [...changed.map((name) => `"${name}" = ?`), ...keyAssignments(this.byName, changed)].join(', ');
     return `UPDATE ${this.sql.table} SET ${assignments} WHERE "${this.spec.primaryKey}" = ?`;
   }
 

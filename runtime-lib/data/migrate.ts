@@ -41,7 +41,8 @@ export interface Migration {
  * Applies, in folder-name order, the migrations `_prisma_migrations` does not record yet, each in
  * its own transaction, and stops with an Error at the first problem (nothing of the failing
  * migration stays applied). Waiting for another process that is migrating the same file is
- * bounded by the connection's busy timeout (better-sqlite3's `timeout` option, 5 s by default).
+ * bounded by the connection's busy timeout (data/open.ts runs this under SqliteDatabase.blocking:
+ * the app's lock wait, 5 s by default).
  */
 export function applyMigrations(db: Database.Database, migrationsDir: string): MigrationResult {
   const migrations = readMigrations(migrationsDir);

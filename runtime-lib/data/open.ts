@@ -1,9 +1,11 @@
 // The app's database, chosen by DATABASE_URL when it starts: `file:` (or unset) opens the embedded
 // SQLite file, `postgres://` or `postgresql://` a PostgreSQL server. Either way the migrations the
-// generator wrote for it (prisma/migrations or prisma/postgres/migrations) are applied first.
+// generator wrote for it (prisma/migrations or prisma/postgres/migrations) are applied first, and
+// the keys of unique e-mail fields filled where a row has none (data/email-keys.ts).
 
 import * as path from 'node:path';
 import type { Database } from './database.ts';
+import { fillEmailKeys } from './email-keys.ts';
 import { applyMigrations } from './migrate.ts';
 import { openSqlite } from './sqlite.ts';
 
@@ -23,7 +25,9 @@ export async function openDatabase(appDir: string, env: NodeJS.ProcessEnv): Prom
   if (url.startsWith('file:')) {
     const db = openSqlite(url, appDir, { synchronous: env.DATABASE_SYNC });
     try {
-      const { applied } = applyMigrations(db.connection, path.join(appDir, 'prisma', 'migrations'));
+      // Before the app serves anything, so waiting for another instance's migration may block.
+      const { applied } = db.blocking((connection) => applyMigrations(connection, path.join(appDir, 'prisma', 'migrations')));
+      await fillEmailKeys(db);
       return { db, description: `SQLite, synchronous ${db.synchronous}`, applied };
     } catch (err) {
       await db.close();
@@ -40,6 +44,7 @@ export async function openDatabase(appDir: string, env: NodeJS.ProcessEnv): Prom
     try {
       // Several instances may start together: the migrations' advisory lock lets one apply them.
       const { applied } = await applyPostgresMigrations(db.pool, migrations);
+      await fillEmailKeys(db);
       const version = await db.identifyServer();
       return { db, description: `PostgreSQL ${version}, a pool of ${db.pool.options.max} connections`, applied };
     } catch (err) {

@@ -42,6 +42,7 @@ import {
   type Work,
 } from './database.ts';
 import type { ActiveTrace, SpanHandle } from '../observe/tracing.ts';
+import { fieldOfColumn } from './fields.ts';
 import { GroupCommit } from './postgres-group.ts';
 import { type Result, SkippedStatement, Wire, type WireValue, wireValues } from './postgres-wire.ts';
 
@@ -825,16 +826,19 @@ function unquote(identifier: string): string {
  * for an index on columns (a composite one for an entity's `indexes`), or
  * `Key (lower(email))=(...)` for the index on lower() of a unique e-mail field (addresses are
  * unique in any letter case), named `<Table>_<column>_lower_key`: the name is the fallback when
- * the detail is withheld.
+ * the detail is withheld. A unique e-mail field's key column (`_bp_key_<field>`) names its field.
  */
 function uniqueFields(err: pg.DatabaseError): string[] | undefined {
   const detail = err.detail ?? '';
   const columns = KEY_COLUMNS.exec(detail)?.[1];
-  if (columns) return [...columns.matchAll(new RegExp(IDENTIFIER, 'g'))].map((m) => unquote(m[0]));
+  if (columns) return [...columns.matchAll(new RegExp(IDENTIFIER, 'g'))].map((m) => fieldOfColumn(unquote(m[0])));
   const lower = KEY_LOWER.exec(detail)?.[1];
   if (lower) return [unquote(lower)];
   const { table, constraint } = err;
   if (table && constraint?.startsWith(`${table}_`) && constraint.endsWith('_lower_key'))
     return [constraint.slice(table.length + 1, -'_lower_key'.length)];
+  // Prisma names a unique index `<Table>_<column>_key`: a key column's names its field.
+  if (table && constraint?.startsWith(`${table}__bp_key_`) && constraint.endsWith('_key'))
+    return [fieldOfColumn(constraint.slice(table.length + 1, -'_key'.length))];
   return undefined;
 }

@@ -1,6 +1,8 @@
-// Request bodies: JSON only on the API (415 for other media types, 400 for malformed JSON or a
-// body nested too deeply, 413 beyond the limit).
+// Request bodies: JSON only on the API (415 for other media types, 400 for malformed JSON, bytes
+// that are not UTF-8 (or the UTF-16 their charset names) or a body nested too deeply, 413 beyond
+// the limit).
 
+import { isUtf8 } from 'node:buffer';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import express, { type Request, type Response } from 'express';
 import { AppError } from '../core/errors.ts';
@@ -15,7 +17,32 @@ export const BODY_LIMIT = '1mb';
  */
 export const MAX_JSON_DEPTH = 64;
 
-const parseJsonText = express.json({ limit: BODY_LIMIT, strict: false, type: () => true });
+const parseJsonText = express.json({ limit: BODY_LIMIT, strict: false, type: () => true, verify: wellEncoded });
+
+/** The body-parser error type of a body whose bytes are not text in its charset (respond.ts maps it). */
+export const NOT_TEXT = 'entity.encoding.invalid';
+
+/**
+ * Refuses a body whose bytes do not decode in its charset (UTF-8 unless it names a UTF-16 one):
+ * decoding would turn each bad sequence into U+FFFD, and the app would store text the client
+ * never sent. body-parser calls this with the raw bytes before it decodes them.
+ */
+function wellEncoded(_req: IncomingMessage, _res: ServerResponse, bytes: Buffer, encoding: string): void {
+  if (!decodesCleanly(bytes, encoding)) throw Object.assign(new Error(`the body is not valid ${encoding}`), { type: NOT_TEXT });
+}
+
+/** Whether `bytes` are text in `encoding` (a charset body-parser accepts for JSON: utf-8, utf-16...). */
+export function decodesCleanly(bytes: Uint8Array, encoding = 'utf-8'): boolean {
+  const label = encoding.toLowerCase();
+  if (label === 'utf-8' || label === 'utf8') return isUtf8(bytes);
+  try {
+    new TextDecoder(label, { fatal: true }).decode(bytes);
+    return true;
+  } catch {
+    // A charset TextDecoder does not know (utf-32, utf-7) cannot be checked: refused too.
+    return false;
+  }
+}
 
 /**
  * Whether a parsed JSON value nests objects and arrays deeper than `max`. Iterative (an
@@ -99,3 +126,13 @@ export const jsonBody: Middleware = (req, res, next) => {
   }
   parseJson(req, res, next);
 };
+
+/**
+ * The 400 of a body whose bytes are not text in its charset: JSON is text (RFC 8259 asks for
+ * UTF-8), so it is not valid JSON, and the detail says why.
+ */
+export function notText(what: string): AppError {
+  return new AppError('INVALID_JSON', `${what} is not valid UTF-8 text`, {
+    details: [{ code: 'INVALID_UTF8', message: 'every byte sequence must be valid UTF-8 (or the UTF-16 the charset names)' }],
+  });
+}

@@ -1,11 +1,11 @@
 // Writing responses: JSON bodies, stored (replayable) responses, and every failure as the error
-// envelope. Unexpected errors and storage faults are logged with the trace id, never sent; no
-// stack trace reaches a client.
+// envelope. Unexpected errors and every 503 are logged with the trace id, never sent; no stack
+// trace reaches a client.
 
 import type { ServerResponse } from 'node:http';
 import type { ErrorRequestHandler, NextFunction, Request, RequestHandler, Response } from 'express';
 import { AppError, envelope } from '../core/errors.ts';
-import { BODY_LIMIT } from './body.ts';
+import { BODY_LIMIT, NOT_TEXT, notText } from './body.ts';
 import { type ApiRequest, pathOf } from './request.ts';
 
 /**
@@ -38,8 +38,8 @@ export type ErrorSender = (err: unknown, req: ApiRequest, res: ServerResponse) =
 
 /**
  * Maps any error to the envelope. Unexpected errors are logged with the trace id, never sent;
- * so are storage faults, which an operator has to hear about (the disk is full, the file became
- * read-only), in one line each.
+ * so is every 503, which an operator has to hear about (the disk is full, the file became
+ * read-only, another process held the write lock), in one line each.
  */
 export function errorSender(log: Log = (l) => console.error(l)): ErrorSender {
   return (err, req, res) => {
@@ -53,7 +53,7 @@ export function errorSender(log: Log = (l) => console.error(l)): ErrorSender {
 export type Log = (line: string) => void;
 
 /**
- * Any error as the AppError a client hears; an unexpected error or a storage fault is logged with
+ * Any error as the AppError a client hears; an unexpected error or a 503 is logged with
  * the trace id and `where` (the request's method and path unless told), and sent as no more than
  * its code. An MCP tool call (http/mcp-routes.ts) reports its failures here too.
  */
@@ -63,12 +63,24 @@ export function reportedError(err: unknown, req: ApiRequest, log: Log, where?: s
   const at = where ?? `${req.method} ${pathOf(req.url)}`;
   if (appError.code === 'INTERNAL_ERROR') {
     log(`[${traceId}] ${at}: ` + (err instanceof Error ? (err.stack ?? err.message) : String(err)));
-  } else if (appError.code === 'STORAGE_UNAVAILABLE') {
-    const cause = appError.cause as { code?: unknown; message?: unknown } | undefined;
-    const what = typeof cause?.code === 'string' ? `${cause.code}: ${String(cause.message)}` : String(cause?.message);
-    log(`[${traceId}] ${at}: storage unavailable: ${what}`);
+  } else if (appError.status === 503) {
+    // Every 503 (a storage fault, a lock held past the wait, a job interrupted): an operator
+    // hears of each, with the cause a client is not told.
+    log(`[${traceId}] ${at}: ${UNAVAILABLE_LABELS[appError.code] ?? appError.code}: ${causeOf(appError)}`);
   }
   return appError;
+}
+
+const UNAVAILABLE_LABELS: Record<string, string> = {
+  STORAGE_UNAVAILABLE: 'storage unavailable',
+  DATABASE_BUSY: 'database busy',
+};
+
+/** The database's error behind a 503 (`SQLITE_BUSY: database is locked`), or the error's own message. */
+function causeOf(appError: AppError): string {
+  const cause = appError.cause as { code?: unknown; message?: unknown } | undefined;
+  if (cause === undefined) return appError.message;
+  return typeof cause.code === 'string' ? `${cause.code}: ${String(cause.message)}` : String(cause.message);
 }
 
 /** An error sender as Express's error middleware. */
@@ -92,6 +104,7 @@ function toAppError(err: unknown): AppError {
   }
   const type = (err as { type?: string }).type;
   if (type === 'entity.parse.failed') return new AppError('INVALID_JSON', 'the request body is not valid JSON');
+  if (type === NOT_TEXT) return notText('the request body');
   if (type === 'entity.too.large') return new AppError('PAYLOAD_TOO_LARGE', `the request body exceeds ${BODY_LIMIT}`);
   if (type === 'encoding.unsupported' || type === 'charset.unsupported') {
     return new AppError('UNSUPPORTED_MEDIA_TYPE', 'unsupported body encoding or charset');

@@ -11,6 +11,17 @@
  * locale knows (É and é too).
  */
 
+/**
+ * The key column beside a unique Email field, `_bp_key_<field>` (no blueprint name starts with
+ * `_`), or undefined for other fields. It holds the address as compared (runtime core/values.ts
+ * emailKey: NFC, Unicode lower case), written by the app with the field, under a unique index: the
+ * comparison no database's lower() gives the same everywhere. The lower() index stays for the
+ * lookups of sign-in; where it folds, the key folds too.
+ */
+export function emailKeyColumn(field: { name: string; type: string; unique: boolean; primaryKey: boolean }): string | undefined {
+  return field.type === 'Email' && field.unique && !field.primaryKey ? `_bp_key_${field.name}` : undefined;
+}
+
 export interface EmailIndex {
   table: string;
   field: string;

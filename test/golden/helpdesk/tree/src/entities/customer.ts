@@ -34,7 +34,7 @@ const SQL: EntitySql = {
   orderBy: '"id"',
   get: `SELECT ${COLUMNS} FROM "Customer" WHERE "id" = ?`,
   list: `SELECT ${COLUMNS} FROM "Customer" ORDER BY "id" LIMIT ? OFFSET ?`,
-  insert: `INSERT INTO "Customer" (${COLUMNS}) VALUES (?, ?, ?, ?)`,
+  insert: `INSERT INTO "Customer" (${COLUMNS}, "_bp_key_email") VALUES (?, ?, ?, ?, ?)`,
   rowFromValues: true,
   delete: 'DELETE FROM "Customer" WHERE "id" = ?',
   lock: '',
@@ -49,7 +49,7 @@ export const customerSpec: EntitySpec = {
   fields: [
     { name: 'id', type: 'UUID', required: true, nullable: false, primaryKey: true },
     { name: 'name', type: 'Text', required: true, nullable: false },
-    { name: 'email', type: 'Email', required: true, nullable: false, unique: true },
+    { name: 'email', type: 'Email', required: true, nullable: false, unique: true, key: '_bp_key_email' },
     { name: 'createdAt', type: 'DateTime', required: false, nullable: false, default: { now: true } },
   ],
   // One text for both databases (`?` placeholders, which the PostgreSQL driver numbers), but for

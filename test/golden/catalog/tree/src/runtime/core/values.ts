@@ -63,6 +63,18 @@ export function isEmail(value: string): boolean {
   return value.length <= EMAIL_MAX_LENGTH && EMAIL.test(value);
 }
 
+/**
+ * The form in which two e-mail addresses are compared, the same on every database: NFC (é
+ * composed or as e + U+0301 is one letter), trimmed, and lower-cased by JavaScript's full Unicode
+ * mapping, which no database's lower() matches everywhere (SQLite's folds A to Z only,
+ * PostgreSQL's depends on the database's collation): É is é, the Kelvin sign K is k, ẞ is ß; ß
+ * stays ß (lower-casing never makes it ss, and IDNA2008 keeps ß and ss apart in domains too).
+ * Sign-in finds people by it, and a unique Email field compares it (a key column beside the field).
+ */
+export function emailKey(address: string): string {
+  return address.normalize('NFC').trim().toLowerCase();
+}
+
 const DATE = /^(\d{4})-(\d{2})-(\d{2})$/;
 // RFC 3339 `date-time`, the OpenAPI `date-time` format: seconds required, a fraction of 1 to 9
 // digits, an offset or Z; "t" and "z" may be lower case (RFC 3339 section 5.6).

@@ -5,6 +5,7 @@
 import { AppError, type ErrorDetail } from '../core/errors.ts';
 import { KEY_TYPES, keyProblem, type KeyProblem, type KeyType, TEXT_PROBLEMS } from '../core/ids.ts';
 import {
+  emailKey,
   type FieldType,
   inIntegerRange,
   INTEGER_MAX,
@@ -38,6 +39,12 @@ export interface FieldSpec {
   maxBytes?: number;
   /** A unique constraint holds the field (alone or with others): the database may refuse a write of it. */
   unique?: true;
+  /**
+   * A unique Email field's key column (`_bp_key_<field>`), unique: the address as compared
+   * (core/values.ts emailKey), written with the field on every insert and update, so both
+   * databases refuse the same addresses whatever their lower() folds.
+   */
+  key?: string;
   /** For Ref fields: the target and the generated existence query. */
   ref?: RefTarget & { entity: string; exists: string };
 }
@@ -202,4 +209,38 @@ export function protectedError(fields: string[]): AppError {
   return new AppError('PROTECTED_FIELD_MUTATION', `${fields.join(', ')} can be changed only through commands`, {
     details: fields.map((field) => ({ field, code: 'COMMAND_ONLY', message: `${field} is command-only` })),
   });
+}
+
+/** The key columns' prefix: what follows it is the field (the generator names them so). */
+const KEY_COLUMN_PREFIX = '_bp_key_';
+
+/** The field a column of a unique violation stands for: a key column stands for its field. */
+export function fieldOfColumn(column: string): string {
+  return column.startsWith(KEY_COLUMN_PREFIX) ? column.slice(KEY_COLUMN_PREFIX.length) : column;
+}
+
+/** A key column's value for its field's stored value. */
+function keyOf(value: unknown): unknown {
+  return typeof value === 'string' ? emailKey(value) : null;
+}
+
+/** The values of every key column of a new row (`params` by field), in the order the insert lists them. */
+export function rowKeys(fields: readonly FieldSpec[], params: Row): unknown[] {
+  return fields.filter((f) => f.key).map((f) => keyOf(params[f.name]));
+}
+
+/**
+ * The key columns an update of `changed` sets with them, `"<key>" = ?` each, in the order
+ * `changedKeys` gives their values: after the fields' own assignments and values.
+ */
+export function keyAssignments(byName: ReadonlyMap<string, FieldSpec>, changed: readonly string[]): string[] {
+  return changed.flatMap((name) => {
+    const key = byName.get(name)?.key;
+    return key ? [`"${key}" = ?`] : [];
+  });
+}
+
+/** The values of keyAssignments's columns, from the changed fields' `values`. */
+export function changedKeys(byName: ReadonlyMap<string, FieldSpec>, changed: readonly string[], values: readonly unknown[]): unknown[] {
+  return changed.flatMap((name, i) => (byName.get(name)?.key ? [keyOf(values[i])] : []));
 }

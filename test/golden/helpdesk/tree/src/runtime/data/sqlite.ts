@@ -19,12 +19,24 @@
 // group hears that failure: each is answered exactly once, and the connection is left out of any
 // transaction.
 //
+// Waiting for another connection's write lock (another process, the users command, an operator's
+// sqlite3 shell) never blocks the event loop. SQLite's busy timeout waits by sleeping inside the
+// call, and better-sqlite3's calls are synchronous, so a lock held for seconds would stop every
+// request, reads and /healthz included, for as long. The connection's busy timeout is therefore 0
+// once the app serves: a BEGIN IMMEDIATE that finds the lock taken fails at once, the writes stay
+// queued in their order (later ones join the queue behind them), and BEGIN is tried again on a
+// timer, until each write's own deadline (`busyTimeoutMs` after it was queued) answers it
+// DATABASE_BUSY. Reads go on meanwhile: in WAL mode a reader does not wait for a writer. (A read
+// that SQLite still refuses for a lock, as while another process recovers or truncates the WAL,
+// answers DATABASE_BUSY at once rather than stop the app.)
+//
 // A unit of work is checked as it runs, since plain JavaScript or a cast can hand over anything: it
 // must be a generator (an async function could go on after the commit, and an async generator's
 // steps are promises), and everything it yields a statement of data/database.ts.
 
 import * as fs from 'node:fs';
 import * as path from 'node:path';
+import { performance } from 'node:perf_hooks';
 import BetterSqlite3 from 'better-sqlite3';
 import { AppError } from '../core/errors.ts';
 import {
@@ -40,6 +52,7 @@ import {
   uniqueConflict,
   type Work,
 } from './database.ts';
+import { fieldOfColumn } from './fields.ts';
 import type { ActiveTrace } from '../observe/tracing.ts';
 
 export type Connection = BetterSqlite3.Database;
@@ -51,7 +64,10 @@ export interface SqliteOptions {
    * Anything else throws, so a typo refuses to start rather than silently meaning `normal`.
    */
   synchronous?: string;
-  /** How long a write waits for another connection's lock before DATABASE_BUSY (default 5,000 ms). */
+  /**
+   * How long a write waits for another connection's lock before DATABASE_BUSY (default 5,000 ms),
+   * without blocking the event loop; migrations at start-up wait as long, blocking (`blocking`).
+   */
   busyTimeoutMs?: number;
 }
 
@@ -81,8 +97,9 @@ export function openSqlite(url: string, baseDir: string, options: SqliteOptions 
   connection.pragma('journal_mode = WAL');
   connection.pragma(`synchronous = ${synchronous}`);
   connection.pragma('foreign_keys = ON');
-  connection.pragma(`busy_timeout = ${busyTimeoutMs}`);
-  return new SqliteDatabase(connection);
+  // 0: a lock is waited for on a timer, never inside a call (see the top of this file).
+  connection.pragma('busy_timeout = 0');
+  return new SqliteDatabase(connection, busyTimeoutMs);
 }
 
 const SYNCHRONOUS_MODES = ['normal', 'full'];
@@ -102,8 +119,18 @@ const MAX_GROUP = 64;
  */
 const MAX_PREPARED = 1024;
 
+/**
+ * The pauses between attempts to begin a transaction while another connection holds the write
+ * lock, in ms, the last repeated: short at first (most locks are held for a moment), then a
+ * retry every 25 ms costs a BEGIN each, microseconds, and starts a write at most 25 ms after the
+ * lock is free.
+ */
+const LOCK_RETRY_MS = [1, 2, 5, 10, 15, 20, 25];
+
 interface QueuedWrite {
   unit: () => Work<unknown>;
+  /** When the write stops waiting for another connection's lock (performance.now(), ms). */
+  deadline: number;
   trace: ActiveTrace | undefined;
   resolve: (value: unknown) => void;
   reject: (err: unknown) => void;
@@ -115,7 +142,12 @@ export class SqliteDatabase implements Database {
   readonly returningOld = false;
   private readonly prepared = new Map<string, Prepared>();
   private queue: QueuedWrite[] = [];
+  /** A flush is due: on the next turn (setImmediate), or on the lock-retry timer. */
   private scheduled = false;
+  /** The lock-retry timer, while another connection holds the write lock. */
+  private lockWait: NodeJS.Timeout | undefined;
+  /** Attempts at BEGIN that found the lock taken, since the last one that did not. */
+  private lockRetries = 0;
   /** Set when a ROLLBACK failed: the transaction still open is a dead one, rolled back first. */
   private deadTransaction = false;
   /**
@@ -124,7 +156,28 @@ export class SqliteDatabase implements Database {
    */
   private fatal: { error: unknown } | undefined;
 
-  constructor(readonly connection: Connection) {}
+  /**
+   * @param busyTimeoutMs how long a write waits for another connection's write lock before it
+   *   fails with DATABASE_BUSY.
+   */
+  constructor(
+    readonly connection: Connection,
+    readonly busyTimeoutMs = 5000,
+  ) {}
+
+  /**
+   * Runs `work` with the connection waiting inside SQLite for other connections' locks, up to
+   * `busyTimeoutMs`, blocking the event loop: for start-up work before the app serves anything
+   * (migrations, which another instance starting at the same time may be applying).
+   */
+  blocking<T>(work: (connection: Connection) => T): T {
+    this.connection.pragma(`busy_timeout = ${this.busyTimeoutMs}`);
+    try {
+      return work(this.connection);
+    } finally {
+      this.connection.pragma('busy_timeout = 0');
+    }
+  }
 
   /** The connection's `synchronous` setting as DATABASE_SYNC names it, read back from SQLite. */
   get synchronous(): string {
@@ -163,7 +216,9 @@ export class SqliteDatabase implements Database {
    */
   write<T>(unit: () => Work<T>, trace?: ActiveTrace): Promise<T> {
     return new Promise<T>((resolve, reject) => {
-      this.queue.push({ unit, trace, resolve: resolve as (value: unknown) => void, reject, outcome: undefined });
+      const deadline = performance.now() + this.busyTimeoutMs;
+      this.queue.push({ unit, deadline, trace, resolve: resolve as (value: unknown) => void, reject, outcome: undefined });
+      // While the lock is waited for, the retry timer flushes this write too, in its turn.
       if (this.scheduled) return;
       this.scheduled = true;
       // setImmediate runs after the I/O callbacks of this turn: every request that arrived in it
@@ -173,26 +228,75 @@ export class SqliteDatabase implements Database {
   }
 
   async close(): Promise<void> {
+    clearTimeout(this.lockWait);
+    this.lockWait = undefined;
+    // A write after this is flushed (and refused by the closed connection), not left waiting.
+    this.scheduled = false;
+    // Writes still waiting for a lock are answered rather than left pending forever.
+    const waiting = this.queue;
+    this.queue = [];
+    failAll(waiting, new Error('the database was closed before this write could begin'));
     this.connection.close();
   }
 
   private readonly flush = (): void => {
     this.scheduled = false;
+    this.lockWait = undefined;
+    if (!this.queue.length) return;
     const group = this.queue.length <= MAX_GROUP ? this.queue : this.queue.slice(0, MAX_GROUP);
-    this.queue = group === this.queue ? [] : this.queue.slice(MAX_GROUP);
-    if (this.queue.length) {
+    const rest = group === this.queue ? [] : this.queue.slice(MAX_GROUP);
+    this.queue = rest;
+    const busy = this.commit(group);
+    if (busy) {
+      // The group goes back to the head of the queue, before anything queued meanwhile: the
+      // writes keep their order.
+      this.queue = group.concat(this.queue);
+      this.waitForLock(busy);
+    } else {
+      this.lockRetries = 0;
+    }
+    if (this.queue.length && !this.scheduled) {
       this.scheduled = true;
       setImmediate(this.flush);
     }
-    this.commit(group);
   };
 
-  private commit(group: QueuedWrite[]): void {
+  /**
+   * Another connection holds the write lock: answers the writes whose deadline has passed with
+   * DATABASE_BUSY (the oldest are at the head of the queue) and tries again on a timer, no later
+   * than the next deadline.
+   */
+  private waitForLock(busy: unknown): void {
+    const now = performance.now();
+    let expired = 0;
+    while (expired < this.queue.length && this.queue[expired].deadline <= now) expired++;
+    if (expired) failAll(this.queue.splice(0, expired), mapSqliteError(busy));
+    if (!this.queue.length) {
+      this.lockRetries = 0;
+      return;
+    }
+    const pause = LOCK_RETRY_MS[Math.min(this.lockRetries++, LOCK_RETRY_MS.length - 1)];
+    // Deadlines grow along the queue (a monotonic clock), so the head's comes first.
+    this.scheduled = true;
+    this.lockWait = setTimeout(this.flush, Math.max(0, Math.min(pause, this.queue[0].deadline - now)));
+  }
+
+  /**
+   * Runs the group as one transaction and answers its writes; or, when BEGIN finds another
+   * connection holding the write lock, returns that failure and answers nobody (the group waits).
+   */
+  private commit(group: QueuedWrite[]): unknown {
     if (!this.readyForTransaction())
       return failAll(group, new Error('a transaction was left open on the connection and could not be rolled back'));
-    let spans: Array<ReturnType<ActiveTrace['startSpan']> | undefined> = [];
     try {
       this.statement('BEGIN IMMEDIATE').run();
+    } catch (err) {
+      if (lockTaken(err) && !this.connection.inTransaction) return err;
+      this.rollBack();
+      return failAll(group, asError(err));
+    }
+    let spans: Array<ReturnType<ActiveTrace['startSpan']> | undefined> = [];
+    try {
       for (const write of group) this.apply(write);
       spans = group.map((w) => w.trace?.startSpan('database.commit', 'database', { writes: group.length }));
       this.statement('COMMIT').run();
@@ -408,6 +512,12 @@ function asError(err: unknown): unknown {
   return new Error(`a unit of work threw ${what}, not an Error`, { cause: err });
 }
 
+/** Whether SQLite refused for a lock another connection holds (SQLITE_BUSY and its extended codes). */
+function lockTaken(err: unknown): boolean {
+  const code = (err as { code?: unknown } | null)?.code;
+  return typeof code === 'string' && code.startsWith('SQLITE_BUSY');
+}
+
 /** When the transaction is gone, so is every write of the group, the successful ones included. */
 function failAll(group: QueuedWrite[], err: unknown): void {
   for (const write of group) write.reject(err);
@@ -440,13 +550,13 @@ export function mapSqliteError(err: unknown): unknown {
   if (typeof code !== 'string' || !code.startsWith('SQLITE_') || err instanceof AppError) return err;
   if (code === 'SQLITE_CONSTRAINT_UNIQUE' || code === 'SQLITE_CONSTRAINT_PRIMARYKEY') {
     // An index on columns reports "Table.a" or, for a composite one (an entity's `indexes`),
-    // "Table.a, Table.b"; the index on lower() of a unique e-mail field (addresses are unique in
-    // any letter case) reports "index 'Table.column_lower_key'".
+    // "Table.a, Table.b" (a unique e-mail field's key column, "Table._bp_key_a", stands for a);
+    // the index on lower() of a unique e-mail field reports "index 'Table.column_lower_key'".
     const message = (err as Error).message;
     const columns = /^UNIQUE constraint failed: (\w+\.\w+(?:, \w+\.\w+)*)$/.exec(message)?.[1];
     return uniqueConflict(
       columns
-        ? columns.split(', ').map((c) => c.slice(c.indexOf('.') + 1))
+        ? columns.split(', ').map((c) => fieldOfColumn(c.slice(c.indexOf('.') + 1)))
         : /^UNIQUE constraint failed: index '\w+\.(\w+)_lower_key'$/.exec(message)?.slice(1),
     );
   }

@@ -5,14 +5,14 @@
 // record's id, the password hash and the roles the users command granted.
 
 import { type Actor, makeActor } from '../../core/actor.ts';
-import { isEmail, storedDateTime } from '../../core/values.ts';
+import { emailKey, isEmail, storedDateTime } from '../../core/values.ts';
 import { get, run, type Work } from '../../data/database.ts';
 
 export const USERS_TABLE = '_bp_users';
 
 /** Lower-cased, trimmed and NFC-normalized; undefined when it is not a plausible address. */
 function normalizeEmail(raw: string): string | undefined {
-  const email = raw.normalize('NFC').trim().toLowerCase();
+  const email = emailKey(raw);
   return isEmail(email) ? email : undefined;
 }
 

@@ -15,6 +15,7 @@ CREATE TABLE "Customer" (
     "id" TEXT NOT NULL,
     "name" TEXT NOT NULL,
     "email" TEXT NOT NULL,
+    "_bp_key_email" TEXT,
     "createdAt" TIMESTAMP(3) NOT NULL DEFAULT CURRENT_TIMESTAMP,
 
     CONSTRAINT "Customer_pkey" PRIMARY KEY ("id")
@@ -145,6 +146,9 @@ CREATE INDEX "Comment_ticketId_idx" ON "Comment"("ticketId");
 
 -- CreateIndex
 CREATE UNIQUE INDEX "Customer_email_key" ON "Customer"("email");
+
+-- CreateIndex
+CREATE UNIQUE INDEX "Customer__bp_key_email_key" ON "Customer"("_bp_key_email");
 
 -- CreateIndex
 CREATE INDEX "Ticket_status_idx" ON "Ticket"("status");
