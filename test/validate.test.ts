@@ -778,6 +778,37 @@ const CASES: Array<{ fixture: string; root?: string; expected: Expected[] }> = [
     ],
   },
   {
+    fixture: 'open-signup-actions',
+    expected: [
+      {
+        at: 'app.toml:6:2',
+        code: 'OPEN_SIGNUP',
+        severity: 'warning',
+        path: 'auth',
+        message:
+          'anyone may sign up, and a new account (no roles) may write Draft (delete); call skill actions out.send (external), out.discard (destructive); ' +
+          'run commands Touch (Draft); start workflows SendOut (by out.send)',
+        hint: 'set auth.signup = false and add people with the users command, or require a role in these rules',
+      },
+      {
+        at: 'app.toml:31:1',
+        code: 'OPEN_SIGNUP_RISK',
+        severity: 'warning',
+        path: 'skill.out.actions.0',
+        message: 'anyone who signs up (no roles) may call out.send, which reaches outside the app (risk "external"): its scopes hold API keys, not people',
+        hint: 'set auth.signup = false and add people with the users command: a workflow action admits every signed-in person',
+      },
+      {
+        at: 'app.toml:41:1',
+        code: 'OPEN_SIGNUP_RISK',
+        severity: 'warning',
+        path: 'skill.out.actions.1',
+        message: 'anyone who signs up (no roles) may call out.discard, which destroys data (risk "destructive"): its scopes hold API keys, not people',
+        hint: "set auth.signup = false, or require a role in Draft's access rule for delete",
+      },
+    ],
+  },
+  {
     fixture: 'operation-id-collision',
     expected: [
       {
@@ -1262,7 +1293,8 @@ describe('validateBlueprint', () => {
         '11:2',
         'OPEN_SIGNUP',
         'auth',
-        'anyone may sign up, and a new account (no roles) may write Comment (create, update, delete), Ticket (create)',
+        'anyone may sign up, and a new account (no roles) may write Comment (create, update, delete), Ticket (create); ' +
+          'call skill actions triage.add_comment (write), triage.escalate_ticket (write); start workflows EscalateTicket (by triage.escalate_ticket)',
         'set auth.signup = false and add people with the users command, or require a role in these rules',
       ),
       warning('15:1', 'UNSCOPED_WRITE', 'auth.apiKeys.0', unscoped('triage', 'Comment (create, update, delete), Customer (create, update), Ticket (create, update)'), scopeHint),
