@@ -22,7 +22,11 @@ const MAX_HOPS = 10;
 export function trustProxySetting(value: string | undefined): TrustProxy {
   if (value === undefined) return false;
   const text = value.trim();
-  const wrong = (why: string) => new Error(`TRUST_PROXY=${JSON.stringify(value)} ${why}; set off, a hop count (1 to ${MAX_HOPS}), or the proxies' addresses (e.g. 10.0.0.5,10.0.1.0/24 or loopback)`);
+  const wrong = (why: string) =>
+    new Error(
+      `TRUST_PROXY=${JSON.stringify(value)} ${why}; set off, a hop count (1 to ${MAX_HOPS}), ` +
+        `or the proxies' addresses (e.g. 10.0.0.5,10.0.1.0/24 or loopback)`,
+    );
   if (text === '') throw wrong('is empty');
   if (text.toLowerCase() === 'off') return false;
   if (/^\d+$/.test(text)) {
@@ -35,7 +39,8 @@ export function trustProxySetting(value: string | undefined): TrustProxy {
     throw wrong('would believe any client about its own address, so none could be throttled');
   const entries = text.split(',').map((e) => e.trim());
   for (const entry of entries) {
-    if (!isAddressOrRange(entry)) throw wrong(`names ${JSON.stringify(entry)}, which is not an address, a subnet or loopback, linklocal, uniquelocal`);
+    if (!isAddressOrRange(entry))
+      throw wrong(`names ${JSON.stringify(entry)}, which is not an address, a subnet or a named range`);
   }
   return entries;
 }

@@ -18,7 +18,7 @@ export const ERROR_CODES = {
   HTTPS_REQUIRED: {
     status: 400,
     retryable: false,
-    description: 'In production, signing in and signing up need HTTPS: over plain HTTP the Secure session cookie would be dropped.',
+    description: 'In production, signing in and up needs HTTPS: over plain HTTP the Secure cookie would be dropped.',
   },
   INVALID_QUERY: { status: 400, retryable: false, description: 'A query parameter is unknown or out of range.' },
   UNAUTHENTICATED: { status: 401, retryable: false, description: 'No valid credential was presented.' },

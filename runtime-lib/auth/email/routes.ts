@@ -145,7 +145,8 @@ export function authRoutes(options: RoutesOptions): AuthRoutes {
     if (options.secureCookies && !req.secure) {
       throw new AppError(
         'HTTPS_REQUIRED',
-        'signing in needs HTTPS: the session cookie is Secure in production; behind a TLS proxy, set TRUST_PROXY so the app believes its X-Forwarded-Proto',
+        'signing in needs HTTPS: the session cookie is Secure in production; ' +
+          'behind a TLS proxy, set TRUST_PROXY so the app believes its X-Forwarded-Proto',
       );
     }
   }
