@@ -670,7 +670,7 @@ const CASES: Array<{ fixture: string; root?: string; expected: Expected[] }> = [
     fixture: 'not-generated',
     expected: [
       {
-        at: 'app.toml:9:70',
+        at: 'app.toml:10:70',
         code: 'NOT_GENERATED',
         severity: 'warning',
         path: 'notifications.adapters.1.type',
@@ -679,28 +679,28 @@ const CASES: Array<{ fixture: string; root?: string; expected: Expected[] }> = [
           '(notifications.team), or notify steps through it fail',
       },
       {
-        at: 'app.toml:15:78',
+        at: 'app.toml:17:74',
         code: 'NOT_GENERATED',
         severity: 'warning',
-        path: 'skill.tickets.actions.2.workflow',
-        message: 'skill action "inbound" starts workflow "Inbound", which its webhook starts, not a caller: the action\'s route is not served',
+        path: 'skill.tickets.actions.3.workflow',
+        message: 'skill action "audit" starts workflow "Audit", which its entity event starts, not a caller: the action\'s route is not served',
       },
       {
-        at: 'app.toml:20:68',
+        at: 'app.toml:22:68',
         code: 'NOT_GENERATED',
         severity: 'warning',
         path: 'workflow.Log.steps.1',
         message: 'plugin steps run the action src/extend.ts registers (plugins.crm.log); without it a job of "Log" fails at this step',
       },
       {
-        at: 'app.toml:26:7',
+        at: 'app.toml:28:7',
         code: 'NOT_GENERATED',
         severity: 'warning',
         path: 'page."/tickets"',
         message: 'page "/tickets" is accepted but not generated yet: nothing is served at this path',
       },
       {
-        at: 'app.toml:29:10',
+        at: 'app.toml:31:10',
         code: 'NOT_GENERATED',
         severity: 'warning',
         path: 'service.billing',
