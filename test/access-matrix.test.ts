@@ -200,9 +200,11 @@ class MatrixApp {
       // One person without roles, one per role the blueprint uses, and (with two roles or more) one
       // holding them all, last role first: `$currentUser.role` must match any role held, not only
       // the first, and permissions combine the allows and denies of every role. Added with the
-      // users command.
+      // users command, which writes a User record's role fields: a `role` field alone holds one.
       const used = rolesUsed(model);
-      const people = [[], ...used.map((r) => [r]), ...(used.length > 1 ? [[...used].reverse()] : [])].map((roles) => ({
+      const fields = model.auth.userRecords?.roleFields;
+      const several = used.length > 1 && !(fields?.includes('role') && !fields.includes('roles'));
+      const people = [[], ...used.map((r) => [r]), ...(several ? [[...used].reverse()] : [])].map((roles) => ({
         label: `person(${roles.join(',') || 'no roles'})`,
         spec: { email: `${roles.join('-') || 'noroles'}@matrix.example`, password: PASSWORD, roles, fields: this.requiredUserFields() },
       }));
@@ -272,8 +274,9 @@ class MatrixApp {
 
   /**
    * The contract's person: without a User entity, the roles given and `role` their first; when
-   * people are User records, its record as metadata, and the roles of its role fields and those
-   * given, `user` when there are none (read from the database, not from the app's answer).
+   * people are User records, its record as metadata, and the roles of its role fields (which the
+   * users command wrote the given ones into) or, without role fields, those given; `user` when
+   * there are none (read from the database, not from the app's answer).
    */
   private async person(id: string, email: string, given: string[]): Promise<OracleActor> {
     const records = this.model.auth.userRecords;
@@ -283,7 +286,7 @@ class MatrixApp {
     const row = (await this.row(user, id))!;
     const record = Object.fromEntries(user.fields.map((f) => [f.name, decoded(f, row[f.name])]));
     const fromRecord = records.roleFields.flatMap((f) => (typeof record[f] === 'string' ? [record[f] as string] : Array.isArray(record[f]) ? (record[f] as string[]) : []));
-    const held = [...new Set([...fromRecord, ...given])];
+    const held = [...new Set(records.roleFields.length ? fromRecord : given)];
     const roles = held.length ? held : ['user'];
     const name = records.nameField ? record[records.nameField] : undefined;
     return { ...base, roles, role: roles[0], metadata: { email, name, role: roles[0], ...record } };

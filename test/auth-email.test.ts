@@ -591,10 +591,13 @@ describe('email auth', function () {
       await stop(app);
       app = await start(dir, { production: true });
       const client = new Client(app.base);
-      await client.signup('alice@example.com', PASSWORD);
-      // Over plain HTTP a Secure cookie is not even sent.
+      // Over plain HTTP a Secure cookie would be dropped: signing up is refused, and nothing is sent.
+      const plain = await client.signup('alice@example.com', PASSWORD);
+      expect(plain.status).to.equal(400);
+      expect(plain.body.error.code).to.equal('HTTPS_REQUIRED');
       expect(client.lastSetCookie).to.deep.equal([]);
       const https = new Client(app.base);
+      expect((await https.send('POST', '/api/auth/signup', { json: { email: 'alice@example.com', password: PASSWORD }, headers: { 'x-forwarded-proto': 'https' } })).status).to.equal(201);
       await https.login('alice@example.com', PASSWORD, { 'x-forwarded-proto': 'https' });
       // __Host-: Secure, path /, no Domain, so no sibling subdomain can set these cookies for us.
       const cookie = https.lastSetCookie.find((c) => c.startsWith('__Host-hd.sid=')) as string;

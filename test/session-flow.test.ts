@@ -336,6 +336,8 @@ for (const database of DATABASES) describe(`session flow (generated helpdesk app
         NODE_ENV: 'production',
         SESSION_SECRET: 'a-production-secret-of-at-least-32-characters',
         TRIAGE_API_KEY: TRIAGE_KEY,
+        // The test stands in for the TLS proxy, on loopback: only a proxy TRUST_PROXY names is believed.
+        TRUST_PROXY: 'loopback',
       });
       try {
         const email = newEmail('prod');

@@ -670,7 +670,7 @@ const CASES: Array<{ fixture: string; root?: string; expected: Expected[] }> = [
     fixture: 'not-generated',
     expected: [
       {
-        at: 'app.toml:9:70',
+        at: 'app.toml:10:70',
         code: 'NOT_GENERATED',
         severity: 'warning',
         path: 'notifications.adapters.1.type',
@@ -679,28 +679,28 @@ const CASES: Array<{ fixture: string; root?: string; expected: Expected[] }> = [
           '(notifications.team), or notify steps through it fail',
       },
       {
-        at: 'app.toml:15:78',
+        at: 'app.toml:17:74',
         code: 'NOT_GENERATED',
         severity: 'warning',
-        path: 'skill.tickets.actions.2.workflow',
-        message: 'skill action "inbound" starts workflow "Inbound", which its webhook starts, not a caller: the action\'s route is not served',
+        path: 'skill.tickets.actions.3.workflow',
+        message: 'skill action "audit" starts workflow "Audit", which its entity event starts, not a caller: the action\'s route is not served',
       },
       {
-        at: 'app.toml:20:68',
+        at: 'app.toml:22:68',
         code: 'NOT_GENERATED',
         severity: 'warning',
         path: 'workflow.Log.steps.1',
         message: 'plugin steps run the action src/extend.ts registers (plugins.crm.log); without it a job of "Log" fails at this step',
       },
       {
-        at: 'app.toml:26:7',
+        at: 'app.toml:28:7',
         code: 'NOT_GENERATED',
         severity: 'warning',
         path: 'page."/tickets"',
         message: 'page "/tickets" is accepted but not generated yet: nothing is served at this path',
       },
       {
-        at: 'app.toml:29:10',
+        at: 'app.toml:31:10',
         code: 'NOT_GENERATED',
         severity: 'warning',
         path: 'service.billing',
@@ -774,6 +774,37 @@ const CASES: Array<{ fixture: string; root?: string; expected: Expected[] }> = [
         path: 'auth',
         message: 'anyone may sign up, and a new account (no roles) may write Note (create, update, delete), Ticket (create, update)',
         hint: 'set auth.signup = false and add people with the users command, or require a role in these rules',
+      },
+    ],
+  },
+  {
+    fixture: 'open-signup-actions',
+    expected: [
+      {
+        at: 'app.toml:6:2',
+        code: 'OPEN_SIGNUP',
+        severity: 'warning',
+        path: 'auth',
+        message:
+          'anyone may sign up, and a new account (no roles) may write Draft (delete); call skill actions out.send (external), out.discard (destructive); ' +
+          'run commands Touch (Draft); start workflows SendOut (by out.send)',
+        hint: 'set auth.signup = false and add people with the users command, or require a role in these rules',
+      },
+      {
+        at: 'app.toml:31:1',
+        code: 'OPEN_SIGNUP_RISK',
+        severity: 'warning',
+        path: 'skill.out.actions.0',
+        message: 'anyone who signs up (no roles) may call out.send, which reaches outside the app (risk "external"): its scopes hold API keys, not people',
+        hint: 'set auth.signup = false and add people with the users command: a workflow action admits every signed-in person',
+      },
+      {
+        at: 'app.toml:41:1',
+        code: 'OPEN_SIGNUP_RISK',
+        severity: 'warning',
+        path: 'skill.out.actions.1',
+        message: 'anyone who signs up (no roles) may call out.discard, which destroys data (risk "destructive"): its scopes hold API keys, not people',
+        hint: "set auth.signup = false, or require a role in Draft's access rule for delete",
       },
     ],
   },
@@ -1262,7 +1293,8 @@ describe('validateBlueprint', () => {
         '11:2',
         'OPEN_SIGNUP',
         'auth',
-        'anyone may sign up, and a new account (no roles) may write Comment (create, update, delete), Ticket (create)',
+        'anyone may sign up, and a new account (no roles) may write Comment (create, update, delete), Ticket (create); ' +
+          'call skill actions triage.add_comment (write), triage.escalate_ticket (write); start workflows EscalateTicket (by triage.escalate_ticket)',
         'set auth.signup = false and add people with the users command, or require a role in these rules',
       ),
       warning('15:1', 'UNSCOPED_WRITE', 'auth.apiKeys.0', unscoped('triage', 'Comment (create, update, delete), Customer (create, update), Ticket (create, update)'), scopeHint),

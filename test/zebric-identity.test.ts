@@ -363,12 +363,16 @@ describe('Zebric 0.6 identity', function () {
       expect(refused.text).to.contain('name is required');
     });
 
-    it("a person's roles are their record's role and the roles the users command gives; set-roles applies at once", async () => {
+    it("a person's roles are their record's role field, which the users command's set-roles writes; it applies at once", async () => {
       const r = usersCli(app.appDir, app.databaseUrl, ['set-roles', '--email', 'bob@example.com', '--role', 'admin']);
       expect(r.status, r.stderr).to.equal(0);
+      expect(r.stdout).to.equal('bob@example.com now has roles: admin\n');
+      // One source of truth: the record shows the role Bob acts with.
+      expect(await app.rows.get('SELECT "role" FROM "User" WHERE "id" = ?', [bob.id])).to.deep.equal({ role: 'admin' });
       const session = await request(app.url, 'GET', '/api/auth/session', { headers: bob.client.headers('GET') });
-      expect((session.body as { actor: Rec }).actor).to.include({ role: 'member' });
-      expect((session.body as { actor: { roles: string[] } }).actor.roles).to.deep.equal(['member', 'admin']);
+      expect((session.body as { actor: Rec }).actor).to.include({ role: 'admin' });
+      expect((session.body as { actor: { roles: string[] } }).actor.roles).to.deep.equal(['admin']);
+      expect((await api.get('users', bob.id, { session: bob.client })).role).to.equal('admin');
       // As an admin (a given role), Bob may change Ada's role field; Ada becomes an editor.
       const promoted = await api.call('PUT', '/api/users/{id}', `/api/users/${ada.id}`, { role: 'editor' }, { session: bob.client });
       expect(promoted.status, promoted.text).to.equal(200);
@@ -383,9 +387,15 @@ describe('Zebric 0.6 identity', function () {
       const add = usersCli(app.appDir, app.databaseUrl, ['add', '--email', 'Gus@Example.com', '--field', 'name=Gus', '--field', 'age=42', '--role', 'editor'], `${PASSWORD}\n`);
       expect(add.status, add.stderr).to.equal(0);
       const id = /User (\w+)/.exec(add.stdout)![1];
-      expect(await app.rows.get('SELECT * FROM "User" WHERE "id" = ?', [id])).to.deep.equal({ id, email: 'gus@example.com', name: 'Gus', bio: null, age: 42, role: 'member' });
+      // --role editor is the record's role: printed, stored and acted with alike.
+      expect(add.stdout).to.equal(`added gus@example.com (User ${id}, roles: editor)\n`);
+      expect(await app.rows.get('SELECT * FROM "User" WHERE "id" = ?', [id])).to.deep.equal({ id, email: 'gus@example.com', name: 'Gus', bio: null, age: 42, role: 'editor' });
       const gus = await SessionClient.login(app.url, 'gus@example.com', PASSWORD);
-      expect(gus.actor.roles).to.deep.equal(['member', 'editor']);
+      expect(gus.actor.roles).to.deep.equal(['editor']);
+      expect(gus.actor.role).to.equal('editor');
+      // Without --role the record's default role is the one printed.
+      const plain = usersCli(app.appDir, app.databaseUrl, ['add', '--email', 'jo@example.com', '--field', 'name=Jo'], `${PASSWORD}\n`);
+      expect(plain.stdout, plain.stderr).to.match(/^added jo@example\.com \(User \w+, roles: member\)\n$/);
       // Written as the app's own work: the audit trail names the system actor.
       const audit = await app.rows.all('SELECT "operation", "actorId" FROM "_bp_audit" WHERE "recordId" = ?', [id]);
       expect(audit).to.deep.equal([{ operation: 'User.create', actorId: 'system' }]);
@@ -395,6 +405,10 @@ describe('Zebric 0.6 identity', function () {
       expect(await app.rows.get('SELECT "age", "role" FROM "User" WHERE "id" = ?', [id])).to.deep.equal({ age: 43, role: 'admin' });
 
       const refusals: Array<[string[], RegExp]> = [
+        // A `role` field holds one role: two would leave the record showing one and the person acting with two.
+        [['add', '--email', 'kit@example.com', '--field', 'name=Kit', '--role', 'editor', '--role', 'admin'], /^error: User\.role holds one role: give one --role \(got editor, admin\)$/m],
+        [['set-roles', '--email', 'gus@example.com', '--role', 'editor', '--role', 'admin'], /^error: User\.role holds one role/m],
+        [['add', '--email', 'kit@example.com', '--field', 'name=Kit', '--role', 'wizard'], /^error: .*role/m],
         [['update', '--email', 'gus@example.com', '--field', 'age=old'], /^error: age must be an integer$/m],
         [['update', '--email', 'gus@example.com', '--field', 'shoeSize=9'], /^error: User has no field "shoeSize"$/m],
         [['add', '--email', 'hal@example.com', '--field', 'age=1'], /^error: name is required$/m],
@@ -412,7 +426,7 @@ describe('Zebric 0.6 identity', function () {
       expect(list.status).to.equal(0);
       const lines = list.stdout.trim().split('\n');
       expect(lines[0]).to.match(/^ID\s+EMAIL\s+ROLES\s+PASSWORD$/);
-      expect(lines.find((l) => l.startsWith(id))).to.match(new RegExp(`^${id}\\s+gus@example\\.com\\s+admin,editor\\s+set$`));
+      expect(lines.find((l) => l.startsWith(id))).to.match(new RegExp(`^${id}\\s+gus@example\\.com\\s+admin\\s+set$`));
     });
 
     it('deleting a User record removes its credentials and ends its sessions in the same transaction', async () => {

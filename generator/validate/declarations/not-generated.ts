@@ -21,19 +21,18 @@ export function notGenerated(ctx: CompileContext): void {
     // A disabled plugin is skipped by Zebric too: there is nothing missing to warn about.
     if (value.enabled !== false) warn(['plugin', name], `plugin "${name}" is accepted but not loaded: the generated app has no plugin host yet`);
   }
-  // A skill action starts a workflow by hand; one triggered otherwise (entity events, a webhook, a
-  // schedule) is started only by its trigger.
+  // A skill action starts a workflow by hand, also one a webhook or a schedule starts (the app
+  // serves it: runtime/http/skill-routes.ts); one that entity events start runs only on them.
   const triggers = new Map(namedSections(ctx.parsed, 'workflow').map(({ name, value }) => [name, triggerForms(table(value.trigger))]));
   for (const { name, value } of namedSections(ctx.parsed, 'skill')) {
     list(value.actions).forEach((raw, i) => {
       const action = table(raw);
       const forms = typeof action.workflow === 'string' ? triggers.get(action.workflow) : undefined;
-      const other = forms?.find((f) => f !== 'manual');
-      if (other !== undefined) {
+      if (forms?.length === 1 && forms[0] === 'entity') {
         const label = typeof action.name === 'string' ? `"${action.name}"` : String(i);
         warn(
           ['skill', name, 'actions', i, 'workflow'],
-          `skill action ${label} starts workflow "${String(action.workflow)}", which its ${other === 'entity' ? 'entity event' : other} ` +
+          `skill action ${label} starts workflow "${String(action.workflow)}", which its entity event ` +
             'starts, not a caller: the action\'s route is not served',
         );
       }

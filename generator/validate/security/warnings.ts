@@ -1,6 +1,7 @@
 // Warnings about what the rules let an actor do, which the author may not have meant:
-// OPEN_SIGNUP (anyone can sign up and then write), UNSCOPED_WRITE (an API key's scopes do not
-// limit writes to entities that declare no write scopes), PUBLIC_ENTITY (without [auth], anyone
+// OPEN_SIGNUP (anyone can sign up and then write, call skill actions, run commands or start
+// workflows), OPEN_SIGNUP_RISK (such a person may call an external or destructive skill action),
+// UNSCOPED_WRITE (an API key's scopes do not limit writes to entities that declare no write scopes), PUBLIC_ENTITY (without [auth], anyone
 // may act on an entity), COMMAND_WITHOUT_AUTH (without [auth], nobody can run a command) and
 // ROLE_FIELD_WRITABLE (a person could give themselves roles through their User record). They read
 // the rules three-valued: a rule that depends on the record counts as letting the actor.
@@ -11,6 +12,7 @@ import { publicActions } from '../../model/access-defaults.ts';
 import { singleSection } from '../../model/raw.ts';
 import type { Blueprint, EntityAction } from '../../model/types.ts';
 import { apiKeyActor, mayAct, signedUpActor } from './may-act.ts';
+import { runnableCommands, startableActions, startableWorkflows } from './may-start.ts';
 import type { ActorFacts } from './three-valued.ts';
 
 const WRITES: EntityAction[] = ['create', 'update', 'delete'];
@@ -91,18 +93,43 @@ function writesOf(ctx: CompileContext, bp: Blueprint, actor: ActorFacts, entitie
   });
 }
 
+/**
+ * What anyone who signs up may do at once: the writes, skill actions (with their risk), commands
+ * and workflows a new account may start, in one warning; then one louder warning per skill action
+ * of risk "external" or "destructive" among them (people are not held to scopes, so its scopes
+ * do not stop them).
+ */
 function openSignup(ctx: CompileContext, bp: Blueprint): void {
   if (!bp.auth.providers.includes('email') || !bp.auth.signup) return;
-  const writes = writesOf(ctx, bp, signedUpActor(bp));
-  if (!writes.length) return;
+  const actor = signedUpActor(bp);
+  const writes = writesOf(ctx, bp, actor);
+  const actions = startableActions(ctx, bp, actor);
+  const commands = runnableCommands(ctx, bp, actor);
+  const workflows = startableWorkflows(ctx, bp, actor, actions);
+  const may = [
+    ...(writes.length ? [`write ${writes.join(', ')}`] : []),
+    ...(actions.length ? [`call skill actions ${actions.map((a) => `${a.skill.name}.${a.action.name} (${a.risk})`).join(', ')}`] : []),
+    ...(commands.length ? [`run commands ${commands.map((c) => `${c.name} (${c.entity})`).join(', ')}`] : []),
+    ...(workflows.length ? [`start workflows ${workflows.join(', ')}`] : []),
+  ];
+  if (!may.length) return;
   const written = singleSection(ctx.parsed, 'auth').signup !== undefined;
-  const roles = signedUpActor(bp).values.roles;
+  const roles = actor.values.roles;
   const who = roles.length ? `roles: ${roles.join(', ')}` : 'no roles';
-  const message = `anyone may sign up, and a new account (${who}) may write ${writes.join(', ')}`;
-  ctx.report('OPEN_SIGNUP', written ? ['auth', 'signup'] : ['auth'], message, {
+  ctx.report('OPEN_SIGNUP', written ? ['auth', 'signup'] : ['auth'], `anyone may sign up, and a new account (${who}) may ${may.join('; ')}`, {
     severity: 'warning',
     hint: 'set auth.signup = false and add people with the users command, or require a role in these rules',
   });
+  for (const { skill, action, risk } of actions) {
+    if (risk !== 'external' && risk !== 'destructive') continue;
+    const what = risk === 'external' ? 'reaches outside the app' : 'destroys data';
+    ctx.report('OPEN_SIGNUP_RISK', action.path, `anyone who signs up (${who}) may call ${skill.name}.${action.name}, which ${what} (risk "${risk}"): its scopes hold API keys, not people`, {
+      severity: 'warning',
+      hint: action.workflow !== undefined
+        ? 'set auth.signup = false and add people with the users command: a workflow action admits every signed-in person'
+        : `set auth.signup = false, or require a role in ${action.entity}'s access rule for ${action.action}`,
+    });
+  }
 }
 
 function unscopedWrites(ctx: CompileContext, bp: Blueprint): void {

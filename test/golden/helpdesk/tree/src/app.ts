@@ -9,6 +9,7 @@ import * as path from 'node:path';
 import express from 'express';
 import { loadApiKeys, type ApiKeyConfig } from './runtime/auth/api-keys.ts';
 import { authenticate, type AuthenticateOptions } from './runtime/auth/authenticate.ts';
+import { trustProxySetting } from './runtime/auth/trust-proxy.ts';
 import { AuditLog } from './runtime/data/audit.ts';
 import type { Database } from './runtime/data/database.ts';
 import { auditRoutes } from './runtime/http/audit-routes.ts';
@@ -92,8 +93,8 @@ export interface App {
 }
 
 /**
- * Throws when the environment is unusable (a short API key, no SESSION_SECRET in production) or
- * src/extend.ts is malformed.
+ * Throws when the environment is unusable (a short API key, a bad TRUST_PROXY, no SESSION_SECRET in
+ * production) or src/extend.ts is malformed.
  */
 export function createApp(options: AppOptions): App {
   const extend = checkExtension(extension);
@@ -103,6 +104,7 @@ export function createApp(options: AppOptions): App {
   // Kept traces feed the development admin server; in production nothing reads them, so none are
   // kept (about 10 MB less memory under load). Every response still carries X-Trace-ID, and errors
   // are logged with it.
+  const trustProxy = trustProxySetting(env.TRUST_PROXY);
   const traces = options.traces ?? new TraceStore(env.NODE_ENV === 'production' ? 0 : undefined);
   const apiKeys = loadApiKeys(API_KEYS, env, warn);
   const events = options.events ?? new EventBus();
@@ -188,8 +190,9 @@ export function createApp(options: AppOptions): App {
   app.disable('x-powered-by');
   // Hashing every response body for ETags costs more than it saves on an API.
   app.set('etag', false);
-  // Behind a TLS-terminating proxy, secure cookies need the forwarded protocol.
-  if (env.NODE_ENV === 'production') app.set('trust proxy', 1);
+  // Only the proxies TRUST_PROXY names are believed about the client's address and protocol
+  // (runtime/auth/trust-proxy.ts): by default none, so no client picks its own address.
+  app.set('trust proxy', trustProxy);
   app.use(onlyFor(["/login"], ['/api/auth/'], auth.router));
   app.get('/api/openapi.json', matched('openapi'), (_req, res) => {
     res.type('application/json').send(openapi);

@@ -16,6 +16,11 @@ export const ERROR_CODES = {
     retryable: false,
     description: 'API-key mutations must send an Idempotency-Key header.',
   },
+  HTTPS_REQUIRED: {
+    status: 400,
+    retryable: false,
+    description: 'In production, signing in and up needs HTTPS: over plain HTTP the Secure cookie would be dropped.',
+  },
   INVALID_QUERY: { status: 400, retryable: false, description: 'A query parameter is unknown or out of range.' },
   UNAUTHENTICATED: { status: 401, retryable: false, description: 'No valid credential was presented.' },
   INVALID_CREDENTIALS: {

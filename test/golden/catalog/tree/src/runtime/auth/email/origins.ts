@@ -26,7 +26,8 @@ export function parseOrigin(value: string): string {
 
 /**
  * The app's own origin (as the request reached it) is always trusted. Behind the production
- * proxy, the scheme is the one X-Forwarded-Proto reports (Express's "trust proxy" of 1 hop).
+ * proxy, the scheme is the one X-Forwarded-Proto reports: a forged one cannot help a cross-site
+ * request, whose headers the attacker's page does not set (the Origin is the browser's).
  */
 export function originAllowed(req: ApiRequest, origin: string, trusted: Set<string>, behindProxy: boolean): boolean {
   if (trusted.has(origin)) return true;

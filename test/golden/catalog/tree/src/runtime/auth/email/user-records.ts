@@ -4,8 +4,11 @@
 // `role` / `roles` fields, the record as metadata), and sign-in finds the record by its login
 // field in any letter case, so changing the record's e-mail changes how its person signs in.
 //
-// Credentials stay out of the record, in `_bp_users`: the record's id, the password hash and the
-// roles the users command granted. Its id is a foreign key to the record with ON DELETE CASCADE,
+// When the entity has role fields, they alone say what roles its person holds: the users command's
+// --role writes them (one source of truth: the role a person acts with is the one the record
+// shows). Credentials stay out of the record, in `_bp_users`: the record's id, the password hash
+// and, only when the entity has no role field, the roles the users command granted. Its id is a
+// foreign key to the record with ON DELETE CASCADE,
 // and sessions reference it the same way: deleting the User record, by any path, removes its
 // credentials and ends its sessions in the same transaction.
 
@@ -43,18 +46,24 @@ interface Credentials {
 /** What the users command does with User records (users-cli.ts). */
 export interface UserRecordsAdmin {
   loginField: string;
+  /** The record's role fields, which --role writes; none: roles are kept with the credentials. */
+  roleFields: readonly string[];
   /** The User entity's fields, to read `--field` values by type. */
   fields: readonly FieldSpec[];
   /** The record with this e-mail (any letter case), and whether its person has a password. */
   find(address: EmailAddress): Promise<{ id: string; record: Row; credentials?: Credentials } | undefined>;
-  /** Creates the record (validated as a User create) with its credentials, in one transaction. */
-  add(fields: Row, passwordHash: string, roles: readonly string[]): Promise<string>;
-  /** Gives an existing record a password and granted roles. */
-  addCredentials(id: string, passwordHash: string, roles: readonly string[]): Promise<void>;
+  /**
+   * Creates the record (validated as a User create) with its credentials, in one transaction;
+   * `roles`, when given, in its role fields. Resolves to its id and the roles its person holds.
+   */
+  add(fields: Row, passwordHash: string, roles: readonly string[]): Promise<{ id: string; roles: string[] }>;
+  /** Gives an existing record a password and, when given, roles; resolves to the roles held. */
+  addCredentials(id: string, passwordHash: string, roles: readonly string[]): Promise<string[]>;
   /** Changes fields of the record, validated as a User update. */
   update(id: string, changes: Row): Promise<void>;
-  setRoles(id: string, roles: readonly string[]): Promise<boolean>;
-  /** Removes the password and granted roles, ending the sessions; resolves to how many ended. */
+  /** Replaces the person's roles; undefined when the record has no password (no person). */
+  setRoles(id: string, roles: readonly string[]): Promise<string[] | undefined>;
+  /** Removes the password (and granted roles), ending the sessions; resolves to how many ended. */
   removeCredentials(id: string): Promise<number>;
   /** Every record: id, login e-mail, roles as a session would hold them, password or not. */
   list(): Promise<Array<{ id: string; email: string; roles: string[]; password: boolean; createdAt?: string }>>;
@@ -86,6 +95,8 @@ export function userRecords(db: Database, config: UserRecordsConfig): People & {
   };
   /** Fields sign-up never takes: the id is the server's, and roles are given, not chosen. */
   const notAtSignup = new Set([store.spec.primaryKey, ...config.roleFields]);
+  /** The users command's writes: the app's own trusted work. */
+  const system: RequestContext = { actor: SYSTEM };
 
   function* credentialsOf(id: string): Work<Credentials | undefined> {
     return (yield* get(sql.credentials, [id])) as Credentials | undefined;
@@ -102,8 +113,7 @@ export function userRecords(db: Database, config: UserRecordsConfig): People & {
 
   function actorOf(record: Row, credentials: Credentials): Actor {
     const id = String(record[store.spec.primaryKey]);
-    const fromRecord = config.roleFields.flatMap((f) => rolesIn(record[f]));
-    const held = [...new Set([...fromRecord, ...parseRoles(credentials.roles)])];
+    const held = [...new Set(config.roleFields.length ? rolesOfRecord(record) : parseRoles(credentials.roles))];
     const roles = held.length ? held : [DEFAULT_PERSON_ROLE];
     const email = typeof record[loginField] === 'string' ? (record[loginField] as string) : undefined;
     const name = config.nameField === undefined ? undefined : record[config.nameField];
@@ -117,6 +127,41 @@ export function userRecords(db: Database, config: UserRecordsConfig): People & {
       // As Zebric builds it (e-mail, name, role), then the record's own fields.
       metadata: Object.freeze({ email, name, role: roles[0], ...record }),
     });
+  }
+
+  function rolesOfRecord(record: Row): string[] {
+    return config.roleFields.flatMap((f) => rolesIn(record[f]));
+  }
+
+  /**
+   * The role fields holding `roles`: a `roles` field takes the list, a `role` field the first; a
+   * `role` field alone holds one role at most. Empty without role fields (roles stay with the
+   * credentials).
+   */
+  function roleFieldValues(roles: readonly string[]): Row {
+    const out: Row = {};
+    const fields = config.roleFields;
+    if (fields.includes('roles')) out.roles = [...roles];
+    else if (roles.length > 1 && fields.includes('role'))
+      throw new AppError(
+        'VALIDATION_FAILED',
+        `${store.spec.name}.role holds one role: give one --role (got ${roles.join(', ')})`,
+      );
+    if (fields.includes('role')) out.role = roles[0] ?? null;
+    return out;
+  }
+
+  /** What the credentials keep of `roles`: nothing when the record's role fields hold them. */
+  const grantedRoles = (roles: readonly string[]): readonly string[] => (config.roleFields.length ? [] : roles);
+
+  /** Writes `roles` into the record's role fields (as the app's own work), when it has any. */
+  function* writeRoles(id: string, roles: readonly string[]): Work<void> {
+    if (config.roleFields.length) yield* store.update(system, id, roleFieldValues(roles));
+  }
+
+  function* heldRoles(id: string): Work<string[]> {
+    const held = yield* actorWork(id);
+    return held ? [...held.roles] : [];
   }
 
   function* actorWork(id: string): Work<Actor | undefined> {
@@ -193,9 +238,9 @@ export function userRecords(db: Database, config: UserRecordsConfig): People & {
     }
   }
 
-  const system: RequestContext = { actor: SYSTEM };
   const admin: UserRecordsAdmin = {
     loginField,
+    roleFields: config.roleFields,
     fields: store.spec.fields,
     async find(address) {
       return db.read(
@@ -209,20 +254,29 @@ export function userRecords(db: Database, config: UserRecordsConfig): People & {
     },
     add(fields, passwordHash, roles) {
       return db.write(function* () {
-        const record = yield* store.create(system, fields);
+        const record = yield* store.create(system, roles.length ? { ...fields, ...roleFieldValues(roles) } : fields);
         const id = String(record[store.spec.primaryKey]);
-        yield* insertCredentials(id, passwordHash, roles);
-        return id;
+        yield* insertCredentials(id, passwordHash, grantedRoles(roles));
+        return { id, roles: yield* heldRoles(id) };
       });
     },
     addCredentials(id, passwordHash, roles) {
-      return db.write(() => insertCredentials(id, passwordHash, roles));
+      return db.write(function* () {
+        if (roles.length) yield* writeRoles(id, roles);
+        yield* insertCredentials(id, passwordHash, grantedRoles(roles));
+        return yield* heldRoles(id);
+      });
     },
     async update(id, changes) {
       await db.write(() => store.update(system, id, changes));
     },
-    async setRoles(id, roles) {
-      return (await db.write(() => run(sql.setRoles, [JSON.stringify(roles), id]))).changes > 0;
+    setRoles(id, roles) {
+      return db.write(function* () {
+        // Only a person (a record with a password) is given roles.
+        if ((yield* run(sql.setRoles, [JSON.stringify(grantedRoles(roles)), id])).changes === 0) return undefined;
+        yield* writeRoles(id, roles);
+        return yield* heldRoles(id);
+      });
     },
     removeCredentials(id) {
       return db.write(function* () {
@@ -242,9 +296,7 @@ export function userRecords(db: Database, config: UserRecordsConfig): People & {
             if (!record) continue;
             const credentials = yield* credentialsOf(id);
             const email = typeof record[loginField] === 'string' ? (record[loginField] as string) : '';
-            const roles = credentials
-              ? [...actorOf(record, credentials).roles]
-              : config.roleFields.flatMap((f) => rolesIn(record[f]));
+            const roles = credentials ? [...actorOf(record, credentials).roles] : rolesOfRecord(record);
             listed.push({ id, email, roles, password: credentials !== undefined, createdAt: credentials?.createdAt });
           }
           return listed;

@@ -106,6 +106,7 @@ export function createEmailAuth(options: EmailAuthOptions): EmailAuth {
     sessions,
     anonymous,
     throttle,
+    secureCookies: production,
   });
   const csrf = csrfCheck({
     sessions,

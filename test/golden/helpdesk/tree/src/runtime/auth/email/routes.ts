@@ -48,6 +48,8 @@ export interface RoutesOptions {
   anonymous: AnonymousTokens;
   /** Failed sign-ins per e-mail and per address, shared by every instance. */
   throttle: SigninThrottle;
+  /** The session cookie is Secure: sign-in and sign-up need HTTPS (req.secure, see TRUST_PROXY). */
+  secureCookies: boolean;
 }
 
 export interface AuthRoutes {
@@ -135,6 +137,21 @@ export function authRoutes(options: RoutesOptions): AuthRoutes {
     });
   }
 
+  /**
+   * A Secure cookie sent over plain HTTP is dropped by the browser: the person would get a token
+   * and no session, while a session row is stored for nobody. Refused before anything is read or
+   * counted, so the request stores nothing.
+   */
+  function requireHttps(req: Request): void {
+    if (options.secureCookies && !req.secure) {
+      throw new AppError(
+        'HTTPS_REQUIRED',
+        'signing in needs HTTPS: the session cookie is Secure in production; ' +
+          'behind a TLS proxy, set TRUST_PROXY so the app believes its X-Forwarded-Proto',
+      );
+    }
+  }
+
   async function signedIn(req: Request, res: Response, status: number, actor: Actor): Promise<void> {
     await sessions.start(req, actor.id);
     req.actor = actor;
@@ -215,6 +232,7 @@ export function authRoutes(options: RoutesOptions): AuthRoutes {
 
   router.post(AUTH_ROUTES.login, matched('auth.login'), authBody, async (req, res, next) => {
     try {
+      requireHttps(req);
       const { address, password } = credentials(req.body);
       const email = address.normalized;
       if ([...password].length > PASSWORD_MAX_LENGTH)
@@ -240,6 +258,7 @@ export function authRoutes(options: RoutesOptions): AuthRoutes {
   if (options.signup) {
     router.post(AUTH_ROUTES.signup, matched('auth.signup'), authBody, async (req, res, next) => {
       try {
+        requireHttps(req);
         const { address, password } = credentials(req.body);
         const problem = passwordProblem(password);
         if (problem) throw new AppError('WEAK_PASSWORD', problem);

@@ -87,7 +87,10 @@ export function createSessions(options: SessionOptions): Sessions {
     // Every response pushes the idle deadline forward (cookie and row), so only inactivity ends it.
     rolling: true,
     cookie: { ...options.cookie, sameSite: 'lax', maxAge: idleMs },
-    // In production the app sits behind a TLS-terminating proxy (Express's "trust proxy" there).
+    // In production the app sits behind a TLS-terminating proxy. Its X-Forwarded-Proto is taken
+    // here as sent: sign-in and sign-up, which start sessions, first require HTTPS as TRUST_PROXY
+    // allows (routes.ts requireHttps), and this middleware also serves the front door's requests,
+    // which Express's trust setting does not reach.
     proxy: options.production ? true : undefined,
   });
 

@@ -3,7 +3,10 @@
 // command line, which is also how the first administrator gets a role (sign-up grants none) and,
 // with auth.signup = false, the only way anyone gets an account. When people are the records of
 // the blueprint's `User` entity, `add` and `update` create and change those records (`--field`),
-// validated as any create or update, and written as the app's own trusted work (SYSTEM).
+// validated as any create or update, and written as the app's own trusted work (SYSTEM); --role
+// then writes the record's `role` / `roles` fields, so the roles printed, listed and acted with are
+// the record's. It prints ids, login e-mails and roles, never another field's value: the operator
+// is trusted (the app's own work), and these are what managing people needs.
 // Exit codes: 0 done, 1 bad input (unknown user, weak password, ...), 2 bad usage.
 
 import { parseArgs } from 'node:util';
@@ -40,9 +43,10 @@ commands:
   update --email E --field name=value [--field ...]
                                        change fields of the User record
   list                                 list User records: id, e-mail, roles, password
-  set-roles --email E [--role R ...]   replace the roles given to a person (no --role removes them)
-  remove --email E                     remove a person's password and given roles and end their
-                                       sessions (the User record stays)
+  set-roles --email E [--role R ...]   replace a person's roles (no --role removes them); with a
+                                       role or roles field, --role writes the record's field
+  remove --email E                     remove a person's password and end their sessions (the
+                                       User record stays)
 
 --field values are read as the field's type: numbers, true or false, JSON.
 add asks for the password twice at a terminal, without showing it, or reads it from stdin
@@ -265,18 +269,21 @@ async function recordsCommand(
     const fields = fieldValues(records, values);
     if (Object.hasOwn(fields, records.loginField))
       throw new UsageError(`the e-mail is --email, not --field ${records.loginField}=...`);
+    const both = records.roleFields.find((f) => granted.length && Object.hasOwn(fields, f));
+    if (both !== undefined) throw new UsageError(`give roles with --role or with --field ${both}=..., not both`);
     if (found?.credentials)
       throw new InputError(`${address} can already sign in (use update or set-roles to change them)`);
     if (found && Object.keys(fields).length)
       throw new InputError(`a User with the e-mail ${address} exists: add gives it a password; change it with update`);
     const password = await readValidPassword(io);
+    // The roles printed are those the person holds, read back: the record's when it has role fields.
     if (found) {
-      await records.addCredentials(found.id, hashPasswordSync(password), granted);
-      out(`${address} (User ${found.id}) can now sign in (${describeRoles(granted)})`);
+      const held = await records.addCredentials(found.id, hashPasswordSync(password), granted);
+      out(`${address} (User ${found.id}) can now sign in (${describeRoles(held)})`);
       return;
     }
-    const id = await records.add({ ...fields, [records.loginField]: address }, hashPasswordSync(password), granted);
-    out(`added ${address} (User ${id}, ${describeRoles(granted)})`);
+    const added = await records.add({ ...fields, [records.loginField]: address }, hashPasswordSync(password), granted);
+    out(`added ${address} (User ${added.id}, ${describeRoles(added.roles)})`);
     return;
   }
   if (!found) throw new InputError(`no User with the e-mail ${address}`);
@@ -285,9 +292,9 @@ async function recordsCommand(
     out(`updated User ${found.id} (${address})`);
   } else if (command === 'set-roles') {
     const granted = roles(values);
-    const given = await records.setRoles(found.id, granted);
-    if (!given) throw new InputError(`${address} has no password: add one with add`);
-    out(`${address} now has ${describeRoles(granted)} given`);
+    const held = await records.setRoles(found.id, granted);
+    if (!held) throw new InputError(`${address} has no password: add one with add`);
+    out(`${address} now has ${describeRoles(held)}`);
   } else {
     if (!found.credentials) throw new InputError(`${address} has no password to remove`);
     const ended = await records.removeCredentials(found.id);
