@@ -2,7 +2,7 @@
 // (test/fixtures/hidden-fields), on SQLite and on PostgreSQL. Employee.salary and Employee.taxId
 // are readable by role hr only, Employee.review by the record's owner or hr. The walk goes through
 // the record and the list routes, the audit trail, a skill list's query and path parameters,
-// a skill get, commands, workflow jobs (their results and failures), MCP tools and unique
+// a skill get, commands (their answers, an availableWhen that compares), workflow jobs (their results and failures), MCP tools and unique
 // conflicts, as a self-made account and as an API key without hr: no answer holds a hidden value,
 // and no answer differs with a guess of it. The same walk as an hr person or the hr key sees the
 // values (the positive control: the walk would see them if they leaked).
@@ -181,6 +181,19 @@ for (const database of DATABASES) describe(`a hidden field on every surface (gen
       const renamed = ok(await as(who, 'POST', `/api/commands/rename/${eve.id}`, { name: 'Eve' }));
       expect(renamed).to.include({ name: 'Eve' }).and.not.to.have.any.keys('salary', 'taxId', 'review');
     }
+  });
+
+  it('a command whose availableWhen compares a hidden field runs for those who may read it only', async () => {
+    const sam = (ok(await as(hr, 'GET', '/api/skills/people/staff?name=Sam')).items as Rec[])[0];
+    expect(ok(await as(hr, 'POST', `/api/commands/rename_well_paid/${eve.id}`, { name: 'Eve' }))).to.include({ salary: SALARY });
+    const unavailable = await as(hr, 'POST', `/api/commands/rename_well_paid/${sam.id}`, { name: 'Sam' });
+    expect(unavailable.status, unavailable.text).to.equal(409);
+    for (const who of [self, clerk]) {
+      for (const id of [eve.id, sam.id]) {
+        refusedFor(await as(who, 'POST', `/api/commands/rename_well_paid/${String(id)}`, { name: 'Renamed' }), 'salary');
+      }
+    }
+    expect(ok(await as(hr, 'GET', `/api/employees/${sam.id}`))).to.include({ name: 'Sam' });
   });
 
   it('a unique field the writer may not read is refused before the database could say the value is taken', async () => {

@@ -236,6 +236,18 @@ export class Access {
     if (refused.length) throw this.fieldReadRefusal(actor, refused, 'set the unique');
   }
 
+  /**
+   * Refuses conditions (a command's policy and availableWhen) that read a field the actor may not
+   * read on `record`: their answer (403, 409 or done) would tell how its value compares.
+   */
+  checkConditionReads(actor: Actor, conditions: ReadonlyArray<Condition | undefined>, record: Record<string, unknown>): void {
+    if (!this.hasFieldReadRules || isSystem(actor)) return;
+    const owner = ownerField((name) => this.columns.has(name));
+    const read = new Set(conditions.flatMap((c) => (c ? recordFields(c, owner) : [])));
+    const refused = this.hiddenFields(actor, record).filter((f) => read.has(f));
+    if (refused.length) throw this.fieldReadRefusal(actor, refused, 'run a command whose rules compare');
+  }
+
   /** 403 (401 when anonymous) naming fields the actor may not read, for a use that would reveal them. */
   fieldReadRefusal(actor: Actor, fields: readonly string[], use: string): AppError {
     const details = fields.map((field) => ({
@@ -366,6 +378,25 @@ function actorComparedFields(condition: Condition, owner: string): string[] {
       return condition.items.flatMap((item) => actorComparedFields(item, owner));
     case 'expr':
       return exprActorComparedFields(condition.expr);
+    default:
+      return [];
+  }
+}
+
+/** The record fields a condition reads (the first key of each `record.<field>` path). */
+function recordFields(condition: Condition, owner: string): string[] {
+  switch (condition.kind) {
+    case 'owner':
+      return [owner];
+    case 'match':
+      return condition.pairs.flatMap(({ left, right }) =>
+        [left, right].flatMap((o) => (o.kind === 'record' ? [o.keys[0]] : [])),
+      );
+    case 'and':
+    case 'or':
+      return condition.items.flatMap((item) => recordFields(item, owner));
+    case 'expr':
+      return pathsOf(condition.expr).flatMap((p) => (p.root === 'record' && p.keys.length ? [p.keys[0]] : []));
     default:
       return [];
   }
