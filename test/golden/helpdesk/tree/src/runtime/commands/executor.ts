@@ -161,7 +161,7 @@ export function* declarativeCommand(
     // The mutations are known without the record: they travel with its lock, and policy and
     // availableWhen are checked on the record as locked (a refusal rolls them back).
     const changes = resolveMutations(spec, input, actor, {}, now);
-    const check = (record: Row) => checkConditions(spec, { actor, record, input, now });
+    const check = (record: Row) => checkConditions(store, spec, { actor, record, input, now });
     const checkInSql = tail && store.db.returningOld ? conditionsInSql(store, spec, actor, { input, now }) : undefined;
     const how = { operation, check, command, detail, checkInSql, tail };
     const after = yield* store.lockAndChange(call, call.recordId, changes, how);
@@ -170,7 +170,7 @@ export function* declarativeCommand(
   // Locked until the commit: of commands racing on one record, from any number of app instances,
   // each decides on the record as the one before it left it.
   const current = yield* store.load(call, call.recordId, store.access.filter(actor, 'read'), { lock: true });
-  checkConditions(spec, { actor, record: yield* withRelations(rt, spec, current), input, now });
+  checkConditions(store, spec, { actor, record: yield* withRelations(rt, spec, current), input, now });
   const changes = resolveMutations(spec, input, actor, current, now);
   const plan = store.planUpdate(call, current, changes, { command, checkFieldRules: false });
   const after = yield* store.applyUpdate(call, plan, operation, detail);
@@ -213,11 +213,16 @@ async function runDeclarative(
   return { status: result.status, body: result.body, replayed: result.replayed };
 }
 
-/** policy (403 FORBIDDEN), then availableWhen (409 COMMAND_UNAVAILABLE), on the record as loaded. */
+/**
+ * policy (403 FORBIDDEN), then availableWhen (409 COMMAND_UNAVAILABLE), on the record as loaded;
+ * first, neither may compare a field the actor may not read (403 FIELD_READ_DENIED).
+ */
 function checkConditions(
+  store: EntityStore,
   spec: CommandSpec,
   scope: { actor: Actor; record: Row; input: Record<string, unknown>; now: string },
 ): void {
+  store.access.checkConditionReads(scope.actor, [spec.policy, spec.availableWhen], scope.record);
   if (spec.policy && !checkCondition(spec.policy, scope)) {
     throw new AppError('FORBIDDEN', `you may not run ${spec.name} on this record`);
   }
@@ -246,7 +251,7 @@ async function run(
     trace,
   );
   const now = new Date().toISOString();
-  checkConditions(spec, { actor, record, input, now });
+  checkConditions(store, spec, { actor, record, input, now });
 
   const changes = resolveMutations(spec, input, actor, loaded, now);
   const staged: Array<() => Work<unknown>> = [];
