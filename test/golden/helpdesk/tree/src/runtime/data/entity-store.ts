@@ -760,10 +760,7 @@ export class EntityStore {
    */
   private equalities(actor: Actor, where: NonNullable<ListQuery['where']>): { sql: string; params: unknown[] } {
     // Refused before the values are looked at: a 400 about a value is no answer about the field.
-    const readable = this.access.comparableWhere(
-      actor,
-      where.map((w) => w.field),
-    );
+    const readable = this.access.comparableWhere(actor, where.map((w) => w.field));
     const issues: ErrorDetail[] = [];
     const parts: string[] = [];
     const params: unknown[] = [];
