@@ -196,6 +196,21 @@ for (const database of DATABASES) describe(`a hidden field on every surface (gen
     expect(ok(await as(hr, 'GET', `/api/employees/${sam.id}`))).to.include({ name: 'Sam' });
   });
 
+  it('a command whose availableWhen reads a hidden field through a relation runs for those who may read it only', async () => {
+    const sam = (ok(await as(hr, 'GET', '/api/skills/people/staff?name=Sam')).items as Rec[])[0];
+    const bonusOf = async (employee: Rec) => ok(await as(hr, 'POST', '/api/bonuss', { employeeId: employee.id }), 201);
+    const [eveBonus, samBonus] = [await bonusOf(eve), await bonusOf(sam)];
+    expect(ok(await as(hr, 'POST', `/api/commands/grant_bonus/${eveBonus.id}`, { amount: 5 }))).to.include({ amount: 5 });
+    const unavailable = await as(hr, 'POST', `/api/commands/grant_bonus/${samBonus.id}`, { amount: 5 });
+    expect(unavailable.status, unavailable.text).to.equal(409);
+    for (const who of [self, clerk]) {
+      for (const bonus of [eveBonus, samBonus]) {
+        refusedFor(await as(who, 'POST', `/api/commands/grant_bonus/${String(bonus.id)}`, { amount: 9 }), 'employee.salary');
+      }
+    }
+    expect(ok(await as(hr, 'GET', `/api/bonuss/${eveBonus.id}`))).to.include({ amount: 5 });
+  });
+
   it('a unique field the writer may not read is refused before the database could say the value is taken', async () => {
     // hr, who may read taxId, hears that it is taken.
     const taken = await as(hr, 'POST', '/api/employees', { name: 'Copy', taxId: TAX_ID });
