@@ -242,10 +242,40 @@ export class Access {
    * read on `record`: their answer (403, 409 or done) would tell how its value compares.
    */
   checkConditionReads(actor: Actor, conditions: ReadonlyArray<Condition | undefined>, record: Record<string, unknown>): void {
+    this.checkReads(actor, conditions, [record]);
+  }
+
+  /**
+   * checkConditionReads for the records of this entity that conditions of another entity's
+   * command read through its relation `relation` (`record.<relation>.<field>`), loaded as `rows`.
+   */
+  checkRelationReads(
+    actor: Actor,
+    conditions: ReadonlyArray<Condition | undefined>,
+    relation: string,
+    rows: ReadonlyArray<Record<string, unknown>>,
+  ): void {
+    this.checkReads(actor, conditions, rows, relation);
+  }
+
+  private checkReads(
+    actor: Actor,
+    conditions: ReadonlyArray<Condition | undefined>,
+    rows: ReadonlyArray<Record<string, unknown>>,
+    relation?: string,
+  ): void {
     if (!this.hasFieldReadRules || isSystem(actor)) return;
-    const owner = ownerField((name) => this.columns.has(name));
-    const read = new Set(conditions.flatMap((c) => (c ? recordFields(c, owner) : [])));
-    const refused = this.hiddenFields(actor, record).filter((f) => read.has(f));
+    // "owner" reads the command's own record only.
+    const owner = relation === undefined ? ownerField((name) => this.columns.has(name)) : '';
+    const paths = conditions.flatMap((c) => (c ? recordPaths(c, owner) : []));
+    const read = new Set(
+      relation === undefined
+        ? paths.map((keys) => keys[0])
+        : paths.filter((keys) => keys[0] === relation && keys.length > 1).map((keys) => keys[1]),
+    );
+    if (read.size === 0) return;
+    const hidden = new Set(rows.flatMap((row) => this.hiddenFields(actor, row)));
+    const refused = [...hidden].filter((f) => read.has(f)).map((f) => (relation === undefined ? f : `${relation}.${f}`));
     if (refused.length) throw this.fieldReadRefusal(actor, refused, 'run a command whose rules compare');
   }
 
@@ -384,20 +414,18 @@ function actorComparedFields(condition: Condition, owner: string): string[] {
   }
 }
 
-/** The record fields a condition reads (the first key of each `record.<field>` path). */
-function recordFields(condition: Condition, owner: string): string[] {
+/** The keys of each `record.<...>` path a condition reads (`owner`: its owner field, when named). */
+function recordPaths(condition: Condition, owner: string): string[][] {
   switch (condition.kind) {
     case 'owner':
-      return [owner];
+      return owner ? [[owner]] : [];
     case 'match':
-      return condition.pairs.flatMap(({ left, right }) =>
-        [left, right].flatMap((o) => (o.kind === 'record' ? [o.keys[0]] : [])),
-      );
+      return condition.pairs.flatMap(({ left, right }) => [left, right].flatMap((o) => (o.kind === 'record' ? [o.keys] : [])));
     case 'and':
     case 'or':
-      return condition.items.flatMap((item) => recordFields(item, owner));
+      return condition.items.flatMap((item) => recordPaths(item, owner));
     case 'expr':
-      return pathsOf(condition.expr).flatMap((p) => (p.root === 'record' && p.keys.length ? [p.keys[0]] : []));
+      return pathsOf(condition.expr).flatMap((p) => (p.root === 'record' && p.keys.length ? [p.keys] : []));
     default:
       return [];
   }
