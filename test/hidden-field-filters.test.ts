@@ -1,6 +1,7 @@
 // Generate-time checks of filters on hidden fields (generator/validate/hidden-field-filters.ts):
 // a list action that filters on a field no caller of it may read is an error, a filtered field
-// whose rule reads the record must be SQL, and a unique field whose rule reads the record warns.
+// whose rule reads the record must be SQL, and a unique field whose rule reads the record, an
+// entity rule or a command condition that compares a hidden field warn.
 
 import * as path from 'node:path';
 import { expect } from 'chai';
@@ -92,6 +93,39 @@ describe('generate-time checks of filters on hidden fields', () => {
     expect(diagnostics(blueprint({ read: `"record.ownerId == actor.id"` }))).to.deep.equal([]);
     expect(diagnostics(blueprint({ read: `"record.rank * 2 > 10"` }))).to.deep.equal([
       ['READ_RULE_NOT_SQL', 'error', 'skill.people.actions.0.query.pay'],
+    ]);
+  });
+
+  it('warns of entity rules and command conditions that compare a hidden field', () => {
+    const base = blueprint({ read: `"actor.roles contains 'hr'"` }).replace(/query = .*\n/, '');
+    const text = base.replace(
+      '\n[skill.people]',
+      `access = { read = "record.salary < 100000", update = "authenticated" }
+
+[entity.Bonus]
+fields = [
+  { name = "id", type = "ULID", primary_key = true },
+  { name = "employeeId", type = "Ref", ref = "Employee.id" },
+  { name = "amount", type = "Integer" },
+]
+
+[command.Grant]
+entity = "Bonus"
+availableWhen = "record.employee.salary > 1 && record.amount == 0"
+mutations = { amount = 5 }
+
+[command.Raise]
+entity = "Employee"
+policy = "record.rank > 2"
+availableWhen = "record.salary < 5"
+mutations = { rank = 3 }
+
+[skill.people]`,
+    );
+    expect(diagnostics(text)).to.deep.equal([
+      ['RULE_READS_HIDDEN_FIELD', 'warning', 'entity.Employee.access.read'],
+      ['RULE_READS_HIDDEN_FIELD', 'warning', 'command.Grant.availableWhen'],
+      ['RULE_READS_HIDDEN_FIELD', 'warning', 'command.Raise.availableWhen'],
     ]);
   });
 

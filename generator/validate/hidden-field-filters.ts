@@ -5,6 +5,10 @@
 // - HIDDEN_FIELD_FILTER (error): a list action filters (a query or path parameter) on a field
 //   that no actor allowed to call the action may read: every call with it would be refused.
 // - READ_RULE_NOT_SQL (error): a filtered field's read rule reads the record but cannot be SQL.
+// - RULE_READS_HIDDEN_FIELD (warning): an entity's access rule or a command's policy or
+//   availableWhen compares a field that a read rule hides. An entity rule's answer (which records
+//   a caller may read or change) tells how the value compares, and the app cannot refuse it; a
+//   command is refused (403) to callers who may not read the field.
 // - UNIQUE_FIELD_READ_RULE (warning): a unique field whose read rule reads the record; the app
 //   refuses a write of it by a writer who may not read it on the record as written, but a writer
 //   who may read it there still hears (409) whether another record, perhaps one whose field it
@@ -13,7 +17,9 @@
 import { pathParams } from '../../runtime-lib/core/path-params.ts';
 import { type ColumnType, conditionToSql } from '../../runtime-lib/rules/condition-sql.ts';
 import { checkCondition, type Condition, conditionReadsRecord } from '../../runtime-lib/rules/conditions.ts';
+import { pathsOf } from '../../runtime-lib/rules/expression-parse.ts';
 import type { CompileContext } from '../context.ts';
+import { matchRelations, refRelations } from '../emit/relations.ts';
 import type { KeyPath } from '../parse/locate.ts';
 import type { Blueprint, Entity, Skill, SkillAction } from '../model/types.ts';
 import { apiKeyActor } from './security/may-act.ts';
@@ -37,6 +43,7 @@ export function checkHiddenFieldFilters(ctx: CompileContext, bp: Blueprint): voi
       for (const { field, at } of filters(action)) checkFilter(ctx, bp, skill, action, entity, field, at);
     }
   }
+  rulesReadingHiddenFields(ctx, bp);
   for (const entity of bp.entities) {
     for (const field of entity.fields) {
       const read = field.access.read;
@@ -49,6 +56,65 @@ export function checkHiddenFieldFilters(ctx: CompileContext, bp: Blueprint): voi
         hint: 'make the read rule depend on the actor only (its role), or drop `unique` and check uniqueness in a command that the readers of the field run',
       });
     }
+  }
+}
+
+function rulesReadingHiddenFields(ctx: CompileContext, bp: Blueprint): void {
+  const hidden = (entity: Entity) => new Set(entity.fields.filter((f) => f.access.read).map((f) => f.name));
+  for (const entity of bp.entities) {
+    const names = hidden(entity);
+    if (names.size === 0) continue;
+    for (const [action, rule] of Object.entries(entity.access)) {
+      const read = recordFields(rule.condition).filter((f) => names.has(f));
+      if (!read.length || ctx.failed([...entity.path, 'access', action])) continue;
+      const message = `the ${action} rule of ${entity.name} compares ${read.join(', ')}, which a field read rule hides: the records a caller may ${action} tell how the value compares`;
+      ctx.report('RULE_READS_HIDDEN_FIELD', [...entity.path, 'access', action], message, {
+        severity: 'warning',
+        hint: `compare fields every caller of this rule may read, or give ${read.join(', ')} a read rule that holds wherever this one does`,
+      });
+    }
+  }
+  const refs = refRelations(bp);
+  const matches = matchRelations(bp);
+  const related = (entity: Entity, name: string): Entity | undefined =>
+    refs.find((r) => r.from === entity && r.forward === name)?.to ??
+    refs.find((r) => r.to === entity && r.back === name)?.from ??
+    matches.find((m) => m.from === entity && m.name === name)?.to;
+  for (const command of bp.commands) {
+    const entity = bp.entities.find((e) => e.name === command.entity);
+    if (!entity) continue;
+    for (const key of ['policy', 'availableWhen'] as const) {
+      const rule = command[key];
+      if (!rule || ctx.failed([...command.path, key])) continue;
+      const read = recordPaths(rule.condition).flatMap((keys) => {
+        if (hidden(entity).has(keys[0])) return [keys[0]];
+        // Through a relation (`record.employee.salary`), named as the app loads it (emit/commands.ts).
+        const target = related(entity, keys[0]);
+        return target && keys.length > 1 && hidden(target).has(keys[1]) ? [`${keys[0]}.${keys[1]}`] : [];
+      });
+      if (!read.length) continue;
+      const message = `${command.name}'s ${key} compares ${[...new Set(read)].join(', ')}, which a field read rule hides: callers who may not read it are refused (403), as its answer would tell how the value compares`;
+      ctx.report('RULE_READS_HIDDEN_FIELD', [...command.path, key], message, { severity: 'warning' });
+    }
+  }
+}
+
+/** The first key of each `record.<field>` path a condition reads ("owner": no field it names). */
+function recordFields(condition: Condition): string[] {
+  return recordPaths(condition).map((keys) => keys[0]);
+}
+
+function recordPaths(condition: Condition): string[][] {
+  switch (condition.kind) {
+    case 'match':
+      return condition.pairs.flatMap(({ left, right }) => [left, right].flatMap((o) => (o.kind === 'record' ? [o.keys] : [])));
+    case 'and':
+    case 'or':
+      return condition.items.flatMap(recordPaths);
+    case 'expr':
+      return pathsOf(condition.expr).flatMap((p) => (p.root === 'record' && p.keys.length ? [p.keys] : []));
+    default:
+      return [];
   }
 }
 
