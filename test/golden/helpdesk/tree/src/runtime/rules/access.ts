@@ -290,7 +290,8 @@ export class Access {
       return new AppError('UNAUTHENTICATED', `sign in or present an API key to ${use} ${fields.join(', ')}`, {
         details,
       });
-    return new AppError('FORBIDDEN', `you may not ${use} ${fields.join(', ')}: you may not read it`, { details });
+    const why = fields.length > 1 ? 'they are not readable for you' : 'it is not readable for you';
+    return new AppError('FORBIDDEN', `you may not ${use} ${fields.join(', ')}: ${why}`, { details });
   }
 
   /** Refuses a write to any field whose `access.write` the actor does not pass. */
