@@ -11,6 +11,7 @@ import type { Blueprint } from './model/types.ts';
 import { parseBlueprint } from './parse/load.ts';
 import type { SourceHost } from './source.ts';
 import { checkAccessRules } from './validate/access-rules.ts';
+import { checkHiddenFieldFilters } from './validate/hidden-field-filters.ts';
 import { checkDeclarations } from './validate/declarations/index.ts';
 import { checkReferences } from './validate/references/index.ts';
 import { checkSecurity } from './validate/security/warnings.ts';
@@ -36,6 +37,7 @@ export function validateBlueprint(rootPath: string, host: SourceHost): ValidateR
   const model = buildModel(ctx);
   checkReferences(ctx, model);
   checkAccessRules(ctx, model);
+  checkHiddenFieldFilters(ctx, model);
   checkSecurity(ctx, model);
   return { model, diagnostics: sortDiagnostics(diagnostics) };
 }

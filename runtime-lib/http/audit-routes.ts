@@ -1,7 +1,8 @@
-// GET /api/audit: a record's audit trail, newest first, for actors who may read the record.
+// GET /api/audit: a record's audit trail, newest first, for actors who may read the record, without
+// the changes of fields they may not read (audit.ts readerView).
 
 import { Router } from 'express';
-import type { AuditLog } from '../data/audit.ts';
+import { type AuditLog, readerView } from '../data/audit.ts';
 import type { EntityStore } from '../data/entity-store.ts';
 import { parseListQuery } from './list-query.ts';
 import { AppError } from '../core/errors.ts';
@@ -26,14 +27,17 @@ export function auditRoutes(audit: AuditLog, stores: ReadonlyMap<string, EntityS
     const ctx = requestContext(req, { mutation: false });
     // The trail is as private as the record: the actor must be able to read it.
     const { limit, offset } = parseListQuery(paging);
-    const page = await store.db.read(
+    const { record, page } = await store.db.read(
       (function* () {
-        yield* store.load(ctx, recordId, store.access.filter(ctx.actor, 'read'));
-        return yield* audit.list(entity, recordId, limit, offset);
+        const record = yield* store.load(ctx, recordId, store.access.filter(ctx.actor, 'read'));
+        return { record, page: yield* audit.list(entity, recordId, limit, offset) };
       })(),
       req.trace,
     );
-    sendJson(res, 200, { items: page.items, limit, offset, hasMore: page.hasMore });
+    // Values of fields the actor may not read stay out of the trail, as they stay out of the record.
+    const hidden = (values: Record<string, unknown>) => store.access.hiddenFields(ctx.actor, values);
+    const items = page.items.map((item) => readerView(item, record, hidden));
+    sendJson(res, 200, { items, limit, offset, hasMore: page.hasMore });
   });
   return router;
 }

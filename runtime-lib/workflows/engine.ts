@@ -545,6 +545,9 @@ class Steps {
         if (id === undefined || id === null)
           throw new AppError('VALIDATION_FAILED', `a ${step.action} step needs where.${key}, the record's id`);
         const current = yield* store.load(ctx, String(id), store.access.filter(ctx.actor, 'read'), { lock: true });
+        // Whether the job fails would tell the value of a field the actor may not read.
+        const hidden = store.access.hiddenFields(ctx.actor, current).filter((f) => Object.hasOwn(expected, f));
+        if (hidden.length) throw store.access.fieldReadRefusal(ctx.actor, hidden, 'compare');
         const changed = Object.entries(expected).filter(([field, value]) => !same(current[field], value));
         if (changed.length) {
           throw new AppError(

@@ -161,7 +161,7 @@ export function* declarativeCommand(
     // The mutations are known without the record: they travel with its lock, and policy and
     // availableWhen are checked on the record as locked (a refusal rolls them back).
     const changes = resolveMutations(spec, input, actor, {}, now);
-    const check = (record: Row) => checkConditions(spec, { actor, record, input, now });
+    const check = (record: Row) => checkConditions(rt, spec, { actor, record, input, now });
     const checkInSql = tail && store.db.returningOld ? conditionsInSql(store, spec, actor, { input, now }) : undefined;
     const how = { operation, check, command, detail, checkInSql, tail };
     const after = yield* store.lockAndChange(call, call.recordId, changes, how);
@@ -170,7 +170,7 @@ export function* declarativeCommand(
   // Locked until the commit: of commands racing on one record, from any number of app instances,
   // each decides on the record as the one before it left it.
   const current = yield* store.load(call, call.recordId, store.access.filter(actor, 'read'), { lock: true });
-  checkConditions(spec, { actor, record: yield* withRelations(rt, spec, current), input, now });
+  checkConditions(rt, spec, { actor, record: yield* withRelations(rt, spec, current), input, now });
   const changes = resolveMutations(spec, input, actor, current, now);
   const plan = store.planUpdate(call, current, changes, { command, checkFieldRules: false });
   const after = yield* store.applyUpdate(call, plan, operation, detail);
@@ -213,11 +213,23 @@ async function runDeclarative(
   return { status: result.status, body: result.body, replayed: result.replayed };
 }
 
-/** policy (403 FORBIDDEN), then availableWhen (409 COMMAND_UNAVAILABLE), on the record as loaded. */
+/**
+ * policy (403 FORBIDDEN), then availableWhen (409 COMMAND_UNAVAILABLE), on the record as loaded
+ * with its relations; first, neither may compare a field the actor may not read, of the record or
+ * of a related one (403 FIELD_READ_DENIED): their answer would tell how its value compares.
+ */
 function checkConditions(
+  rt: CommandRuntime,
   spec: CommandSpec,
   scope: { actor: Actor; record: Row; input: Record<string, unknown>; now: string },
 ): void {
+  const conditions = [spec.policy, spec.availableWhen];
+  (rt.stores.get(spec.entity) as EntityStore).access.checkConditionReads(scope.actor, conditions, scope.record);
+  for (const inc of spec.includes) {
+    const related = scope.record[inc.name];
+    const rows = (Array.isArray(related) ? related : related ? [related] : []) as Row[];
+    rt.stores.get(inc.entity)?.access.checkRelationReads(scope.actor, conditions, inc.name, rows);
+  }
   if (spec.policy && !checkCondition(spec.policy, scope)) {
     throw new AppError('FORBIDDEN', `you may not run ${spec.name} on this record`);
   }
@@ -246,7 +258,7 @@ async function run(
     trace,
   );
   const now = new Date().toISOString();
-  checkConditions(spec, { actor, record, input, now });
+  checkConditions(rt, spec, { actor, record, input, now });
 
   const changes = resolveMutations(spec, input, actor, loaded, now);
   const staged: Array<() => Work<unknown>> = [];

@@ -238,7 +238,7 @@ export class EntityStore {
 
   *list(ctx: RequestContext, q: ListQuery): Work<ListResult<Row>> {
     const filter = this.access.filter(ctx.actor, 'read');
-    const where = q.where?.length ? this.equalities(q.where) : undefined;
+    const where = q.where?.length ? this.equalities(ctx.actor, q.where) : undefined;
     const conditions = [...(where ? [where] : []), ...(filter === true || filter === false ? [] : [filter])];
     // One row more than asked tells whether another page exists, without a COUNT(*).
     const rows =
@@ -296,6 +296,8 @@ export class EntityStore {
     const rowRules = options.rowRules !== false;
     if (rowRules) this.access.check(actor, 'create', candidate);
     this.access.checkFieldWrites(actor, Object.keys(input), candidate);
+    // Sign-up (rowRules false) says whether an e-mail is taken by design (auth's own answer).
+    if (rowRules) this.checkUniqueWrites(actor, Object.keys(input), candidate);
     if (rowRules) this.access.checkWrite(actor, null, candidate, Object.keys(input));
     yield* this.checkRefs(params, Object.keys(params));
     // The insert names every column but a database-assigned key, in declaration order.
@@ -374,6 +376,8 @@ export class EntityStore {
     const { values, changed, issues } = options.changes ?? this.changesOf(id, input, options.command);
     if (issues.length) throw validationError(issues);
     if (options.checkFieldRules) this.access.checkFieldWrites(ctx.actor, changed, current);
+    // A command's mutations too: whoever supplies the value would hear whether it is taken.
+    this.checkUniqueWrites(ctx.actor, changed, current, values);
     return { id, before: current, values, changed };
   }
 
@@ -710,6 +714,19 @@ export class EntityStore {
     return rows.map((r) => decodeRow(this.decoded, r));
   }
 
+  /** Whether a unique constraint holds `name` (alone or with others). */
+  private readonly isUnique = (name: string): boolean => this.byName.get(name)?.unique === true;
+
+  /**
+   * Access.checkUniqueWrites for a write of `written`: on `record` as a create makes it, or, with
+   * `values` (their stored forms), on `record` as an update of those fields leaves it.
+   */
+  private checkUniqueWrites(actor: Actor, written: readonly string[], record: Row, values?: readonly unknown[]): void {
+    if (!this.access.hasFieldReadRules || !written.some(this.isUnique)) return;
+    const after = values === undefined ? record : this.withChanges(record, written, values);
+    this.access.checkUniqueWrites(actor, written, this.isUnique, after);
+  }
+
   private commandMayWrite(f: FieldSpec, command: CommandRef | undefined): boolean {
     if (!command || command.entity !== this.spec.name) return false;
     return f.commands === undefined || f.commands.includes(command.name);
@@ -745,8 +762,14 @@ export class EntityStore {
     if (this.onChange) yield* this.onChange(ctx, { entity: this.spec.name, event, before, after });
   }
 
-  /** `field = value` for each filter, values checked and stored as their field's (400 when one is not). */
-  private equalities(where: NonNullable<ListQuery['where']>): { sql: string; params: unknown[] } {
+  /**
+   * `field = value` for each filter, values checked and stored as their field's (400 when one is
+   * not). A filter on a field the actor may not read is refused, or held to records whose field
+   * the actor may read (Access.comparableWhere): which records it returns must not tell the value.
+   */
+  private equalities(actor: Actor, where: NonNullable<ListQuery['where']>): { sql: string; params: unknown[] } {
+    // Refused before the values are looked at: a 400 about a value is no answer about the field.
+    const readable = this.access.comparableWhere(actor, where.map((w) => w.field));
     const issues: ErrorDetail[] = [];
     const parts: string[] = [];
     const params: unknown[] = [];
@@ -762,6 +785,10 @@ export class EntityStore {
       }
     }
     if (issues.length) throw validationError(issues);
+    if (readable !== true && readable !== false) {
+      parts.push(`(${readable.sql})`);
+      params.push(...readable.params);
+    }
     return { sql: parts.join(' AND '), params };
   }
 

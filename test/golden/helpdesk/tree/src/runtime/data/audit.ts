@@ -120,6 +120,26 @@ export class AuditLog {
   }
 }
 
+/**
+ * An entry as one reader may see it: each change of a field the reader may not read is left out,
+ * and so is `detail` from a reader who may not read every field (a command's input, a handler's
+ * facts may carry a hidden value, changed or not; which of them do is not known here). `hidden`
+ * names the fields the reader may not read on a version of the record; it is asked of the record
+ * as it is now and as it is with this entry's values before and after, so that a rule that reads
+ * the record (`record.ownerId == actor.id`) hides a change the entry itself moved out of reach.
+ */
+export function readerView(
+  entry: AuditRecord,
+  current: Record<string, unknown>,
+  hidden: (record: Record<string, unknown>) => readonly string[],
+): AuditRecord {
+  const changes = Object.entries(entry.changes);
+  const side = (key: 'before' | 'after') => ({ ...current, ...Object.fromEntries(changes.map(([f, c]) => [f, c[key]])) });
+  const withheld = new Set([...hidden(current), ...hidden(side('before')), ...hidden(side('after'))]);
+  if (withheld.size === 0) return entry;
+  return { ...entry, changes: Object.fromEntries(changes.filter(([field]) => !withheld.has(field))), detail: null };
+}
+
 function detailOf(entry: Pick<AuditEntry, 'detail'>): string | null {
   return entry.detail ? JSON.stringify(entry.detail) : null;
 }

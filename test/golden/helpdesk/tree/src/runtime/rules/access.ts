@@ -182,12 +182,116 @@ export class Access {
 
   /** Fields of `record` the actor may not read are removed (field `access.read`). */
   hideFields(actor: Actor, record: Record<string, unknown>): Record<string, unknown> {
-    if (isSystem(actor)) return record;
-    const who = conditionActor(actor);
-    for (const [name, rules] of Object.entries(this.policy.fields)) {
-      if (rules.read && !checkCondition(rules.read, { actor: who, record })) delete record[name];
-    }
+    for (const name of this.hiddenFields(actor, record)) delete record[name];
     return record;
+  }
+
+  /** The fields of `record` whose `access.read` the actor does not pass, in declaration order. */
+  hiddenFields(actor: Actor, record: Record<string, unknown>): string[] {
+    if (isSystem(actor)) return [];
+    const who = conditionActor(actor);
+    return Object.entries(this.policy.fields)
+      .filter(([, rules]) => rules.read && !checkCondition(rules.read, { actor: who, record }))
+      .map(([name]) => name);
+  }
+
+  /**
+   * Where records may be compared on `fields` (a list's filters) by `actor`, as SQL: a field whose
+   * read rule the actor does not pass is refused (403 naming it), else a filter on it would tell
+   * its value by which records it returns. A rule that does not read the record is decided for the
+   * actor alone; one that does (`record.ownerId == actor.id`) becomes part of the filter, so that
+   * the comparison only matches records whose field the actor may read, and no record the actor
+   * may not read the field of is told apart by its value. Untranslatable rules are refused.
+   */
+  comparableWhere(actor: Actor, fields: readonly string[]): RowFilter {
+    if (isSystem(actor)) return true;
+    const who = conditionActor(actor);
+    const refused: string[] = [];
+    const filters: RowFilter[] = [];
+    for (const name of new Set(fields)) {
+      const rule = this.policy.fields[name]?.read;
+      if (!rule) continue;
+      // Decided as hiddenFields decides it, so that a field shown is a field that may be compared.
+      const filter = conditionReadsRecord(rule)
+        ? conditionToSql(rule, who, this.columns, this.dialect)
+        : checkCondition(rule, { actor: who, record: null });
+      if (filter === undefined || filter === false) refused.push(name);
+      else filters.push(filter);
+    }
+    if (refused.length) throw this.fieldReadRefusal(actor, refused, 'filter on');
+    return andFilters(filters);
+  }
+
+  /**
+   * Refuses a write that sets a unique field the actor may not read on the record as written: the
+   * database's answer (409, the value is taken) would tell whether another record holds the value.
+   */
+  checkUniqueWrites(
+    actor: Actor,
+    written: readonly string[],
+    unique: (name: string) => boolean,
+    record: Record<string, unknown>,
+  ): void {
+    const hidden = new Set(this.hiddenFields(actor, record));
+    const refused = written.filter((name) => unique(name) && hidden.has(name));
+    if (refused.length) throw this.fieldReadRefusal(actor, refused, 'set the unique');
+  }
+
+  /**
+   * Refuses conditions (a command's policy and availableWhen) that read a field the actor may not
+   * read on `record`: their answer (403, 409 or done) would tell how its value compares.
+   */
+  checkConditionReads(actor: Actor, conditions: ReadonlyArray<Condition | undefined>, record: Record<string, unknown>): void {
+    this.checkReads(actor, conditions, [record]);
+  }
+
+  /**
+   * checkConditionReads for the records of this entity that conditions of another entity's
+   * command read through its relation `relation` (`record.<relation>.<field>`), loaded as `rows`.
+   */
+  checkRelationReads(
+    actor: Actor,
+    conditions: ReadonlyArray<Condition | undefined>,
+    relation: string,
+    rows: ReadonlyArray<Record<string, unknown>>,
+  ): void {
+    this.checkReads(actor, conditions, rows, relation);
+  }
+
+  private checkReads(
+    actor: Actor,
+    conditions: ReadonlyArray<Condition | undefined>,
+    rows: ReadonlyArray<Record<string, unknown>>,
+    relation?: string,
+  ): void {
+    if (!this.hasFieldReadRules || isSystem(actor)) return;
+    // "owner" reads the command's own record only.
+    const owner = relation === undefined ? ownerField((name) => this.columns.has(name)) : '';
+    const paths = conditions.flatMap((c) => (c ? recordPaths(c, owner) : []));
+    const read = new Set(
+      relation === undefined
+        ? paths.map((keys) => keys[0])
+        : paths.filter((keys) => keys[0] === relation && keys.length > 1).map((keys) => keys[1]),
+    );
+    if (read.size === 0) return;
+    const hidden = new Set(rows.flatMap((row) => this.hiddenFields(actor, row)));
+    const refused = [...hidden].filter((f) => read.has(f)).map((f) => (relation === undefined ? f : `${relation}.${f}`));
+    if (refused.length) throw this.fieldReadRefusal(actor, refused, 'run a command whose rules compare');
+  }
+
+  /** 403 (401 when anonymous) naming fields the actor may not read, for a use that would reveal them. */
+  fieldReadRefusal(actor: Actor, fields: readonly string[], use: string): AppError {
+    const details = fields.map((field) => ({
+      field,
+      code: 'FIELD_READ_DENIED',
+      message: `${field} is not readable for you`,
+    }));
+    if (!isAuthenticated(actor))
+      return new AppError('UNAUTHENTICATED', `sign in or present an API key to ${use} ${fields.join(', ')}`, {
+        details,
+      });
+    const why = fields.length > 1 ? 'they are not readable for you' : 'it is not readable for you';
+    return new AppError('FORBIDDEN', `you may not ${use} ${fields.join(', ')}: ${why}`, { details });
   }
 
   /** Refuses a write to any field whose `access.write` the actor does not pass. */
@@ -306,6 +410,23 @@ function actorComparedFields(condition: Condition, owner: string): string[] {
       return condition.items.flatMap((item) => actorComparedFields(item, owner));
     case 'expr':
       return exprActorComparedFields(condition.expr);
+    default:
+      return [];
+  }
+}
+
+/** The keys of each `record.<...>` path a condition reads (`owner`: its owner field, when named). */
+function recordPaths(condition: Condition, owner: string): string[][] {
+  switch (condition.kind) {
+    case 'owner':
+      return owner ? [[owner]] : [];
+    case 'match':
+      return condition.pairs.flatMap(({ left, right }) => [left, right].flatMap((o) => (o.kind === 'record' ? [o.keys] : [])));
+    case 'and':
+    case 'or':
+      return condition.items.flatMap((item) => recordPaths(item, owner));
+    case 'expr':
+      return pathsOf(condition.expr).flatMap((p) => (p.root === 'record' && p.keys.length ? [p.keys] : []));
     default:
       return [];
   }
