@@ -84,8 +84,9 @@ function securitySchemes(bp: Blueprint): { securitySchemes?: Record<string, Sche
     schemes.session = {
       type: 'apiKey',
       in: 'cookie',
-      name: `${bp.slug}.sid`,
-      description: 'A session from POST /api/auth/login; mutations also send X-CSRF-Token (GET /api/auth/session).',
+      // The production name: the __Host- prefix binds the cookie to this host, Secure, path /.
+      name: `__Host-${bp.slug}.sid`,
+      description: `From POST /api/auth/login (${bp.slug}.sid outside production); mutations send X-CSRF-Token.`,
     };
   }
   return Object.keys(schemes).length ? { securitySchemes: schemes } : {};

@@ -9,6 +9,11 @@ const RETRY_AFTER = { 'Retry-After': { description: 'Seconds to wait before retr
 const ERROR_RESPONSES: Record<string, { description: string; codes: string[]; retry?: true }> = {
   BadRequest: {
     description: 'The request is malformed or fails validation',
+    codes: ['VALIDATION_FAILED', 'INVALID_JSON', 'INVALID_QUERY'],
+  },
+  // The 400 of every operation that takes Idempotency-Key: API keys must send one.
+  BadWriteRequest: {
+    description: 'Malformed or invalid, or an API key sent no Idempotency-Key (IDEMPOTENCY_KEY_REQUIRED)',
     codes: ['VALIDATION_FAILED', 'INVALID_JSON', 'INVALID_QUERY', 'IDEMPOTENCY_KEY_REQUIRED'],
   },
   Unauthenticated: { description: 'No valid credential: sign in, or send Authorization: Bearer <API key>', codes: ['UNAUTHENTICATED'] },
