@@ -12,6 +12,7 @@ import { parseBlueprint } from './parse/load.ts';
 import type { SourceHost } from './source.ts';
 import { checkAccessRules } from './validate/access-rules.ts';
 import { checkDeclarations } from './validate/declarations/index.ts';
+import { checkMcpArguments } from './validate/mcp-arguments.ts';
 import { checkReferences } from './validate/references/index.ts';
 import { checkSecurity } from './validate/security/warnings.ts';
 import { checkShapes } from './validate/shape.ts';
@@ -24,7 +25,7 @@ export interface ValidateResult {
 /**
  * Parse and validate: every problem of the blueprint, errors and warnings, at once. The stages:
  * parse, shape (JSON Schema), declaration rules, model, cross-reference rules (names in
- * conditions included), access rules, security warnings.
+ * conditions included), access rules, security warnings, MCP tool arguments.
  */
 export function validateBlueprint(rootPath: string, host: SourceHost): ValidateResult {
   const parsed = parseBlueprint(rootPath, host);
@@ -37,6 +38,7 @@ export function validateBlueprint(rootPath: string, host: SourceHost): ValidateR
   checkReferences(ctx, model);
   checkAccessRules(ctx, model);
   checkSecurity(ctx, model);
+  checkMcpArguments(ctx, model);
   return { model, diagnostics: sortDiagnostics(diagnostics) };
 }
 
