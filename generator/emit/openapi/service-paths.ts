@@ -37,6 +37,9 @@ export const META_PATHS: Record<string, Schema> = {
   },
 };
 
+/** JSON sign-in and sign-up need no CSRF token (a browser cannot post JSON cross-site unasked). */
+const FORM_ONLY_CSRF: Schema = { description: 'The CSRF token of a form post; a JSON body needs none' };
+
 export function authPaths(bp: Blueprint): Record<string, Schema> {
   const credentials = {
     required: true,
@@ -44,7 +47,7 @@ export function authPaths(bp: Blueprint): Record<string, Schema> {
       'application/json': {
         schema: {
           type: 'object',
-          properties: { email: EMAIL_SCHEMA, password: { type: 'string', minLength: 12, maxLength: 1024 }, _csrf: { type: 'string' } },
+          properties: { email: EMAIL_SCHEMA, password: { type: 'string', minLength: 12, maxLength: 1024 }, _csrf: FORM_ONLY_CSRF },
           required: ['email', 'password'],
         },
       },
