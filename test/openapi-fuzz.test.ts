@@ -81,7 +81,7 @@ for (const database of DATABASES) describe(`openapi.json as the contract: schema
     const r = generate(path.join(ROOT, 'fixtures/helpdesk/helpdesk.toml'), appDir);
     expect(r.status, r.stderr).to.equal(0);
     api = new OpenApiChecker(path.join(appDir, 'openapi.json'));
-    doc = api.doc as typeof doc;
+    doc = api.doc as unknown as typeof doc;
     app = await startApp(appDir, env);
     addUser(appDir, env, 'admin@example.com', 'correct horse battery', ['admin']);
     session = await login(app.url, 'admin@example.com', 'correct horse battery');
@@ -118,7 +118,7 @@ for (const database of DATABASES) describe(`openapi.json as the contract: schema
       for (const [method, raw] of Object.entries(item)) {
         if (method === 'parameters' || SKIPPED.has(`${method.toUpperCase()} ${template}`)) continue;
         const op = raw as { parameters?: Operation['parameters']; requestBody?: { required?: boolean; content: Record<string, { schema: Schema }> } };
-        const parameters = [...((item.parameters as Operation['parameters'] | undefined) ?? []), ...(op.parameters ?? [])].map((p) => ({ ...p, schema: deref(p.schema) }));
+        const parameters = [...((item.parameters as unknown as Operation['parameters'] | undefined) ?? []), ...(op.parameters ?? [])].map((p) => ({ ...p, schema: deref(p.schema) }));
         const json = op.requestBody?.content['application/json'];
         ops.push({
           method: method.toUpperCase(),
