@@ -75,7 +75,9 @@ export function mcpTools(bp: Blueprint): McpTool[] {
   const tools = toolPlans(bp).map((plan) => {
     const clash = argumentCollisions(plan)[0];
     // validate/mcp-arguments.ts reports this as MCP_ARGUMENT_COLLISION before anything is emitted.
-    if (clash) throw new Error(`MCP tool "${plan.name}": argument ${clash.argument} comes from ${clash.from.join(' and ')}`);
+    if (clash) {
+      throw new Error(`MCP tool "${plan.name}": argument ${clash.argument} comes from ${clash.from.join(' and ')}`);
+    }
     const { name, description, annotations, runs } = plan.build();
     return { name, description, inputSchema: flatSchema(plan.sources), annotations, runs };
   });
@@ -206,7 +208,9 @@ function commandTool(command: Command, op: Schema, schemas: Record<string, Schem
     sources: [
       {
         from: 'recordId',
-        properties: { recordId: { ...inline(id.schema, schemas), description: `The ${command.entity} the command runs on` } },
+        properties: {
+          recordId: { ...inline(id.schema, schemas), description: `The ${command.entity} the command runs on` },
+        },
         required: ['recordId'],
       },
       bodySource('input', input, requestBody.required),

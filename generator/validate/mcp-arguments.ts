@@ -27,9 +27,17 @@ export function checkMcpArguments(ctx: CompileContext, bp: Blueprint): void {
       ctx.report(
         'MCP_ARGUMENT_COLLISION',
         tool.declaredAt,
-        `MCP tool ${tool.name} takes named arguments, and "${argument}" is both ${from.map((f) => ORIGIN[f]).join(' and ')}`,
-        { hint: `rename one of them (a path parameter, with mapParams naming its field; a query parameter; a body key or input) so that each argument has one meaning` },
+        `MCP tool ${tool.name} takes named arguments, and "${argument}" is both ${origins(from)}`,
+        {
+          hint:
+            'rename one of them (a path parameter, with mapParams naming its field; a query parameter; ' +
+            'a body key or input) so that each argument has one meaning',
+        },
       );
     }
   }
+}
+
+function origins(from: readonly string[]): string {
+  return from.map((f) => ORIGIN[f]).join(' and ');
 }
