@@ -42,7 +42,9 @@ function toolCall(params: unknown): { name: string; args: unknown } {
     throw new McpError(ErrorCode.InvalidParams, 'tools/call params must be an object with a "name"');
   }
   const { name, arguments: args } = params as { name?: unknown; arguments?: unknown };
-  if (typeof name !== 'string' || name === '') throw new McpError(ErrorCode.InvalidParams, 'tools/call "name" must be a tool name');
+  if (typeof name !== 'string' || name === '') {
+    throw new McpError(ErrorCode.InvalidParams, 'tools/call "name" must be a tool name');
+  }
   if (args !== undefined && (typeof args !== 'object' || args === null || Array.isArray(args))) {
     throw new McpError(ErrorCode.InvalidParams, 'tools/call "arguments" must be an object of named arguments');
   }
