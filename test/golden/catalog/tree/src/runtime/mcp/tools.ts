@@ -168,13 +168,16 @@ function meta(status: number, traceId: string): Record<string, unknown> {
   return { 'bp/status': status, 'bp/traceId': traceId };
 }
 
-/** The arguments as an object without prototype keys (absent arguments: none). */
-function argumentObject(value: unknown, name = 'arguments'): Readonly<Record<string, unknown>> {
+/**
+ * The arguments as an object without prototype keys (absent arguments: none). mcp/server.ts has
+ * refused arguments that are not an object (-32602); a caller of `call` other than it may not.
+ */
+function argumentObject(value: unknown): Readonly<Record<string, unknown>> {
   if (value === undefined) return {};
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw invalid(name, 'must be an object');
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw invalid('arguments', 'must be an object');
   const forbidden = Object.keys(value).filter((k) => PROTOTYPE_KEYS.has(k));
   if (forbidden.length) {
-    throw new AppError('VALIDATION_FAILED', `${name} may not name ${forbidden.join(', ')}`, {
+    throw new AppError('VALIDATION_FAILED', `arguments may not name ${forbidden.join(', ')}`, {
       details: forbidden.map((k) => ({ field: k, code: 'FORBIDDEN_KEY', message: `"${k}" is not allowed` })),
     });
   }
