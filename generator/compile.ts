@@ -13,6 +13,7 @@ import type { SourceHost } from './source.ts';
 import { checkAccessRules } from './validate/access-rules.ts';
 import { checkHiddenFieldFilters } from './validate/hidden-field-filters.ts';
 import { checkDeclarations } from './validate/declarations/index.ts';
+import { checkMcpArguments } from './validate/mcp-arguments.ts';
 import { checkReferences } from './validate/references/index.ts';
 import { checkSecurity } from './validate/security/warnings.ts';
 import { checkShapes } from './validate/shape.ts';
@@ -25,7 +26,7 @@ export interface ValidateResult {
 /**
  * Parse and validate: every problem of the blueprint, errors and warnings, at once. The stages:
  * parse, shape (JSON Schema), declaration rules, model, cross-reference rules (names in
- * conditions included), access rules, security warnings.
+ * conditions included), access rules, security warnings, MCP tool arguments.
  */
 export function validateBlueprint(rootPath: string, host: SourceHost): ValidateResult {
   const parsed = parseBlueprint(rootPath, host);
@@ -39,6 +40,7 @@ export function validateBlueprint(rootPath: string, host: SourceHost): ValidateR
   checkAccessRules(ctx, model);
   checkHiddenFieldFilters(ctx, model);
   checkSecurity(ctx, model);
+  checkMcpArguments(ctx, model);
   return { model, diagnostics: sortDiagnostics(diagnostics) };
 }
 

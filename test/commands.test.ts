@@ -105,7 +105,7 @@ for (const database of DATABASES) describe(`domain commands on the reference hel
       expect(again.stdout).to.match(/: 0 written, \d+ unchanged\n$/);
     });
 
-    it('answers 404 ROUTE_NOT_FOUND for other spellings, unknown ids and other methods', async () => {
+    it('answers 404 ROUTE_NOT_FOUND for other spellings and unknown ids, 405 with Allow for other methods', async () => {
       const t = await newTicket();
       // Not in openapi.json (there is no such operation), so a plain request rather than api.call.
       const auth = { authorization: `Bearer ${TRIAGE}` };
@@ -115,8 +115,9 @@ for (const database of DATABASES) describe(`domain commands on the reference hel
         expect(errorOf(res)).to.include({ code: 'ROUTE_NOT_FOUND', retryable: false });
       }
       const get = await request(hd.url, 'GET', `/api/commands/start_ticket/${t.id}`, { headers: auth });
-      expect(get.status).to.equal(404);
-      expect(errorOf(get).code).to.equal('ROUTE_NOT_FOUND');
+      expect(get.status).to.equal(405);
+      expect(get.headers.get('allow')).to.equal('POST');
+      expect(errorOf(get).code).to.equal('METHOD_NOT_ALLOWED');
       expect((await ticketRow(t.id as string))?.status).to.equal('open');
     });
 

@@ -271,8 +271,9 @@ for (const database of DATABASES) describe(`generated helpdesk app (end to end, 
         expect(res.headers.get('x-trace-id'), form).to.match(/^[0-9a-f]{32}$/);
       }
       const patch = await get('/api/tickets/01J00000000000000000000000', 'PATCH');
-      expect(patch.status).to.equal(404);
-      expect(errorOf(patch).code).to.equal('ROUTE_NOT_FOUND');
+      expect(patch.status).to.equal(405);
+      expect(patch.headers.get('allow')).to.equal('GET, HEAD, PUT, DELETE');
+      expect(errorOf(patch).code).to.equal('METHOD_NOT_ALLOWED');
     });
 
     it('answers 400 for an id that is not valid percent-encoding', async () => {

@@ -103,19 +103,21 @@ for (const database of DATABASES) describe(`MCP endpoint (generated app, /mcp, $
     const bodyOf = (p: string, method: string) => doc.paths[p][method].requestBody.content['application/json'].schema;
     const add = byName.board_add_task;
     expect(add.description).to.equal('Adds a task to a project. Same as POST /api/skills/board/projects/{projectId}/tasks.');
+    // One flat object of named arguments: the path parameter, the body's keys, the idempotency key.
     const addProps = add.inputSchema.properties as Record<string, Rec>;
-    expect(add.inputSchema.required).to.deep.equal(['params', 'body', 'idempotencyKey']);
-    const { description: _, ...addBody } = addProps.body;
-    expect(addBody).to.deep.equal(bodyOf('/api/skills/board/projects/{projectId}/tasks', 'post'));
-    expect(addProps.params).to.deep.include({ required: ['projectId'], additionalProperties: false });
+    const addBody = bodyOf('/api/skills/board/projects/{projectId}/tasks', 'post') as { properties: Rec; required: string[] };
+    expect(Object.keys(addProps)).to.deep.equal(['projectId', ...Object.keys(addBody.properties), 'idempotencyKey']);
+    for (const [key, schema] of Object.entries(addBody.properties)) expect(addProps[key], key).to.deep.equal(schema);
+    expect(add.inputSchema.required).to.deep.equal(['projectId', ...addBody.required, 'idempotencyKey']);
+    expect(add.inputSchema).to.include({ type: 'object', additionalProperties: false });
     expect(add.annotations).to.deep.include({ readOnlyHint: false, destructiveHint: false });
     expect(byName.board_drop_task.annotations).to.deep.include({ destructiveHint: true });
     expect(byName.board_list_tasks.annotations).to.deep.include({ readOnlyHint: true });
-    expect(Object.keys(byName.board_list_tasks.inputSchema.properties as Rec)).to.deep.equal(['params', 'query']);
+    expect(Object.keys(byName.board_list_tasks.inputSchema.properties as Rec)).to.include.members(['projectId', 'level', 'limit', 'offset']);
     const start = byName.start_task;
-    expect(start.inputSchema.required).to.deep.equal(['recordId', 'input', 'idempotencyKey']);
-    const { description: __, ...startInput } = (start.inputSchema.properties as Record<string, Rec>).input;
-    expect(startInput).to.deep.equal(bodyOf('/api/commands/start_task/{id}', 'post'));
+    const startInput = bodyOf('/api/commands/start_task/{id}', 'post') as { properties: Rec; required: string[] };
+    expect(start.inputSchema.required).to.deep.equal(['recordId', ...startInput.required, 'idempotencyKey']);
+    expect(Object.keys(start.inputSchema.properties as Rec)).to.deep.equal(['recordId', ...Object.keys(startInput.properties), 'idempotencyKey']);
     expect(start.annotations).to.deep.include({ title: 'Start', readOnlyHint: false });
   });
 
@@ -123,8 +125,9 @@ for (const database of DATABASES) describe(`MCP endpoint (generated app, /mcp, $
     const client = await connect(env.PLANNER_API_KEY, { 'x-agent-run-id': 'run-mcp-1' });
     const key = freshKey();
     const result = await call(client, 'board_add_task', {
-      params: { projectId: 'alpha' },
-      body: { title: 'Write the plan', priority: 3 },
+      projectId: 'alpha',
+      title: 'Write the plan',
+      priority: 3,
       idempotencyKey: key,
     });
     expect(result.isError, JSON.stringify(result)).to.not.equal(true);
@@ -139,16 +142,16 @@ for (const database of DATABASES) describe(`MCP endpoint (generated app, /mcp, $
     expect(entries).to.have.length(1);
     expect(entries[0]).to.include({ operation: 'Task.create', agentRunId: 'run-mcp-1', idempotencyKey: key });
 
-    const got = await call(client, 'board_get_task', { params: { projectId: 'alpha', taskId: task.id } });
+    const got = await call(client, 'board_get_task', { projectId: 'alpha', taskId: task.id });
     expect(got.structuredContent).to.deep.equal(task);
-    const listed = await call(client, 'board_list_tasks', { params: { projectId: 'alpha' }, query: { level: 3 } });
+    const listed = await call(client, 'board_list_tasks', { projectId: 'alpha', level: 3 });
     expect((listed.structuredContent as { items: Rec[] }).items.map((t) => t.id)).to.deep.equal([task.id]);
   });
 
   it('runs a retried change once: the same idempotencyKey returns the stored result, over MCP and REST', async () => {
     const client = await connect(env.PLANNER_API_KEY);
     const key = freshKey();
-    const args = { params: { projectId: 'retry' }, body: { title: 'Only once' }, idempotencyKey: key };
+    const args = { projectId: 'retry', title: 'Only once', idempotencyKey: key };
     const first = await call(client, 'board_add_task', args);
     const again = await call(client, 'board_add_task', args);
     expect(again._meta).to.include({ 'bp/status': 201, 'bp/replayed': true });
@@ -160,15 +163,15 @@ for (const database of DATABASES) describe(`MCP endpoint (generated app, /mcp, $
     expect(viaRest.headers.get('idempotent-replayed')).to.equal('true');
     expect(viaRest.body).to.deep.equal(first.structuredContent);
     expect(await tasks('retry')).to.have.length(1);
-    const changed = await call(client, 'board_add_task', { ...args, body: { title: 'Something else' } });
+    const changed = await call(client, 'board_add_task', { ...args, title: 'Something else' });
     expect(toolError(changed).code).to.equal('IDEMPOTENCY_KEY_REUSE');
   });
 
   it('refuses a key without the action scope (INSUFFICIENT_SCOPE), writing nothing', async () => {
     const client = await connect(env.VIEWER_API_KEY);
     const result = await call(client, 'board_add_task', {
-      params: { projectId: 'scoped' },
-      body: { title: 'Not allowed' },
+      projectId: 'scoped',
+      title: 'Not allowed',
       idempotencyKey: freshKey(),
     });
     const error = toolError(result);
@@ -183,11 +186,11 @@ for (const database of DATABASES) describe(`MCP endpoint (generated app, /mcp, $
     const task = await createTask('cmd', 'Commanded');
     const started = await call(client, 'start_task', {
       recordId: task.id,
-      input: { note: 'on it' },
+      note: 'on it',
       idempotencyKey: freshKey(),
     });
     expect(started.structuredContent).to.include({ id: task.id, status: 'started', note: 'on it' });
-    const again = await call(client, 'start_task', { recordId: task.id, input: { note: 'twice' }, idempotencyKey: freshKey() });
+    const again = await call(client, 'start_task', { recordId: task.id, note: 'twice', idempotencyKey: freshKey() });
     expect(toolError(again).code).to.equal('COMMAND_UNAVAILABLE');
 
     const archived = await call(client, 'archive_task', { recordId: task.id, idempotencyKey: freshKey() });
@@ -199,18 +202,21 @@ for (const database of DATABASES) describe(`MCP endpoint (generated app, /mcp, $
   it('answers bad arguments with the error envelope: a missing idempotencyKey, unknown arguments, prototype keys', async () => {
     const client = await connect(env.PLANNER_API_KEY);
     const task = await createTask('args', 'Argued');
-    const unkeyed = await call(client, 'start_task', { recordId: task.id, input: { note: 'x' } });
+    const unkeyed = await call(client, 'start_task', { recordId: task.id, note: 'x' });
     expect(toolError(unkeyed).code).to.equal('IDEMPOTENCY_KEY_REQUIRED');
-    const unknown = await call(client, 'board_get_task', { params: { projectId: 'args', taskId: task.id }, body: {} });
+    const unknown = await call(client, 'board_get_task', { projectId: 'args', taskId: task.id, title: 'x' });
     expect(toolError(unknown)).to.deep.include({
       code: 'VALIDATION_FAILED',
-      details: [{ field: 'body', code: 'UNKNOWN_ARGUMENT', message: 'unknown argument "body"' }],
+      details: [{ field: 'title', code: 'UNKNOWN_ARGUMENT', message: 'unknown argument "title"' }],
     });
-    const missing = await call(client, 'board_get_task', { params: { projectId: 'args' } });
-    expect((toolError(missing).details as Rec[])[0]).to.include({ field: 'params.taskId', code: 'REQUIRED' });
+    const missing = await call(client, 'board_get_task', { projectId: 'args' });
+    expect((toolError(missing).details as Rec[])[0]).to.include({ field: 'taskId', code: 'REQUIRED' });
+    // A body key the body does not take is refused by the body's own check, as over REST.
+    const extra = await call(client, 'board_add_task', { projectId: 'args', title: 't', colour: 'red', idempotencyKey: freshKey() });
+    expect(toolError(extra).code).to.equal('VALIDATION_FAILED');
+    expect(JSON.stringify(toolError(extra).details)).to.include('colour');
     const proto = await call(client, 'board_add_task', {
-      params: { projectId: 'args' },
-      body: JSON.parse('{"title":"p","__proto__":{"admin":true}}') as Rec,
+      ...(JSON.parse('{"projectId":"args","title":"p","__proto__":{"admin":true}}') as Rec),
       idempotencyKey: freshKey(),
     });
     expect((toolError(proto).details as Rec[])[0]).to.include({ code: 'FORBIDDEN_KEY' });
@@ -225,12 +231,30 @@ for (const database of DATABASES) describe(`MCP endpoint (generated app, /mcp, $
       jsonrpc: '2.0',
       id: 7,
       method: 'tools/call',
-      params: { name: 'board_list_tasks', arguments: { params: { projectId: 'alpha' } } },
+      params: { name: 'board_list_tasks', arguments: { projectId: 'alpha' } },
     });
     expect(res.status, res.text).to.equal(200);
     expect(res.headers.get('content-type')).to.match(/^application\/json/);
     const { result } = res.body as { result: ToolResult };
     expect(result._meta?.['bp/traceId']).to.equal(res.headers.get('x-trace-id'));
+  });
+
+  it('answers a malformed tools/call with JSON-RPC -32602 (invalid params) and a short message', async () => {
+    const cases: Array<[unknown, RegExp]> = [
+      [{ name: 'board_list_tasks', arguments: [1, 2] }, /"arguments" must be an object/],
+      [{ name: null, arguments: {} }, /"name" must be a tool name/],
+      [{ arguments: {} }, /"name" must be a tool name/],
+      [{ name: 'board_list_tasks', arguments: 'projectId=alpha' }, /"arguments" must be an object/],
+    ];
+    for (const [params, message] of cases) {
+      const res = await rpc(planner, { jsonrpc: '2.0', id: 9, method: 'tools/call', params });
+      expect(res.status, res.text).to.equal(200);
+      const { error } = res.body as { error: { code: number; message: string; data?: unknown } };
+      expect(error, JSON.stringify(params)).to.include({ code: -32602 });
+      expect(error.message).to.match(message);
+      // No dump of the schema library's issues.
+      expect(error.message.length, error.message).to.be.below(100);
+    }
   });
 
   it('refuses callers without an API key (401), even signed-in people with their CSRF token', async () => {

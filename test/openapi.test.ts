@@ -6,10 +6,12 @@ import { spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { validate } from '@readme/openapi-parser';
+import { Ajv2020 } from 'ajv/dist/2020.js';
 import { expect } from 'chai';
 import { freshDir, generate, ROOT } from './support/apps.ts';
 import { GOLDEN_DIR, GOLDEN_FIXTURES } from './support/goldens.ts';
 
+type Rec = Record<string, unknown>;
 type Doc = {
   paths: Record<string, Record<string, { security?: unknown[]; responses: Record<string, { $ref?: string }> }>>;
   tags: Array<{ name: string; description: string }>;
@@ -74,6 +76,84 @@ describe('generated OpenAPI documents', function () {
       }
     });
   }
+
+  describe('promises what the app checks (helpdesk)', () => {
+    const dir = path.join(freshDir('openapi-promises'), 'app');
+    let doc: Rec;
+    const ajv = new Ajv2020({ strict: false });
+    // The format alone, as a validator that knows idn-email reads it, takes any address-like text
+    // (0@com): what is tested is the schema's own pattern.
+    ajv.addFormat('idn-email', true);
+    before(() => {
+      const r = generate(path.join(ROOT, 'fixtures/helpdesk/helpdesk.toml'), dir);
+      expect(r.status, r.stderr).to.equal(0);
+      doc = JSON.parse(fs.readFileSync(path.join(dir, 'openapi.json'), 'utf8')) as Rec;
+    });
+    const at = (...keys: string[]): Rec => keys.reduce((v: Rec, k) => v[k] as Rec, doc);
+    const takes = (schema: Rec, value: unknown) => ajv.validate(schema, value) as boolean;
+
+    it('required text is not blank, and text has no control characters (LongText: line breaks)', () => {
+      const title = at('components', 'schemas', 'TicketCreate', 'properties', 'title');
+      for (const bad of ['', '   ', '\t', 'a\u0000b', 'bell\u0007', 'c1\u0085', 'del\u007f', 'line\nbreak']) expect(takes(title, bad), JSON.stringify(bad)).to.equal(false);
+      for (const good of ['Printer on fire', ' padded ', 'Élise ✓']) expect(takes(title, good), good).to.equal(true);
+      const body = at('components', 'schemas', 'TicketCreate', 'properties', 'body');
+      expect(takes(body, 'two\nlines\r\n\tindented')).to.equal(true);
+      expect(takes(body, '')).to.equal(true);
+      expect(takes(body, 'nul\u0000')).to.equal(false);
+    });
+
+    it('e-mails are the app\'s own: 0@com is not one, Élise@exämple.de is', () => {
+      for (const schema of [at('components', 'schemas', 'CustomerCreate', 'properties', 'email'), (at('paths', '/api/auth/login', 'post', 'requestBody', 'content', 'application/json', 'schema', 'properties') as Rec).email as Rec]) {
+        for (const bad of ['0@com', 'a b@example.com', 'no-at.example.com', 'x@example.c0m']) expect(takes(schema, bad), bad).to.equal(false);
+        for (const good of ['Élise@exämple.de', 'a.b+c@example.com']) expect(takes(schema, good), good).to.equal(true);
+      }
+    });
+
+    it('Idempotency-Key and X-Agent-Run-ID are visible ASCII; API keys must send Idempotency-Key on each write', () => {
+      const post = at('paths', '/api/tickets', 'post');
+      const params = post.parameters as Rec[];
+      const header = (name: string) => params.find((p) => p.name === name) as Rec;
+      for (const name of ['Idempotency-Key', 'X-Agent-Run-ID']) {
+        expect(takes(header(name).schema as Rec, 'run id with spaces'), name).to.equal(false);
+        expect(takes(header(name).schema as Rec, 'run-1'), name).to.equal(true);
+      }
+      expect(header('Idempotency-Key').description).to.match(/API keys must send it.*IDEMPOTENCY_KEY_REQUIRED/);
+      const writes: string[] = [];
+      for (const [p, item] of Object.entries(at('paths'))) {
+        for (const [method, op] of Object.entries(item as Rec)) {
+          const o = op as { parameters?: Rec[]; responses?: Record<string, Rec> };
+          if (!o.parameters?.some((x) => x.name === 'Idempotency-Key')) continue;
+          writes.push(`${method} ${p}`);
+          expect(o.responses?.['400'], `${method} ${p}`).to.deep.equal({ $ref: '#/components/responses/BadWriteRequest' });
+        }
+      }
+      expect(writes.length).to.be.greaterThan(10);
+      expect(at('components', 'responses', 'BadWriteRequest', 'x-error-codes')).to.include('IDEMPOTENCY_KEY_REQUIRED');
+      expect(at('components', 'responses', 'BadRequest', 'x-error-codes')).to.not.include('IDEMPOTENCY_KEY_REQUIRED');
+    });
+
+    it('offset stops where the app stops reading it; every operation past the pipeline declares 401', () => {
+      const offset = ((at('paths', '/api/tickets', 'get').parameters as Rec[]).find((p) => p.name === 'offset') as Rec).schema as Rec;
+      expect(takes(offset, 999_999_999_999_999)).to.equal(true);
+      expect(takes(offset, 1_000_000_000_000_000)).to.equal(false);
+      for (const [p, item] of Object.entries(at('paths'))) {
+        if (p === '/healthz' || p === '/readyz') continue;
+        for (const [method, op] of Object.entries(item as Rec)) {
+          if (method === 'parameters') continue;
+          expect((op as { responses: Rec }).responses['401'], `${method} ${p}`).to.not.equal(undefined);
+        }
+      }
+    });
+
+    it('the session: csrfToken null for API keys; the cookie __Host-<app>.sid, <app>.sid outside production', () => {
+      const csrf = at('components', 'schemas', 'Session', 'properties', 'csrfToken');
+      expect(takes(csrf, null)).to.equal(true);
+      expect(takes(csrf, 'token')).to.equal(true);
+      const scheme = at('components', 'securitySchemes', 'session');
+      expect(scheme).to.include({ in: 'cookie', name: '__Host-helpdesk.sid' });
+      expect(scheme.description).to.include('helpdesk.sid outside production');
+    });
+  });
 
   describe('with auth.signup = false', () => {
     let file: string;

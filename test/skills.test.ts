@@ -234,7 +234,7 @@ describe('skill actions (generated app, over HTTP)', function () {
       blueprint,
       fs
         .readFileSync(path.join(ROOT, 'test/fixtures/skills/app.toml'), 'utf8')
-        .replace('mapParams = { taskId = "id" }\nscopes = ["tasks.read"]', 'scopes = ["tasks.read"]'),
+        .replace('mapParams = { project = "projectId", taskId = "id" }\nscopes = ["tasks.read"]', 'mapParams = { project = "projectId" }\nscopes = ["tasks.read"]'),
     );
     const r = bp(['validate', blueprint]);
     expect(r.status).to.equal(1);

@@ -150,7 +150,8 @@ describe('Zebric 0.6 identity', function () {
       expect(doc.components.securitySchemes).to.equal(undefined);
       for (const op of [doc.paths['/api/boards'].get, doc.paths['/api/boards'].post, doc.paths['/api/boards/{id}'].put]) {
         expect(op.security).to.equal(undefined);
-        expect(op.responses['401']).to.equal(undefined);
+        // Public, yet a credential the app does not know is refused, never read as anonymous.
+        expect(op.responses['401']).to.deep.equal({ $ref: '#/components/responses/Unauthenticated' });
       }
       expect(doc.paths['/api/entrys/{id}'].delete.responses['401']).to.not.equal(undefined);
       const readme = fs.readFileSync(path.join(appDir, 'README.md'), 'utf8');

@@ -5,7 +5,7 @@
 import type { Blueprint } from '../model/types.ts';
 import { GENERATED_HEADER } from './header.ts';
 import { commandPath } from './openapi/command-paths.ts';
-import type { Schema } from './openapi/common.ts';
+import { errorResponse, type Schema } from './openapi/common.ts';
 import { entityPaths } from './openapi/entity-paths.ts';
 import { errorResponses } from './openapi/responses.ts';
 import { AUDIT_SCHEMAS, entitySchemas, ERROR_SCHEMA, HEALTH_STATUS_SCHEMA, SESSION_SCHEMA } from './openapi/schemas.ts';
@@ -44,6 +44,7 @@ export function openApiDocument(bp: Blueprint): Schema {
     const existing = (paths[p] ??= {}) as Schema;
     for (const [method, op] of Object.entries(item)) existing[method] ??= op;
   }
+  declareUnauthenticated(paths);
   Object.assign(paths, webhookPaths(bp));
   Object.assign(schemas, AUDIT_SCHEMAS);
   return {
@@ -75,6 +76,23 @@ export function openApiDocument(bp: Blueprint): Schema {
   };
 }
 
+/**
+ * Every request through the pipeline may be refused 401: an Authorization header or session
+ * cookie the app does not accept is refused on every route, never read as anonymous (runtime-lib
+ * auth/authenticate.ts), public ones included. The probes answer before the pipeline, and webhook
+ * deliveries are served before credentials are read (their own 401 is a bad signature).
+ */
+function declareUnauthenticated(paths: Record<string, Schema>): void {
+  for (const [p, item] of Object.entries(paths)) {
+    if (p === '/healthz' || p === '/readyz') continue;
+    for (const [method, op] of Object.entries(item)) {
+      if (method === 'parameters') continue;
+      const responses = (op as { responses: Record<string, Schema> }).responses;
+      responses['401'] ??= errorResponse('Unauthenticated');
+    }
+  }
+}
+
 function securitySchemes(bp: Blueprint): { securitySchemes?: Record<string, Schema> } {
   const schemes: Record<string, Schema> = {};
   if (bp.auth.apiKeys.length) {
@@ -84,8 +102,9 @@ function securitySchemes(bp: Blueprint): { securitySchemes?: Record<string, Sche
     schemes.session = {
       type: 'apiKey',
       in: 'cookie',
-      name: `${bp.slug}.sid`,
-      description: 'A session from POST /api/auth/login; mutations also send X-CSRF-Token (GET /api/auth/session).',
+      // The production name: the __Host- prefix binds the cookie to this host, Secure, path /.
+      name: `__Host-${bp.slug}.sid`,
+      description: `From POST /api/auth/login (${bp.slug}.sid outside production); mutations send X-CSRF-Token.`,
     };
   }
   return Object.keys(schemes).length ? { securitySchemes: schemes } : {};

@@ -50,7 +50,7 @@ export function commandPath(bp: Blueprint, command: Command): Record<string, Sch
         requestBody: { required: command.input.some((i) => i.required), content: json(inputSchema) },
         responses: {
           '200': { description: `The ${entity.name} after the command`, headers: TRACE_HEADER, content: json(ref(entity.name)) },
-          '400': errorResponse('BadRequest'),
+          '400': errorResponse('BadWriteRequest'),
           '401': errorResponse('Unauthenticated'),
           '403': errorResponse('Forbidden'),
           '404': errorResponse('NotFound'),

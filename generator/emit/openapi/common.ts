@@ -11,12 +11,17 @@ export const TRACE_HEADER = { 'X-Trace-ID': { $ref: '#/components/headers/X-Trac
 
 export const ULID_PATTERN = '^[0-7][0-9A-HJKMNP-TV-Z]{25}$';
 
+/** 1 to 255 visible ASCII characters: what runtime-lib takes in Idempotency-Key and X-Agent-Run-ID. */
+const VISIBLE_ASCII = { type: 'string', minLength: 1, maxLength: 255, pattern: '^[\\x21-\\x7e]+$' };
+
+// Not `required`: a person's session may leave it out. OpenAPI cannot make a header required for
+// one security scheme only, so the description and the operation's 400 (BadWriteRequest) say so.
 export const IDEMPOTENCY_HEADER = {
   name: 'Idempotency-Key',
   in: 'header',
   required: false,
-  description: 'Required from API keys on mutations. Same key and input: the stored response is replayed.',
-  schema: { type: 'string', minLength: 1, maxLength: 255 },
+  description: 'API keys must send it: 400 IDEMPOTENCY_KEY_REQUIRED if not. Same key and input: replayed.',
+  schema: VISIBLE_ASCII,
 };
 
 export const RUN_ID_HEADER = {
@@ -24,8 +29,14 @@ export const RUN_ID_HEADER = {
   in: 'header',
   required: false,
   description: 'Ties the audit record to one agent invocation.',
-  schema: { type: 'string', minLength: 1, maxLength: 255 },
+  schema: VISIBLE_ASCII,
 };
+
+/**
+ * `offset` of a list: the app reads at most 15 digits (runtime-lib/http/list-query.ts, and a skill
+ * action's list in skill-routes.ts), so 999999999999999 is the largest it takes.
+ */
+export const OFFSET_SCHEMA = { type: 'integer', minimum: 0, maximum: 999_999_999_999_999, default: 0 };
 
 /** The security schemes the app accepts: API keys when declared, sessions with the email provider. */
 export function schemeNames(bp: Blueprint): string[] {

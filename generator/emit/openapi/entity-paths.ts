@@ -4,7 +4,7 @@
 import { accessRule } from '../../model/access-defaults.ts';
 import type { Blueprint, Entity, Rule } from '../../model/types.ts';
 import { keySchema } from './schemas.ts';
-import { errorResponse, IDEMPOTENCY_HEADER, json, ref, RUN_ID_HEADER, schemeNames, TRACE_HEADER, type Schema } from './common.ts';
+import { errorResponse, IDEMPOTENCY_HEADER, json, OFFSET_SCHEMA, ref, RUN_ID_HEADER, schemeNames, TRACE_HEADER, type Schema } from './common.ts';
 
 /** A rule that lets every caller through: `public` or `true`. */
 function isOpen(rule: Rule | undefined): boolean {
@@ -51,7 +51,7 @@ export function entityPaths(bp: Blueprint, entity: Entity): Record<string, Schem
   const idParam = idParameter(entity);
   const body = (schema: string) => ({ required: true, content: json(ref(schema)) });
   const writeErrors = {
-    '400': errorResponse('BadRequest'),
+    '400': errorResponse('BadWriteRequest'),
     '403': errorResponse('Forbidden'),
     '409': errorResponse('Conflict'),
     '413': errorResponse('PayloadTooLarge'),
@@ -67,7 +67,7 @@ export function entityPaths(bp: Blueprint, entity: Entity): Record<string, Schem
         summary: `List ${n} records, ordered by id`,
         parameters: [
           { name: 'limit', in: 'query', required: false, schema: { type: 'integer', minimum: 1, maximum: 1000, default: 100 } },
-          { name: 'offset', in: 'query', required: false, schema: { type: 'integer', minimum: 0, default: 0 } },
+          { name: 'offset', in: 'query', required: false, schema: OFFSET_SCHEMA },
         ],
         responses: {
           '200': ok(`A page of ${n} records`, ref(`${n}List`)),
@@ -110,7 +110,7 @@ export function entityPaths(bp: Blueprint, entity: Entity): Record<string, Schem
         parameters: [IDEMPOTENCY_HEADER, RUN_ID_HEADER],
         responses: {
           '204': { description: 'Deleted', headers: TRACE_HEADER },
-          '400': errorResponse('BadRequest'),
+          '400': errorResponse('BadWriteRequest'),
           '404': errorResponse('NotFound'),
           '409': errorResponse('Conflict'),
           '503': errorResponse('ServiceUnavailable'),

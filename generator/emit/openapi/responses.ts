@@ -9,7 +9,12 @@ const RETRY_AFTER = { 'Retry-After': { description: 'Seconds to wait before retr
 const ERROR_RESPONSES: Record<string, { description: string; codes: string[]; retry?: true }> = {
   BadRequest: {
     description: 'The request is malformed or fails validation',
-    codes: ['VALIDATION_FAILED', 'INVALID_JSON', 'INVALID_QUERY', 'IDEMPOTENCY_KEY_REQUIRED', 'HTTPS_REQUIRED'],
+    codes: ['VALIDATION_FAILED', 'INVALID_JSON', 'INVALID_QUERY', 'HTTPS_REQUIRED'],
+  },
+  // The 400 of every operation that takes Idempotency-Key: API keys must send one.
+  BadWriteRequest: {
+    description: 'Malformed or invalid, or an API key sent no Idempotency-Key (IDEMPOTENCY_KEY_REQUIRED)',
+    codes: ['VALIDATION_FAILED', 'INVALID_JSON', 'INVALID_QUERY', 'IDEMPOTENCY_KEY_REQUIRED'],
   },
   Unauthenticated: { description: 'No valid credential: sign in, or send Authorization: Bearer <API key>', codes: ['UNAUTHENTICATED'] },
   Forbidden: { description: 'Not allowed', codes: ['FORBIDDEN', 'INSUFFICIENT_SCOPE', 'CSRF_FAILED', 'PROTECTED_FIELD_MUTATION'] },

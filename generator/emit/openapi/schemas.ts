@@ -4,10 +4,39 @@
 import { ERROR_CODES } from '../../../runtime-lib/core/errors.ts';
 import type { Blueprint, Entity, Field } from '../../model/types.ts';
 import { TEXT_KEY_MAX_LENGTH } from '../../../runtime-lib/core/ids.ts';
-import { INTEGER_MAX, INTEGER_MIN } from '../../../runtime-lib/core/values.ts';
+import { EMAIL, INTEGER_MAX, INTEGER_MIN } from '../../../runtime-lib/core/values.ts';
 import { indexedTextMaxBytes } from '../../model/indexes.ts';
 import { refTarget } from '../../model/keys.ts';
 import { ref, ULID_PATTERN, type Schema } from './common.ts';
+
+/**
+ * Text as runtime-lib/core/values.ts textProblem takes it: no C0 or C1 control character nor DEL;
+ * LongText may hold tab, line feed and carriage return. Required text is not blank (white space
+ * only) either: the lookahead refuses a value of white space alone (what trim removes).
+ */
+function textPattern(lineBreaks: boolean, required: boolean): string {
+  const controls = lineBreaks ? '\\x00-\\x08\\x0b\\x0c\\x0e-\\x1f' : '\\x00-\\x1f';
+  return `^${required ? '(?!\\s*$)' : ''}[^${controls}\\x7f-\\x9f]*$`;
+}
+
+/**
+ * An e-mail address as runtime-lib/core/values.ts isEmail takes it (idn-email alone takes `0@com`):
+ * its pattern in two, the local part and the domain, so that no line of openapi.json grows long.
+ * The local part holds no "@", so the two together match what the one does.
+ */
+function emailPatterns(): [string, string] {
+  const at = EMAIL.source.indexOf(']{1,64}@');
+  if (at === -1) throw new Error('core/values.ts EMAIL changed: split its pattern anew');
+  const split = at + ']{1,64}@'.length;
+  return [EMAIL.source.slice(0, split), `@${EMAIL.source.slice(split)}`];
+}
+
+export const EMAIL_SCHEMA: Schema = {
+  type: 'string',
+  format: 'idn-email',
+  maxLength: 254,
+  allOf: emailPatterns().map((pattern) => ({ pattern })),
+};
 
 /** An Integer: Prisma's Int, 32 bits on PostgreSQL (runtime-lib/core/values.ts). */
 const INTEGER: Schema = { type: 'integer', format: 'int32', minimum: INTEGER_MIN, maximum: INTEGER_MAX };
@@ -63,7 +92,7 @@ export function fieldSchema(bp: Blueprint, field: Field, entity?: Entity): Schem
     case 'Email':
       // idn-email: the app takes addresses in any script (Élise@exämple.de), which JSON Schema's
       // `email` (RFC 5321, ASCII only) would call invalid.
-      s = { type: 'string', format: 'idn-email', maxLength: 254 };
+      s = { ...EMAIL_SCHEMA };
       break;
     case 'Integer':
       s = { ...INTEGER };
@@ -82,6 +111,10 @@ export function fieldSchema(bp: Blueprint, field: Field, entity?: Entity): Schem
       break;
     case 'JSON':
       s = {};
+      break;
+    case 'Text':
+    case 'LongText':
+      s = { type: 'string', ...(field.required ? { minLength: 1 } : {}), pattern: textPattern(field.type === 'LongText', field.required) };
       break;
     case 'Enum':
       s = { type: 'string', enum: [...(field.values ?? [])] };
@@ -180,7 +213,8 @@ export const SESSION_SCHEMA: Schema = {
         },
       ],
     },
-    csrfToken: { type: 'string' },
+    // API keys skip CSRF (runtime-lib/auth/email/routes.ts): they are given no token.
+    csrfToken: { type: ['string', 'null'], description: 'The CSRF token of mutations; null for an API key, which needs none' },
   },
   required: ['actor', 'csrfToken'],
 };

@@ -2,8 +2,8 @@
 // (unless auth.signup = false), sign-in and sessions (email provider), and the audit trail.
 
 import type { Blueprint, Entity } from '../../model/types.ts';
-import { errorResponse, ref, schemeNames, type Schema } from './common.ts';
-import { fieldSchema } from './schemas.ts';
+import { errorResponse, OFFSET_SCHEMA, ref, schemeNames, type Schema } from './common.ts';
+import { EMAIL_SCHEMA, fieldSchema } from './schemas.ts';
 
 /** The document describes itself. */
 export const META_PATHS: Record<string, Schema> = {
@@ -37,6 +37,9 @@ export const META_PATHS: Record<string, Schema> = {
   },
 };
 
+/** JSON sign-in and sign-up need no CSRF token (a browser cannot post JSON cross-site unasked). */
+const FORM_ONLY_CSRF: Schema = { description: 'The CSRF token of a form post; a JSON body needs none' };
+
 export function authPaths(bp: Blueprint): Record<string, Schema> {
   const credentials = {
     required: true,
@@ -44,7 +47,7 @@ export function authPaths(bp: Blueprint): Record<string, Schema> {
       'application/json': {
         schema: {
           type: 'object',
-          properties: { email: { type: 'string', format: 'idn-email' }, password: { type: 'string', minLength: 12, maxLength: 1024 }, _csrf: { type: 'string' } },
+          properties: { email: EMAIL_SCHEMA, password: { type: 'string', minLength: 12, maxLength: 1024 }, _csrf: FORM_ONLY_CSRF },
           required: ['email', 'password'],
         },
       },
@@ -154,7 +157,7 @@ export function auditPath(bp: Blueprint): Record<string, Schema> {
           { name: 'entity', in: 'query', required: true, schema: { type: 'string', enum: bp.entities.map((e) => e.name) } },
           { name: 'recordId', in: 'query', required: true, schema: { type: 'string' } },
           { name: 'limit', in: 'query', required: false, schema: { type: 'integer', minimum: 1, maximum: 1000, default: 100 } },
-          { name: 'offset', in: 'query', required: false, schema: { type: 'integer', minimum: 0, default: 0 } },
+          { name: 'offset', in: 'query', required: false, schema: OFFSET_SCHEMA },
         ],
         responses: {
           '200': { description: 'Audit records', content: { 'application/json': { schema: ref('AuditList') } } },

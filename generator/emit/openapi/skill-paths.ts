@@ -6,7 +6,7 @@ import type { Blueprint, Entity, Skill, SkillAction } from '../../model/types.ts
 import { pathParams } from '../../../runtime-lib/core/path-params.ts';
 import { requiredBodyKeys } from '../../model/workflows.ts';
 import { actionRisk } from '../skills.ts';
-import { errorResponse, IDEMPOTENCY_HEADER, json, ref, RUN_ID_HEADER, schemeNames, TRACE_HEADER, type Schema } from './common.ts';
+import { errorResponse, IDEMPOTENCY_HEADER, json, OFFSET_SCHEMA, ref, RUN_ID_HEADER, schemeNames, TRACE_HEADER, type Schema } from './common.ts';
 import { entitySchemas, fieldSchema, keySchema } from './schemas.ts';
 
 export const SKILL_INDEX_PATH: Record<string, Schema> = {
@@ -69,7 +69,7 @@ function operation(bp: Blueprint, skill: Skill, action: SkillAction, entity: Ent
               name,
               in: 'query',
               required: false,
-              schema: name === 'limit' ? { type: 'integer', minimum: 1, maximum: 1000, default: 100 } : { type: 'integer', minimum: 0, default: 0 },
+              schema: name === 'limit' ? { type: 'integer', minimum: 1, maximum: 1000, default: 100 } : OFFSET_SCHEMA,
             })),
           ...action.query.map((q) => ({
             name: q.name,
@@ -103,7 +103,7 @@ function operation(bp: Blueprint, skill: Skill, action: SkillAction, entity: Ent
     ...(action.action === 'create' || action.action === 'update' ? { requestBody: requestBody(bp, action, entity, params) } : {}),
     responses: {
       ...responses,
-      '400': errorResponse('BadRequest'),
+      '400': errorResponse(mutation ? 'BadWriteRequest' : 'BadRequest'),
       ...(schemes.length ? { '401': errorResponse('Unauthenticated'), '403': errorResponse('Forbidden') } : {}),
       ...(mutation && action.action !== 'delete' ? { '413': errorResponse('PayloadTooLarge'), '415': errorResponse('UnsupportedMediaType') } : {}),
       '503': errorResponse('ServiceUnavailable'),
@@ -206,7 +206,7 @@ function workflowOperation(bp: Blueprint, skill: Skill, action: SkillAction, ent
           required: ['success', 'job'],
         }),
       },
-      '400': errorResponse('BadRequest'),
+      '400': errorResponse(action.method === 'GET' ? 'BadRequest' : 'BadWriteRequest'),
       ...(schemes.length ? { '401': errorResponse('Unauthenticated'), '403': errorResponse('Forbidden') } : {}),
       '404': errorResponse('NotFound'),
       '409': errorResponse('Conflict'),

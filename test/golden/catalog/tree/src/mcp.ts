@@ -24,13 +24,6 @@ export const MCP_TOOLS: McpToolSpec[] = [
           pattern: '^[0-7][0-9A-HJKMNP-TV-Z]{25}$',
           description: 'The Product the command runs on',
         },
-        input: {
-          type: 'object',
-          properties: {},
-          required: [],
-          additionalProperties: false,
-          description: 'The command input',
-        },
         idempotencyKey: {
           type: 'string',
           minLength: 1,

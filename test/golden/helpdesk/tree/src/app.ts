@@ -34,6 +34,7 @@ import { crudRouter, type CrudEntity, frontDoor } from './runtime/http/front-doo
 import { healthProbes } from './runtime/http/health.ts';
 import { compose, matched, onlyFor, routing, tracing } from './runtime/http/pipeline.ts';
 import { errorHandler, errorSender, routeNotFound } from './runtime/http/respond.ts';
+import { allowedMethods } from './runtime/http/served-paths.ts';
 import { skillActions, skillRouter } from './runtime/http/skill-routes.ts';
 import { webhookRoutes } from './runtime/http/webhook-routes.ts';
 import { mcpRouter } from './runtime/mcp/endpoint.ts';
@@ -212,7 +213,8 @@ export function createApp(options: AppOptions): App {
     app.use(routes);
   }
   const sendError = errorSender();
-  app.use(routeNotFound);
+  // A path openapi.json serves with other methods: 405 with Allow; any other: 404.
+  app.use(routeNotFound(allowedMethods(JSON.parse(openapi.toString('utf8')))));
   app.use(errorHandler(sendError));
 
   // Every request: trace, your middleware, webhook deliveries, credentials (session, then API key or person), CSRF;

@@ -19,14 +19,13 @@ export const MCP_TOOLS: McpToolSpec[] = [
     inputSchema: {
       type: 'object',
       properties: {
-        query: {
-          type: 'object',
-          properties: {
-            limit: { type: 'integer', minimum: 1, maximum: 1000, default: 100 },
-            offset: { type: 'integer', minimum: 0, default: 0 },
-          },
-          additionalProperties: false,
-          description: 'The query parameters',
+        limit: { type: 'integer', minimum: 1, maximum: 1000, default: 100, description: 'The query parameter limit' },
+        offset: {
+          type: 'integer',
+          minimum: 0,
+          maximum: 999999999999999,
+          default: 0,
+          description: 'The query parameter offset',
         },
       },
       additionalProperties: false,
@@ -40,17 +39,13 @@ export const MCP_TOOLS: McpToolSpec[] = [
     inputSchema: {
       type: 'object',
       properties: {
-        params: {
-          type: 'object',
-          properties: {
-            ticketId: { type: 'string', pattern: '^[0-7][0-9A-HJKMNP-TV-Z]{25}$', description: 'Ticket.id' },
-          },
-          required: ['ticketId'],
-          additionalProperties: false,
-          description: 'The path parameters',
+        ticketId: {
+          type: 'string',
+          pattern: '^[0-7][0-9A-HJKMNP-TV-Z]{25}$',
+          description: 'Ticket.id (path parameter)',
         },
       },
-      required: ['params'],
+      required: ['ticketId'],
       additionalProperties: false,
     },
     annotations: { readOnlyHint: true, openWorldHint: false },
@@ -62,26 +57,14 @@ export const MCP_TOOLS: McpToolSpec[] = [
     inputSchema: {
       type: 'object',
       properties: {
-        params: {
-          type: 'object',
-          properties: {
-            ticketId: { type: 'string', pattern: '^[0-7][0-9A-HJKMNP-TV-Z]{25}$', description: 'Comment.ticketId' },
-          },
-          required: ['ticketId'],
-          additionalProperties: false,
-          description: 'The path parameters',
+        ticketId: {
+          type: 'string',
+          pattern: '^[0-7][0-9A-HJKMNP-TV-Z]{25}$',
+          description: 'Comment.ticketId (path parameter)',
         },
-        body: {
-          type: 'object',
-          properties: {
-            authorId: { type: 'string' },
-            body: { type: 'string' },
-            createdAt: { type: 'string', format: 'date-time' },
-          },
-          required: ['authorId', 'body'],
-          additionalProperties: false,
-          description: 'The JSON body',
-        },
+        authorId: { type: 'string', minLength: 1, pattern: '^(?!\\s*$)[^\\x00-\\x1f\\x7f-\\x9f]*$' },
+        body: { type: 'string', minLength: 1, pattern: '^(?!\\s*$)[^\\x00-\\x08\\x0b\\x0c\\x0e-\\x1f\\x7f-\\x9f]*$' },
+        createdAt: { type: 'string', format: 'date-time' },
         idempotencyKey: {
           type: 'string',
           minLength: 1,
@@ -92,7 +75,7 @@ export const MCP_TOOLS: McpToolSpec[] = [
             'without running again; a new change needs a new key.',
         },
       },
-      required: ['params', 'body', 'idempotencyKey'],
+      required: ['ticketId', 'authorId', 'body', 'idempotencyKey'],
       additionalProperties: false,
     },
     annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: true, openWorldHint: false },
@@ -106,20 +89,8 @@ export const MCP_TOOLS: McpToolSpec[] = [
     inputSchema: {
       type: 'object',
       properties: {
-        params: {
-          type: 'object',
-          properties: { id: { type: 'string', pattern: '^[0-7][0-9A-HJKMNP-TV-Z]{25}$' } },
-          required: ['id'],
-          additionalProperties: false,
-          description: 'The path parameters',
-        },
-        body: {
-          type: 'object',
-          properties: { reason: { type: 'string' } },
-          required: ['reason'],
-          additionalProperties: false,
-          description: 'The JSON body',
-        },
+        id: { type: 'string', pattern: '^[0-7][0-9A-HJKMNP-TV-Z]{25}$', description: 'The path parameter id' },
+        reason: { type: 'string', minLength: 1, pattern: '^(?!\\s*$)[^\\x00-\\x1f\\x7f-\\x9f]*$' },
         idempotencyKey: {
           type: 'string',
           minLength: 1,
@@ -130,7 +101,7 @@ export const MCP_TOOLS: McpToolSpec[] = [
             'without running again; a new change needs a new key.',
         },
       },
-      required: ['params', 'body', 'idempotencyKey'],
+      required: ['id', 'reason', 'idempotencyKey'],
       additionalProperties: false,
     },
     annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: true, openWorldHint: true },
@@ -146,13 +117,6 @@ export const MCP_TOOLS: McpToolSpec[] = [
           type: 'string',
           pattern: '^[0-7][0-9A-HJKMNP-TV-Z]{25}$',
           description: 'The Ticket the command runs on',
-        },
-        input: {
-          type: 'object',
-          properties: {},
-          required: [],
-          additionalProperties: false,
-          description: 'The command input',
         },
         idempotencyKey: {
           type: 'string',
@@ -181,12 +145,10 @@ export const MCP_TOOLS: McpToolSpec[] = [
           pattern: '^[0-7][0-9A-HJKMNP-TV-Z]{25}$',
           description: 'The Ticket the command runs on',
         },
-        input: {
-          type: 'object',
-          properties: { resolution: { type: 'string' } },
-          required: ['resolution'],
-          additionalProperties: false,
-          description: 'The command input',
+        resolution: {
+          type: 'string',
+          minLength: 1,
+          pattern: '^(?!\\s*$)[^\\x00-\\x08\\x0b\\x0c\\x0e-\\x1f\\x7f-\\x9f]*$',
         },
         idempotencyKey: {
           type: 'string',
@@ -198,7 +160,7 @@ export const MCP_TOOLS: McpToolSpec[] = [
             'without running again; a new change needs a new key.',
         },
       },
-      required: ['recordId', 'input', 'idempotencyKey'],
+      required: ['recordId', 'resolution', 'idempotencyKey'],
       additionalProperties: false,
     },
     annotations: { title: 'Resolve', readOnlyHint: false, idempotentHint: true, openWorldHint: false },
@@ -214,13 +176,6 @@ export const MCP_TOOLS: McpToolSpec[] = [
           type: 'string',
           pattern: '^[0-7][0-9A-HJKMNP-TV-Z]{25}$',
           description: 'The Ticket the command runs on',
-        },
-        input: {
-          type: 'object',
-          properties: {},
-          required: [],
-          additionalProperties: false,
-          description: 'The command input',
         },
         idempotencyKey: {
           type: 'string',

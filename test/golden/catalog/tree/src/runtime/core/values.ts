@@ -55,7 +55,8 @@ export function storableDateTime(date: Date): boolean {
 
 // local@domain.tld: no spaces, controls or characters that need quoting in the local part; a
 // dotted domain of letters, digits and hyphens (any script) ending in a letters-only label.
-const EMAIL = /^[^\s\p{Cc}@"<>(),;:\\[\]]{1,64}@(?:[\p{L}\p{N}](?:[\p{L}\p{N}-]{0,61}[\p{L}\p{N}])?\.)+\p{L}{2,63}$/u;
+export const EMAIL =
+  /^[^\s\p{Cc}@"<>(),;:\\[\]]{1,64}@(?:[\p{L}\p{N}](?:[\p{L}\p{N}-]{0,61}[\p{L}\p{N}])?\.)+\p{L}{2,63}$/u;
 export const EMAIL_MAX_LENGTH = 254;
 
 /** Whether `value` is a plausible e-mail address (not a deliverability check). */

@@ -8,6 +8,7 @@ import type { ErrorRequestHandler, NextFunction, Request, RequestHandler, Respon
 import { AppError, envelope } from '../core/errors.ts';
 import { BODY_LIMIT, NOT_TEXT, notText } from './body.ts';
 import { type ApiRequest, pathOf } from './request.ts';
+import type { AllowedMethods } from './served-paths.ts';
 
 /**
  * Writes a JSON body straight to the response. The API never needs what res.json adds on top
@@ -31,9 +32,18 @@ export function sendStored(
   res.end();
 }
 
-export const routeNotFound: RequestHandler = (req, _res, next) => {
-  next(new AppError('ROUTE_NOT_FOUND', `no route for ${req.method} ${req.path}`));
-};
+/**
+ * The last route: 405 with Allow for a path the app serves with other methods (`allowed`, from
+ * openapi.json: http/served-paths.ts), else 404.
+ */
+export function routeNotFound(allowed: AllowedMethods): RequestHandler {
+  return (req, res, next) => {
+    const methods = allowed(req.path);
+    if (!methods) return next(new AppError('ROUTE_NOT_FOUND', `no route for ${req.method} ${req.path}`));
+    res.setHeader('Allow', methods.join(', '));
+    next(new AppError('METHOD_NOT_ALLOWED', `${req.path} takes ${methods.join(', ')}, not ${req.method}`));
+  };
+}
 
 export type ErrorSender = (err: unknown, req: ApiRequest, res: ServerResponse) => void;
 

@@ -5,10 +5,12 @@
 // the caller's scopes, the entity's access rules, the command's policy and availableWhen, the
 // idempotency store and the audit trail are the route's own. Nothing here loads the MCP SDK.
 //
-// Arguments mirror the REST request, so that no name can clash: a skill action takes `params` (its
-// path parameters), `query` (a list's query parameters) and `body`; a command `recordId` and
-// `input`. Every tool that changes data takes a required `idempotencyKey` in place of the
-// Idempotency-Key header; the same key and arguments replay the stored result, over MCP or REST.
+// Arguments are one flat object of named arguments, as agents call tools (`{ vehicleId, destination }`):
+// a skill action's path parameters, then its query parameters (a list) or its body keys (any other
+// argument); a command's `recordId`, and its input (any other argument). The generator refuses a
+// name two of them share (MCP_ARGUMENT_COLLISION), so each argument has one place. Every tool that
+// changes data takes a required `idempotencyKey` in place of the Idempotency-Key header; the same
+// key and arguments replay the stored result, over MCP or REST.
 
 import { AppError, envelope, type ErrorDetail } from '../core/errors.ts';
 import { pathParams } from '../core/path-params.ts';
@@ -106,35 +108,43 @@ export function toolbox(
 
 function skillInvoke(runner: SkillActionRunner): Invoke {
   const params = pathParams(runner.action.path);
-  const allowed = new Set([
-    ...(params.length ? ['params'] : []),
-    ...(runner.action.action === 'list' ? ['query'] : []),
-    ...(hasBody(runner.action) ? ['body'] : []),
-    ...(runner.mutation ? ['idempotencyKey'] : []),
-  ]);
+  // What is left once the path parameters (and idempotencyKey) are taken: a list's query, the body.
+  const rest = runner.action.action === 'list' ? 'query' : hasBody(runner.action) ? 'body' : undefined;
+  const named = new Set([...params, ...(runner.mutation ? ['idempotencyKey'] : [])]);
   return (req, args) => {
-    refuseUnknown(args, allowed);
+    const others = without(args, named);
+    if (!rest) refuseUnknown(others, named);
     return runner.run({
       actor: req.actor,
-      params: pathValues(args.params, params),
-      query: queryValues(args.query),
-      body: args.body,
+      params: pathValues(args, params),
+      query: rest === 'query' ? queryValues(others) : {},
+      body: rest === 'body' ? bodyOf(others) : undefined,
       context: ({ mutation }) =>
         callContext(req, () => (mutation ? idempotencyKeyArgument(args.idempotencyKey) : undefined)),
     });
   };
 }
 
-const COMMAND_ARGUMENTS = new Set(['recordId', 'input', 'idempotencyKey']);
+const COMMAND_ARGUMENTS = new Set(['recordId', 'idempotencyKey']);
 
 function commandInvoke(route: CommandRoute): Invoke {
   return (req, args) => {
-    refuseUnknown(args, COMMAND_ARGUMENTS);
     const recordId = args.recordId;
+    if (recordId === undefined) throw invalidAll([{ field: 'recordId', code: 'REQUIRED', message: 'is required' }]);
     if (typeof recordId !== 'string' || recordId === '') throw invalid('recordId', 'must be a non-empty string');
     const ctx = callContext(req, () => idempotencyKeyArgument(args.idempotencyKey));
-    return route.execute(ctx, recordId, args.input);
+    return route.execute(ctx, recordId, bodyOf(without(args, COMMAND_ARGUMENTS)));
   };
+}
+
+/** The arguments but those named. */
+function without(args: Readonly<Record<string, unknown>>, names: ReadonlySet<string>): Record<string, unknown> {
+  return Object.fromEntries(Object.entries(args).filter(([k]) => !names.has(k)));
+}
+
+/** A body (or a command's input) of the arguments left: none when none is left, as REST without a body. */
+function bodyOf(rest: Record<string, unknown>): Record<string, unknown> | undefined {
+  return Object.keys(rest).length ? rest : undefined;
 }
 
 /** A stored answer as a tool result; a stored failure (a replayed 4xx) is an error result. */
@@ -158,13 +168,16 @@ function meta(status: number, traceId: string): Record<string, unknown> {
   return { 'bp/status': status, 'bp/traceId': traceId };
 }
 
-/** The arguments as an object without prototype keys (absent arguments: none). */
-function argumentObject(value: unknown, name = 'arguments'): Readonly<Record<string, unknown>> {
+/**
+ * The arguments as an object without prototype keys (absent arguments: none). mcp/server.ts has
+ * refused arguments that are not an object (-32602); a caller of `call` other than it may not.
+ */
+function argumentObject(value: unknown): Readonly<Record<string, unknown>> {
   if (value === undefined) return {};
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw invalid(name, 'must be an object');
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw invalid('arguments', 'must be an object');
   const forbidden = Object.keys(value).filter((k) => PROTOTYPE_KEYS.has(k));
   if (forbidden.length) {
-    throw new AppError('VALIDATION_FAILED', `${name} may not name ${forbidden.join(', ')}`, {
+    throw new AppError('VALIDATION_FAILED', `arguments may not name ${forbidden.join(', ')}`, {
       details: forbidden.map((k) => ({ field: k, code: 'FORBIDDEN_KEY', message: `"${k}" is not allowed` })),
     });
   }
@@ -181,17 +194,15 @@ function refuseUnknown(args: Readonly<Record<string, unknown>>, allowed: Readonl
 }
 
 /**
- * `params`: every path parameter, as the text a URL would carry (a number or boolean as written
- * in JSON); as in a URL, none may be empty, and there are no others.
+ * The path parameters, each as the text a URL would carry (a number or boolean as written in
+ * JSON); as in a URL, none may be empty.
  */
-function pathValues(raw: unknown, names: readonly string[]): Record<string, string> {
-  const given = argumentObject(raw, 'params');
-  refuseUnknownIn('params', given, new Set(names));
+function pathValues(given: Readonly<Record<string, unknown>>, names: readonly string[]): Record<string, string> {
   const issues: ErrorDetail[] = [];
   const out: Record<string, string> = {};
   for (const name of names) {
     const value = scalarText(given[name]);
-    const field = `params.${name}`;
+    const field = name;
     if (given[name] === undefined) issues.push({ field, code: 'REQUIRED', message: 'is required' });
     else if (value === undefined || value === '') {
       issues.push({ field, code: 'INVALID_ARGUMENT', message: 'must be a non-empty string, number or boolean' });
@@ -201,27 +212,18 @@ function pathValues(raw: unknown, names: readonly string[]): Record<string, stri
   return out;
 }
 
-/** `query`: each value as the text of a query string; the list action checks names and values. */
-function queryValues(raw: unknown): Record<string, unknown> {
-  const given = argumentObject(raw, 'query');
+/** A list's query parameters: each value as the text of a query string; the list action checks names and values. */
+function queryValues(given: Readonly<Record<string, unknown>>): Record<string, unknown> {
   const issues: ErrorDetail[] = [];
   const out: Record<string, unknown> = {};
   for (const [name, value] of Object.entries(given)) {
     const textValue = scalarText(value);
     if (textValue === undefined) {
-      issues.push({ field: `query.${name}`, code: 'INVALID_ARGUMENT', message: 'must be a string, number or boolean' });
+      issues.push({ field: name, code: 'INVALID_ARGUMENT', message: 'must be a string, number or boolean' });
     } else out[name] = textValue;
   }
   if (issues.length) throw invalidAll(issues);
   return out;
-}
-
-function refuseUnknownIn(name: string, given: Readonly<Record<string, unknown>>, allowed: ReadonlySet<string>): void {
-  const unknown = Object.keys(given).filter((k) => !allowed.has(k));
-  if (!unknown.length) return;
-  throw invalidAll(
-    unknown.map((k) => ({ field: `${name}.${k}`, code: 'UNKNOWN_ARGUMENT', message: 'is not one this tool takes' })),
-  );
 }
 
 function scalarText(value: unknown): string | undefined {
