@@ -266,24 +266,24 @@ for (const database of DATABASES) describe(`a hidden field on every surface (gen
       (await client.callTool({ name, arguments: args })) as unknown as ToolResult;
     try {
       const hrClient = await connect(env.PAYROLL_API_KEY);
-      const listed = await call(hrClient, 'people_staff', { query: { salary: String(SALARY) } });
+      const listed = await call(hrClient, 'people_staff', { salary: String(SALARY) });
       expect(JSON.stringify(listed.structuredContent)).to.include(String(SALARY));
-      const got = await call(hrClient, 'people_employee', { params: { id: eve.id } });
+      const got = await call(hrClient, 'people_employee', { id: eve.id });
       expect(got.structuredContent).to.include({ salary: SALARY });
 
       const clerkClient = await connect(env.CLERK_API_KEY);
       const answers: ToolResult[] = [
-        await call(clerkClient, 'people_staff', { query: { salary: String(SALARY) } }),
-        await call(clerkClient, 'people_staff', { query: { salary: String(OLD_SALARY) } }),
-        await call(clerkClient, 'people_by_tax_id', { params: { taxId: TAX_ID } }),
+        await call(clerkClient, 'people_staff', { salary: String(SALARY) }),
+        await call(clerkClient, 'people_staff', { salary: String(OLD_SALARY) }),
+        await call(clerkClient, 'people_by_tax_id', { taxId: TAX_ID }),
       ];
       for (const answer of answers) {
         expect(answer.isError, JSON.stringify(answer)).to.equal(true);
         expect(JSON.parse(answer.content[0].text as string).error).to.include({ code: 'FORBIDDEN' });
       }
-      const record = await call(clerkClient, 'people_employee', { params: { id: eve.id } });
+      const record = await call(clerkClient, 'people_employee', { id: eve.id });
       expect(record.structuredContent).to.include({ name: 'Eve' }).and.not.to.have.any.keys('salary', 'taxId', 'review');
-      const renamed = await call(clerkClient, 'rename', { recordId: eve.id, input: { name: 'Eve' }, idempotencyKey: freshKey() });
+      const renamed = await call(clerkClient, 'rename', { recordId: eve.id, name: 'Eve', idempotencyKey: freshKey() });
       expect(renamed.structuredContent).to.include({ name: 'Eve' }).and.not.to.have.any.keys('salary', 'taxId', 'review');
       for (const answer of [...answers, record, renamed]) seenByOthers.push({ where: 'clerk key: MCP', text: JSON.stringify(answer) });
     } finally {

@@ -180,6 +180,22 @@ for (const database of DATABASES) describe(`session flow (generated helpdesk app
     expect(errorOf(wrong.body).message).to.equal(errorOf(unknown.body).message);
   });
 
+  it('refuses sign-up and sign-in sent with an API key (400 SESSION_WITH_API_KEY), storing no person and no session', async () => {
+    const { email } = await signedUp('keyed');
+    const people = () => rows.count('_bp_users');
+    const sessions = () => rows.count('_bp_sessions');
+    const [peopleBefore, sessionsBefore] = [await people(), await sessions()];
+    const signup = await asTriage('POST', '/api/auth/signup', { email: newEmail('keyed-new'), password: PASSWORD });
+    const login = await asTriage('POST', '/api/auth/login', { email, password: PASSWORD });
+    for (const res of [signup, login]) {
+      expect(res.status, res.text).to.equal(400);
+      expect(errorOf(res.body).code).to.equal('SESSION_WITH_API_KEY');
+      expect(setCookie(new Response(null, { headers: res.headers }), COOKIE), 'no session cookie').to.equal(undefined);
+    }
+    expect(await people(), 'no person stored').to.equal(peopleBefore);
+    expect(await sessions(), 'no session stored').to.equal(sessionsBefore);
+  });
+
   it('slows down repeated failures: 429 TOO_MANY_ATTEMPTS with Retry-After, even for the right password', async () => {
     const { email } = await signedUp('slow');
     for (let i = 0; i < 5; i++) {

@@ -12,7 +12,7 @@ export function parseListQuery(q: Record<string, unknown>): ListQuery {
   const int = (name: string, fallback: number, min: number, max: number): number => {
     const raw = q[name];
     if (raw === undefined) return fallback;
-    if (typeof raw !== 'string' || !/^\d{1,15}$/.test(raw) || Number(raw) < min || Number(raw) > max) {
+    if (typeof raw !== 'string' || !/^\d{1,16}$/.test(raw) || Number(raw) < min || Number(raw) > max) {
       issues.push({ field: name, code: 'OUT_OF_RANGE', message: `${name} must be an integer from ${min} to ${max}` });
       return fallback;
     }

@@ -33,10 +33,10 @@ export const RUN_ID_HEADER = {
 };
 
 /**
- * `offset` of a list: the app reads at most 15 digits (runtime-lib/http/list-query.ts, and a skill
- * action's list in skill-routes.ts), so 999999999999999 is the largest it takes.
+ * `offset` of a list: the app takes up to 2^53-1, the largest integer a JSON client reads exactly
+ * (runtime-lib/http/list-query.ts, and a skill action's list in skill-routes.ts).
  */
-export const OFFSET_SCHEMA = { type: 'integer', minimum: 0, maximum: 999_999_999_999_999, default: 0 };
+export const OFFSET_SCHEMA = { type: 'integer', minimum: 0, maximum: Number.MAX_SAFE_INTEGER, default: 0 };
 
 /** The security schemes the app accepts: API keys when declared, sessions with the email provider. */
 export function schemeNames(bp: Blueprint): string[] {

@@ -9,7 +9,7 @@ const RETRY_AFTER = { 'Retry-After': { description: 'Seconds to wait before retr
 const ERROR_RESPONSES: Record<string, { description: string; codes: string[]; retry?: true }> = {
   BadRequest: {
     description: 'The request is malformed or fails validation',
-    codes: ['VALIDATION_FAILED', 'INVALID_JSON', 'INVALID_QUERY', 'HTTPS_REQUIRED'],
+    codes: ['VALIDATION_FAILED', 'INVALID_JSON', 'INVALID_QUERY', 'HTTPS_REQUIRED', 'SESSION_WITH_API_KEY'],
   },
   // The 400 of every operation that takes Idempotency-Key: API keys must send one.
   BadWriteRequest: {

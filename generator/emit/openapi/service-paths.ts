@@ -62,6 +62,9 @@ export function authPaths(bp: Blueprint): Record<string, Schema> {
   };
   const session = { 'application/json': { schema: ref('Session') } };
   const open = [{}];
+  // Sign-in and sign-up start a browser session, which a request with an Authorization header
+  // never reaches (API keys skip the session middleware): such a request is refused.
+  const noKey = 'Send no Authorization header: with one the request is 400 SESSION_WITH_API_KEY.';
   const records = bp.auth.userRecords;
   const signup = {
     post: {
@@ -70,6 +73,7 @@ export function authPaths(bp: Blueprint): Record<string, Schema> {
       summary: records
         ? `Create a ${records.entity} record (its ${records.loginField} is the e-mail) with a password, and start a session`
         : 'Create an account (no roles) and start a session',
+      description: noKey,
       security: open,
       requestBody: records ? signupBody(bp, credentials) : credentials,
       responses: { '201': { description: 'Signed up and signed in', content: session }, '400': errorResponse('BadRequest'), '403': errorResponse('Forbidden'), '409': errorResponse('Conflict') },
@@ -83,6 +87,7 @@ export function authPaths(bp: Blueprint): Record<string, Schema> {
         operationId: 'logIn',
         tags: ['Auth'],
         summary: 'Start a session (a new session id)',
+        description: noKey,
         security: open,
         requestBody: credentials,
         responses: {

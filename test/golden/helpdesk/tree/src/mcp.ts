@@ -23,7 +23,7 @@ export const MCP_TOOLS: McpToolSpec[] = [
         offset: {
           type: 'integer',
           minimum: 0,
-          maximum: 999999999999999,
+          maximum: 9007199254740991,
           default: 0,
           description: 'The query parameter offset',
         },

@@ -16,6 +16,11 @@ export const ERROR_CODES = {
     retryable: false,
     description: 'API-key mutations must send an Idempotency-Key header.',
   },
+  SESSION_WITH_API_KEY: {
+    status: 400,
+    retryable: false,
+    description: 'Signing in or up starts a browser session: the request must carry no Authorization header.',
+  },
   HTTPS_REQUIRED: {
     status: 400,
     retryable: false,

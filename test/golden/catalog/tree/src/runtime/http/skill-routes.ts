@@ -494,7 +494,7 @@ function listQuery(
   const page = (name: string, fallback: number, max: number): number => {
     const given = text(name) ?? declared.get(name)?.default?.toString();
     if (given === undefined) return fallback;
-    if (!/^\d{1,15}$/.test(given) || Number(given) > max || (name === 'limit' && Number(given) < 1)) {
+    if (!/^\d{1,16}$/.test(given) || Number(given) > max || (name === 'limit' && Number(given) < 1)) {
       const min = name === 'limit' ? 1 : 0;
       issues.push({ field: name, code: 'OUT_OF_RANGE', message: `${name} must be an integer from ${min} to ${max}` });
       return fallback;

@@ -152,6 +152,17 @@ export function authRoutes(options: RoutesOptions): AuthRoutes {
     }
   }
 
+  /**
+   * A request with an Authorization header never reaches the session middleware (session.ts: API
+   * keys skip it), so it cannot start a session: refused before anything is read or stored, or a
+   * sign-up would store the person and then fail.
+   */
+  function requireNoCredential(req: Request): void {
+    if (req.headers.authorization !== undefined) {
+      throw new AppError('SESSION_WITH_API_KEY', 'signing in or up starts a browser session: send no Authorization header');
+    }
+  }
+
   async function signedIn(req: Request, res: Response, status: number, actor: Actor): Promise<void> {
     await sessions.start(req, actor.id);
     req.actor = actor;
@@ -232,6 +243,7 @@ export function authRoutes(options: RoutesOptions): AuthRoutes {
 
   router.post(AUTH_ROUTES.login, matched('auth.login'), authBody, async (req, res, next) => {
     try {
+      requireNoCredential(req);
       requireHttps(req);
       const { address, password } = credentials(req.body);
       const email = address.normalized;
@@ -258,6 +270,7 @@ export function authRoutes(options: RoutesOptions): AuthRoutes {
   if (options.signup) {
     router.post(AUTH_ROUTES.signup, matched('auth.signup'), authBody, async (req, res, next) => {
       try {
+        requireNoCredential(req);
         requireHttps(req);
         const { address, password } = credentials(req.body);
         const problem = passwordProblem(password);
