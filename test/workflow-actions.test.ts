@@ -16,6 +16,8 @@ type Rec = Record<string, unknown>;
 type Job = Rec & { id: string; url: string; status: string };
 const errorOf = (res: HttpResponse) => (res.body as { error: { code: string; details?: Rec[] } }).error;
 const PIN = '/api/skills/notebook/notes/{id}/pin';
+/** The schema of a required Text key: not blank, no control characters. */
+const REQUIRED_TEXT = { type: 'string', minLength: 1, pattern: '^(?!\\s*$)[^\\x00-\\x1f\\x7f-\\x9f]*$' };
 
 describe('workflow actions: keys, required body keys, the 202 job, the skill index (generated app, over HTTP)', function () {
   this.timeout(120_000);
@@ -112,6 +114,11 @@ describe('workflow actions: keys, required body keys, the 202 job, the skill ind
         expect(errorOf(res).details).to.deep.include({ field: 'reason', code: 'REQUIRED', message: 'reason is required: Pin reads it' });
         openapi.check('POST', PIN, res);
       }
+      // Blank text is no reason either, as openapi.json's pattern for it says.
+      const blank = await pin(n.id, freshKey(), { reason: '   ' });
+      expect(blank.status, blank.text).to.equal(400);
+      expect(errorOf(blank).details).to.deep.include({ field: 'reason', code: 'REQUIRED', message: 'reason must not be blank' });
+      openapi.check('POST', PIN, blank);
       expect(await jobs('Pin')).to.equal(before);
       expect(await note(n.id)).to.include({ pinned: false, pinNote: null });
 
@@ -145,12 +152,25 @@ describe('workflow actions: keys, required body keys, the 202 job, the skill ind
       };
       expect(body(PIN)).to.deep.equal({
         required: true,
-        schema: { type: 'object', properties: { reason: { type: 'string' } }, required: ['reason'], additionalProperties: false },
+        schema: { type: 'object', properties: { reason: REQUIRED_TEXT }, required: ['reason'], additionalProperties: false },
       });
       const tag = body('/api/skills/notebook/notes/{id}/tag');
       expect(tag.schema.required).to.deep.equal(['label']);
-      expect(tag.schema.properties).to.deep.equal({ label: { type: 'string' }, loud: { type: ['boolean', 'null'] } });
+      expect(tag.schema.properties).to.deep.equal({ label: REQUIRED_TEXT, loud: { type: ['boolean', 'null'] } });
       expect(body('/api/skills/notebook/sweep').schema).to.deep.include({ required: ['titles'], properties: { titles: { not: { type: 'null' } } } });
+      // A workflow its webhook starts is served to its skill action too, so the document has it.
+      expect(body('/api/skills/notebook/inbox').schema).to.deep.include({ required: ['subject'] });
+    });
+
+    it('serves and documents the skill action of a webhook-started workflow: 202 as documented, 400 without the key it reads', async () => {
+      const send = (json: unknown) => request(app.url, 'POST', '/api/skills/notebook/inbox', { json, headers: { ...pinner, 'idempotency-key': freshKey() } });
+      const filed = await send({ subject: 'invoice' });
+      expect(filed.status, filed.text).to.equal(202);
+      openapi.check('POST', '/api/skills/notebook/inbox', filed);
+      expect((await jobFinished<Job>(app.url, pinner, (filed.body as { job: Job }).job.url)).status).to.equal('completed');
+      const missing = await send({});
+      expect(missing.status, missing.text).to.equal(400);
+      openapi.check('POST', '/api/skills/notebook/inbox', missing);
     });
 
     it('answers 202 with the job as its documented WorkflowJob, as GET /api/jobs/<id> shows it', async () => {
@@ -177,10 +197,10 @@ describe('workflow actions: keys, required body keys, the 202 job, the skill ind
       expect(await listed()).to.deep.equal({ lobby: ['all_notes'] });
       // An API key: the actions whose every scope it holds.
       expect(await listed(reader)).to.deep.equal({ lobby: ['all_notes'], notebook: ['read_note'] });
-      expect(await listed(pinner)).to.deep.equal({ lobby: ['all_notes'], notebook: ['pin', 'tag', 'sweep', 'read_note'] });
+      expect(await listed(pinner)).to.deep.equal({ lobby: ['all_notes'], notebook: ['pin', 'tag', 'sweep', 'file', 'read_note'] });
       // A person is not held to scopes: every action.
       const session = await login(app.url, 'person@example.com', 'a long enough password');
-      expect(await listed({ cookie: session.cookie })).to.deep.equal({ lobby: ['all_notes'], notebook: ['pin', 'tag', 'sweep', 'read_note'] });
+      expect(await listed({ cookie: session.cookie })).to.deep.equal({ lobby: ['all_notes'], notebook: ['pin', 'tag', 'sweep', 'file', 'read_note'] });
       // Asked again (the index kept per kind of caller), the same.
       expect(await listed()).to.deep.equal({ lobby: ['all_notes'] });
       expect(await listed(reader)).to.deep.equal({ lobby: ['all_notes'], notebook: ['read_note'] });

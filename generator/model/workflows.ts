@@ -3,9 +3,13 @@
 
 import type { Blueprint, SkillAction, Workflow, WorkflowStep } from './types.ts';
 
-/** Started by hand: a skill action submits it as a job (202, GET /api/jobs/<id>). */
+/**
+ * Started by hand: a skill action submits it as a job (202, GET /api/jobs/<id>). The app serves the
+ * skill actions of every workflow but one its entity events start (runtime/http/skill-routes.ts
+ * skillActions): a webhook's or a schedule's workflow may be started by hand too.
+ */
 export function startedByHand(workflow: Workflow): boolean {
-  return workflow.trigger.kind === 'manual';
+  return workflow.trigger.kind !== 'entity';
 }
 
 /** Whether some workflow is started by a delivery to its webhook route (POST /webhooks/...). */

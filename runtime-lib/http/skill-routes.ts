@@ -433,7 +433,7 @@ function noop(): void {}
 
 /**
  * The body of a workflow action: a JSON object of the declared keys, each of its declared type,
- * with every key the workflow reads (`requiredBody`) present and not null.
+ * with every key the workflow reads (`requiredBody`) present, not null and, for text, not blank.
  */
 function checkWorkflowBody(action: SkillActionSpec, raw: unknown): Row {
   const body = checkBody(raw ?? {});
@@ -446,7 +446,8 @@ function checkWorkflowBody(action: SkillActionSpec, raw: unknown): Row {
       continue;
     }
     if (value === null) continue;
-    out[name] = normalizeValue({ name, type }, value, issues);
+    // A key the workflow reads is required as a field is: text of it must not be blank either.
+    out[name] = normalizeValue({ name, type, required: action.requiredBody?.includes(name) }, value, issues);
   }
   for (const name of action.requiredBody ?? []) {
     if (!Object.hasOwn(body, name) || body[name] === null)

@@ -4,7 +4,7 @@
 
 import type { Blueprint, Entity, Skill, SkillAction } from '../../model/types.ts';
 import { pathParams } from '../../../runtime-lib/core/path-params.ts';
-import { requiredBodyKeys } from '../../model/workflows.ts';
+import { requiredBodyKeys, startedByHand } from '../../model/workflows.ts';
 import { actionRisk } from '../skills.ts';
 import { errorResponse, IDEMPOTENCY_HEADER, json, OFFSET_SCHEMA, ref, RUN_ID_HEADER, schemeNames, TRACE_HEADER, type Schema } from './common.ts';
 import { entitySchemas, fieldSchema, keySchema } from './schemas.ts';
@@ -223,7 +223,7 @@ export function skillPaths(bp: Blueprint): Record<string, Schema> {
       const entity = bp.entities.find((e) => e.name === action.entity);
       const workflow = bp.workflows.find((w) => w.name === action.workflow);
       let op: Schema | undefined;
-      if (workflow?.trigger.kind === 'manual') op = workflowOperation(bp, skill, action, entity);
+      if (workflow && startedByHand(workflow)) op = workflowOperation(bp, skill, action, entity);
       else if (entity && action.action !== undefined && action.workflow === undefined) op = operation(bp, skill, action, entity);
       if (!op) continue;
       const item = (paths[action.route] ??= {});
