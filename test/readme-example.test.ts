@@ -26,15 +26,18 @@ function filesUnder(dir: string): string[] {
 
 describe('the README example', function () {
   this.timeout(120_000);
+  let dir: string;
   let out: string;
   let run: ReturnType<typeof bp>;
 
   before(() => {
-    const dir = freshDir('readme-example');
+    dir = freshDir('readme-example');
     fs.writeFileSync(path.join(dir, 'todo.toml'), BLUEPRINT());
     out = path.join(dir, 'out', 'todo');
     run = bp(['generate', path.join(dir, 'todo.toml'), '-o', out]);
   });
+
+  after(() => fs.rmSync(dir, { recursive: true, force: true }));
 
   it('generates without an error or a warning', () => {
     expect(run.status, run.stderr).to.equal(0);
