@@ -151,7 +151,8 @@ export async function emitApp(bp: Blueprint, options: EmitOptions): Promise<Emit
       ),
     },
   }));
-  files.set('src/permissions.ts', emitPermissions(bp));
+  const permissions = emitPermissions(bp);
+  if (permissions !== undefined) files.set('src/permissions.ts', permissions);
   if (emailAuth) {
     files.set('src/users.ts', render('app/src/users.ts.hbs', {
       userRecords: userRecords && {

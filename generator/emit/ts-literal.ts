@@ -117,6 +117,14 @@ export function tsDocComment(text: string, indent: number): string {
   return `/**\n${lines.join('\n')}\n${pad} */`;
 }
 
+/**
+ * The array or object, or undefined (so that a literal leaves its key out) when it is empty: for
+ * spec fields whose absence the runtime reads as empty.
+ */
+export function nonEmpty<T extends object>(value: T): T | undefined {
+  return Object.keys(value).length > 0 ? value : undefined;
+}
+
 export function tsString(s: string): string {
   return quote(s, quoteFor(s));
 }
