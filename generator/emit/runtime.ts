@@ -98,15 +98,3 @@ function runtimeImports(file: string, source: string): string[] {
   }
   return targets;
 }
-
-/** Lines of the runtime bp has and of the part copied into an app: `{ copied, total }`. */
-export function runtimeLines(copied: ReadonlyMap<string, string>, runtimeDir = RUNTIME_DIR): { copied: number; total: number } {
-  const lines = (text: string) => text.split('\n').length - (text.endsWith('\n') ? 1 : 0);
-  let total = 0;
-  for (const name of fs.readdirSync(runtimeDir, { recursive: true, encoding: 'utf8' })) {
-    if (name.endsWith('.ts')) total += lines(fs.readFileSync(path.join(runtimeDir, name), 'utf8'));
-  }
-  let count = 0;
-  for (const text of copied.values()) count += lines(text) - 1; // the header line is not the runtime's
-  return { copied: count, total };
-}
