@@ -11,7 +11,7 @@ import { entityFileName, tsTypeMembers } from './entities.ts';
 import { lowerFirst, type MatchRelation, matchRelations, refRelations, upperFirst, type RefRelation } from './relations.ts';
 import { ruleCall } from './rules.ts';
 import { render } from './templates.ts';
-import { code, MAX_WIDTH, tsDocComment, tsLiteral, tsProperties, tsString, tsTypeMember } from './ts-literal.ts';
+import { code, MAX_WIDTH, nonEmpty, tsDocComment, tsLiteral, tsProperties, tsString, tsTypeMember } from './ts-literal.ts';
 
 /** Record paths a condition reads (`record.customer.name` -> ['customer', 'name']). */
 function recordPaths(condition: Condition | undefined): string[][] {
@@ -134,12 +134,15 @@ export function emitCommands(bp: Blueprint, outDir: string): string {
         name: c.name,
         operationId: c.operationId,
         entity: c.entity,
-        scopes: c.scopes,
+        scopes: nonEmpty(c.scopes),
         policy: c.policy && ruleCall(c.policy),
         availableWhen: c.availableWhen && ruleCall(c.availableWhen),
-        input: c.input.map((i) => ({ name: i.name, type: i.type, required: i.required, values: i.values, ref: inputRef(bp, c, i) })),
-        mutations: Object.fromEntries(c.mutations.map((m) => [m.field, mutationSpec(m.value)])),
-        includes: includesOf(c, entity, relations, matches),
+        input: nonEmpty(
+          c.input.map((i) => ({ name: i.name, type: i.type, required: i.required, values: i.values, ref: inputRef(bp, c, i) })),
+        ),
+        // Empty ones say nothing: the runtime reads a missing one as empty.
+        mutations: nonEmpty(Object.fromEntries(c.mutations.map((m) => [m.field, mutationSpec(m.value)]))),
+        includes: nonEmpty(includesOf(c, entity, relations, matches)),
         handler: handler && code(handler),
       }, 2),
     };

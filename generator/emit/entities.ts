@@ -9,7 +9,7 @@ import { emailKeyColumn } from './migrations/email-indexes.ts';
 import { lowerFirst } from './relations.ts';
 import { ruleCalls } from './rules.ts';
 import { render } from './templates.ts';
-import { type Clauses, clauses, code, tsAssign, tsLiteral, tsProperties, tsString, tsTypeMember } from './ts-literal.ts';
+import { type Clauses, clauses, code, nonEmpty, tsAssign, tsLiteral, tsProperties, tsString, tsTypeMember } from './ts-literal.ts';
 
 const q = (name: string): string => `"${name}"`;
 
@@ -129,6 +129,7 @@ export function emitEntityModule(bp: Blueprint, entity: Entity): string {
   const fieldRules = Object.fromEntries(
     entity.fields.filter((f) => f.access.read || f.access.write).map((f) => [f.name, ruleCalls(f.access)]),
   );
+  const scopes = { read: nonEmpty(entity.scopes.read), write: nonEmpty(entity.scopes.write) };
   return render('app/src/entities/_entity.ts.hbs', {
     name: entity.name,
     collection: entity.collection,
@@ -147,6 +148,13 @@ export function emitEntityModule(bp: Blueprint, entity: Entity): string {
     fields: entity.fields.map((f) => tsLiteral(fieldSpec(bp, entity, f), { indent: 4, trail: 1 })),
     sql: tsProperties(entitySql(entity), 2),
     postgresInsert: postgres && tsProperties(postgres, 2),
-    access: tsProperties({ entity: entity.name, rules, fields: fieldRules, scopes: entity.scopes }, 4),
+    // Empty ones say nothing: no rule is the signed-in default, no scope none needed.
+    access: tsProperties({
+      entity: entity.name,
+      rules: nonEmpty(rules),
+      fields: nonEmpty(fieldRules),
+      scopes: scopes.read || scopes.write ? scopes : undefined,
+    }, 4),
+    permissions: bp.auth.permissions !== undefined,
   });
 }

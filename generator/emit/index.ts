@@ -1,5 +1,7 @@
 // Emit stage: the whole generated app as a map of relative path -> contents. Writes nothing.
 
+import * as fs from 'node:fs';
+import * as path from 'node:path';
 import type { Blueprint } from '../model/types.ts';
 import { emitCommands } from './commands.ts';
 import { emitEntityModule, entityFileName, routesName } from './entities.ts';
@@ -149,7 +151,8 @@ export async function emitApp(bp: Blueprint, options: EmitOptions): Promise<Emit
       ),
     },
   }));
-  files.set('src/permissions.ts', emitPermissions(bp));
+  const permissions = emitPermissions(bp);
+  if (permissions !== undefined) files.set('src/permissions.ts', permissions);
   if (emailAuth) {
     files.set('src/users.ts', render('app/src/users.ts.hbs', {
       userRecords: userRecords && {
@@ -173,7 +176,6 @@ export async function emitApp(bp: Blueprint, options: EmitOptions): Promise<Emit
   if (mcp) files.set('src/mcp.ts', emitMcp(bp, tools));
   files.set('src/workflows.ts', emitWorkflows(bp));
   for (const entity of bp.entities) files.set(`src/entities/${entityFileName(entity)}.ts`, emitEntityModule(bp, entity));
-  for (const [p, content] of emitRuntime()) files.set(p, content);
   // Wrapped into whole comment lines: the name's own line breaks cannot end the comment.
   const intro = wrapText(
     `The extension point of ${bp.project.name}: what your team adds to the generated app without editing a generated ` +
@@ -181,5 +183,12 @@ export async function emitApp(bp: Blueprint, options: EmitOptions): Promise<Emit
     117,
   );
   const scaffold = new Map([['src/extend.ts', render('app/src/extend.ts.hbs', { intro })]]);
+  // The runtime the app's files import, the team's src/extend.ts included as it is on disk (once
+  // scaffolded, it is theirs and may import more of the runtime than the scaffold does).
+  const extend = path.join(options.outDir, 'src', 'extend.ts');
+  const team = fs.statSync(extend, { throwIfNoEntry: false })?.isFile()
+    ? new Map([['src/extend.ts', fs.readFileSync(extend, 'utf8')]])
+    : new Map<string, string>();
+  for (const [p, content] of emitRuntime(new Map([...files, ...scaffold]), team)) files.set(p, content);
   return { files: new Map([...files].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))), scaffold };
 }

@@ -3,16 +3,12 @@
 import type { Blueprint, SkillAction } from '../model/types.ts';
 import { requiredBodyKeys } from '../model/workflows.ts';
 import { render } from './templates.ts';
-import { tsLiteral } from './ts-literal.ts';
+import { nonEmpty, tsLiteral } from './ts-literal.ts';
 
 /** Zebric's default risk of an action that declares none: GET reads, DELETE destroys, the rest write. */
 export function actionRisk(action: SkillAction): NonNullable<SkillAction['risk']> {
   if (action.risk) return action.risk;
   return action.method === 'GET' ? 'read' : action.method === 'DELETE' ? 'destructive' : 'write';
-}
-
-function nonEmpty<T>(list: T[]): T[] | undefined {
-  return list.length ? list : undefined;
 }
 
 export function emitSkills(bp: Blueprint): string {
@@ -28,11 +24,12 @@ export function emitSkills(bp: Blueprint): string {
       entity: a.entity,
       action: a.action,
       workflow: a.workflow,
-      mapParams: a.mapParams,
-      body: a.body,
+      // Empty ones say nothing: the runtime reads a missing one as empty.
+      mapParams: nonEmpty(a.mapParams),
+      body: nonEmpty(a.body),
       // Only a workflow action's: the body keys its workflow cannot run without.
       requiredBody: nonEmpty(requiredBodyKeys(bp, a)),
-      query: a.query,
+      query: nonEmpty(a.query),
       scopes: a.scopes,
       risk: actionRisk(a),
     })),

@@ -2,7 +2,8 @@
 // when that saves escapes), bare keys where they are identifiers, keys in the order given
 // (callers order them). Given where the value starts, the layout keeps lines within MAX_WIDTH:
 // an object, array or call stays on one line when it fits and otherwise breaks one entry per
-// line, recursively; a string too long for a line becomes `'...' +` pieces on lines of their own.
+// line, recursively; a string too long for a line becomes `'...' +` pieces on lines of their own,
+// broken after spaces only (never inside a word or a `{{ ... }}` template).
 // The same input always gives the same text.
 
 /** The widest line bp writes into a generated file. */
@@ -117,6 +118,14 @@ export function tsDocComment(text: string, indent: number): string {
   return `/**\n${lines.join('\n')}\n${pad} */`;
 }
 
+/**
+ * The array or object, or undefined (so that a literal leaves its key out) when it is empty: for
+ * spec fields whose absence the runtime reads as empty.
+ */
+export function nonEmpty<T extends object>(value: T): T | undefined {
+  return Object.keys(value).length > 0 ? value : undefined;
+}
+
 export function tsString(s: string): string {
   return quote(s, quoteFor(s));
 }
@@ -223,8 +232,9 @@ function splitString(s: string, column: number, trail: number): string[] {
 /**
  * Splits text into pieces that fit a line starting at `column` once rendered (measured by
  * `size`) and followed by ` +`, or by `trail` characters for the final piece. Pieces end just
- * after the last `separator` that fits; failing one, a piece is cut at the width, though never
- * inside a `${NAME}` interpolation.
+ * after the last `separator` that fits, never inside a `{{ ... }}` template or a `${NAME}`
+ * interpolation, and never inside a word: a piece whose first word alone is too long for the
+ * line runs past the width to the next place it may end.
  */
 function wrap(
   text: string,
@@ -234,25 +244,50 @@ function wrap(
   size: (text: string) => number = (text) => piece(text).length,
 ): string[] {
   const chars = Array.from(text);
+  const cuts = cutPoints(chars, separator);
   const pieces: string[] = [];
   let start = 0;
+  let next = 0; // the first cut after `start`
   while (start < chars.length) {
     const fits = (end: number) =>
       size(chars.slice(start, end).join('')) <= MAX_WIDTH - column - (end === chars.length ? trail : 2);
-    let end = start + 1;
-    while (end < chars.length && fits(end + 1)) end++;
-    if (end < chars.length) {
-      const head = chars.slice(start, end).join('');
-      const at = head.lastIndexOf(separator);
-      const open = head.lastIndexOf('${');
-      let cut = at > 0 ? at + separator.length : head.length;
-      if (at <= 0 && open > 0 && !head.includes('}', open)) cut = open;
-      end = start + Array.from(head.slice(0, cut)).length;
+    let end = chars.length;
+    if (!fits(end)) {
+      while (next < cuts.length && cuts[next] <= start) next++;
+      let last = next;
+      while (last < cuts.length && fits(cuts[last])) last++;
+      // The last cut that fits; else the first one, past the width; else the rest of the text.
+      end = last > next ? cuts[last - 1] : (cuts[next] ?? chars.length);
     }
     pieces.push(chars.slice(start, end).join(''));
     start = end;
   }
   return pieces;
+}
+
+/**
+ * Where a piece of `chars` may end: just after each `separator` that is outside the `{{ ... }}`
+ * templates and `${...}` interpolations (those with a closing brace), and not at either end.
+ */
+function cutPoints(chars: readonly string[], separator: string): number[] {
+  const text = chars.join('');
+  // Code-unit offsets of the protected spans, in order.
+  const spans: Array<[number, number]> = [];
+  for (const match of text.matchAll(/\{\{.*?\}\}|\$\{[^}]*\}/gs)) spans.push([match.index, match.index + match[0].length]);
+  const cuts: number[] = [];
+  let offset = 0;
+  let span = 0;
+  for (let i = 0; i < chars.length; i++) {
+    const at = offset;
+    offset += chars[i].length;
+    if (!text.startsWith(separator, at)) continue;
+    const end = at + separator.length;
+    while (span < spans.length && spans[span][1] <= at) span++;
+    const inside = span < spans.length && spans[span][0] < at;
+    // A cut is a character index: count the characters up to the separator's end.
+    if (!inside && end < text.length) cuts.push(i + Array.from(separator).length);
+  }
+  return cuts;
 }
 
 /** Single quotes unless the text holds single quotes and no double ones. */

@@ -3,14 +3,15 @@
 
 import type { Blueprint } from '../model/types.ts';
 import { render } from './templates.ts';
-import { tsLiteral } from './ts-literal.ts';
+import { nonEmpty, tsLiteral } from './ts-literal.ts';
 
 export function emitWorkflows(bp: Blueprint): string {
   const workflows = bp.workflows.map((w) => ({
     name: w.name,
     description: w.description,
     trigger: w.trigger,
-    precondition: w.precondition,
+    // Empty, it holds for every run: the runtime reads a missing one so.
+    precondition: nonEmpty(w.precondition),
     transactional: w.transactional,
     retries: w.retries,
     maxConcurrent: w.maxConcurrent,
@@ -18,7 +19,7 @@ export function emitWorkflows(bp: Blueprint): string {
   }));
   const notifications = {
     default: bp.notifications.default,
-    adapters: bp.notifications.adapters.map((a) => ({ name: a.name, type: a.type, config: a.config })),
+    adapters: bp.notifications.adapters.map((a) => ({ name: a.name, type: a.type, config: nonEmpty(a.config) })),
   };
   const services = bp.services.map((s) => ({
     name: s.name,

@@ -1,4 +1,4 @@
-// Domain commands (spec 2.3, 3, 4.2, 7): the one executor every surface calls (HTTP now; MCP,
+// Domain commands: the one executor every surface calls (HTTP now; MCP,
 // pages and workflow steps later). Nothing here depends on HTTP: it takes an actor and input.
 //
 // Order of checks: authenticated actor (401); API-key scopes (403); input (400); record loaded
@@ -59,12 +59,12 @@ export interface CommandSpec<I = Record<string, unknown>, R = Row> {
   name: string;
   operationId: string;
   entity: string;
-  scopes: readonly string[];
+  scopes?: readonly string[];
   policy?: Condition;
   availableWhen?: Condition;
-  input: readonly CommandInputSpec[];
-  mutations: Readonly<Record<string, MutationSpec>>;
-  includes: readonly IncludeSpec[];
+  input?: readonly CommandInputSpec[];
+  mutations?: Readonly<Record<string, MutationSpec>>;
+  includes?: readonly IncludeSpec[];
   handler?: CommandHandler<I, R>;
 }
 
@@ -132,7 +132,7 @@ export async function executeCommand<I, R>(
 /** The checks before any work: an authenticated actor (401), an API key's scopes (403), the input (400). */
 export function admitCommand(spec: CommandSpec, actor: Actor, rawInput: unknown): Record<string, unknown> {
   if (!isAuthenticated(actor)) throw new AppError('UNAUTHENTICATED', 'sign in or present an API key to run commands');
-  requireScopes(actor, spec.scopes, spec.operationId);
+  requireScopes(actor, spec.scopes ?? [], spec.operationId);
   return checkInput(spec, rawInput);
 }
 
@@ -156,7 +156,7 @@ export function* declarativeCommand(
   const command = { name: spec.name, entity: spec.entity };
   const operation = `command:${spec.name}`;
   const detail = { command: spec.name, input };
-  if (spec.includes.length === 0 && !readsRecord(spec)) {
+  if (!spec.includes?.length && !readsRecord(spec)) {
     // The mutations are known without the record: they travel with its lock, and policy and
     // availableWhen are checked on the record as locked (a refusal rolls them back).
     const changes = resolveMutations(spec, input, actor, {}, now);
@@ -193,7 +193,7 @@ function conditionsInSql(store: EntityStore, spec: CommandSpec, actor: Actor, sc
 
 /** Whether a mutation of the command copies a value of the record (`record.<field>`). */
 function readsRecord(spec: CommandSpec): boolean {
-  return Object.values(spec.mutations).some((m) => 'record' in m);
+  return Object.values(spec.mutations ?? {}).some((m) => 'record' in m);
 }
 
 /** A command without a handler: checks, mutations, audit entry and stored response in one transaction. */
@@ -224,7 +224,7 @@ function checkConditions(
 ): void {
   const conditions = [spec.policy, spec.availableWhen];
   (rt.stores.get(spec.entity) as EntityStore).access.checkConditionReads(scope.actor, conditions, scope.record);
-  for (const inc of spec.includes) {
+  for (const inc of spec.includes ?? []) {
     const related = scope.record[inc.name];
     const rows = (Array.isArray(related) ? related : related ? [related] : []) as Row[];
     rt.stores.get(inc.entity)?.access.checkRelationReads(scope.actor, conditions, inc.name, rows);
@@ -304,7 +304,7 @@ async function run(
   };
   const body = await db.write(function* () {
     let after: Row | undefined;
-    if (spec.includes.length === 0) {
+    if (!spec.includes?.length) {
       // The key's hold, the row's lock and the change planned from the record the handler saw go
       // in one trip; the checks then run on the row as locked, a refusal rolling it all back.
       after = yield* store.lockAndChange(call, call.recordId, changes, {
@@ -359,12 +359,12 @@ function checkInput(spec: CommandSpec, raw: unknown): Record<string, unknown> {
   }
   const issues: ErrorDetail[] = [];
   const out: Record<string, unknown> = {};
-  const declared = new Map(spec.input.map((i) => [i.name, i]));
+  const declared = new Map((spec.input ?? []).map((i) => [i.name, i]));
   for (const key of Object.keys(body)) {
     if (!declared.has(key))
       issues.push({ field: key, code: 'UNKNOWN_FIELD', message: `${spec.name} has no input "${key}"` });
   }
-  for (const field of spec.input) {
+  for (const field of spec.input ?? []) {
     const value = (body as Record<string, unknown>)[field.name];
     if (!Object.prototype.hasOwnProperty.call(body, field.name) || value === null || value === undefined) {
       if (field.required) issues.push({ field: field.name, code: 'REQUIRED', message: `${field.name} is required` });
@@ -385,7 +385,7 @@ function resolveMutations(
   now: string,
 ): Record<string, unknown> {
   const changes: Record<string, unknown> = {};
-  for (const [field, m] of Object.entries(spec.mutations)) {
+  for (const [field, m] of Object.entries(spec.mutations ?? {})) {
     if ('literal' in m) changes[field] = m.literal;
     else if ('now' in m) changes[field] = now;
     else if ('input' in m) {
@@ -407,9 +407,9 @@ function actorValue(actor: Actor, key: string): unknown {
 }
 
 function* withRelations(rt: CommandRuntime, spec: CommandSpec, record: Row): Work<Row> {
-  if (spec.includes.length === 0) return record;
+  if (!spec.includes?.length) return record;
   const out: Row = { ...record };
-  for (const inc of spec.includes) {
+  for (const inc of spec.includes ?? []) {
     const target = rt.stores.get(inc.entity);
     if (!target) continue;
     if (inc.kind === 'one') {

@@ -1,4 +1,4 @@
-// One actor shape for every caller (spec 2.4). Resolved before any route handler runs; nothing
+// One actor shape for every caller. Resolved before any route handler runs; nothing
 // from the request body, query or headers other than a verified credential may set it.
 //
 // Besides bp's own keys it carries the keys Zebric 0.6 blueprints read (`actor.type`,

@@ -1,4 +1,4 @@
-// Where Idempotency-Keys are kept (spec 4.2, 7): a mutation sent twice with the same key runs once.
+// Where Idempotency-Keys are kept: a mutation sent twice with the same key runs once.
 // Keys are scoped to the credential and the operation and kept 24 hours in the database, so a
 // restart does not forget them. Same key and input: the stored response is replayed. Same key,
 // different input: 409 IDEMPOTENCY_KEY_REUSE. Same key while the first is still running: 409

@@ -1,4 +1,4 @@
-// Idempotency-Key handling for requests (spec 4.2, 7): which keys are whose, what makes two
+// Idempotency-Key handling for requests: which keys are whose, what makes two
 // requests "the same input", the header's rules, and running an entity write under its key
 // (runIdempotent). The keys themselves are kept by idempotency-store.ts.
 

@@ -1,4 +1,4 @@
-// GET /api/jobs/:id (spec 4.4): a workflow job, polled by whoever submitted it. Anyone else, and
+// GET /api/jobs/:id: a workflow job, polled by whoever submitted it. Anyone else, and
 // anyone asking for an id that does not exist, hears the same 404.
 
 import { Router } from 'express';

@@ -1,4 +1,4 @@
-// The paging parameters of a list route: `limit` (1 to 1000, default 100) and `offset` (spec 4.1, 8).
+// The paging parameters of a list route: `limit` (1 to 1000, default 100) and `offset`.
 
 import { AppError, type ErrorDetail } from '../core/errors.ts';
 import type { ListQuery } from '../data/entity-store.ts';

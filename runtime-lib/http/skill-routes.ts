@@ -1,4 +1,4 @@
-// Skill actions (spec 2.6, 4.3): each CRUD action of a `[skill.X]` is served at its own method and
+// Skill actions: each CRUD action of a `[skill.X]` is served at its own method and
 // path, and runs the entity's own pipeline (access rules, validation, audit, Idempotency-Key), so
 // an agent gets nothing through a skill that it could not get through /api/<entity>s. On top of
 // the entity's checks an action holds its own: who may call it (the skill's `auth`) and the scopes
@@ -61,12 +61,12 @@ export interface SkillActionSpec {
   action?: 'create' | 'list' | 'get' | 'update' | 'delete';
   workflow?: string;
   /** Path parameter -> entity field. */
-  mapParams: Readonly<Record<string, string>>;
+  mapParams?: Readonly<Record<string, string>>;
   /** The body's keys and their field types, as declared (documentation of create and update). */
-  body: Readonly<Record<string, string>>;
+  body?: Readonly<Record<string, string>>;
   /** Of a workflow action: the body keys its workflow reads, which every request must give (not null). */
   requiredBody?: readonly string[];
-  query: readonly SkillQueryParam[];
+  query?: readonly SkillQueryParam[];
   scopes: readonly string[];
   /** As declared, else from the method (GET read, DELETE destructive, others write), as in Zebric. */
   risk: SkillRisk;
@@ -257,9 +257,9 @@ export function skillIndex(
         ...(a.workflow ? { workflow: a.workflow } : {}),
         risk: a.risk,
         scopes: a.scopes,
-        ...(Object.keys(a.body).length ? { body: a.body } : {}),
+        ...(a.body && Object.keys(a.body).length ? { body: a.body } : {}),
         ...(a.requiredBody?.length ? { requiredBody: a.requiredBody } : {}),
-        ...(a.query.length ? { query: a.query } : {}),
+        ...(a.query?.length ? { query: a.query } : {}),
         idempotencyKey: a.method === 'GET' ? 'none' : 'required for API keys',
         ...(a.workflow ? { answers: WORKFLOW_ANSWER } : {}),
       })),
@@ -288,7 +288,7 @@ function crudAction(
   const fields = new Map(spec.fields.map((f) => [f.name, f]));
   const operation = `skill:${skill.name}.${action.name}`;
   const paramNames = pathParams(action.path);
-  const fieldOf = (param: string) => action.mapParams[param] ?? param;
+  const fieldOf = (param: string) => action.mapParams?.[param] ?? param;
   const idParam = paramNames.find((p) => fieldOf(p) === spec.primaryKey);
 
   /** The path parameters as field values (their JSON form), and the record id when one names it. */
@@ -398,7 +398,7 @@ function workflowAction(
   const operation = `skill:${skill.name}.${action.name}`;
   const paramNames = pathParams(action.path);
   const key = store?.spec.primaryKey;
-  const idParam = key === undefined ? undefined : paramNames.find((p) => (action.mapParams[p] ?? p) === key);
+  const idParam = key === undefined ? undefined : paramNames.find((p) => (action.mapParams?.[p] ?? p) === key);
   const takesBody = action.method !== 'GET';
   return async (call) => {
     admitCaller(skill, action, call.actor);
@@ -443,7 +443,7 @@ function checkWorkflowBody(action: SkillActionSpec, raw: unknown): Row {
   const issues: ErrorDetail[] = [];
   const out: Row = {};
   for (const [name, value] of Object.entries(body)) {
-    const type = action.body[name] as FieldType | undefined;
+    const type = action.body?.[name] as FieldType | undefined;
     if (type === undefined) {
       issues.push({ field: name, code: 'UNKNOWN_FIELD', message: `${action.name} takes no "${name}"` });
       continue;
@@ -483,7 +483,7 @@ function listQuery(
 ): { limit: number; offset: number; where: FieldValue[] } {
   const query = (raw ?? {}) as Record<string, unknown>;
   const issues: ErrorDetail[] = [];
-  const declared = new Map(action.query.map((p) => [p.name, p]));
+  const declared = new Map((action.query ?? []).map((p) => [p.name, p]));
   for (const key of Object.keys(query)) {
     if (!declared.has(key) && key !== 'limit' && key !== 'offset')
       issues.push({ field: key, code: 'UNKNOWN_PARAMETER', message: `unknown query parameter "${key}"` });
@@ -508,7 +508,7 @@ function listQuery(
   const limit = page('limit', LIST_DEFAULT_LIMIT, LIST_MAX_LIMIT);
   const offset = page('offset', 0, Number.MAX_SAFE_INTEGER);
   const where: FieldValue[] = [];
-  for (const param of action.query) {
+  for (const param of action.query ?? []) {
     if (param.name === 'limit' || param.name === 'offset') continue;
     const given = text(param.name) ?? param.default?.toString();
     if (given === undefined) {

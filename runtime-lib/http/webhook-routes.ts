@@ -1,4 +1,4 @@
-// Webhook triggers (spec 2.7): a workflow with `trigger = { webhook = "/webhooks/..." }` is started
+// Webhook triggers: a workflow with `trigger = { webhook = "/webhooks/..." }` is started
 // by a POST to that route. The request stores a job and answers 202; the steps read the delivery as
 // `webhook.body`, `webhook.headers` and `webhook.query`.
 //

@@ -1,6 +1,6 @@
 // Request tracing kept in memory for the development admin server: a trace per request with
 // spans for the HTTP request, route matching and each database query. Bounded by count and age
-// (spec 8: 1,000 traces, 5 minutes) so a busy app cannot grow it without limit.
+// (1,000 traces, 5 minutes) so a busy app cannot grow it without limit.
 
 import { randomFillSync } from 'node:crypto';
 import { performance } from 'node:perf_hooks';

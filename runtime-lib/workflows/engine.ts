@@ -1,4 +1,4 @@
-// Runs a workflow's steps for one job (spec 2.7, 3). Steps run as the actor who submitted the job,
+// Runs a workflow's steps for one job. Steps run as the actor who submitted the job,
 // through the same code as the API: a query step is an entity create, update, delete or find with
 // its access rules and validation (a command-only field is PROTECTED_FIELD_MUTATION), a command
 // step is the one command executor. An agent gets nothing through a workflow that it could not get
@@ -74,7 +74,7 @@ export interface WorkflowSpec {
   description?: string;
   trigger?: WorkflowTrigger;
   /** Context path -> the value it must hold when the job is submitted. */
-  precondition: Readonly<Record<string, unknown>>;
+  precondition?: Readonly<Record<string, unknown>>;
   transactional: boolean;
   /** Runs in all, for failures a retry can fix (the database busy or unreachable). */
   retries: number;
@@ -171,7 +171,7 @@ export function conditionHolds(condition: Readonly<Record<string, unknown>>, con
 
 /** Refuses (409 WORKFLOW_PRECONDITION_FAILED) unless every path of the precondition holds its value. */
 export function checkPrecondition(spec: WorkflowSpec, context: unknown): void {
-  const mismatch = firstMismatch(spec.precondition, context);
+  const mismatch = firstMismatch(spec.precondition ?? {}, context);
   if (!mismatch) return;
   const [path, expected, actual] = mismatch;
   throw new AppError(

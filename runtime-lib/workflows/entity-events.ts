@@ -1,4 +1,4 @@
-// Workflows triggered by entity events (spec 2.7, 6): a record created, updated or deleted by any
+// Workflows triggered by entity events: a record created, updated or deleted by any
 // path (the entity routes, a command, a skill action, a workflow step) stores a job for each
 // workflow whose trigger names that entity and event and whose `condition` on `before.*` and
 // `after.*` holds. The job is inserted in the write's own transaction, so it exists exactly when
@@ -40,7 +40,7 @@ export function entityEventHook(workflows: readonly WorkflowSpec[]): ChangeHook 
     const started = (byEvent.get(`${change.entity}.${change.event}`) ?? []).filter(
       (spec) =>
         conditionHolds(spec.trigger?.kind === 'entity' ? spec.trigger.condition : {}, data) &&
-        conditionHolds(spec.precondition, runContext({ kind: 'entity', ...data })),
+        conditionHolds(spec.precondition ?? {}, runContext({ kind: 'entity', ...data })),
     );
     const chain = ctx.workflowChain ?? [];
     for (const spec of started) {

@@ -1,4 +1,4 @@
-// Notification adapters of [notifications] (spec 2.7): where a notify step's message goes (and an
+// Notification adapters of [notifications]: where a notify step's message goes (and an
 // email step's: to the first adapter of type email, else to the default). The
 // `console` type writes one line to the app's output; any other adapter sends through the sender
 // src/extend.ts registers under its name (`notifications`). A step through an adapter with neither

@@ -1,5 +1,5 @@
-// Which addresses an outbound webhook step may reach in production (spec: "outbound webhook steps
-// to localhost or private addresses are blocked in production"). Judged on the address a name
+// Which addresses an outbound webhook step may reach in production: outbound webhook steps to
+// localhost or private addresses are blocked there. Judged on the address a name
 // resolved to, never on the name: a public name may point at 127.0.0.1. Everything that is not
 // plainly a public unicast address is refused: loopback, private, shared (CGNAT), link-local (cloud
 // metadata at 169.254.169.254 and fd00:ec2::254), "this network", multicast, broadcast, reserved

@@ -92,7 +92,7 @@ export class Scheduler {
     return this.db.write(function* () {
       if (!(yield* fireOnce(`schedule:${name}:${due}`, TICK_KEEP_MS))) return false;
       // A precondition that does not hold skips the tick, as it skips an entity event.
-      if (!conditionHolds(spec.precondition, runContext(data))) return false;
+      if (!conditionHolds(spec.precondition ?? {}, runContext(data))) return false;
       const owner = `schedule:${name}`;
       yield* insertJob(name, owner, triggerActor(owner), data);
       return true;

@@ -1,4 +1,4 @@
-// `{{ path }}` in workflow steps (spec 2.7): resolved when the step runs, against the run's context
+// `{{ path }}` in workflow steps: resolved when the step runs, against the run's context
 // (variables.data.record, variables.data.payload, variables.data.attribution, the results steps
 // stored with assignTo). A string that is one template and nothing else takes the value as it is (a
 // number stays a number); a template inside other text is written into it. A path that does not

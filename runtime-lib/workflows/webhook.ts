@@ -1,4 +1,4 @@
-// Delivery of a webhook step's request (spec 2.7): JSON body, a timeout per attempt, a few
+// Delivery of a webhook step's request: JSON body, a timeout per attempt, a few
 // attempts for failures a retry can fix (network errors, timeouts, 429, 5xx), all of them
 // carrying one Idempotency-Key so the receiver can tell a retry from a new call. Redirects are
 // followed here, up to 5, each hop judged like the first.

@@ -165,7 +165,8 @@ export function createApp(options: AppOptions): App {
     plugins: extend.plugins ?? {},
     services: new Map(SERVICES.map((s) => [s.name, s])),
     serviceImplementations: { ...extend.services, ...options.services },
-    // Webhook steps reach only public addresses in production (spec 3); in development, anything.
+    // Webhook steps reach only public addresses in production (no loopback, private or link-local
+    // address, nor a name that resolves to one); in development, anything.
     blockPrivateTargets: env.NODE_ENV === 'production',
   };
   const runJob: RunJob = (spec, job, trace, stopping) => runWorkflow(workflowRuntime, spec, job, trace, stopping);

@@ -14,11 +14,8 @@ export const listProduct: CommandSpec<ListProductInput, Product> = {
   name: 'ListProduct',
   operationId: 'list_product',
   entity: 'Product',
-  scopes: [],
   availableWhen: rule("record.lifecycle == 'draft'"),
-  input: [],
   mutations: { lifecycle: { literal: 'listed' } },
-  includes: [],
 };
 
 /** Every command, in name order. */

@@ -18,9 +18,6 @@ export const closeTicket: CommandSpec<CloseTicketInput, Ticket> = {
   scopes: ['tickets.write'],
   policy: rule("actor.roles contains 'agent' || actor.roles contains 'admin'"),
   availableWhen: rule("record.status == 'resolved'"),
-  input: [],
-  mutations: {},
-  includes: [],
   handler: closeTicketHandler,
 };
 
@@ -39,7 +36,6 @@ export const resolveTicket: CommandSpec<ResolveTicketInput, Ticket> = {
   availableWhen: rule("record.status == 'in_progress'"),
   input: [{ name: 'resolution', type: 'LongText', required: true }],
   mutations: { status: { literal: 'resolved' }, resolution: { input: 'resolution' }, resolvedAt: { now: true } },
-  includes: [],
 };
 
 /** StartTicket takes no input. */
@@ -53,9 +49,7 @@ export const startTicket: CommandSpec<StartTicketInput, Ticket> = {
   scopes: ['tickets.write'],
   policy: rule("actor.roles contains 'agent'"),
   availableWhen: rule("record.status == 'open'"),
-  input: [],
   mutations: { status: { literal: 'in_progress' }, assigneeId: { actor: 'id' } },
-  includes: [],
 };
 
 /** Every command, in name order. */

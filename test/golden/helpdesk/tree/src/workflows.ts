@@ -18,7 +18,6 @@ export const WORKFLOWS: WorkflowSpec[] = [
       event: 'update',
       condition: { 'before.status': 'in_progress', 'after.status': 'resolved' },
     },
-    precondition: {},
     transactional: false,
     retries: 3,
     maxConcurrent: 10,
@@ -50,8 +49,8 @@ export const WORKFLOWS: WorkflowSpec[] = [
         type: 'notify',
         adapter: 'console',
         body:
-          'Ticket {{ variables.data.record.id }} escalated by {{ variables.data.attribution.agentId }}: {{ ' +
-          'variables.data.payload.reason }}',
+          'Ticket {{ variables.data.record.id }} escalated by {{ variables.data.attribution.agentId }}: ' +
+          '{{ variables.data.payload.reason }}',
       },
     ],
   },
@@ -59,7 +58,6 @@ export const WORKFLOWS: WorkflowSpec[] = [
     name: 'InboundEmail',
     description: 'Open a ticket from an inbound e-mail webhook.',
     trigger: { kind: 'webhook', route: '/webhooks/inbound-email', secretEnv: 'INBOUND_EMAIL_SECRET' },
-    precondition: {},
     transactional: false,
     retries: 3,
     maxConcurrent: 10,
@@ -77,7 +75,7 @@ export const WORKFLOWS: WorkflowSpec[] = [
 /** [notifications]: the adapter a notify step uses when it names none; each adapter's type and config. */
 export const NOTIFICATIONS: NotificationConfig = {
   default: 'console',
-  adapters: [{ name: 'console', type: 'console', config: {} }],
+  adapters: [{ name: 'console', type: 'console' }],
 };
 
 /**

@@ -9,7 +9,6 @@ import type { CrudRoutes } from '../runtime/http/front-door.ts';
 import { parseListQuery } from '../runtime/http/list-query.ts';
 import { sendJson, sendStored } from '../runtime/http/respond.ts';
 import { rule } from '../runtime/rules/conditions.ts';
-import { permissions } from '../permissions.ts';
 
 /** A Category as the API returns it. */
 export interface Category {
@@ -72,9 +71,6 @@ export const categorySpec: EntitySpec = {
       update: rule({ '$currentUser.role': 'admin' }),
       delete: rule({ '$currentUser.role': 'admin' }),
     },
-    fields: {},
-    scopes: { read: [], write: [] },
-    permissions,
   },
 };
 

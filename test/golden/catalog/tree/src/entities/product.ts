@@ -9,7 +9,6 @@ import type { CrudRoutes } from '../runtime/http/front-door.ts';
 import { parseListQuery } from '../runtime/http/list-query.ts';
 import { sendJson, sendStored } from '../runtime/http/respond.ts';
 import { rule } from '../runtime/rules/conditions.ts';
-import { permissions } from '../permissions.ts';
 
 /** A Product as the API returns it. */
 export interface Product {
@@ -128,7 +127,6 @@ export const productSpec: EntitySpec = {
       priceCents: { write: rule({ '$currentUser.role': 'admin' }) },
     },
     scopes: { read: ['catalog.read'], write: ['catalog.write'] },
-    permissions,
   },
 };
 

@@ -8,7 +8,6 @@ import { requestContext } from '../runtime/http/context.ts';
 import type { CrudRoutes } from '../runtime/http/front-door.ts';
 import { parseListQuery } from '../runtime/http/list-query.ts';
 import { sendJson, sendStored } from '../runtime/http/respond.ts';
-import { permissions } from '../permissions.ts';
 
 /** A StockMovement as the API returns it. */
 export interface StockMovement {
@@ -67,10 +66,6 @@ export const stockMovementSpec: EntitySpec = {
   // An action without a rule is open to signed-in callers only.
   access: {
     entity: 'StockMovement',
-    rules: {},
-    fields: {},
-    scopes: { read: [], write: [] },
-    permissions,
   },
 };
 

@@ -8,7 +8,6 @@ import { requestContext } from '../runtime/http/context.ts';
 import type { CrudRoutes } from '../runtime/http/front-door.ts';
 import { parseListQuery } from '../runtime/http/list-query.ts';
 import { sendJson, sendStored } from '../runtime/http/respond.ts';
-import { permissions } from '../permissions.ts';
 
 /** A Comment as the API returns it. */
 export interface Comment {
@@ -67,10 +66,6 @@ export const commentSpec: EntitySpec = {
   // An action without a rule is open to signed-in callers only.
   access: {
     entity: 'Comment',
-    rules: {},
-    fields: {},
-    scopes: { read: [], write: [] },
-    permissions,
   },
 };
 

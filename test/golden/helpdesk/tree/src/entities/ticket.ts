@@ -9,7 +9,6 @@ import type { CrudRoutes } from '../runtime/http/front-door.ts';
 import { parseListQuery } from '../runtime/http/list-query.ts';
 import { sendJson, sendStored } from '../runtime/http/respond.ts';
 import { rule } from '../runtime/rules/conditions.ts';
-import { permissions } from '../permissions.ts';
 
 /** A Ticket as the API returns it. */
 export interface Ticket {
@@ -118,9 +117,6 @@ export const ticketSpec: EntitySpec = {
       update: rule("actor.roles contains 'agent' || actor.roles contains 'admin'"),
       delete: rule({ '$currentUser.role': 'admin' }),
     },
-    fields: {},
-    scopes: { read: [], write: [] },
-    permissions,
   },
 };
 

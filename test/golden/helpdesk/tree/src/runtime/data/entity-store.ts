@@ -573,7 +573,7 @@ export class EntityStore {
     const refused = (f: FieldSpec | undefined) => f?.commandOnly && !this.commandMayWrite(f, how.command);
     if (Object.keys(input).some((name) => refused(this.byName.get(name)))) return undefined;
     if (how.command) return how.checkInSql;
-    const fields = this.access.policy.fields;
+    const fields = this.access.policy.fields ?? {};
     const ruled = (name: string) => fields[name]?.write !== undefined || this.access.ownershipFields.includes(name);
     if (draft.changed.some(ruled)) return undefined;
     try {

@@ -37,9 +37,11 @@ export type Permissions = Readonly<
 
 export interface AccessPolicy {
   entity: string;
-  rules: Readonly<Partial<Record<EntityAction, Condition>>>;
-  fields: Readonly<Record<string, { read?: Condition; write?: Condition }>>;
-  scopes: { read: readonly string[]; write: readonly string[] };
+  /** Missing, or without an action: that action is for signed-in callers only. */
+  rules?: Readonly<Partial<Record<EntityAction, Condition>>>;
+  fields?: Readonly<Record<string, { read?: Condition; write?: Condition }>>;
+  /** API-key scopes each read or write needs; missing: none. */
+  scopes?: { read?: readonly string[]; write?: readonly string[] };
   /** Present when the blueprint declares [auth.permissions]. */
   permissions?: Permissions;
 }
@@ -69,7 +71,7 @@ export class Access {
     const actions: EntityAction[] = ['read', 'create', 'update', 'delete'];
     this.actorOnly = new Set(actions.filter((a) => !conditionReadsRecord(this.rule(a))));
     this.readsNow = new Set(actions.filter((a) => mentionsNow(this.rule(a))));
-    this.hasFieldReadRules = Object.values(policy.fields).some((f) => f.read !== undefined);
+    this.hasFieldReadRules = Object.values(policy.fields ?? {}).some((f) => f.read !== undefined);
     const readRules = [this.rule('read'), ...this.permissionConditions('read')];
     const owner = ownerField((name) => columns.has(name));
     this.ownershipFields = [...new Set(readRules.flatMap((rule) => actorComparedFields(rule, owner)))].sort();
@@ -190,7 +192,7 @@ export class Access {
   hiddenFields(actor: Actor, record: Record<string, unknown>): string[] {
     if (isSystem(actor)) return [];
     const who = conditionActor(actor);
-    return Object.entries(this.policy.fields)
+    return Object.entries(this.policy.fields ?? {})
       .filter(([, rules]) => rules.read && !checkCondition(rules.read, { actor: who, record }))
       .map(([name]) => name);
   }
@@ -209,7 +211,7 @@ export class Access {
     const refused: string[] = [];
     const filters: RowFilter[] = [];
     for (const name of new Set(fields)) {
-      const rule = this.policy.fields[name]?.read;
+      const rule = this.policy.fields?.[name]?.read;
       if (!rule) continue;
       // Decided as hiddenFields decides it, so that a field shown is a field that may be compared.
       const filter = conditionReadsRecord(rule)
@@ -299,7 +301,7 @@ export class Access {
     if (isSystem(actor)) return;
     const who = conditionActor(actor);
     const refused = fields.filter((name) => {
-      const write = this.policy.fields[name]?.write;
+      const write = this.policy.fields?.[name]?.write;
       return write !== undefined && !checkCondition(write, { actor: who, record });
     });
     if (refused.length === 0) return;
@@ -318,12 +320,12 @@ export class Access {
   readonly hasFieldReadRules: boolean;
 
   private rule(action: EntityAction): Condition {
-    return this.policy.rules[action] ?? AUTHENTICATED;
+    return this.policy.rules?.[action] ?? AUTHENTICATED;
   }
 
   /** Scopes narrow the credential whatever the record: checked before any record is looked up. */
   requireScopes(actor: Actor, action: EntityAction): void {
-    requireScopes(actor, action === 'read' ? this.policy.scopes.read : this.policy.scopes.write, 'this API key');
+    requireScopes(actor, (action === 'read' ? this.policy.scopes?.read : this.policy.scopes?.write) ?? [], 'this API key');
   }
 
   /** Rules of the actor's roles that match this entity and action. */

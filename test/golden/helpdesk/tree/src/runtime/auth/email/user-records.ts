@@ -195,7 +195,7 @@ export function userRecords(db: Database, config: UserRecordsConfig): People & {
         !notAtSignup.has(f.name) &&
         f.name !== loginField &&
         f.type !== 'file' &&
-        store.access.policy.fields[f.name]?.write === undefined,
+        store.access.policy.fields?.[f.name]?.write === undefined,
     ),
     async login(trace, address) {
       const row = await db.read(get(sql.login, addressParams(address)), trace);
@@ -229,7 +229,7 @@ export function userRecords(db: Database, config: UserRecordsConfig): People & {
       if (err.code === 'UNIQUE_CONFLICT' && err.details?.some((d) => d.field === loginField)) throw emailTaken();
       if (err.code === 'UNAUTHENTICATED') {
         // A field write rule refused the anonymous caller: name the fields, as a refusal of sign-up.
-        const guarded = Object.keys(fields).filter((f) => store.access.policy.fields[f]?.write !== undefined);
+        const guarded = Object.keys(fields).filter((f) => store.access.policy.fields?.[f]?.write !== undefined);
         throw new AppError('FORBIDDEN', `sign-up cannot set ${guarded.join(', ')}`, {
           details: guarded.map((field) => ({ field, code: 'FIELD_WRITE_DENIED', message: `${field} is not writable` })),
         });
