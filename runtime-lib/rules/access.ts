@@ -329,7 +329,8 @@ export class Access {
 
   /** Scopes narrow the credential whatever the record: checked before any record is looked up. */
   requireScopes(actor: Actor, action: EntityAction): void {
-    requireScopes(actor, (action === 'read' ? this.policy.scopes?.read : this.policy.scopes?.write) ?? [], 'this API key');
+    const scopes = action === 'read' ? this.policy.scopes?.read : this.policy.scopes?.write;
+    requireScopes(actor, scopes ?? [], 'this API key');
   }
 
   /** Rules of the actor's roles that match this entity and action. */

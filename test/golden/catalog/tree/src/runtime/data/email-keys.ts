@@ -37,15 +37,18 @@ export async function fillEmailKeys(db: Database): Promise<number> {
     try {
       filled += await db.write(function* () {
         let n = 0;
-        for (const v of values) n += (yield* run(`UPDATE ${t} SET ${k} = ? WHERE ${f} = ? AND ${empty}`, [emailKey(v), v])).changes;
+        const fill = `UPDATE ${t} SET ${k} = ? WHERE ${f} = ? AND ${empty}`;
+        for (const v of values) n += (yield* run(fill, [emailKey(v), v])).changes;
         return n;
       });
     } catch (err) {
       if (!(err instanceof AppError && err.code === 'UNIQUE_CONFLICT')) throw err;
-      const stored = (await db.read(all(`SELECT ${f} AS "v" FROM ${t} WHERE ${f} IS NOT NULL`))).map((r) => String(r.v));
+      const rows = await db.read(all(`SELECT ${f} AS "v" FROM ${t} WHERE ${f} IS NOT NULL`));
+      const stored = rows.map((r) => String(r.v));
       throw new Error(
         `${table}.${field} is unique, yet holds one address more than once: ${sameAddresses(stored).join('; ')}. ` +
-          'Addresses are compared in Unicode lower case and NFC (É is é); change or remove all but one of each, then start again.',
+          'Addresses are compared in Unicode lower case and NFC (É is é); ' +
+          'change or remove all but one of each, then start again.',
         { cause: err },
       );
     }

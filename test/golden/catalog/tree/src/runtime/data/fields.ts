@@ -241,6 +241,10 @@ export function keyAssignments(byName: ReadonlyMap<string, FieldSpec>, changed: 
 }
 
 /** The values of keyAssignments's columns, from the changed fields' `values`. */
-export function changedKeys(byName: ReadonlyMap<string, FieldSpec>, changed: readonly string[], values: readonly unknown[]): unknown[] {
+export function changedKeys(
+  byName: ReadonlyMap<string, FieldSpec>,
+  changed: readonly string[],
+  values: readonly unknown[],
+): unknown[] {
   return changed.flatMap((name, i) => (byName.get(name)?.key ? [keyOf(values[i])] : []));
 }

@@ -157,7 +157,9 @@ export function skillRouter(skills: readonly SkillSpec[], runners: readonly Skil
   const router = Router({ caseSensitive: true });
   const servedActions = new Set(runners.map((r) => r.action));
   const index = skillIndexFor(skills, (a) => servedActions.has(a));
-  router.get('/api/skills', matched('skills.index'), (req, res) => sendJson(res, 200, index((req as ApiRequest).actor)));
+  router.get('/api/skills', matched('skills.index'), (req, res) =>
+    sendJson(res, 200, index((req as ApiRequest).actor)),
+  );
   for (const { skill, action, run } of runners) {
     const route = action.path.replace(/\{([A-Za-z_][A-Za-z0-9_]*)\}/g, ':$1');
     const handlers = [matched(`skill.${skill.name}.${action.name}`), ...(hasBody(action) ? [jsonBody] : [])];
@@ -215,7 +217,8 @@ export function skillIndexFor(
   const kept = new Map<string, unknown>();
   return (actor) => {
     let kind = 'anonymous';
-    if (isAuthenticated(actor)) kind = actor.kind === 'agent' ? `key:${[...new Set(actor.scopes ?? [])].sort().join(' ')}` : 'person';
+    if (isAuthenticated(actor))
+      kind = actor.kind === 'agent' ? `key:${[...new Set(actor.scopes ?? [])].sort().join(' ')}` : 'person';
     let index = kept.get(kind);
     if (index === undefined) {
       index = skillIndex(skills, served, callableBy(actor));
@@ -451,8 +454,9 @@ function checkWorkflowBody(action: SkillActionSpec, raw: unknown): Row {
     out[name] = normalizeValue({ name, type, required: action.requiredBody?.includes(name) }, value, issues);
   }
   for (const name of action.requiredBody ?? []) {
-    if (!Object.hasOwn(body, name) || body[name] === null)
-      issues.push({ field: name, code: 'REQUIRED', message: `${name} is required: ${action.workflow as string} reads it` });
+    if (Object.hasOwn(body, name) && body[name] !== null) continue;
+    const message = `${name} is required: ${action.workflow as string} reads it`;
+    issues.push({ field: name, code: 'REQUIRED', message });
   }
   if (issues.length) throw validationError(issues);
   return out;

@@ -134,7 +134,10 @@ export function readerView(
   hidden: (record: Record<string, unknown>) => readonly string[],
 ): AuditRecord {
   const changes = Object.entries(entry.changes);
-  const side = (key: 'before' | 'after') => ({ ...current, ...Object.fromEntries(changes.map(([f, c]) => [f, c[key]])) });
+  const side = (key: 'before' | 'after') => ({
+    ...current,
+    ...Object.fromEntries(changes.map(([f, c]) => [f, c[key]])),
+  });
   const withheld = new Set([...hidden(current), ...hidden(side('before')), ...hidden(side('after'))]);
   if (withheld.size === 0) return entry;
   return { ...entry, changes: Object.fromEntries(changes.filter(([field]) => !withheld.has(field))), detail: null };

@@ -27,7 +27,8 @@ export async function openDatabase(appDir: string, env: NodeJS.ProcessEnv): Prom
     const db = openSqlite(url, appDir, { synchronous: env.DATABASE_SYNC });
     try {
       // Before the app serves anything, so waiting for another instance's migration may block.
-      const { applied } = db.blocking((connection) => applyMigrations(connection, path.join(appDir, 'prisma', 'migrations')));
+      const migrations = path.join(appDir, 'prisma', 'migrations');
+      const { applied } = db.blocking((connection) => applyMigrations(connection, migrations));
       await fillEmailKeys(db);
       return { db, description: `SQLite, synchronous ${db.synchronous}`, applied };
     } catch (err) {

@@ -217,7 +217,8 @@ export class SqliteDatabase implements Database {
   write<T>(unit: () => Work<T>, trace?: ActiveTrace): Promise<T> {
     return new Promise<T>((resolve, reject) => {
       const deadline = performance.now() + this.busyTimeoutMs;
-      this.queue.push({ unit, deadline, trace, resolve: resolve as (value: unknown) => void, reject, outcome: undefined });
+      const settle = resolve as (value: unknown) => void;
+      this.queue.push({ unit, deadline, trace, resolve: settle, reject, outcome: undefined });
       // While the lock is waited for, the retry timer flushes this write too, in its turn.
       if (this.scheduled) return;
       this.scheduled = true;

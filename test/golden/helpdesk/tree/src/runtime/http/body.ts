@@ -29,7 +29,9 @@ export const NOT_TEXT = 'entity.encoding.invalid';
  * never sent. body-parser calls this with the raw bytes before it decodes them.
  */
 function wellEncoded(_req: IncomingMessage, _res: ServerResponse, bytes: Buffer, encoding: string): void {
-  if (!decodesCleanly(bytes, encoding)) throw Object.assign(new Error(`the body is not valid ${encoding}`), { type: NOT_TEXT });
+  if (!decodesCleanly(bytes, encoding)) {
+    throw Object.assign(new Error(`the body is not valid ${encoding}`), { type: NOT_TEXT });
+  }
 }
 
 /** Whether `bytes` are text in `encoding` (a charset body-parser accepts for JSON: utf-8, utf-16...). */
@@ -134,6 +136,8 @@ export const jsonBody: Middleware = (req, res, next) => {
  */
 export function notText(what: string): AppError {
   return new AppError('INVALID_JSON', `${what} is not valid UTF-8 text`, {
-    details: [{ code: 'INVALID_UTF8', message: 'every byte sequence must be valid UTF-8 (or the UTF-16 the charset names)' }],
+    details: [
+      { code: 'INVALID_UTF8', message: 'every byte sequence must be valid UTF-8 (or the UTF-16 the charset names)' },
+    ],
   });
 }

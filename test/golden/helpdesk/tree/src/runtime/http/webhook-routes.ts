@@ -28,7 +28,15 @@ import { PROTOTYPE_KEYS } from '../data/fields.ts';
 import { checkPrecondition, runContext, type WorkflowSpec } from '../workflows/engine.ts';
 import { fireOnce } from '../workflows/fired-once.ts';
 import { insertJob } from '../workflows/jobs.ts';
-import { BODY_LIMIT, decodesCleanly, isJsonType, MAX_JSON_DEPTH, mediaType, nestedDeeperThan, notText } from './body.ts';
+import {
+  BODY_LIMIT,
+  decodesCleanly,
+  isJsonType,
+  MAX_JSON_DEPTH,
+  mediaType,
+  nestedDeeperThan,
+  notText,
+} from './body.ts';
 import { routeMatched } from './pipeline.ts';
 import { type ApiRequest, type Middleware, pathOf } from './request.ts';
 import { sendJson } from './respond.ts';

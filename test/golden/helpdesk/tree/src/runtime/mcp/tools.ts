@@ -174,7 +174,9 @@ function meta(status: number, traceId: string): Record<string, unknown> {
  */
 function argumentObject(value: unknown): Readonly<Record<string, unknown>> {
   if (value === undefined) return {};
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw invalid('arguments', 'must be an object');
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+    throw invalid('arguments', 'must be an object');
+  }
   const forbidden = Object.keys(value).filter((k) => PROTOTYPE_KEYS.has(k));
   if (forbidden.length) {
     throw new AppError('VALIDATION_FAILED', `arguments may not name ${forbidden.join(', ')}`, {

@@ -243,7 +243,11 @@ export class Access {
    * Refuses conditions (a command's policy and availableWhen) that read a field the actor may not
    * read on `record`: their answer (403, 409 or done) would tell how its value compares.
    */
-  checkConditionReads(actor: Actor, conditions: ReadonlyArray<Condition | undefined>, record: Record<string, unknown>): void {
+  checkConditionReads(
+    actor: Actor,
+    conditions: ReadonlyArray<Condition | undefined>,
+    record: Record<string, unknown>,
+  ): void {
     this.checkReads(actor, conditions, [record]);
   }
 
@@ -277,7 +281,8 @@ export class Access {
     );
     if (read.size === 0) return;
     const hidden = new Set(rows.flatMap((row) => this.hiddenFields(actor, row)));
-    const refused = [...hidden].filter((f) => read.has(f)).map((f) => (relation === undefined ? f : `${relation}.${f}`));
+    const named = (f: string) => (relation === undefined ? f : `${relation}.${f}`);
+    const refused = [...hidden].filter((f) => read.has(f)).map(named);
     if (refused.length) throw this.fieldReadRefusal(actor, refused, 'run a command whose rules compare');
   }
 
@@ -325,7 +330,8 @@ export class Access {
 
   /** Scopes narrow the credential whatever the record: checked before any record is looked up. */
   requireScopes(actor: Actor, action: EntityAction): void {
-    requireScopes(actor, (action === 'read' ? this.policy.scopes?.read : this.policy.scopes?.write) ?? [], 'this API key');
+    const scopes = action === 'read' ? this.policy.scopes?.read : this.policy.scopes?.write;
+    requireScopes(actor, scopes ?? [], 'this API key');
   }
 
   /** Rules of the actor's roles that match this entity and action. */
@@ -423,7 +429,9 @@ function recordPaths(condition: Condition, owner: string): string[][] {
     case 'owner':
       return owner ? [[owner]] : [];
     case 'match':
-      return condition.pairs.flatMap(({ left, right }) => [left, right].flatMap((o) => (o.kind === 'record' ? [o.keys] : [])));
+      return condition.pairs.flatMap(({ left, right }) =>
+        [left, right].flatMap((o) => (o.kind === 'record' ? [o.keys] : [])),
+      );
     case 'and':
     case 'or':
       return condition.items.flatMap((item) => recordPaths(item, owner));

@@ -159,7 +159,8 @@ export function authRoutes(options: RoutesOptions): AuthRoutes {
    */
   function requireNoCredential(req: Request): void {
     if (req.headers.authorization !== undefined) {
-      throw new AppError('SESSION_WITH_API_KEY', 'signing in or up starts a browser session: send no Authorization header');
+      const message = 'signing in or up starts a browser session: send no Authorization header';
+      throw new AppError('SESSION_WITH_API_KEY', message);
     }
   }
 
