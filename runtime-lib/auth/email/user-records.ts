@@ -75,18 +75,20 @@ export function userRecords(db: Database, config: UserRecordsConfig): People & {
   const table = store.spec.sql[db.dialect].table;
   const pk = `"${store.spec.primaryKey}"`;
   const login = `"${loginField}"`;
+  // The login field is a unique Email field, so it has a key column (data/fields.ts FieldSpec.key):
+  // the address as both databases compare it, under a unique index that serves the lookup.
+  const key = store.spec.fields.find((f) => f.name === loginField)?.key;
+  if (key === undefined) throw new Error(`userRecords: the login field ${loginField} has no key column`);
   const creds = `"${USERS_TABLE}"`;
   const sql = {
     credentials: `SELECT "id", "passwordHash", "roles", "createdAt" FROM ${creds} WHERE "id" = ?`,
     insert: `INSERT INTO ${creds} ("id", "passwordHash", "roles", "createdAt") VALUES (?, ?, ?, ?)`,
-    // lower() on both sides: the unique index on lower(login field) serves the lookup, and the
-    // database's lower() folds the same letters on either side. Both forms of the address are
-    // looked for (byAddress): a record holds it as written through the API, or normalized
-    // (sign-up, the users command), and SQLite's lower() folds A to Z only, not É.
+    // By the key column: a record holds its address as written through the API or normalized
+    // (sign-up, the users command), and either way its key is the one the address sent has.
     login:
       `SELECT u.${pk} AS "id", c."passwordHash" AS "passwordHash" FROM ${table} u ` +
-      `JOIN ${creds} c ON c."id" = u.${pk} WHERE ${byAddress(`u.${login}`, `u.${pk}`)}`,
-    idByEmail: `SELECT ${pk} AS "id" FROM ${table} WHERE ${byAddress(login, pk)}`,
+      `JOIN ${creds} c ON c."id" = u.${pk} WHERE u."${key}" = ?`,
+    idByEmail: `SELECT ${pk} AS "id" FROM ${table} WHERE "${key}" = ?`,
     setRoles: `UPDATE ${creds} SET "roles" = ? WHERE "id" = ?`,
     sessions: `SELECT COUNT(*) AS "n" FROM "${SESSIONS_TABLE}" WHERE "userId" = ?`,
     removeCredentials: `DELETE FROM ${creds} WHERE "id" = ?`,
@@ -106,7 +108,7 @@ export function userRecords(db: Database, config: UserRecordsConfig): People & {
   }
 
   function* idByEmail(address: EmailAddress): Work<string | undefined> {
-    const row = yield* get(sql.idByEmail, addressParams(address));
+    const row = yield* get(sql.idByEmail, [address.normalized]);
     return row && String(row.id);
   }
 
@@ -197,7 +199,7 @@ export function userRecords(db: Database, config: UserRecordsConfig): People & {
         store.access.policy.fields?.[f.name]?.write === undefined,
     ),
     async login(trace, address) {
-      const row = await db.read(get(sql.login, addressParams(address)), trace);
+      const row = await db.read(get(sql.login, [address.normalized]), trace);
       return row && { id: String(row.id), passwordHash: String(row.passwordHash) };
     },
     actor,
@@ -310,20 +312,4 @@ export function userRecords(db: Database, config: UserRecordsConfig): People & {
 function rolesIn(value: unknown): string[] {
   if (typeof value === 'string') return value === '' ? [] : [value];
   return Array.isArray(value) ? value.filter((r): r is string => typeof r === 'string' && r !== '') : [];
-}
-
-/**
- * The end of a statement, from its condition on, that finds the record whose login field `column`
- * is the address as sent or as normalized, in any letter case the database's lower() folds
- * (addressParams gives the values). Where both find a record (SQLite can hold Élise@x.io and
- * élise@x.io: its lower() leaves É as it is), the one matching the address as sent wins, then the
- * first by `key`.
- */
-function byAddress(column: string, key: string): string {
-  return `lower(${column}) IN (lower(?), lower(?)) ORDER BY lower(${column}) = lower(?) DESC, ${key} LIMIT 1`;
-}
-
-/** The values of byAddress's placeholders. */
-function addressParams(address: EmailAddress): string[] {
-  return [address.sent, address.normalized, address.sent];
 }
