@@ -3,7 +3,7 @@
 // relation and T a back-relation, named after the blueprint's relations when it declares them.
 // A declared hasMany/hasOne on a plain field is an equality match (matchRelations).
 
-import type { Blueprint, Entity, Field } from '../model/types.ts';
+import type { Blueprint, Entity, Field } from './types.ts';
 
 export interface RefRelation {
   /** Prisma relation name, unique per pair: `Ticket_customerId`. */
