@@ -6,7 +6,7 @@
 //   context.ts  one run's blueprint and diagnostics   -> parse, diagnostics.ts, source.ts
 //   model/      the typed blueprint and what is derived from it alone (relation names, action risk)
 //                                                     -> parse, context.ts
-//   validate/   the checks                            -> parse, model, context.ts, diagnostics.ts, source.ts, suggest.ts
+//   validate/   the checks                            -> parse, model, context.ts and the shared leaves
 //   emit/       the generated files' text             -> parse, model
 //   write/      the files on disk                     -> emit, model
 //   compile.ts  runs the stages                       -> everything above
@@ -49,7 +49,9 @@ const KNOWN = ['validate/mcp-arguments.ts imports emit/mcp.ts'];
 
 describe('generator layers', () => {
   it('keeps every module in a unit the table lists', () => {
-    const files = (fs.readdirSync(GENERATOR, { recursive: true, encoding: 'utf8' }) as string[]).filter((f) => f.endsWith('.ts'));
+    const files = (fs.readdirSync(GENERATOR, { recursive: true, encoding: 'utf8' }) as string[]).filter((f) =>
+      f.endsWith('.ts'),
+    );
     const stray = files.filter((f) => !Object.hasOwn(GENERATOR_LAYERS, f.split(path.sep)[0]));
     expect(stray).to.deep.equal([]);
   });
@@ -65,8 +67,9 @@ describe('generator layers', () => {
       fs.mkdirSync(path.join(dir, 'emit'));
       fs.mkdirSync(path.join(dir, 'model'));
       fs.writeFileSync(path.join(dir, 'model', 'types.ts'), 'export type T = 1;\n');
-      fs.writeFileSync(path.join(dir, 'emit', 'names.ts'), "import type { T } from '../model/types.ts';\nexport const n: T = 1;\n");
-      fs.writeFileSync(path.join(dir, 'validate', 'check.ts'), "import { n } from '../emit/names.ts';\nexport const m = n;\n");
+      const write = (file: string, text: string) => fs.writeFileSync(path.join(dir, file), text);
+      write('emit/names.ts', "import type { T } from '../model/types.ts';\nexport const n: T = 1;\n");
+      write('validate/check.ts', "import { n } from '../emit/names.ts';\nexport const m = n;\n");
       expect(importViolations(dir, GENERATOR_LAYERS)).to.deep.equal(['validate/check.ts imports emit/names.ts']);
     } finally {
       fs.rmSync(dir, { recursive: true, force: true });
@@ -75,7 +78,9 @@ describe('generator layers', () => {
 
   it('states the directions in generator/README.md', () => {
     const readme = fs.readFileSync(path.join(GENERATOR, 'README.md'), 'utf8');
-    for (const unit of Object.keys(GENERATOR_LAYERS)) expect(readme).to.include(`\`${unit.endsWith('.ts') ? unit : `${unit}/`}\``);
+    for (const unit of Object.keys(GENERATOR_LAYERS)) {
+      expect(readme).to.include(`\`${unit.endsWith('.ts') ? unit : `${unit}/`}\``);
+    }
     expect(readme).to.include('validate/ never imports emit/');
   });
 });

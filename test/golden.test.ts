@@ -6,7 +6,15 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { expect } from 'chai';
 import { freshDir } from './support/apps.ts';
-import { GOLDEN_DIR, GOLDEN_FIXTURES, generateFresh, listTree, ownFiles, RUNTIME_DIR, runtimeHashFile } from './support/goldens.ts';
+import {
+  GOLDEN_DIR,
+  GOLDEN_FIXTURES,
+  generateFresh,
+  listTree,
+  ownFiles,
+  RUNTIME_DIR,
+  runtimeHashFile,
+} from './support/goldens.ts';
 
 const AFTER_CHANGE = 'run npm run goldens after an intended change';
 
@@ -24,8 +32,11 @@ describe('golden output', function () {
       });
 
       it('the same files (FILES.txt), the runtime copy among them', () => {
-        expect(`${files.join('\n')}\n`, `file list (${AFTER_CHANGE})`).to.equal(fs.readFileSync(path.join(golden, 'FILES.txt'), 'utf8'));
-        expect(listTree(path.join(golden, 'tree')), `the golden tree holds no runtime copy (${AFTER_CHANGE})`).to.deep.equal(ownFiles(files));
+        expect(`${files.join('\n')}\n`, `file list (${AFTER_CHANGE})`).to.equal(
+          fs.readFileSync(path.join(golden, 'FILES.txt'), 'utf8'),
+        );
+        const kept = listTree(path.join(golden, 'tree'));
+        expect(kept, `the golden tree holds no runtime copy (${AFTER_CHANGE})`).to.deep.equal(ownFiles(files));
       });
 
       it("the app's own files, byte for byte", () => {

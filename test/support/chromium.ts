@@ -11,7 +11,9 @@ export const DEFAULT_CHROMIUM = '/usr/bin/chromium';
 export function chromiumPath(env: NodeJS.ProcessEnv = process.env): string {
   const executable = env.CHROMIUM_PATH || DEFAULT_CHROMIUM;
   if (!fs.existsSync(executable)) {
-    throw new Error(`Chromium not found at ${executable}: install it (Debian: apt-get install chromium) or set CHROMIUM_PATH`);
+    throw new Error(
+      `Chromium not found at ${executable}: install it (Debian: apt-get install chromium) or set CHROMIUM_PATH`,
+    );
   }
   return executable;
 }
@@ -20,6 +22,13 @@ export function chromiumPath(env: NodeJS.ProcessEnv = process.env): string {
 export async function launchChromium(env: NodeJS.ProcessEnv = process.env): Promise<Browser> {
   return chromium.launch({
     executablePath: chromiumPath(env),
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+    args: [
+      '--headless',
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+    ],
   });
 }

@@ -11,7 +11,9 @@ const posix = (p: string): string => p.split(path.sep).join('/');
 
 /** Every relative import in `root`'s .ts files that its unit may not make, as "<file> imports <target>". */
 export function importViolations(root: string, layers: Layers): string[] {
-  const files = (fs.readdirSync(root, { recursive: true, encoding: 'utf8' }) as string[]).filter((f) => f.endsWith('.ts'));
+  const files = (fs.readdirSync(root, { recursive: true, encoding: 'utf8' }) as string[]).filter((f) =>
+    f.endsWith('.ts'),
+  );
   const violations: string[] = [];
   for (const file of files.map(posix).sort()) {
     const unit = file.split('/')[0];
