@@ -6,20 +6,19 @@
 // ticket or end the session: the Origin check and the CSRF token refuse them. Once per database
 // the app runs on, SQLite and PostgreSQL.
 //
-// Needs Debian's chromium at /usr/bin/chromium (apt-get install -y chromium); without it the
-// test fails, it is never skipped.
+// Needs Chromium (support/chromium.ts: /usr/bin/chromium or CHROMIUM_PATH); without it the test
+// fails at once with one line saying how to install it, it is never skipped.
 
-import * as fs from 'node:fs';
 import * as http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import * as path from 'node:path';
 import { expect } from 'chai';
-import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { freshDir, generate, request, ROOT, startApp, type RunningApp } from './support/apps.ts';
 import { addUser } from './support/access/client.ts';
+import { launchChromium } from './support/chromium.ts';
 import { DATABASES, databaseUrl } from './support/databases.ts';
 
-const CHROMIUM = '/usr/bin/chromium';
 const TRIAGE_KEY = 'triage-key-browser-0123456789';
 const EMAIL = 'victim@browser.example';
 const PASSWORD = 'browser-password-123';
@@ -67,9 +66,8 @@ for (const database of DATABASES) describe(`browser login and cross-origin forms
     page.evaluate(async () => ((await (await fetch('/api/auth/session')).json()) as { actor: { kind: string; email?: string } }).actor);
 
   before(async () => {
-    if (!fs.existsSync(CHROMIUM)) {
-      throw new Error(`Chromium is not installed at ${CHROMIUM}: install it with \`apt-get update && apt-get install -y chromium\` (this test never skips)`);
-    }
+    // First, so that a machine without Chromium is told so before an app is generated.
+    browser = await launchChromium();
     const appDir = path.join(freshDir(`browser-login-${database}`), 'app');
     generate(path.join(ROOT, 'fixtures/helpdesk/helpdesk.toml'), appDir);
     const env: Record<string, string> = {
@@ -79,10 +77,6 @@ for (const database of DATABASES) describe(`browser login and cross-origin forms
     };
     app = await startApp(appDir, env);
     await addUser(appDir, env, { email: EMAIL, password: PASSWORD, roles: ['agent'] });
-    browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-    });
     context = await browser.newContext();
     victim = await context.newPage();
   });

@@ -8,7 +8,7 @@ import { pathsOf } from '../../runtime-lib/rules/expression-parse.ts';
 import { inputRefTarget } from '../model/keys.ts';
 import type { Blueprint, Command, CommandInput, Entity } from '../model/types.ts';
 import { entityFileName, tsTypeMembers } from './entities.ts';
-import { lowerFirst, type MatchRelation, matchRelations, refRelations, upperFirst, type RefRelation } from './relations.ts';
+import { lowerFirst, type MatchRelation, matchRelations, refRelations, upperFirst, type RefRelation } from '../model/relations.ts';
 import { ruleCall } from './rules.ts';
 import { render } from './templates.ts';
 import { code, MAX_WIDTH, nonEmpty, tsDocComment, tsLiteral, tsProperties, tsString, tsTypeMember } from './ts-literal.ts';

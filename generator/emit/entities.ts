@@ -6,7 +6,7 @@ import { refTarget, refValueType } from '../model/keys.ts';
 import { heldUnique, indexedTextMaxBytes } from '../model/indexes.ts';
 import type { Blueprint, Entity, Field } from '../model/types.ts';
 import { emailKeyColumn } from './migrations/email-indexes.ts';
-import { lowerFirst } from './relations.ts';
+import { lowerFirst } from '../model/relations.ts';
 import { ruleCalls } from './rules.ts';
 import { render } from './templates.ts';
 import { type Clauses, clauses, code, nonEmpty, tsAssign, tsLiteral, tsProperties, tsString, tsTypeMember } from './ts-literal.ts';

@@ -5,7 +5,7 @@ import * as path from 'node:path';
 import type { Blueprint } from '../model/types.ts';
 import { emitCommands } from './commands.ts';
 import { emitEntityModule, entityFileName, routesName } from './entities.ts';
-import { lowerFirst } from './relations.ts';
+import { lowerFirst } from '../model/relations.ts';
 import { emitMigrations, type PreviousOutput } from './migrations.ts';
 import { emitMcp, mcpTools } from './mcp.ts';
 import { emitOpenApi } from './openapi.ts';

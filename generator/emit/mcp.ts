@@ -4,11 +4,11 @@
 // that openapi.json and the tools cannot describe the same input two ways: one flat object of
 // named arguments, a path parameter, query parameter or body key each.
 
+import { actionRisk } from '../model/action-risk.ts';
 import type { Blueprint, Command, Skill, SkillAction } from '../model/types.ts';
 import type { KeyPath } from '../parse/locate.ts';
 import type { Schema } from './openapi/common.ts';
 import { openApiDocument } from './openapi.ts';
-import { actionRisk } from './skills.ts';
 import { render } from './templates.ts';
 import { tsLiteral } from './ts-literal.ts';
 

@@ -9,7 +9,7 @@ import { generatedIndexes } from '../model/indexes.ts';
 import { refValueType } from '../model/keys.ts';
 import type { Blueprint, Entity, Field } from '../model/types.ts';
 import { EMAIL_INDEX_MARKER, emailKeyColumn } from './migrations/email-indexes.ts';
-import { refRelations, type RefRelation } from './relations.ts';
+import { refRelations, type RefRelation } from '../model/relations.ts';
 import { MAX_WIDTH, wrapText } from './ts-literal.ts';
 
 /**

@@ -1,15 +1,10 @@
 // src/skills.ts: every skill of the blueprint as a spec for runtime/http/skill-routes.ts.
 
-import type { Blueprint, SkillAction } from '../model/types.ts';
+import { actionRisk } from '../model/action-risk.ts';
+import type { Blueprint } from '../model/types.ts';
 import { requiredBodyKeys } from '../model/workflows.ts';
 import { render } from './templates.ts';
 import { nonEmpty, tsLiteral } from './ts-literal.ts';
-
-/** Zebric's default risk of an action that declares none: GET reads, DELETE destroys, the rest write. */
-export function actionRisk(action: SkillAction): NonNullable<SkillAction['risk']> {
-  if (action.risk) return action.risk;
-  return action.method === 'GET' ? 'read' : action.method === 'DELETE' ? 'destructive' : 'write';
-}
 
 export function emitSkills(bp: Blueprint): string {
   const skills = bp.skills.map((skill) => ({

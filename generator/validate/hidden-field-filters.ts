@@ -19,7 +19,7 @@ import { type ColumnType, conditionToSql } from '../../runtime-lib/rules/conditi
 import { checkCondition, type Condition, conditionReadsRecord } from '../../runtime-lib/rules/conditions.ts';
 import { pathsOf } from '../../runtime-lib/rules/expression-parse.ts';
 import type { CompileContext } from '../context.ts';
-import { matchRelations, refRelations } from '../emit/relations.ts';
+import { matchRelations, refRelations } from '../model/relations.ts';
 import type { KeyPath } from '../parse/locate.ts';
 import type { Blueprint, Entity, Skill, SkillAction } from '../model/types.ts';
 import { apiKeyActor } from './security/may-act.ts';

@@ -5,7 +5,7 @@
 import type { Blueprint, Entity, Skill, SkillAction } from '../../model/types.ts';
 import { pathParams } from '../../../runtime-lib/core/path-params.ts';
 import { requiredBodyKeys, startedByHand } from '../../model/workflows.ts';
-import { actionRisk } from '../skills.ts';
+import { actionRisk } from '../../model/action-risk.ts';
 import { errorResponse, IDEMPOTENCY_HEADER, json, OFFSET_SCHEMA, ref, RUN_ID_HEADER, schemeNames, TRACE_HEADER, type Schema } from './common.ts';
 import { entitySchemas, fieldSchema, keySchema } from './schemas.ts';
 

@@ -1,8 +1,8 @@
 // What `record.<path>` can reach: the entity's own fields and, where the app loads them before a
 // condition runs (a command's policy and availableWhen), one relation deep through the relations
-// named as generator/emit/relations.ts names them and emit/commands.ts loads them.
+// named as generator/model/relations.ts names them and emit/commands.ts loads them.
 
-import { type MatchRelation, matchRelations, refRelations, type RefRelation } from '../../emit/relations.ts';
+import { type MatchRelation, matchRelations, refRelations, type RefRelation } from '../../model/relations.ts';
 import type { Blueprint, Entity, Field } from '../../model/types.ts';
 import { didYouMean } from '../../suggest.ts';
 

@@ -5,7 +5,7 @@
 // read three-valued, and "maybe" counts as "may" (it depends on the record).
 
 import type { CompileContext } from '../../context.ts';
-import { actionRisk } from '../../emit/skills.ts';
+import { actionRisk } from '../../model/action-risk.ts';
 import type { Blueprint, Command, EntityAction, Skill, SkillAction, SkillRisk } from '../../model/types.ts';
 import { pathParams } from '../../../runtime-lib/core/path-params.ts';
 import { mayAct } from './may-act.ts';
