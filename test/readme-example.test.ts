@@ -56,10 +56,12 @@ describe('the README example', function () {
     const files = filesUnder(runtime);
     const lines = files.reduce((n, f) => n + fs.readFileSync(path.join(runtime, f), 'utf8').split('\n').length - 1, 0);
     const folders = fs.readdirSync(runtime).filter((f) => fs.statSync(path.join(runtime, f)).isDirectory()).sort();
-    const summary = /copied: ([\d,]+) files, ([\d,]+) lines in\n\s+# (.+)\n/.exec(TREE());
+    const summary = /copied: ([\d,]+) files, about ([\d,]+) lines in\n\s+# (.+)\n/.exec(TREE());
     expect(summary, 'the src/runtime/ line of the tree').to.not.equal(null);
     expect(Number(summary![1].replace(/,/g, '')), 'files').to.equal(files.length);
-    expect(Number(summary![2].replace(/,/g, '')), 'lines').to.equal(lines);
+    // "About" a number of lines, so that a comment's edit need not touch the README: within 3%.
+    const shownLines = Number(summary![2].replace(/,/g, ''));
+    expect(Math.abs(shownLines - lines) / lines, `lines: ${shownLines} shown, ${lines} copied`).to.be.below(0.03);
     expect(summary![3].trim().split(/\s+/)).to.deep.equal(folders.map((f) => `${f}/`));
   });
 });

@@ -5,7 +5,7 @@
 // its own, COMMIT. PostgreSQL then wakes once for the group, not once per write, and writes one
 // commit record for it; the app writes and reads one socket. A bench of the update's statement
 // (32 writers, 10 connections) measured PostgreSQL's CPU per write at about half, the driver's
-// at about two fifths, and twice the writes per second (README, "Benchmark", "PostgreSQL").
+// at about two fifths, and twice the writes per second (bench/README.md, "Runs on PostgreSQL").
 //
 // Each write keeps the outcome it would have alone: the statements run one after the other, as
 // they would on their own, each at READ COMMITTED on a snapshot of its own, and a statement that

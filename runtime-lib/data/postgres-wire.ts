@@ -9,7 +9,7 @@
 // names and parsers are kept; later executions send Bind and Execute only. The statements of one
 // round trip leave in one write, and in a transaction they share one Sync: the server answers the
 // whole trip at once, not statement by statement. An update costs the app about a quarter less
-// CPU this way, and PostgreSQL about a tenth less (README, "Benchmark", "PostgreSQL").
+// CPU this way, and PostgreSQL about a tenth less (bench/README.md, "Runs on PostgreSQL").
 
 import type { Socket } from 'node:net';
 import type pg from 'pg';

@@ -4,7 +4,7 @@
 // yields it and everything queued leaves in one write at the unit's next wait, so BEGIN travels
 // with a unit's first statement, `later` statements (an audit record, a key's record) with the
 // next one, and COMMIT with the last; `together` statements go at once. A write that used to take
-// a round trip per statement takes one or two (README, "SQLite or PostgreSQL"), and one that waits
+// a round trip per statement takes one or two (docs/operations.md, "SQLite or PostgreSQL"), and one that waits
 // for nothing (a create) is one statement, without BEGIN or COMMIT of its own: such statements,
 // from the units of one turn of the event loop, commit together (data/postgres-group.ts).
 //
