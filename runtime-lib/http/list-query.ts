@@ -3,25 +3,34 @@
 import { AppError, type ErrorDetail } from '../core/errors.ts';
 import type { ListQuery } from '../data/entity-store.ts';
 
-export const LIST_DEFAULT_LIMIT = 100;
-export const LIST_MAX_LIMIT = 1000;
+const LIST_DEFAULT_LIMIT = 100;
+const LIST_MAX_LIMIT = 1000;
+
+/** Each paging parameter's default and range (`offset` up to 2^53-1, which JSON clients read exactly). */
+const PAGING = {
+  limit: { fallback: LIST_DEFAULT_LIMIT, min: 1, max: LIST_MAX_LIMIT },
+  offset: { fallback: 0, min: 0, max: Number.MAX_SAFE_INTEGER },
+} as const;
+
+/**
+ * `limit` or `offset` from its text, its default when not given; a value that is not an integer in
+ * range is added to `issues` (the caller answers 400), never rounded or clamped. Shared by the
+ * entity lists and a skill's list actions.
+ */
+export function pagingValue(name: keyof typeof PAGING, text: unknown, issues: ErrorDetail[]): number {
+  const { fallback, min, max } = PAGING[name];
+  if (text === undefined) return fallback;
+  if (typeof text !== 'string' || !/^\d{1,16}$/.test(text) || Number(text) < min || Number(text) > max) {
+    issues.push({ field: name, code: 'OUT_OF_RANGE', message: `${name} must be an integer from ${min} to ${max}` });
+    return fallback;
+  }
+  return Number(text);
+}
 
 /** Parses `limit` and `offset`; anything else, or a bad value, is a 400 rather than a guess. */
 export function parseListQuery(q: Record<string, unknown>): ListQuery {
   const issues: ErrorDetail[] = [];
-  const int = (name: string, fallback: number, min: number, max: number): number => {
-    const raw = q[name];
-    if (raw === undefined) return fallback;
-    if (typeof raw !== 'string' || !/^\d{1,16}$/.test(raw) || Number(raw) < min || Number(raw) > max) {
-      issues.push({ field: name, code: 'OUT_OF_RANGE', message: `${name} must be an integer from ${min} to ${max}` });
-      return fallback;
-    }
-    return Number(raw);
-  };
-  const result = {
-    limit: int('limit', LIST_DEFAULT_LIMIT, 1, LIST_MAX_LIMIT),
-    offset: int('offset', 0, 0, Number.MAX_SAFE_INTEGER),
-  };
+  const result = { limit: pagingValue('limit', q.limit, issues), offset: pagingValue('offset', q.offset, issues) };
   for (const key of Object.keys(q)) {
     if (key !== 'limit' && key !== 'offset')
       issues.push({ field: key, code: 'UNKNOWN_PARAMETER', message: `unknown query parameter "${key}"` });

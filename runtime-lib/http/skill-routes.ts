@@ -33,7 +33,7 @@ import { insertJob, type JobStore } from '../workflows/jobs.ts';
 import type { IdempotencyStore, StoredResponse } from '../data/idempotency-store.ts';
 import { jsonBody } from './body.ts';
 import { requestContext } from './context.ts';
-import { LIST_DEFAULT_LIMIT, LIST_MAX_LIMIT } from './list-query.ts';
+import { pagingValue } from './list-query.ts';
 import { matched } from './pipeline.ts';
 import type { ApiRequest } from './request.ts';
 import { sendJson, sendStored } from './respond.ts';
@@ -495,18 +495,11 @@ function listQuery(
     issues.push({ field: name, code: 'INVALID_PARAMETER', message: `${name} must be given once` });
     return undefined;
   };
-  const page = (name: string, fallback: number, max: number): number => {
-    const given = text(name) ?? declared.get(name)?.default?.toString();
-    if (given === undefined) return fallback;
-    if (!/^\d{1,16}$/.test(given) || Number(given) > max || (name === 'limit' && Number(given) < 1)) {
-      const min = name === 'limit' ? 1 : 0;
-      issues.push({ field: name, code: 'OUT_OF_RANGE', message: `${name} must be an integer from ${min} to ${max}` });
-      return fallback;
-    }
-    return Number(given);
-  };
-  const limit = page('limit', LIST_DEFAULT_LIMIT, LIST_MAX_LIMIT);
-  const offset = page('offset', 0, Number.MAX_SAFE_INTEGER);
+  // As on /api/<entity>s, with the action's own defaults when it declares limit or offset.
+  const page = (name: 'limit' | 'offset') =>
+    pagingValue(name, text(name) ?? declared.get(name)?.default?.toString(), issues);
+  const limit = page('limit');
+  const offset = page('offset');
   const where: FieldValue[] = [];
   for (const param of action.query ?? []) {
     if (param.name === 'limit' || param.name === 'offset') continue;
