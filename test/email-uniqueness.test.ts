@@ -66,6 +66,21 @@ describe('unique Email fields: one comparison on both databases', function () {
     oldBp = oldGenerator();
   });
 
+  /** The helpdesk as the generator before the key column made it, holding these customers; then generated anew. */
+  async function upgradedApp(name: string, url: string, addresses: readonly string[]): Promise<string> {
+    const appDir = path.join(freshDir(name), 'app');
+    const r = spawnSync(process.execPath, [oldBp, 'generate', HELPDESK, '-o', appDir], { encoding: 'utf8' });
+    expect(r.status, r.stderr).to.equal(0);
+    const app = await startApp(appDir, { ...ENV, DATABASE_URL: url });
+    try {
+      for (const address of addresses) expectCreated(await customer(app, address), address);
+    } finally {
+      await app.stop();
+    }
+    generate(HELPDESK, appDir);
+    return appDir;
+  }
+
   for (const database of DATABASES) {
     describe(database, () => {
       it('refuses É/é, K (Kelvin)/k, composed/decomposed é and ẞ/ß as one address, on create and update; ß and ss are two', async () => {
@@ -98,21 +113,11 @@ describe('unique Email fields: one comparison on both databases', function () {
       });
 
       it('upgrades an app generated before the key: a migration adds it, the app fills it at start, and it holds', async () => {
-        const appDir = path.join(freshDir(`email-upgrade-${database}`), 'app');
-        const r = spawnSync(process.execPath, [oldBp, 'generate', HELPDESK, '-o', appDir], { encoding: 'utf8' });
-        expect(r.status, r.stderr).to.equal(0);
         const url = await databaseUrl(database, 'email_upgrade');
-        let app = await startApp(appDir, { ...ENV, DATABASE_URL: url });
-        try {
-          expectCreated(await customer(app, 'Élise@upgrade.de'), 'Élise@upgrade.de');
-          expectCreated(await customer(app, 'Bob@upgrade.de'), 'Bob@upgrade.de');
-        } finally {
-          await app.stop();
-        }
-        generate(HELPDESK, appDir);
+        const appDir = await upgradedApp(`email-upgrade-${database}`, url, ['Élise@upgrade.de', 'Bob@upgrade.de']);
         const added = fs.readFileSync(path.join(appDir, 'prisma', ...(database === 'postgres' ? ['postgres'] : []), 'migrations', '0002_blueprint_change', 'migration.sql'), 'utf8');
         expect(added).to.match(/ALTER TABLE "Customer" ADD COLUMN\s+"_bp_key_email" TEXT;/);
-        app = await startApp(appDir, { ...ENV, DATABASE_URL: url });
+        const app = await startApp(appDir, { ...ENV, DATABASE_URL: url });
         try {
           const keys = await withAppRows(url, appDir, (rows) => rows.all('SELECT "email", "_bp_key_email" AS "key" FROM "Customer" ORDER BY "email"'));
           expect(keys).to.deep.equal([
@@ -129,19 +134,9 @@ describe('unique Email fields: one comparison on both databases', function () {
   }
 
   it('SQLite: an app whose old data holds one address twice (É and é) refuses to start after the upgrade, naming them', async () => {
-    const appDir = path.join(freshDir('email-upgrade-conflict'), 'app');
-    const r = spawnSync(process.execPath, [oldBp, 'generate', HELPDESK, '-o', appDir], { encoding: 'utf8' });
-    expect(r.status, r.stderr).to.equal(0);
     const url = 'file:./data/conflict.db';
-    const app = await startApp(appDir, { ...ENV, DATABASE_URL: url });
-    try {
-      // The old app's index on lower() folds A to Z only: both are stored.
-      expectCreated(await customer(app, 'Élise@dup.de'), 'Élise@dup.de');
-      expectCreated(await customer(app, 'élise@dup.de'), 'élise@dup.de');
-    } finally {
-      await app.stop();
-    }
-    generate(HELPDESK, appDir);
+    // The old app's index on lower() folds A to Z only: both are stored.
+    const appDir = await upgradedApp('email-upgrade-conflict', url, ['Élise@dup.de', 'élise@dup.de']);
     const start = spawnSync(process.execPath, ['--import', 'tsx', 'src/server.ts'], {
       cwd: appDir,
       env: { ...process.env, ...ENV, DATABASE_URL: url, PORT: '0' },

@@ -5,12 +5,14 @@
 // sign-in route (reference app), and a webhook delivery (the triggers fixture).
 
 import * as path from 'node:path';
-import Database from 'better-sqlite3';
 import { expect } from 'chai';
 import { freshDir, freshKey, generate, readResponse, request, ROOT, startApp, type HttpResponse, type RunningApp } from './support/apps.ts';
+import { withAppRows } from './support/database-rows.ts';
 
 type Rec = Record<string, unknown>;
 
+/** The app's SQLite file, which the tests read through a connection of their own. */
+const DATABASE_URL = 'file:./data/app.db';
 const AGENT_KEY = 'triage-key-0123456789abcdef';
 const AUTH = { authorization: `Bearer ${AGENT_KEY}` };
 
@@ -40,28 +42,21 @@ describe('JSON bodies that are not UTF-8 are refused', function () {
 
   describe('reference app: entity routes, commands, skills, MCP, sign-in', () => {
     let app: RunningApp;
-    let dbFile: string;
+    let appDir: string;
     let ticketId: string;
 
-    const rows = () => {
-      const db = new Database(dbFile, { readonly: true });
-      try {
-        return {
-          tickets: db.prepare('SELECT * FROM "Ticket" ORDER BY "id"').all(),
-          comments: db.prepare('SELECT * FROM "Comment" ORDER BY "id"').all(),
-          jobs: db.prepare('SELECT count(*) FROM "_bp_jobs"').pluck().get(),
-          keys: db.prepare('SELECT count(*) FROM "_bp_idempotency"').pluck().get(),
-        };
-      } finally {
-        db.close();
-      }
-    };
+    const rows = () =>
+      withAppRows(DATABASE_URL, appDir, async (db) => ({
+        tickets: await db.all('SELECT * FROM "Ticket" ORDER BY "id"'),
+        comments: await db.all('SELECT * FROM "Comment" ORDER BY "id"'),
+        jobs: await db.count('_bp_jobs'),
+        keys: await db.count('_bp_idempotency'),
+      }));
 
     before(async () => {
-      const appDir = path.join(freshDir('json-body'), 'app');
+      appDir = path.join(freshDir('json-body'), 'app');
       generate(path.join(ROOT, 'fixtures/helpdesk/helpdesk.toml'), appDir);
-      dbFile = path.join(appDir, 'data', 'app.db');
-      app = await startApp(appDir, { TRIAGE_API_KEY: AGENT_KEY, SESSION_SECRET: 'json-body-secret-0123456789abcdef0123' });
+      app = await startApp(appDir, { DATABASE_URL, TRIAGE_API_KEY: AGENT_KEY, SESSION_SECRET: 'json-body-secret-0123456789abcdef0123' });
       const res = await request(app.url, 'POST', '/api/tickets', { json: { title: 'café ☕ 😀' }, headers: { ...AUTH, 'idempotency-key': freshKey() } });
       expect(res.status, res.text).to.equal(201);
       ticketId = (res.body as Rec).id as string;
@@ -74,7 +69,7 @@ describe('JSON bodies that are not UTF-8 are refused', function () {
     });
 
     it('answers 400 INVALID_JSON (INVALID_UTF8) on every route that takes a JSON body, and stores nothing', async () => {
-      const before = rows();
+      const before = await rows();
       const keyed = () => ({ ...AUTH, 'idempotency-key': freshKey() });
       const routes: Array<[string, string, string, Record<string, string>]> = [
         ['POST', '/api/tickets', '{"title":"caBADfé"}', keyed()],
@@ -99,7 +94,7 @@ describe('JSON bodies that are not UTF-8 are refused', function () {
         await send(app.url, 'POST', '/api/tickets', gzipSync(bodyWith('{"title":"BAD"}', [0x80])), { ...keyed(), 'content-encoding': 'gzip' }),
         'gzip',
       );
-      expect(rows()).to.deep.equal(before);
+      expect(await rows()).to.deep.equal(before);
     });
 
     it('takes UTF-16 when the charset names it, and refuses a UTF-16 body with a lone surrogate', async () => {
@@ -112,41 +107,33 @@ describe('JSON bodies that are not UTF-8 are refused', function () {
       expect(ok.status, ok.text).to.equal(201);
       expect((ok.body as Rec).title).to.equal('utf-16 ☕');
       const lone = Buffer.concat([Buffer.from('{"title":"', 'utf16le'), Buffer.from([0x00, 0xd8]), Buffer.from('"}', 'utf16le')]);
-      const before = rows();
+      const before = await rows();
       expectRefused(
         await send(app.url, 'POST', '/api/tickets', lone, { ...AUTH, 'idempotency-key': freshKey(), 'content-type': 'application/json; charset=utf-16le' }),
         'a lone surrogate in UTF-16',
       );
-      expect(rows()).to.deep.equal(before);
+      expect(await rows()).to.deep.equal(before);
     });
   });
 
   describe('a webhook delivery (triggers fixture)', () => {
     let app: RunningApp;
-    let dbFile: string;
+    let appDir: string;
 
     before(async () => {
-      const appDir = path.join(freshDir('json-body-webhook'), 'app');
+      appDir = path.join(freshDir('json-body-webhook'), 'app');
       generate(path.join(ROOT, 'test/fixtures/triggers/app.toml'), appDir);
-      dbFile = path.join(appDir, 'data', 'app.db');
-      app = await startApp(appDir, { OPS_API_KEY: 'ops-key-0123456789abcdef', SESSION_SECRET: 'json-body-webhook-secret-0123456789ab' });
+      app = await startApp(appDir, { DATABASE_URL, OPS_API_KEY: 'ops-key-0123456789abcdef', SESSION_SECRET: 'json-body-webhook-secret-0123456789ab' });
     });
     after(async () => app?.stop());
 
     it('refuses a JSON delivery that is not UTF-8 with 400 and starts no job', async () => {
-      const jobs = () => {
-        const db = new Database(dbFile, { readonly: true });
-        try {
-          return db.prepare(`SELECT count(*) FROM "_bp_jobs" WHERE "workflow" = 'OpenDoor'`).pluck().get();
-        } finally {
-          db.close();
-        }
-      };
+      const jobs = () => withAppRows(DATABASE_URL, appDir, (db) => db.count('_bp_jobs', `"workflow" = 'OpenDoor'`));
       for (const bad of NOT_UTF8) expectRefused(await send(app.url, 'POST', '/webhooks/open', bodyWith('{"subject":"BAD"}', bad)), `webhook ${bad}`);
-      expect(jobs()).to.equal(0);
+      expect(await jobs()).to.equal(0);
       const ok = await send(app.url, 'POST', '/webhooks/open', Buffer.from('{"subject":"fine é"}'));
       expect(ok.status, ok.text).to.equal(202);
-      expect(jobs()).to.equal(1);
+      expect(await jobs()).to.equal(1);
     });
   });
 });
