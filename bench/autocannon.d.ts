@@ -28,7 +28,10 @@ declare module 'autocannon' {
 
   /** Settles with the result when the run ends; emits 'response' for every response. */
   interface Instance extends PromiseLike<Result> {
-    on(event: 'response', listener: (client: unknown, statusCode: number, bytes: number, responseTimeMs: number) => void): this;
+    on(
+      event: 'response',
+      listener: (client: unknown, statusCode: number, bytes: number, responseTimeMs: number) => void,
+    ): this;
   }
 
   export default function autocannon(options: Options): Instance;

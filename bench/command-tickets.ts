@@ -39,8 +39,15 @@ function sqliteTickets(file: string): CommandTickets {
     },
     async addCopies(ids, needed) {
       const db = open();
-      const columns = db.prepare<[], string>('SELECT name FROM pragma_table_info(\'Ticket\') WHERE name <> \'id\'').pluck().all().map((c) => `"${c}"`).join(', ');
-      const copy = db.prepare(`INSERT INTO "Ticket" ("id", ${columns}) SELECT ?, ${columns} FROM "Ticket" WHERE "id" = ?`);
+      const columns = db
+        .prepare<[], string>("SELECT name FROM pragma_table_info('Ticket') WHERE name <> 'id'")
+        .pluck()
+        .all()
+        .map((c) => `"${c}"`)
+        .join(', ');
+      const copy = db.prepare(
+        `INSERT INTO "Ticket" ("id", ${columns}) SELECT ?, ${columns} FROM "Ticket" WHERE "id" = ?`,
+      );
       const copies = copiesFor(ids, needed);
       db.transaction(() => {
         for (const [id, source] of copies) copy.run(id, source);
@@ -66,23 +73,27 @@ function postgresTickets(url: string): CommandTickets {
     // dead row versions, and the autovacuum they call for would otherwise land in whichever
     // server's round runs next; the database's CPU is measured for the whole server, so it would
     // be charged to that server. Each round starts from a vacuumed table, for every server alike.
-    reopen: () => withClient(async (client) => {
-      await client.query('UPDATE "Ticket" SET "status" = \'open\', "assigneeId" = NULL WHERE "status" <> \'open\' OR "assigneeId" IS NOT NULL');
-      await client.query('VACUUM "Ticket"');
-    }),
-    addCopies: (ids, needed) => withClient(async (client) => {
-      const { rows } = await client.query<{ name: string }>(
-        'SELECT column_name AS name FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = \'Ticket\' AND column_name <> \'id\'',
-      );
-      const columns = rows.map((r) => `"${r.name}"`).join(', ');
-      const copies = copiesFor(ids, needed);
-      // One statement for all of them: the pairs (new id, source id) as two arrays.
-      await client.query(
-        `INSERT INTO "Ticket" ("id", ${columns}) SELECT c.id, ${rows.map((r) => `t."${r.name}"`).join(', ')} ` +
-        'FROM unnest($1::text[], $2::text[]) AS c(id, source) JOIN "Ticket" t ON t."id" = c.source',
-        [copies.map(([id]) => id), copies.map(([, source]) => source)],
-      );
-      for (const [id] of copies) ids.push(id);
-    }),
+    reopen: () =>
+      withClient(async (client) => {
+        await client.query(
+          'UPDATE "Ticket" SET "status" = \'open\', "assigneeId" = NULL WHERE "status" <> \'open\' OR "assigneeId" IS NOT NULL',
+        );
+        await client.query('VACUUM "Ticket"');
+      }),
+    addCopies: (ids, needed) =>
+      withClient(async (client) => {
+        const { rows } = await client.query<{ name: string }>(
+          "SELECT column_name AS name FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = 'Ticket' AND column_name <> 'id'",
+        );
+        const columns = rows.map((r) => `"${r.name}"`).join(', ');
+        const copies = copiesFor(ids, needed);
+        // One statement for all of them: the pairs (new id, source id) as two arrays.
+        await client.query(
+          `INSERT INTO "Ticket" ("id", ${columns}) SELECT c.id, ${rows.map((r) => `t."${r.name}"`).join(', ')} ` +
+            'FROM unnest($1::text[], $2::text[]) AS c(id, source) JOIN "Ticket" t ON t."id" = c.source',
+          [copies.map(([id]) => id), copies.map(([, source]) => source)],
+        );
+        for (const [id] of copies) ids.push(id);
+      }),
   };
 }

@@ -25,23 +25,40 @@ function requestFor(operation: Operation, plan: LoadPlan, ids: string[], openIds
   const authorization = `Bearer ${plan.apiKey}`;
   const someId = () => ids[Math.floor(Math.random() * ids.length)];
   let n = 0;
-  const writeHeaders = (i: number) => ({ authorization, 'content-type': 'application/json', 'idempotency-key': `bench-${process.pid}-${operation}-${i}` });
+  const writeHeaders = (i: number) => ({
+    authorization,
+    'content-type': 'application/json',
+    'idempotency-key': `bench-${process.pid}-${operation}-${i}`,
+  });
   switch (operation) {
     case 'get':
       return () => ({ method: 'GET', path: `/api/tickets/${someId()}`, headers: { authorization } });
     case 'list':
-      return () => ({ method: 'GET', path: `/api/tickets?limit=100&offset=${Math.floor(Math.random() * (plan.rows - 100))}`, headers: { authorization } });
+      return () => ({
+        method: 'GET',
+        path: `/api/tickets?limit=100&offset=${Math.floor(Math.random() * (plan.rows - 100))}`,
+        headers: { authorization },
+      });
     case 'create':
       return () => {
         const i = ++n;
-        const body = { title: `Load ticket ${i}`, body: 'The printer on floor 3 is out of toner again.', priority: 'high' };
+        const body = {
+          title: `Load ticket ${i}`,
+          body: 'The printer on floor 3 is out of toner again.',
+          priority: 'high',
+        };
         return { method: 'POST', path: '/api/tickets', headers: writeHeaders(i), body: JSON.stringify(body) };
       };
     case 'update':
       return () => {
         const i = ++n;
         const body = { title: `Updated ticket ${i}`, priority: i % 2 ? 'low' : 'high' };
-        return { method: 'PUT', path: `/api/tickets/${someId()}`, headers: writeHeaders(i), body: JSON.stringify(body) };
+        return {
+          method: 'PUT',
+          path: `/api/tickets/${someId()}`,
+          headers: writeHeaders(i),
+          body: JSON.stringify(body),
+        };
       };
     case 'escalate':
       // EscalateTicket's precondition wants an open ticket; escalating leaves it open, so any open
@@ -58,7 +75,12 @@ function requestFor(operation: Operation, plan: LoadPlan, ids: string[], openIds
       // last round, which is no matter: every ticket is open again.
       return () => {
         const i = ++n;
-        return { method: 'POST', path: `/api/commands/start_ticket/${ids[i % ids.length]}`, headers: writeHeaders(i), body: '{}' };
+        return {
+          method: 'POST',
+          path: `/api/commands/start_ticket/${ids[i % ids.length]}`,
+          headers: writeHeaders(i),
+          body: '{}',
+        };
       };
   }
 }
@@ -76,12 +98,20 @@ const RATE_MARGIN = 2;
  * copies of seeded tickets (new ULIDs) through a second connection while the server is idle. The
  * number of tickets thus scales with the measured rate; on a slow machine none are added.
  */
-async function freshTicketsFor(tickets: CommandTickets, ids: string[], fastest: number, seconds: number, connections: number): Promise<void> {
+async function freshTicketsFor(
+  tickets: CommandTickets,
+  ids: string[],
+  fastest: number,
+  seconds: number,
+  connections: number,
+): Promise<void> {
   const needed = Math.ceil(fastest * RATE_MARGIN * seconds) + connections;
   if (ids.length >= needed) return;
   const seeded = ids.length;
   await tickets.addCopies(ids, needed);
-  console.error(`command rounds: ${needed - seeded} tickets added for up to ${Math.round(fastest * RATE_MARGIN)} req/s over ${seconds} s (${ids.length} in all)`);
+  console.error(
+    `command rounds: ${needed - seeded} tickets added for up to ${Math.round(fastest * RATE_MARGIN)} req/s over ${seconds} s (${ids.length} in all)`,
+  );
 }
 
 /** The resident set size of a process in bytes, or NaN where /proc is not available. */
@@ -141,7 +171,12 @@ function machineCpuSeconds(): number {
   try {
     // "cpu  user nice system idle iowait irq softirq steal guest guest_nice": guest time is
     // already in user and nice, and steal is time this machine did not get.
-    const [user, nice, system, , , irq, softirq] = readFileSync('/proc/stat', 'utf8').split('\n')[0].trim().split(/\s+/).slice(1).map(Number);
+    const [user, nice, system, , , irq, softirq] = readFileSync('/proc/stat', 'utf8')
+      .split('\n')[0]
+      .trim()
+      .split(/\s+/)
+      .slice(1)
+      .map(Number);
     return (user + nice + system + irq + softirq) / TICKS_PER_SECOND;
   } catch {
     return NaN;
@@ -152,7 +187,13 @@ function percentile(sorted: Float64Array, p: number): number {
   return sorted.length ? sorted[Math.min(sorted.length - 1, Math.ceil(p * sorted.length) - 1)] : NaN;
 }
 
-async function round(plan: LoadPlan, target: LoadTarget, operation: Operation, seconds: number, next: () => Request): Promise<Omit<RoundResult, 'round'>> {
+async function round(
+  plan: LoadPlan,
+  target: LoadTarget,
+  operation: Operation,
+  seconds: number,
+  next: () => Request,
+): Promise<Omit<RoundResult, 'round'>> {
   const latencies: number[] = [];
   const databaseCpu = () => (plan.databasePid === undefined ? 0 : databaseCpuSeconds(plan.databasePid));
   const started = {
@@ -191,7 +232,12 @@ async function round(plan: LoadPlan, target: LoadTarget, operation: Operation, s
     serverCpu: serverSeconds / wall,
     serverCpuPerRequest: (serverSeconds * 1e6) / result.requests.total,
     loadCpu: loadSeconds / wall,
-    ...(plan.databasePid === undefined ? {} : { databaseCpu: databaseSeconds / wall, databaseCpuPerRequest: (databaseSeconds * 1e6) / result.requests.total }),
+    ...(plan.databasePid === undefined
+      ? {}
+      : {
+          databaseCpu: databaseSeconds / wall,
+          databaseCpuPerRequest: (databaseSeconds * 1e6) / result.requests.total,
+        }),
     otherCpu: Math.max(0, machineSeconds - serverSeconds - databaseSeconds - loadSeconds) / wall,
     serverRss: target.serverPids.reduce((sum, pid) => sum + residentBytes(pid), 0),
   };
@@ -237,15 +283,23 @@ async function main(plan: LoadPlan): Promise<void> {
       }
       // The command rounds before it left tickets started: escalation wants them open.
       if (operation === 'escalate' && tickets) await tickets.reopen();
-      const result = { ...(await round(plan, server.target, operation, seconds, nexts.get(server)!)), round: r, freshRecords };
-      if (operation === 'update' || operation === 'command') server.fastest = Math.max(server.fastest, result.requestsPerSecond);
+      const result = {
+        ...(await round(plan, server.target, operation, seconds, nexts.get(server)!)),
+        round: r,
+        freshRecords,
+      };
+      if (operation === 'update' || operation === 'command')
+        server.fastest = Math.max(server.fastest, result.requestsPerSecond);
       if (freshRecords !== undefined && result.requests > freshRecords) {
-        console.error(`${server.target.key}, command round ${r}: ${result.requests} requests on ${freshRecords} open tickets, so some met a started one`);
+        console.error(
+          `${server.target.key}, command round ${r}: ${result.requests} requests on ${freshRecords} open tickets, so some met a started one`,
+        );
       }
       console.log(JSON.stringify(result));
     };
     for (const server of servers) await run(server, plan.warmupSeconds, 0);
-    for (let r = 1; r <= plan.rounds; r++) for (const server of turned(servers, r)) await run(server, plan.roundSeconds, r);
+    for (let r = 1; r <= plan.rounds; r++)
+      for (const server of turned(servers, r)) await run(server, plan.roundSeconds, r);
   }
 }
 

@@ -18,7 +18,11 @@ async function withClient<T>(url: string, work: (client: pg.Client) => Promise<T
 
 /** Runs `<dir>/<name>/migration.sql` in folder-name order, each in its own transaction. */
 export function applyMigrations(url: string, dir: string): Promise<void> {
-  const scripts = fs.readdirSync(dir, { withFileTypes: true }).filter((e) => e.isDirectory()).map((e) => e.name).sort();
+  const scripts = fs
+    .readdirSync(dir, { withFileTypes: true })
+    .filter((e) => e.isDirectory())
+    .map((e) => e.name)
+    .sort();
   if (!scripts.length) throw new Error(`no migrations in ${dir}`);
   return withClient(url, async (client) => {
     for (const name of scripts) {
@@ -42,10 +46,16 @@ export function seedPostgres(url: string, rows: SeedRows): Promise<void> {
     // zone then holds the UTC time, as Prisma stores it.
     await client.query("SET TIME ZONE 'UTC'");
     await client.query('BEGIN');
-    for (const [table, all] of [['Customer', rows.customers], ['Ticket', rows.tickets]] as const) {
+    for (const [table, all] of [
+      ['Customer', rows.customers],
+      ['Ticket', rows.tickets],
+    ] as const) {
       for (let i = 0; i < all.length; i += BATCH) {
         const batch = all.slice(i, i + BATCH);
-        await client.query(insertSql(table, batch.length, (n) => `$${n}`), batch.flat());
+        await client.query(
+          insertSql(table, batch.length, (n) => `$${n}`),
+          batch.flat(),
+        );
       }
     }
     await client.query('COMMIT');
@@ -57,7 +67,7 @@ export function seedPostgres(url: string, rows: SeedRows): Promise<void> {
 export function ticketColumns(url: string): Promise<string[]> {
   return withClient(url, async (client) => {
     const { rows } = await client.query<{ name: string }>(
-      'SELECT column_name AS name FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = \'Ticket\'',
+      "SELECT column_name AS name FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = 'Ticket'",
     );
     return rows.map((r) => r.name).sort();
   });
@@ -65,5 +75,8 @@ export function ticketColumns(url: string): Promise<string[]> {
 
 /** Whether the ticket is in the database: proof that a server writes to the database it was given. */
 export function hasTicket(url: string, id: string): Promise<boolean> {
-  return withClient(url, async (client) => (await client.query('SELECT 1 FROM "Ticket" WHERE "id" = $1', [id])).rowCount === 1);
+  return withClient(
+    url,
+    async (client) => (await client.query('SELECT 1 FROM "Ticket" WHERE "id" = $1', [id])).rowCount === 1,
+  );
 }

@@ -37,7 +37,15 @@ export async function startPostgres(logFile: string): Promise<BenchPostgres> {
   const port = await freePort();
   const logFd = fs.openSync(logFile, 'w');
   const log = (line: unknown) => fs.writeSync(logFd, `${String(line).trimEnd()}\n`);
-  const server = new EmbeddedPostgres({ databaseDir: dataDir, user: USER, password: PASSWORD, port, persistent: false, onLog: log, onError: log });
+  const server = new EmbeddedPostgres({
+    databaseDir: dataDir,
+    user: USER,
+    password: PASSWORD,
+    port,
+    persistent: false,
+    onLog: log,
+    onError: log,
+  });
   // An interrupted run (Ctrl-C, a crash) must not leave the server running: on exit only
   // synchronous work runs, so the postmaster is told to quit at once and the directory removed.
   const kill = () => {
@@ -54,7 +62,7 @@ export async function startPostgres(logFile: string): Promise<BenchPostgres> {
     await server.initialise();
     await server.start();
   } catch (err) {
-    throw new Error(`embedded PostgreSQL did not start: ${(err as Error).message}; see ${logFile}`);
+    throw new Error(`embedded PostgreSQL did not start: ${(err as Error).message}; see ${logFile}`, { cause: err });
   }
   const pid = Number(fs.readFileSync(path.join(dataDir, 'postmaster.pid'), 'utf8').split('\n')[0]);
   const url = (database: string) => `postgres://${USER}:${PASSWORD}@127.0.0.1:${port}/${database}`;

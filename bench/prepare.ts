@@ -18,7 +18,10 @@ const BLUEPRINT = path.join(ROOT, 'fixtures', 'helpdesk', 'helpdesk.toml');
 /** The generated app's SQLite schema. */
 export const SQLITE_SCHEMA = path.join(APP_DIR, 'prisma', 'schema.prisma');
 /** Where bench/baselines/express-prisma.ts imports the client from, for SQLite and for PostgreSQL. */
-export const PRISMA_CLIENT_DIRS = { sqlite: path.join(WORK, 'prisma-client'), postgres: path.join(WORK, 'prisma-client-pg') };
+export const PRISMA_CLIENT_DIRS = {
+  sqlite: path.join(WORK, 'prisma-client'),
+  postgres: path.join(WORK, 'prisma-client-pg'),
+};
 
 export const TICKETS = 10_000;
 const CUSTOMERS = 200;
@@ -26,7 +29,9 @@ const CUSTOMERS = 200;
 function run(command: string, args: string[], options: { cwd: string; env?: NodeJS.ProcessEnv }): void {
   const result = spawnSync(command, args, { ...options, encoding: 'utf8' });
   if (result.status !== 0) {
-    throw new Error(`${path.basename(command)} ${args.join(' ')} failed (${result.status ?? result.signal}):\n${result.stdout}${result.stderr}`);
+    throw new Error(
+      `${path.basename(command)} ${args.join(' ')} failed (${result.status ?? result.signal}):\n${result.stdout}${result.stderr}`,
+    );
   }
 }
 
@@ -41,9 +46,14 @@ export function cleanWork(): void {
  * server as that agent would, with `Authorization: Bearer <key>`.
  */
 export function writerKeyEnv(): string {
-  const blueprint = parse(fs.readFileSync(BLUEPRINT, 'utf8')) as { auth?: { apiKeys?: { keyEnv: string; scopes?: string[] }[] } };
+  const blueprint = parse(fs.readFileSync(BLUEPRINT, 'utf8')) as {
+    auth?: { apiKeys?: { keyEnv: string; scopes?: string[] }[] };
+  };
   const key = blueprint.auth?.apiKeys?.find((k) => k.scopes?.includes('tickets.write'));
-  if (!key) throw new Error(`${path.relative(ROOT, BLUEPRINT)} declares no API key with the tickets.write scope; the bench calls the API as one`);
+  if (!key)
+    throw new Error(
+      `${path.relative(ROOT, BLUEPRINT)} declares no API key with the tickets.write scope; the bench calls the API as one`,
+    );
   return key.keyEnv;
 }
 
@@ -64,7 +74,10 @@ export function buildApp(): void {
  */
 export function generatePrismaClient(schemaFile: string, outputDir: string): void {
   const schema = fs.readFileSync(schemaFile, 'utf8');
-  const moved = schema.replace(/^(\s*output\s*=\s*).*$/m, (_line, prefix: string) => `${prefix}${JSON.stringify(outputDir)}`);
+  const moved = schema.replace(
+    /^(\s*output\s*=\s*).*$/m,
+    (_line, prefix: string) => `${prefix}${JSON.stringify(outputDir)}`,
+  );
   if (moved === schema) throw new Error(`${path.relative(ROOT, schemaFile)} has no generator output line to redirect`);
   const movedFile = path.join(WORK, `${path.basename(outputDir)}-schema`, 'schema.prisma');
   fs.mkdirSync(path.dirname(movedFile), { recursive: true });
@@ -89,7 +102,18 @@ function random(seed: number): () => number {
 const stored = (ms: number) => new Date(ms).toISOString().replace('Z', '+00:00');
 
 const CUSTOMER_COLUMNS = ['id', 'name', 'email', 'createdAt'] as const;
-const TICKET_COLUMNS = ['id', 'title', 'body', 'status', 'priority', 'customerId', 'assigneeId', 'resolution', 'resolvedAt', 'createdAt'] as const;
+const TICKET_COLUMNS = [
+  'id',
+  'title',
+  'body',
+  'status',
+  'priority',
+  'customerId',
+  'assigneeId',
+  'resolution',
+  'resolvedAt',
+  'createdAt',
+] as const;
 
 /** The rows every server's database is filled with, values in the order of the column lists above. */
 export interface SeedRows {
@@ -113,7 +137,15 @@ export function seedRows(): SeedRows {
     customers.push([uuid(), `Customer ${i + 1}`, `customer${i + 1}@example.com`, stored(start - 86_400_000)]);
   }
   const tickets: SeedRows['tickets'] = [];
-  const subjects = ['Printer offline', 'Cannot log in', 'Invoice is wrong', 'VPN drops', 'Laptop is slow', 'Password reset', 'Email bounces'];
+  const subjects = [
+    'Printer offline',
+    'Cannot log in',
+    'Invoice is wrong',
+    'VPN drops',
+    'Laptop is slow',
+    'Password reset',
+    'Email bounces',
+  ];
   for (let i = 0; i < TICKETS; i++) {
     const created = Math.floor(start + i * step);
     const status = pick(['open', 'open', 'in_progress', 'resolved', 'closed'] as const);
@@ -158,7 +190,7 @@ export function seedDatabase(file: string, rows: SeedRows): { columns: string[] 
     for (const customer of rows.customers) insertCustomer.run(customer);
     for (const ticket of rows.tickets) insertTicket.run(ticket);
   })();
-  const columns = db.prepare<[], string>('SELECT name FROM pragma_table_info(\'Ticket\')').pluck().all();
+  const columns = db.prepare<[], string>("SELECT name FROM pragma_table_info('Ticket')").pluck().all();
   // Folds the WAL into the file, so that a plain copy of the file is the whole database.
   db.pragma('wal_checkpoint(TRUNCATE)');
   db.close();

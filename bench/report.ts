@@ -77,7 +77,9 @@ export function footprintLines(f: Footprint): string[] {
       f.baselineRssMax.map((b) => `${b.label} ${mb(b.bytes)}`).join(', '),
     ...(coldPass && rssPass
       ? []
-      : ['Note: a target was missed on this run. The machine is shared: check the other-CPU column above before reading much into it.']),
+      : [
+          'Note: a target was missed on this run. The machine is shared: check the other-CPU column above before reading much into it.',
+        ]),
   ];
 }
 
@@ -158,7 +160,12 @@ export function buildReport(
   const cpus = os.cpus();
   return {
     measuredAt: new Date().toISOString(),
-    machine: { cpu: cpus[0]?.model ?? 'unknown', cores: cpus.length, node: process.version, platform: `${os.platform()} ${os.release()}` },
+    machine: {
+      cpu: cpus[0]?.model ?? 'unknown',
+      cores: cpus.length,
+      node: process.version,
+      platform: `${os.platform()} ${os.release()}`,
+    },
     settings: { ...settings, pick: 'best measured round by requests/s (p99 from that round)' },
     servers,
     results,
@@ -172,7 +179,9 @@ export function buildReport(
     disturbed: servers.flatMap((server) =>
       operations.flatMap((op) => {
         const r = results[server.key][op];
-        return r && r.otherCpu > DISTURBED_OTHER_CPU ? [`${server.label}, ${OPERATION_LABELS[op]} (${r.otherCpu.toFixed(2)} cores)`] : [];
+        return r && r.otherCpu > DISTURBED_OTHER_CPU
+          ? [`${server.label}, ${OPERATION_LABELS[op]} (${r.otherCpu.toFixed(2)} cores)`]
+          : [];
       }),
     ),
     unavailable,
@@ -209,7 +218,7 @@ export function consoleReport(report: Report, app: string): string {
       '',
       `${OPERATION_LABELS[operation]}`,
       `  ${'server'.padEnd(width)}  ${'req/s'.padStart(8)}  ${'p99 ms'.padStart(7)}  ${'CPU µs/req'.padStart(10)}  ` +
-      `${database ? `${'DB µs/req'.padStart(9)}  ` : ''}${'app ÷ this'.padStart(10)}  ${'by CPU'.padStart(6)}`,
+        `${database ? `${'DB µs/req'.padStart(9)}  ` : ''}${'app ÷ this'.padStart(10)}  ${'by CPU'.padStart(6)}`,
     );
     for (const server of report.servers) {
       if (report.unavailable[server.key]) {
@@ -222,8 +231,8 @@ export function consoleReport(report: Report, app: string): string {
       const cpu = isApp ? '' : times(report.cpuRatios[server.key][operation] ?? NaN);
       lines.push(
         `  ${server.label.padEnd(width)}  ${int(r?.requestsPerSecond ?? NaN).padStart(8)}  ${ms(r?.p99 ?? NaN).padStart(7)}  ` +
-        `${int(r?.serverCpuPerRequest ?? NaN).padStart(10)}  ${database ? `${int(r?.databaseCpuPerRequest ?? NaN).padStart(9)}  ` : ''}` +
-        `${ratio.padStart(10)}  ${cpu.padStart(6)}`,
+          `${int(r?.serverCpuPerRequest ?? NaN).padStart(10)}  ${database ? `${int(r?.databaseCpuPerRequest ?? NaN).padStart(9)}  ` : ''}` +
+          `${ratio.padStart(10)}  ${cpu.padStart(6)}`,
       );
     }
   }
@@ -232,7 +241,10 @@ export function consoleReport(report: Report, app: string): string {
   const missing = notAvailableLines(report);
   if (missing.length) lines.push('', ...missing);
   if (report.disturbed.length) {
-    lines.push('', `Warning: other processes competed for the CPU during ${report.disturbed.length} of the chosen rounds:`);
+    lines.push(
+      '',
+      `Warning: other processes competed for the CPU during ${report.disturbed.length} of the chosen rounds:`,
+    );
     for (const d of report.disturbed) lines.push(`  ${d}`);
     lines.push('Requests/s and their ratios are unreliable; rerun on an idle machine before recording them.');
   }
@@ -242,39 +254,64 @@ export function consoleReport(report: Report, app: string): string {
 /** `resultsFile`: where the rounds are, for the note on disturbed rounds. */
 export function markdownReport(report: Report, app: string, resultsFile = 'results.json'): string {
   const { settings: s, machine: m } = report;
-  const operations = (Object.keys(OPERATION_LABELS) as Operation[]).filter((op) => report.servers.some((sv) => report.results[sv.key][op]));
+  const operations = (Object.keys(OPERATION_LABELS) as Operation[]).filter((op) =>
+    report.servers.some((sv) => report.results[sv.key][op]),
+  );
   const baselines = report.servers.filter((sv) => sv.key !== app);
   const lines = [
     `Measured ${report.measuredAt.slice(0, 10)} on ${m.cores} × ${m.cpu}, Node ${m.node}: ${s.tickets.toLocaleString('en-US')} tickets, ` +
-    `autocannon with ${s.connections} connections from a separate process${s.pinned ? ' pinned to CPU 1' : ''}, ${s.warmupSeconds} s warm-up, best of ${s.rounds} rounds of ${s.roundSeconds} s. ` +
-    `Cells: requests/s, p99 latency, server CPU per request${withDatabaseCpu(report) ? ' (+ PostgreSQL\'s CPU per request)' : ''}.`,
+      `autocannon with ${s.connections} connections from a separate process${s.pinned ? ' pinned to CPU 1' : ''}, ${s.warmupSeconds} s warm-up, best of ${s.rounds} rounds of ${s.roundSeconds} s. ` +
+      `Cells: requests/s, p99 latency, server CPU per request${withDatabaseCpu(report) ? " (+ PostgreSQL's CPU per request)" : ''}.`,
     '',
     `| Operation | ${report.servers.map((sv) => sv.label).join(' | ')} |`,
     `|---|${report.servers.map(() => '---:').join('|')}|`,
-    ...operations.map((op) => `| ${OPERATION_LABELS[op]} | ${report.servers.map((sv) => {
-      if (report.unavailable[sv.key]) return 'not available';
-      const r = report.results[sv.key][op];
-      const db = r?.databaseCpuPerRequest === undefined ? '' : ` + ${int(r.databaseCpuPerRequest)} µs`;
-      return r ? `${int(r.requestsPerSecond)} req/s, ${ms(r.p99)} ms, ${int(r.serverCpuPerRequest)} µs${db}` : '—';
-    }).join(' | ')} |`),
+    ...operations.map(
+      (op) =>
+        `| ${OPERATION_LABELS[op]} | ${report.servers
+          .map((sv) => {
+            if (report.unavailable[sv.key]) return 'not available';
+            const r = report.results[sv.key][op];
+            const db = r?.databaseCpuPerRequest === undefined ? '' : ` + ${int(r.databaseCpuPerRequest)} µs`;
+            return r
+              ? `${int(r.requestsPerSecond)} req/s, ${ms(r.p99)} ms, ${int(r.serverCpuPerRequest)} µs${db}`
+              : '—';
+          })
+          .join(' | ')} |`,
+    ),
     '',
     `| ${labelOf(report, app)} ÷ | ${baselines.map((b) => b.label).join(' | ')} |`,
     `|---|${baselines.map(() => '---:').join('|')}|`,
-    ...operations.map((op) => `| ${OPERATION_LABELS[op]} | ${baselines.map((b) => times(report.ratios[b.key][op] ?? NaN)).join(' | ')} |`),
+    ...operations.map(
+      (op) =>
+        `| ${OPERATION_LABELS[op]} | ${baselines.map((b) => times(report.ratios[b.key][op] ?? NaN)).join(' | ')} |`,
+    ),
     '',
-    'The same by server CPU per request (the baseline\'s ÷ the generated app\'s):',
+    "The same by server CPU per request (the baseline's ÷ the generated app's):",
     '',
     `| ${labelOf(report, app)} ÷ | ${baselines.map((b) => b.label).join(' | ')} |`,
     `|---|${baselines.map(() => '---:').join('|')}|`,
-    ...operations.map((op) => `| ${OPERATION_LABELS[op]} | ${baselines.map((b) => times(report.cpuRatios[b.key][op] ?? NaN)).join(' | ')} |`),
+    ...operations.map(
+      (op) =>
+        `| ${OPERATION_LABELS[op]} | ${baselines.map((b) => times(report.cpuRatios[b.key][op] ?? NaN)).join(' | ')} |`,
+    ),
     '',
     'Targets:',
     '',
     ...report.targets.map((t) => `- ${verdict(t)}: ${targetLine(report, t)}`),
     // The reason is a server's own output (its last log lines): verbatim, in a code block.
-    ...Object.entries(report.unavailable).flatMap(([key, why]) => ['', `${labelOf(report, key)}: not available:`, '', '```', why, '```']),
+    ...Object.entries(report.unavailable).flatMap(([key, why]) => [
+      '',
+      `${labelOf(report, key)}: not available:`,
+      '',
+      '```',
+      why,
+      '```',
+    ]),
     ...(report.disturbed.length
-      ? ['', `Other processes used more than ${DISTURBED_OTHER_CPU} cores during ${report.disturbed.length} of these rounds (see ${resultsFile}): rerun on an idle machine before recording these numbers.`]
+      ? [
+          '',
+          `Other processes used more than ${DISTURBED_OTHER_CPU} cores during ${report.disturbed.length} of these rounds (see ${resultsFile}): rerun on an idle machine before recording these numbers.`,
+        ]
       : []),
   ];
   return `${lines.join('\n')}\n`;

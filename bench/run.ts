@@ -42,22 +42,35 @@ async function main(): Promise<void> {
   const idsFile = path.join(WORK, 'ids.json');
   fs.writeFileSync(idsFile, JSON.stringify(seed.ticketIds));
   const apiKey = randomBytes(24).toString('hex');
-  const credentials = { apiKey, env: { API_KEY: apiKey, [writerKeyEnv()]: apiKey, SESSION_SECRET: randomBytes(48).toString('base64') } };
+  const credentials = {
+    apiKey,
+    env: { API_KEY: apiKey, [writerKeyEnv()]: apiKey, SESSION_SECRET: randomBytes(48).toString('base64') },
+  };
   const ctx: RunContext = { settings, credentials, ids: seed.ticketIds, idsFile };
 
   const rounds: Record<string, RoundResult[]> = {};
   const written: string[] = [];
   for (const section of sections) {
     for (const [key, rs] of Object.entries(await SECTIONS[section](ctx, seed))) rounds[`${section} ${key}`] = rs;
-    written.push(section === 'sqlite' ? 'bench/.work/results.json, results.md' : 'bench/.work/results-postgres.json, results-postgres.md');
+    written.push(
+      section === 'sqlite'
+        ? 'bench/.work/results.json, results.md'
+        : 'bench/.work/results-postgres.json, results-postgres.md',
+    );
   }
 
-  console.log(`\n${settings.connections} connections${settings.pinned ? ' (load generator on CPU 1)' : ''}, best of ${settings.rounds} rounds of ${settings.roundSeconds} s after ${settings.warmupSeconds} s of warm-up, per operation.`);
+  console.log(
+    `\n${settings.connections} connections${settings.pinned ? ' (load generator on CPU 1)' : ''}, best of ${settings.rounds} rounds of ${settings.roundSeconds} s after ${settings.warmupSeconds} s of warm-up, per operation.`,
+  );
   console.log(`Written: ${written.join('; ')} (${Math.round((Date.now() - began) / 1000)} s in all)`);
 
-  const failed = Object.entries(rounds).flatMap(([key, rs]) => rs.filter((r) => r.non2xx + r.errors + r.timeouts > 0).map((r) => `${key} ${r.operation} round ${r.round}`));
+  const failed = Object.entries(rounds).flatMap(([key, rs]) =>
+    rs.filter((r) => r.non2xx + r.errors + r.timeouts > 0).map((r) => `${key} ${r.operation} round ${r.round}`),
+  );
   if (failed.length) {
-    console.error(`\nINVALID: some requests failed, so these numbers do not compare like with like: ${failed.join(', ')}`);
+    console.error(
+      `\nINVALID: some requests failed, so these numbers do not compare like with like: ${failed.join(', ')}`,
+    );
     process.exitCode = 1;
   }
 }

@@ -75,7 +75,13 @@ export function killChildren(): void {
   for (const child of children) child.kill('SIGKILL');
 }
 
-export function startChild(cwd: string, args: string[], env: NodeJS.ProcessEnv, stdio: 'pipe' | number, pin = false): ChildProcess {
+export function startChild(
+  cwd: string,
+  args: string[],
+  env: NodeJS.ProcessEnv,
+  stdio: 'pipe' | number,
+  pin = false,
+): ChildProcess {
   const node = [process.execPath, ...args];
   // taskset execs node, so the child's pid is node's.
   const [command, ...rest] = pin && TASKSET ? ['taskset', '-c', '1', ...node] : node;
@@ -118,7 +124,8 @@ async function waitUntilAnswering(url: string, child: ChildProcess, log: string)
   const deadline = Date.now() + 30_000;
   const where = path.relative(ROOT, log);
   while (Date.now() < deadline) {
-    if (child.exitCode !== null) throw new Error(`the server exited with ${child.exitCode}; see ${where}${logTail(log)}`);
+    if (child.exitCode !== null)
+      throw new Error(`the server exited with ${child.exitCode}; see ${where}${logTail(log)}`);
     try {
       // Any answer will do: the API refuses this unauthenticated request once it is up.
       await (await fetch(`${url}/api/tickets?limit=1`)).arrayBuffer();
@@ -134,11 +141,13 @@ async function waitUntilAnswering(url: string, child: ChildProcess, log: string)
 function describe(r: RoundResult, several: boolean): string {
   const phase = r.round === 0 ? 'warm-up ' : `round ${r.round}`;
   const failures = r.non2xx + r.errors + r.timeouts;
-  return `    ${several ? `${r.server.padEnd(20)} ` : ''}${OPERATION_LABELS[r.operation].padEnd(12)} ${phase}  ${Math.round(r.requestsPerSecond).toLocaleString('en-US').padStart(7)} req/s  ` +
+  return (
+    `    ${several ? `${r.server.padEnd(20)} ` : ''}${OPERATION_LABELS[r.operation].padEnd(12)} ${phase}  ${Math.round(r.requestsPerSecond).toLocaleString('en-US').padStart(7)} req/s  ` +
     `p99 ${r.p99.toFixed(2).padStart(6)} ms  ${Math.round(r.serverCpuPerRequest).toString().padStart(5)} µs CPU/req  ` +
     `CPU server ${r.serverCpu.toFixed(2)}${r.databaseCpu === undefined ? '' : ` db ${r.databaseCpu.toFixed(2)}`} load ${r.loadCpu.toFixed(2)} other ${r.otherCpu.toFixed(2)}  ` +
     `RSS ${Math.round(r.serverRss / 1024 / 1024)} MB` +
-    (failures ? `  (${r.non2xx} non-2xx, ${r.errors} errors, ${r.timeouts} timeouts)` : '');
+    (failures ? `  (${r.non2xx} non-2xx, ${r.errors} errors, ${r.timeouts} timeouts)` : '')
+  );
 }
 
 async function load(plan: LoadPlan): Promise<RoundResult[]> {
@@ -187,7 +196,11 @@ export interface Running {
  * Starts every launch's processes, one at a time, waits until each answers, and runs `use` with
  * them, in the launches' order; stops them all afterwards, whatever happens.
  */
-export async function withServers<T>(launches: Launch[], credentials: Credentials, use: (running: Running[]) => Promise<T>): Promise<T> {
+export async function withServers<T>(
+  launches: Launch[],
+  credentials: Credentials,
+  use: (running: Running[]) => Promise<T>,
+): Promise<T> {
   const children: Array<{ child: ChildProcess; fd: number }> = [];
   try {
     const running: Running[] = [];
@@ -262,17 +275,35 @@ export async function measureServer(ctx: RunContext, m: Measurement): Promise<Ro
  */
 export async function measureServers(ctx: RunContext, ms: Measurement[]): Promise<Record<string, RoundResult[]>> {
   const operations = ms[0].operations;
-  if (ms.some((m) => m.operations.join() !== operations.join())) throw new Error('servers measured together take the same operations');
-  const launches = ms.map((m) => ({ server: m.server, name: m.name, databaseUrl: m.databaseUrl, instances: m.instances ?? 1 }));
+  if (ms.some((m) => m.operations.join() !== operations.join()))
+    throw new Error('servers measured together take the same operations');
+  const launches = ms.map((m) => ({
+    server: m.server,
+    name: m.name,
+    databaseUrl: m.databaseUrl,
+    instances: m.instances ?? 1,
+  }));
   return withServers(launches, ctx.credentials, async (running) => {
     for (const [i, m] of ms.entries()) {
       for (const url of running[i].urls) {
-        const created = await checkResponses(url, ctx.credentials.apiKey, ctx.ids[0], m.fields, m.checkCommand ?? false);
-        if (m.stored && !(await m.stored(created))) throw new Error(`${url}: the record it created is not in the database under test`);
+        const created = await checkResponses(
+          url,
+          ctx.credentials.apiKey,
+          ctx.ids[0],
+          m.fields,
+          m.checkCommand ?? false,
+        );
+        if (m.stored && !(await m.stored(created)))
+          throw new Error(`${url}: the record it created is not in the database under test`);
       }
     }
     const rounds = await load({
-      servers: ms.map((m, i) => ({ key: m.name, urls: running[i].urls, serverPids: running[i].pids, resetDb: m.resetDb })),
+      servers: ms.map((m, i) => ({
+        key: m.name,
+        urls: running[i].urls,
+        serverPids: running[i].pids,
+        resetDb: m.resetDb,
+      })),
       databasePid: ms[0].databasePid,
       apiKey: ctx.credentials.apiKey,
       idsFile: ctx.idsFile,

@@ -10,9 +10,28 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { START_NODE_FLAGS } from '../generator/emit/index.ts';
 import BetterSqlite3 from 'better-sqlite3';
 import { COMMAND_OPERATIONS, OPERATIONS, type RoundResult } from './plan.ts';
-import { APP_DIR, PRISMA_CLIENT_DIRS, ROOT, SQLITE_SCHEMA, WORK, generatePrismaClient, seedDatabase, type SeedRows } from './prepare.ts';
+import {
+  APP_DIR,
+  PRISMA_CLIENT_DIRS,
+  ROOT,
+  SQLITE_SCHEMA,
+  WORK,
+  generatePrismaClient,
+  seedDatabase,
+  type SeedRows,
+} from './prepare.ts';
 import { buildReport, consoleReport, footprintLines, markdownReport, type Footprint, type Target } from './report.ts';
-import { baseline, freePort, measureServer, serverEnv, startChild, stop, type Credentials, type RunContext, type Server } from './servers.ts';
+import {
+  baseline,
+  freePort,
+  measureServer,
+  serverEnv,
+  startChild,
+  stop,
+  type Credentials,
+  type RunContext,
+  type Server,
+} from './servers.ts';
 
 const APP = 'bp-app';
 const SERVERS: Server[] = [
@@ -41,7 +60,13 @@ function copyOf(seedFile: string, name: string): string {
 /** The main operations on a server, on its own copy of the seeded file. */
 async function measure(ctx: RunContext, server: Server, seedFile: string, fields: string[]): Promise<RoundResult[]> {
   const dbFile = copyOf(seedFile, server.key);
-  return measureServer(ctx, { server, name: server.key, databaseUrl: `file:${dbFile}`, fields, operations: [...OPERATIONS] });
+  return measureServer(ctx, {
+    server,
+    name: server.key,
+    databaseUrl: `file:${dbFile}`,
+    fields,
+    operations: [...OPERATIONS],
+  });
 }
 
 /** One GET on a fresh connection: its status, or undefined while nothing listens. */
@@ -60,7 +85,11 @@ function probe(url: string): Promise<number | undefined> {
  * database) to its first 200 on GET /healthz, or on GET /api/openapi.json where the app has no
  * /healthz. Polled every 2 ms on fresh connections; each start is a new process, stopped after.
  */
-async function coldStart(server: Server, seedFile: string, credentials: Credentials): Promise<{ ms: number; probe: string }> {
+async function coldStart(
+  server: Server,
+  seedFile: string,
+  credentials: Credentials,
+): Promise<{ ms: number; probe: string }> {
   const dbFile = copyOf(seedFile, 'cold-start');
   const port = await freePort();
   let route = '/healthz';
@@ -135,7 +164,9 @@ function footprint(starts: Array<{ ms: number; probe: string }>, all: Record<str
 /** The skill action's 202 round trip and the jobs completed per second, each against the plain command. */
 function jobsSummary(rounds: RoundResult[], jobs: JobThroughput): string {
   const best = (op: string) =>
-    rounds.filter((r) => r.operation === op && r.round > 0).sort((a, b) => b.requestsPerSecond - a.requestsPerSecond)[0];
+    rounds
+      .filter((r) => r.operation === op && r.round > 0)
+      .sort((a, b) => b.requestsPerSecond - a.requestsPerSecond)[0];
   const [skill, command] = [best('escalate'), best('command')];
   const rate = (n: number) => Math.round(n).toLocaleString('en-US');
   return (
@@ -186,7 +217,8 @@ export async function sqliteSection(ctx: RunContext, seed: SeedRows): Promise<Re
       jobs = await drainedJobs(commandsDb);
     },
   });
-  const best = (op: string) => Math.max(...commandRounds.filter((r) => r.operation === op && r.round > 0).map((r) => r.requestsPerSecond));
+  const best = (op: string) =>
+    Math.max(...commandRounds.filter((r) => r.operation === op && r.round > 0).map((r) => r.requestsPerSecond));
   const commandSummary =
     `Command execution (StartTicket: policy, availableWhen, audit, idempotency, one transaction) on the generated app: ` +
     `${Math.round(best('command')).toLocaleString('en-US')} req/s against ${Math.round(best('update')).toLocaleString('en-US')} req/s for the plain update of the same record: ` +

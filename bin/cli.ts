@@ -42,7 +42,9 @@ async function generate(blueprint: string, opts: { out: string; check?: boolean 
   const result = await compile(blueprint, nodeSourceHost(), readPreviousOutput(outDir), outDir);
   printDiagnostics(result.diagnostics);
   if (!result.files || !result.scaffold || hasErrors(result.diagnostics)) {
-    console.error(`nothing written: fix the errors above (${path.relative(process.cwd(), outDir) || '.'} is unchanged)`);
+    console.error(
+      `nothing written: fix the errors above (${path.relative(process.cwd(), outDir) || '.'} is unchanged)`,
+    );
     throw new ExitCode(1);
   }
   const { files, scaffold } = result;

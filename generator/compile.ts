@@ -51,10 +51,19 @@ export interface CompileResult extends ValidateResult {
   scaffold?: Map<string, string>;
 }
 
-export async function compile(rootPath: string, host: SourceHost, previous: PreviousOutput, outDir: string): Promise<CompileResult> {
+export async function compile(
+  rootPath: string,
+  host: SourceHost,
+  previous: PreviousOutput,
+  outDir: string,
+): Promise<CompileResult> {
   const { model, diagnostics } = validateBlueprint(rootPath, host);
   if (!model || hasErrors(diagnostics)) return { model, diagnostics };
-  const { files, scaffold } = await emitApp(model, { blueprintName: path.basename(rootPath), previous, outDir: path.resolve(outDir) });
+  const { files, scaffold } = await emitApp(model, {
+    blueprintName: path.basename(rootPath),
+    previous,
+    outDir: path.resolve(outDir),
+  });
   return { model, diagnostics, files, scaffold };
 }
 

@@ -33,9 +33,24 @@ import { BP, freshDir, request, ROOT, startApp, type HttpResponse, type RunningA
 import { type AppRows, appRows } from './support/database-rows.ts';
 import { DATABASES, type DatabaseKind, databaseUrl } from './support/databases.ts';
 import { addUser, generateApp, idempotencyKey, signIn } from './support/access/client.ts';
-import { type ConditionActor, decide, parseCondition, recordPaths as conditionRecordPaths, roleLiterals, type Source } from './support/access/condition.ts';
+import {
+  type ConditionActor,
+  decide,
+  parseCondition,
+  recordPaths as conditionRecordPaths,
+  roleLiterals,
+  type Source,
+} from './support/access/condition.ts';
 import { OracleUnsupported, UNKNOWN } from './support/access/expression.ts';
-import { type Expected, Oracle, OPERATIONS, type Operation, type OracleActor, recordPaths, rolesUsed } from './support/access/oracle.ts';
+import {
+  type Expected,
+  Oracle,
+  OPERATIONS,
+  type Operation,
+  type OracleActor,
+  recordPaths,
+  rolesUsed,
+} from './support/access/oracle.ts';
 
 type Rec = Record<string, unknown>;
 type ErrorBody = { error: { code: string } };
@@ -87,7 +102,12 @@ function dependencyOrder(model: Blueprint): Entity[] {
   const visit = (e: Entity, seen: Set<string>) => {
     if (done.includes(e) || seen.has(e.name)) return;
     seen.add(e.name);
-    for (const f of e.fields) if (f.ref && f.ref.entity !== e.name) visit(model.entities.find((x) => x.name === f.ref!.entity)!, seen);
+    for (const f of e.fields)
+      if (f.ref && f.ref.entity !== e.name)
+        visit(
+          model.entities.find((x) => x.name === f.ref!.entity)!,
+          seen,
+        );
     done.push(e);
   };
   for (const e of model.entities) visit(e, new Set());
@@ -145,7 +165,8 @@ function decoded(field: Field, value: unknown): unknown {
 
 function defaultOf(field: Field): unknown {
   if (!field.default) return undefined;
-  if (field.default.kind === 'now') return field.type === 'Date' ? new Date().toISOString().slice(0, 10) : new Date().toISOString();
+  if (field.default.kind === 'now')
+    return field.type === 'Date' ? new Date().toISOString().slice(0, 10) : new Date().toISOString();
   return field.default.value;
 }
 
@@ -178,7 +199,10 @@ class MatrixApp {
     const appDir = path.join(freshDir(`access-matrix-${database}-${fixture.name}`), 'app');
     await generateApp(BP, path.join(ROOT, fixture.blueprint), appDir, ROOT);
     // The app on PostgreSQL refuses to start without a session secret; the users command shares it.
-    const env: Record<string, string> = { DATABASE_URL: await databaseUrl(database, 'matrix'), SESSION_SECRET: randomBytes(24).toString('hex') };
+    const env: Record<string, string> = {
+      DATABASE_URL: await databaseUrl(database, 'matrix'),
+      SESSION_SECRET: randomBytes(24).toString('hex'),
+    };
     for (const key of model.auth.apiKeys) env[key.keyEnv] = `${key.name}-${randomBytes(12).toString('hex')}`;
     m.app = await startApp(appDir, env);
     try {
@@ -195,7 +219,12 @@ class MatrixApp {
     const { model } = this;
     this.rows = await appRows(env.DATABASE_URL, appDir);
 
-    this.actors.push({ label: 'anonymous', oracle: { kind: 'anonymous', id: 'anonymous', roles: [] }, headers: {}, mutationHeaders: () => ({}) });
+    this.actors.push({
+      label: 'anonymous',
+      oracle: { kind: 'anonymous', id: 'anonymous', roles: [] },
+      headers: {},
+      mutationHeaders: () => ({}),
+    });
     if (model.auth.providers.includes('email')) {
       // One person without roles, one per role the blueprint uses, and (with two roles or more) one
       // holding them all, last role first: `$currentUser.role` must match any role held, not only
@@ -206,14 +235,24 @@ class MatrixApp {
       const several = used.length > 1 && !(fields?.includes('role') && !fields.includes('roles'));
       const people = [[], ...used.map((r) => [r]), ...(several ? [[...used].reverse()] : [])].map((roles) => ({
         label: `person(${roles.join(',') || 'no roles'})`,
-        spec: { email: `${roles.join('-') || 'noroles'}@matrix.example`, password: PASSWORD, roles, fields: this.requiredUserFields() },
+        spec: {
+          email: `${roles.join('-') || 'noroles'}@matrix.example`,
+          password: PASSWORD,
+          roles,
+          fields: this.requiredUserFields(),
+        },
       }));
       await Promise.all(people.map((p) => addUser(appDir, env, p.spec)));
       for (const p of people) {
         const session = await signIn(this.app.url, `${model.slug}.sid`, p.spec.email, PASSWORD);
         const oracle = await this.person(session.actor.id, p.spec.email, p.spec.roles);
         // The app's view of the person must match the one the oracle uses.
-        expect(session.actor).to.include({ kind: 'user', type: 'user', email: p.spec.email, effectiveId: session.actor.id });
+        expect(session.actor).to.include({
+          kind: 'user',
+          type: 'user',
+          email: p.spec.email,
+          effectiveId: session.actor.id,
+        });
         expect(session.actor.roles).to.deep.equal(oracle.roles);
         this.actors.push({
           label: p.label,
@@ -245,16 +284,23 @@ class MatrixApp {
 
     for (const entity of dependencyOrder(model)) {
       const permissionRules = Object.values(model.auth.permissions ?? {}).flatMap((p) => [...p.allow, ...p.deny]);
-      const readRules = [entity.access.read, ...permissionRules.filter((r) => r.entity === entity.name || r.entity === '*').map((r) => r.condition)];
+      const readRules = [
+        entity.access.read,
+        ...permissionRules.filter((r) => r.entity === entity.name || r.entity === '*').map((r) => r.condition),
+      ];
       const read = new Set(readRules.flatMap((r) => (r ? recordPaths(r) : [])));
-      const all = [...Object.values(entity.access), ...entity.fields.flatMap((f) => [f.access.read, f.access.write])].flatMap((r) => (r ? recordPaths(r) : []));
+      const all = [
+        ...Object.values(entity.access),
+        ...entity.fields.flatMap((f) => [f.access.read, f.access.write]),
+      ].flatMap((r) => (r ? recordPaths(r) : []));
       this.ruleFields.set(entity.name, new Set([...all, ...read]));
       // A record for each value of a Boolean field the read rule depends on, so that row-level
       // rules show both a visible and a hidden record.
       const list: Variant[] = [{ label: '', overrides: {} }];
       for (const name of read) {
         const f = entity.fields.find((x) => x.name === name);
-        if (f?.type === 'Boolean') list.push({ label: `[${name}=${!(defaultOf(f) ?? true)}]`, overrides: { [name]: !(defaultOf(f) ?? true) } });
+        if (f?.type === 'Boolean')
+          list.push({ label: `[${name}=${!(defaultOf(f) ?? true)}]`, overrides: { [name]: !(defaultOf(f) ?? true) } });
       }
       this.variants.set(entity.name, list);
       const records = new Map<string, Rec>();
@@ -268,7 +314,9 @@ class MatrixApp {
     const records = this.model.auth.userRecords;
     const user = records && this.model.entities.find((e) => e.name === records.entity);
     if (!records || !user) return {};
-    const needed = user.fields.filter((f) => f.required && !f.default && !f.primaryKey && f.name !== records.loginField);
+    const needed = user.fields.filter(
+      (f) => f.required && !f.default && !f.primaryKey && f.name !== records.loginField,
+    );
     return Object.fromEntries(needed.map((f) => [f.name, String(sample(f))]));
   }
 
@@ -285,7 +333,9 @@ class MatrixApp {
     const user = this.model.entities.find((e) => e.name === records.entity)!;
     const row = (await this.row(user, id))!;
     const record = Object.fromEntries(user.fields.map((f) => [f.name, decoded(f, row[f.name])]));
-    const fromRecord = records.roleFields.flatMap((f) => (typeof record[f] === 'string' ? [record[f] as string] : Array.isArray(record[f]) ? (record[f] as string[]) : []));
+    const fromRecord = records.roleFields.flatMap((f) =>
+      typeof record[f] === 'string' ? [record[f] as string] : Array.isArray(record[f]) ? (record[f] as string[]) : [],
+    );
     const held = [...new Set(records.roleFields.length ? fromRecord : given)];
     const roles = held.length ? held : ['user'];
     const name = records.nameField ? record[records.nameField] : undefined;
@@ -336,7 +386,9 @@ class MatrixApp {
 
   /** The oracle picks who seeds: an actor that may create the entity. */
   private seedActor(entity: Entity, body: Rec): MatrixActor | undefined {
-    return this.actors.find((a) => this.oracle.expect(entity.name, 'create', a.oracle, withDefaults(entity, body), body).status === 201);
+    return this.actors.find(
+      (a) => this.oracle.expect(entity.name, 'create', a.oracle, withDefaults(entity, body), body).status === 201,
+    );
   }
 
   /** Creates a record as a privileged actor, or straight in the database when no actor may create it. */
@@ -349,7 +401,8 @@ class MatrixApp {
       return res.body as Rec;
     }
     const record: Rec = { [entity.primaryKey.name]: entity.primaryKey.type === 'UUID' ? uuid() : ulid() };
-    for (const f of entity.fields) if (!f.primaryKey) record[f.name] = Object.hasOwn(body, f.name) ? body[f.name] : (defaultOf(f) ?? null);
+    for (const f of entity.fields)
+      if (!f.primaryKey) record[f.name] = Object.hasOwn(body, f.name) ? body[f.name] : (defaultOf(f) ?? null);
     // The forms the app writes on both databases (runtime-lib/data/fields.ts encodeField):
     // PostgreSQL reads 1/0 as a boolean, the JSON text as jsonb and the +00:00 text as a timestamp.
     const encoded = entity.fields.map((f) => {
@@ -361,182 +414,291 @@ class MatrixApp {
       return v;
     });
     const columns = entity.fields.map((f) => `"${f.name}"`).join(', ');
-    await this.rows.run(`INSERT INTO "${entity.name}" (${columns}) VALUES (${entity.fields.map(() => '?').join(', ')})`, encoded);
+    await this.rows.run(
+      `INSERT INTO "${entity.name}" (${columns}) VALUES (${entity.fields.map(() => '?').join(', ')})`,
+      encoded,
+    );
     return record;
   }
 
   /** Records one cell; returns a mismatch message or undefined. */
-  cell(actor: MatrixActor, column: string, op: Cell['op'], expected: Expected & { visible?: boolean }, got: Expected & { visible?: boolean }): string | undefined {
+  cell(
+    actor: MatrixActor,
+    column: string,
+    op: Cell['op'],
+    expected: Expected & { visible?: boolean },
+    got: Expected & { visible?: boolean },
+  ): string | undefined {
     const e = show(expected);
     const g = show(got);
-    const entry = { fixture: this.name, actor: actor.label, column, op, expected: e, got: g, allowed: expected.status < 300 };
+    const entry = {
+      fixture: this.name,
+      actor: actor.label,
+      column,
+      op,
+      expected: e,
+      got: g,
+      allowed: expected.status < 300,
+    };
     this.cells.push(entry);
     return e === g ? undefined : `${actor.label} ${column}: expected ${e}, got ${g}`;
   }
 }
 
-const codeOf = (res: HttpResponse) => (res.status >= 400 ? (res.body as ErrorBody | undefined)?.error?.code : undefined);
+const codeOf = (res: HttpResponse) =>
+  res.status >= 400 ? (res.body as ErrorBody | undefined)?.error?.code : undefined;
 
-for (const database of DATABASES) describe(`access matrix (${database})`, function () {
-  this.timeout(120_000);
-  const setups = new Map<string, Promise<MatrixApp>>();
-  before(() => {
-    // All fixtures are prepared at once (generation, start, users command, seeding); each suite
-    // below waits for its own.
-    for (const fixture of FIXTURES) {
-      const setup = MatrixApp.prepare(fixture, database);
-      setup.catch(() => undefined);
-      setups.set(fixture.name, setup);
-    }
-  });
-  after(async () => {
-    for (const setup of setups.values()) await setup.then((m) => m.stop(), () => undefined);
-  });
-
-  for (const fixture of FIXTURES) {
-    describe(fixture.name, () => {
-      let m: MatrixApp;
-      before(async () => {
-        m = await setups.get(fixture.name)!;
-      });
-      after(() => {
-        if (!m?.cells.length) return;
-        const note = m.model.auth.providers.includes('email') ? '' : '; no people: the blueprint has no email provider';
-        printMatrix(`${fixture.name} (${database})`, m.cells, m.actors.map((a) => a.label), note);
-      });
-
-      it('lists: refusals, and only readable rows (row-level read rules)', async () => {
-        const mismatches: string[] = [];
-        for (const entity of m.model.entities) {
-          for (const actor of m.actors) {
-            const res = await m.call(actor, 'GET', `/api/${entity.collection}?limit=1000`);
-            const items = res.status === 200 ? (res.body as { items: Rec[] }).items : [];
-            if (res.status === 200) expect((res.body as { hasMore: boolean }).hasMore, 'one page holds every row').to.equal(false);
-            // Every row returned must be one the actor may read.
-            for (const item of items) {
-              if (!m.oracle.allows(entity, 'read', actor.oracle, item)) mismatches.push(`${actor.label} ${entity.name}.list returned unreadable row ${String(item[entity.primaryKey.name])}`);
-            }
-            for (const v of m.variants.get(entity.name)!) {
-              const rec = m.record(entity, v);
-              const expected = m.oracle.expect(entity.name, 'list', actor.oracle, rec);
-              const included = res.status === 200 ? items.some((i) => i[entity.primaryKey.name] === rec[entity.primaryKey.name]) : undefined;
-              const mismatch = m.cell(actor, `${entity.name}${v.label}.list`, 'list', expected, { status: res.status, code: codeOf(res), included });
-              if (mismatch) mismatches.push(mismatch);
-            }
-          }
-        }
-        expect(mismatches).to.deep.equal([]);
-      });
-
-      it('gets: 200, refused, or 404 for a record the read rule hides; field read rules hide fields', async () => {
-        const mismatches: string[] = [];
-        for (const entity of m.model.entities) {
-          const guarded = entity.fields.filter((f) => f.access.read);
-          for (const actor of m.actors) {
-            for (const v of m.variants.get(entity.name)!) {
-              const rec = m.record(entity, v);
-              const expected = m.oracle.expect(entity.name, 'get', actor.oracle, rec);
-              const res = await m.call(actor, 'GET', `/api/${entity.collection}/${String(rec[entity.primaryKey.name])}`);
-              const mismatch = m.cell(actor, `${entity.name}${v.label}.get`, 'get', expected, { status: res.status, code: codeOf(res) });
-              if (mismatch) mismatches.push(mismatch);
-              if (v.label !== '') continue;
-              for (const f of guarded) {
-                const visible = expected.status === 200 ? m.oracle.fieldVisible(entity.name, f.name, actor.oracle, rec) : undefined;
-                const got = { status: res.status, code: codeOf(res), visible: res.status === 200 ? Object.hasOwn(res.body as Rec, f.name) : undefined };
-                const fieldMismatch = m.cell(actor, `${entity.name}.${f.name}:read`, 'field-read', { ...expected, visible }, got);
-                if (fieldMismatch) mismatches.push(fieldMismatch);
-              }
-            }
-          }
-        }
-        expect(mismatches).to.deep.equal([]);
-      });
-
-      it('creates: allowed ones store the record, refused ones write nothing', async () => {
-        const mismatches: string[] = [];
-        for (const entity of m.model.entities) {
-          for (const actor of m.actors) {
-            const body = m.body(entity, { label: '', overrides: {} }, false);
-            const expected = m.oracle.expect(entity.name, 'create', actor.oracle, withDefaults(entity, body), body);
-            const before = await m.count(entity);
-            const res = await m.call(actor, 'POST', `/api/${entity.collection}`, body);
-            const mismatch = m.cell(actor, `${entity.name}.create`, 'create', expected, { status: res.status, code: codeOf(res) });
-            if (mismatch) mismatches.push(mismatch);
-            const written = (await m.count(entity)) - before;
-            if (written !== (res.status === 201 ? 1 : 0)) mismatches.push(`${actor.label} ${entity.name}.create answered ${res.status} but wrote ${written} rows`);
-          }
-        }
-        expect(mismatches).to.deep.equal([]);
-      });
-
-      it('updates (checked against the stored record) and field write rules; refused ones change nothing', async () => {
-        const mismatches: string[] = [];
-        for (const entity of m.model.entities) {
-          // A plain field no rule reads, so updating it never changes what the oracle decides.
-          const target = entity.fields.find(
-            (f) => !f.primaryKey && !f.commandOnly && !f.unique && !f.ref && !f.access.write && !m.ruleFields.get(entity.name)!.has(f.name) && ['Text', 'LongText', 'Integer', 'Float'].includes(f.type),
-          );
-          if (!target) throw new Error(`${entity.name}: no plain field to update`);
-          const guarded = entity.fields.filter((f) => f.access.write && !f.commandOnly);
-          for (const actor of m.actors) {
-            for (const v of m.variants.get(entity.name)!) {
-              const rec = m.record(entity, v);
-              const id = rec[entity.primaryKey.name];
-              const attempts: Array<{ column: string; op: Cell['op']; body: Rec }> = [{ column: `${entity.name}${v.label}.update`, op: 'update', body: { [target.name]: sample(target) } }];
-              if (v.label === '') for (const f of guarded) attempts.push({ column: `${entity.name}.${f.name}:write`, op: 'field-write', body: { [f.name]: sample(f) } });
-              for (const attempt of attempts) {
-                const expected = m.oracle.expect(entity.name, 'update', actor.oracle, rec, attempt.body);
-                const before = await m.row(entity, id);
-                const res = await m.call(actor, 'PUT', `/api/${entity.collection}/${String(id)}`, attempt.body);
-                const mismatch = m.cell(actor, attempt.column, attempt.op, expected, { status: res.status, code: codeOf(res) });
-                if (mismatch) mismatches.push(mismatch);
-                const after = await m.row(entity, id);
-                const [field] = Object.keys(attempt.body);
-                if (res.status === 200) expect(after?.[field], `${actor.label} ${attempt.column} stored`).to.equal(attempt.body[field]);
-                else expect(after, `${actor.label} ${attempt.column} refused with ${res.status} but changed the row`).to.deep.equal(before);
-              }
-            }
-          }
-        }
-        expect(mismatches).to.deep.equal([]);
-      });
-
-      it('deletes (a fresh record per cell): allowed ones remove it, refused ones keep it', async () => {
-        const mismatches: string[] = [];
-        for (const entity of m.model.entities) {
-          for (const actor of m.actors) {
-            for (const v of m.variants.get(entity.name)!) {
-              const fresh = await m.seed(entity, v);
-              const id = fresh[entity.primaryKey.name];
-              const expected = m.oracle.expect(entity.name, 'delete', actor.oracle, fresh);
-              const res = await m.call(actor, 'DELETE', `/api/${entity.collection}/${String(id)}`);
-              const mismatch = m.cell(actor, `${entity.name}${v.label}.delete`, 'delete', expected, { status: res.status, code: codeOf(res) });
-              if (mismatch) mismatches.push(mismatch);
-              const exists = (await m.row(entity, id)) !== undefined;
-              if (exists !== (res.status !== 204)) mismatches.push(`${actor.label} ${entity.name}${v.label}.delete answered ${res.status} but the row ${exists ? 'is still there' : 'is gone'}`);
-            }
-          }
-        }
-        expect(mismatches).to.deep.equal([]);
-      });
-    });
-  }
-
-  // Declared last: mocha runs it after every fixture's suite.
-  describe('coverage', () => {
-    it('has an allowed and a denied cell for every operation, and every status the contract names', async () => {
-      const cells = (await Promise.all([...setups.values()].map((setup) => setup.then((m) => m.cells, () => [])))).flat();
-      for (const op of OPERATIONS) {
-        const ofOp = cells.filter((c) => c.op === op);
-        expect(ofOp.filter((c) => c.allowed), `allowed ${op} cells`).not.to.be.empty;
-        expect(ofOp.filter((c) => !c.allowed), `denied ${op} cells`).not.to.be.empty;
+for (const database of DATABASES)
+  describe(`access matrix (${database})`, function () {
+    this.timeout(120_000);
+    const setups = new Map<string, Promise<MatrixApp>>();
+    before(() => {
+      // All fixtures are prepared at once (generation, start, users command, seeding); each suite
+      // below waits for its own.
+      for (const fixture of FIXTURES) {
+        const setup = MatrixApp.prepare(fixture, database);
+        setup.catch(() => undefined);
+        setups.set(fixture.name, setup);
       }
-      const statuses = new Set(cells.map((c) => c.expected.split(' ')[0].replace(/[+-]$/, '')));
-      expect([...statuses].sort()).to.include.members(['200', '201', '204', '401', '403', '404']);
-      console.log(`      matrix (${database}): ${cells.length} cells over ${FIXTURES.length} blueprints`);
+    });
+    after(async () => {
+      for (const setup of setups.values())
+        await setup.then(
+          (m) => m.stop(),
+          () => undefined,
+        );
+    });
+
+    for (const fixture of FIXTURES) {
+      describe(fixture.name, () => {
+        let m: MatrixApp;
+        before(async () => {
+          m = await setups.get(fixture.name)!;
+        });
+        after(() => {
+          if (!m?.cells.length) return;
+          const note = m.model.auth.providers.includes('email')
+            ? ''
+            : '; no people: the blueprint has no email provider';
+          printMatrix(
+            `${fixture.name} (${database})`,
+            m.cells,
+            m.actors.map((a) => a.label),
+            note,
+          );
+        });
+
+        it('lists: refusals, and only readable rows (row-level read rules)', async () => {
+          const mismatches: string[] = [];
+          for (const entity of m.model.entities) {
+            for (const actor of m.actors) {
+              const res = await m.call(actor, 'GET', `/api/${entity.collection}?limit=1000`);
+              const items = res.status === 200 ? (res.body as { items: Rec[] }).items : [];
+              if (res.status === 200)
+                expect((res.body as { hasMore: boolean }).hasMore, 'one page holds every row').to.equal(false);
+              // Every row returned must be one the actor may read.
+              for (const item of items) {
+                if (!m.oracle.allows(entity, 'read', actor.oracle, item))
+                  mismatches.push(
+                    `${actor.label} ${entity.name}.list returned unreadable row ${String(item[entity.primaryKey.name])}`,
+                  );
+              }
+              for (const v of m.variants.get(entity.name)!) {
+                const rec = m.record(entity, v);
+                const expected = m.oracle.expect(entity.name, 'list', actor.oracle, rec);
+                const included =
+                  res.status === 200
+                    ? items.some((i) => i[entity.primaryKey.name] === rec[entity.primaryKey.name])
+                    : undefined;
+                const mismatch = m.cell(actor, `${entity.name}${v.label}.list`, 'list', expected, {
+                  status: res.status,
+                  code: codeOf(res),
+                  included,
+                });
+                if (mismatch) mismatches.push(mismatch);
+              }
+            }
+          }
+          expect(mismatches).to.deep.equal([]);
+        });
+
+        it('gets: 200, refused, or 404 for a record the read rule hides; field read rules hide fields', async () => {
+          const mismatches: string[] = [];
+          for (const entity of m.model.entities) {
+            const guarded = entity.fields.filter((f) => f.access.read);
+            for (const actor of m.actors) {
+              for (const v of m.variants.get(entity.name)!) {
+                const rec = m.record(entity, v);
+                const expected = m.oracle.expect(entity.name, 'get', actor.oracle, rec);
+                const res = await m.call(
+                  actor,
+                  'GET',
+                  `/api/${entity.collection}/${String(rec[entity.primaryKey.name])}`,
+                );
+                const mismatch = m.cell(actor, `${entity.name}${v.label}.get`, 'get', expected, {
+                  status: res.status,
+                  code: codeOf(res),
+                });
+                if (mismatch) mismatches.push(mismatch);
+                if (v.label !== '') continue;
+                for (const f of guarded) {
+                  const visible =
+                    expected.status === 200 ? m.oracle.fieldVisible(entity.name, f.name, actor.oracle, rec) : undefined;
+                  const got = {
+                    status: res.status,
+                    code: codeOf(res),
+                    visible: res.status === 200 ? Object.hasOwn(res.body as Rec, f.name) : undefined,
+                  };
+                  const fieldMismatch = m.cell(
+                    actor,
+                    `${entity.name}.${f.name}:read`,
+                    'field-read',
+                    { ...expected, visible },
+                    got,
+                  );
+                  if (fieldMismatch) mismatches.push(fieldMismatch);
+                }
+              }
+            }
+          }
+          expect(mismatches).to.deep.equal([]);
+        });
+
+        it('creates: allowed ones store the record, refused ones write nothing', async () => {
+          const mismatches: string[] = [];
+          for (const entity of m.model.entities) {
+            for (const actor of m.actors) {
+              const body = m.body(entity, { label: '', overrides: {} }, false);
+              const expected = m.oracle.expect(entity.name, 'create', actor.oracle, withDefaults(entity, body), body);
+              const before = await m.count(entity);
+              const res = await m.call(actor, 'POST', `/api/${entity.collection}`, body);
+              const mismatch = m.cell(actor, `${entity.name}.create`, 'create', expected, {
+                status: res.status,
+                code: codeOf(res),
+              });
+              if (mismatch) mismatches.push(mismatch);
+              const written = (await m.count(entity)) - before;
+              if (written !== (res.status === 201 ? 1 : 0))
+                mismatches.push(
+                  `${actor.label} ${entity.name}.create answered ${res.status} but wrote ${written} rows`,
+                );
+            }
+          }
+          expect(mismatches).to.deep.equal([]);
+        });
+
+        it('updates (checked against the stored record) and field write rules; refused ones change nothing', async () => {
+          const mismatches: string[] = [];
+          for (const entity of m.model.entities) {
+            // A plain field no rule reads, so updating it never changes what the oracle decides.
+            const target = entity.fields.find(
+              (f) =>
+                !f.primaryKey &&
+                !f.commandOnly &&
+                !f.unique &&
+                !f.ref &&
+                !f.access.write &&
+                !m.ruleFields.get(entity.name)!.has(f.name) &&
+                ['Text', 'LongText', 'Integer', 'Float'].includes(f.type),
+            );
+            if (!target) throw new Error(`${entity.name}: no plain field to update`);
+            const guarded = entity.fields.filter((f) => f.access.write && !f.commandOnly);
+            for (const actor of m.actors) {
+              for (const v of m.variants.get(entity.name)!) {
+                const rec = m.record(entity, v);
+                const id = rec[entity.primaryKey.name];
+                const attempts: Array<{ column: string; op: Cell['op']; body: Rec }> = [
+                  { column: `${entity.name}${v.label}.update`, op: 'update', body: { [target.name]: sample(target) } },
+                ];
+                if (v.label === '')
+                  for (const f of guarded)
+                    attempts.push({
+                      column: `${entity.name}.${f.name}:write`,
+                      op: 'field-write',
+                      body: { [f.name]: sample(f) },
+                    });
+                for (const attempt of attempts) {
+                  const expected = m.oracle.expect(entity.name, 'update', actor.oracle, rec, attempt.body);
+                  const before = await m.row(entity, id);
+                  const res = await m.call(actor, 'PUT', `/api/${entity.collection}/${String(id)}`, attempt.body);
+                  const mismatch = m.cell(actor, attempt.column, attempt.op, expected, {
+                    status: res.status,
+                    code: codeOf(res),
+                  });
+                  if (mismatch) mismatches.push(mismatch);
+                  const after = await m.row(entity, id);
+                  const [field] = Object.keys(attempt.body);
+                  if (res.status === 200)
+                    expect(after?.[field], `${actor.label} ${attempt.column} stored`).to.equal(attempt.body[field]);
+                  else
+                    expect(
+                      after,
+                      `${actor.label} ${attempt.column} refused with ${res.status} but changed the row`,
+                    ).to.deep.equal(before);
+                }
+              }
+            }
+          }
+          expect(mismatches).to.deep.equal([]);
+        });
+
+        it('deletes (a fresh record per cell): allowed ones remove it, refused ones keep it', async () => {
+          const mismatches: string[] = [];
+          for (const entity of m.model.entities) {
+            for (const actor of m.actors) {
+              for (const v of m.variants.get(entity.name)!) {
+                const fresh = await m.seed(entity, v);
+                const id = fresh[entity.primaryKey.name];
+                const expected = m.oracle.expect(entity.name, 'delete', actor.oracle, fresh);
+                const res = await m.call(actor, 'DELETE', `/api/${entity.collection}/${String(id)}`);
+                const mismatch = m.cell(actor, `${entity.name}${v.label}.delete`, 'delete', expected, {
+                  status: res.status,
+                  code: codeOf(res),
+                });
+                if (mismatch) mismatches.push(mismatch);
+                const exists = (await m.row(entity, id)) !== undefined;
+                if (exists !== (res.status !== 204))
+                  mismatches.push(
+                    `${actor.label} ${entity.name}${v.label}.delete answered ${res.status} but the row ${exists ? 'is still there' : 'is gone'}`,
+                  );
+              }
+            }
+          }
+          expect(mismatches).to.deep.equal([]);
+        });
+      });
+    }
+
+    // Declared last: mocha runs it after every fixture's suite.
+    describe('coverage', () => {
+      it('has an allowed and a denied cell for every operation, and every status the contract names', async () => {
+        const cells = (
+          await Promise.all(
+            [...setups.values()].map((setup) =>
+              setup.then(
+                (m) => m.cells,
+                () => [],
+              ),
+            ),
+          )
+        ).flat();
+        for (const op of OPERATIONS) {
+          const ofOp = cells.filter((c) => c.op === op);
+          expect(
+            ofOp.filter((c) => c.allowed),
+            `allowed ${op} cells`,
+          ).not.to.be.empty;
+          expect(
+            ofOp.filter((c) => !c.allowed),
+            `denied ${op} cells`,
+          ).not.to.be.empty;
+        }
+        const statuses = new Set(cells.map((c) => c.expected.split(' ')[0].replace(/[+-]$/, '')));
+        expect([...statuses].sort()).to.include.members(['200', '201', '204', '401', '403', '404']);
+        console.log(`      matrix (${database}): ${cells.length} cells over ${FIXTURES.length} blueprints`);
+      });
     });
   });
-});
 
 /** One block per entity: actors down, operations across, each cell the status seen (+/-: row listed / field shown). */
 function printMatrix(fixture: string, cells: Cell[], actorLabels: string[], note = ''): void {
@@ -552,12 +714,18 @@ function printMatrix(fixture: string, cells: Cell[], actorLabels: string[], note
     const entity = col.split(/[.[]/)[0];
     byEntity.set(entity, [...(byEntity.get(entity) ?? []), col]);
   }
-  const lines: string[] = [`\n      ${fixture}: ${cells.length} cells (status; +/- = record listed / field shown; ! = differs from the oracle${note})`];
+  const lines: string[] = [
+    `\n      ${fixture}: ${cells.length} cells (status; +/- = record listed / field shown; ! = differs from the oracle${note})`,
+  ];
   const width = Math.max(...actorLabels.map((a) => a.length));
   for (const [, cols] of byEntity) {
     const heads = cols.map((c) => c.slice(c.split(/[.[]/)[0].length).replace(/^\./, ''));
-    const widths = cols.map((c, i) => Math.max(heads[i].length, ...cells.filter((x) => x.column === c).map((x) => x.got.split(' ')[0].length + 1)));
-    lines.push(`      ${cols[0].split(/[.[]/)[0].padEnd(width)}  ${heads.map((h, i) => h.padEnd(widths[i])).join('  ')}`);
+    const widths = cols.map((c, i) =>
+      Math.max(heads[i].length, ...cells.filter((x) => x.column === c).map((x) => x.got.split(' ')[0].length + 1)),
+    );
+    lines.push(
+      `      ${cols[0].split(/[.[]/)[0].padEnd(width)}  ${heads.map((h, i) => h.padEnd(widths[i])).join('  ')}`,
+    );
     for (const actor of actorLabels) {
       const row = cols.map((c, i) => {
         const x = cells.find((y) => y.column === c && y.actor === actor);
@@ -582,30 +750,55 @@ function importsOf(file: string): string[] {
 describe('access oracle independence', () => {
   it('no file of the oracle or the matrix imports runtime-lib/rules (the code the matrix checks)', () => {
     const folder = path.join(ROOT, 'test/support/access');
-    const files = [path.join(ROOT, 'test/access-matrix.test.ts'), ...fs.readdirSync(folder).map((f) => path.join(folder, f))];
-    expect(files.map((f) => path.relative(ROOT, f))).to.include.members(['test/support/access/oracle.ts', 'test/support/access/condition.ts', 'test/support/access/expression.ts']);
+    const files = [
+      path.join(ROOT, 'test/access-matrix.test.ts'),
+      ...fs.readdirSync(folder).map((f) => path.join(folder, f)),
+    ];
+    expect(files.map((f) => path.relative(ROOT, f))).to.include.members([
+      'test/support/access/oracle.ts',
+      'test/support/access/condition.ts',
+      'test/support/access/expression.ts',
+    ]);
     const rules = path.join(ROOT, 'runtime-lib/rules') + path.sep;
     const offending: string[] = [];
     const seen: string[] = [];
     for (const file of files) {
       for (const spec of importsOf(file)) {
         seen.push(spec);
-        if (spec.startsWith('.') && path.resolve(path.dirname(file), spec).startsWith(rules)) offending.push(`${path.relative(ROOT, file)}: ${spec}`);
+        if (spec.startsWith('.') && path.resolve(path.dirname(file), spec).startsWith(rules))
+          offending.push(`${path.relative(ROOT, file)}: ${spec}`);
       }
     }
     expect(offending).to.deep.equal([]);
     // The reader does find import lines (a reader that found none would prove nothing).
-    expect(seen).to.include.members(['./condition.ts', './expression.ts', './support/access/oracle.ts', '../generator/compile.ts']);
+    expect(seen).to.include.members([
+      './condition.ts',
+      './expression.ts',
+      './support/access/oracle.ts',
+      '../generator/compile.ts',
+    ]);
   });
 });
 
 describe('access oracle condition reader (the contract, independently)', () => {
-  const admin: ConditionActor = { kind: 'user', id: 'u1', email: 'a@x.example', roles: ['editor', 'admin'], role: 'editor' };
+  const admin: ConditionActor = {
+    kind: 'user',
+    id: 'u1',
+    email: 'a@x.example',
+    roles: ['editor', 'admin'],
+    role: 'editor',
+  };
   const agent: ConditionActor = { kind: 'agent', id: 'agent-1', roles: ['agent'], role: 'agent' };
-  const judge = (source: Source, actor: ConditionActor | undefined, record: Rec | typeof UNKNOWN = {}) => decide(parseCondition(source), { actor, record });
+  const judge = (source: Source, actor: ConditionActor | undefined, record: Rec | typeof UNKNOWN = {}) =>
+    decide(parseCondition(source), { actor, record });
 
   it('shorthands and constants', () => {
-    expect([true, false, 'public', 'authenticated'].map((s) => judge(s, undefined))).to.deep.equal([true, false, true, false]);
+    expect([true, false, 'public', 'authenticated'].map((s) => judge(s, undefined))).to.deep.equal([
+      true,
+      false,
+      true,
+      false,
+    ]);
     expect(judge('authenticated', agent)).to.equal(true);
     expect(judge('owner', admin, { ownerId: 'u1' })).to.equal(true);
     expect(judge('owner', admin, { ownerId: 'u2' })).to.equal(false);
@@ -675,15 +868,35 @@ describe('access oracle condition reader (the contract, independently)', () => {
   });
 
   it("Zebric's actor keys: effectiveId, type, metadata; $currentUser.id is the effective id, other keys fall back to the metadata", () => {
-    const person: ConditionActor = { kind: 'user', type: 'user', id: 'u1', effectiveId: 'u1', email: 'a@x.example', roles: ['user'], role: 'user', metadata: { email: 'a@x.example', name: 'Ann', role: 'user', team: 'blue' } };
-    const delegated: ConditionActor = { kind: 'agent', type: 'agent', id: 'agent-1', effectiveId: 'sarah', roles: [], metadata: { name: 'Bot' } };
-    expect(judge("actor.effectiveId == 'sarah' && actor.id == 'agent-1' && actor.type == 'agent'", delegated)).to.equal(true);
+    const person: ConditionActor = {
+      kind: 'user',
+      type: 'user',
+      id: 'u1',
+      effectiveId: 'u1',
+      email: 'a@x.example',
+      roles: ['user'],
+      role: 'user',
+      metadata: { email: 'a@x.example', name: 'Ann', role: 'user', team: 'blue' },
+    };
+    const delegated: ConditionActor = {
+      kind: 'agent',
+      type: 'agent',
+      id: 'agent-1',
+      effectiveId: 'sarah',
+      roles: [],
+      metadata: { name: 'Bot' },
+    };
+    expect(judge("actor.effectiveId == 'sarah' && actor.id == 'agent-1' && actor.type == 'agent'", delegated)).to.equal(
+      true,
+    );
     expect(judge({ ownerId: '$currentUser.id' }, delegated, { ownerId: 'sarah' })).to.equal(true);
     expect(judge({ ownerId: '$currentUser.id' }, delegated, { ownerId: 'agent-1' })).to.equal(false);
     expect(judge('owner', delegated, { ownerId: 'sarah' })).to.equal(true);
     expect(judge('owner', delegated, { ownerId: 'agent-1' })).to.equal(false);
     expect(judge({ team: '$currentUser.team' }, person, { team: 'blue' })).to.equal(true);
-    expect(judge({ team: '$currentUser.team' }, delegated, { team: 'blue' }), 'no such metadata: missing').to.equal(false);
+    expect(judge({ team: '$currentUser.team' }, delegated, { team: 'blue' }), 'no such metadata: missing').to.equal(
+      false,
+    );
     expect(judge({ '$currentUser.name': 'Ann', '$currentUser.email': 'a@x.example' }, person)).to.equal(true);
     expect(judge('record.team == actor.metadata.team', person, UNKNOWN)).to.equal('depends');
     expect(judge("actor.metadata.name == 'Bot' && actor.metadata.email != 'a@x.example'", delegated)).to.equal(true);
@@ -691,10 +904,18 @@ describe('access oracle condition reader (the contract, independently)', () => {
   });
 
   it('collects record paths and role literals', () => {
-    expect(conditionRecordPaths(parseCondition("record.a == 1 || (record.b.c in ['x'] && actor.id == record.d)"))).to.deep.equal(['a', 'b.c', 'd']);
+    expect(
+      conditionRecordPaths(parseCondition("record.a == 1 || (record.b.c in ['x'] && actor.id == record.d)")),
+    ).to.deep.equal(['a', 'b.c', 'd']);
     expect(conditionRecordPaths(parseCondition({ or: [{ x: 1 }, 'owner'] }))).to.deep.equal(['x', 'userId', 'ownerId']);
-    expect(roleLiterals(parseCondition("actor.roles contains 'a' || actor.role == 'b' || actor.role in ['c', 'd'] || actor.id == 'e'"))).to.deep.equal(['a', 'b', 'c', 'd']);
-    expect(roleLiterals(parseCondition({ or: [{ '$currentUser.role': 'x' }, { '$currentUser.id': 'y' }] }))).to.deep.equal(['x']);
+    expect(
+      roleLiterals(
+        parseCondition("actor.roles contains 'a' || actor.role == 'b' || actor.role in ['c', 'd'] || actor.id == 'e'"),
+      ),
+    ).to.deep.equal(['a', 'b', 'c', 'd']);
+    expect(
+      roleLiterals(parseCondition({ or: [{ '$currentUser.role': 'x' }, { '$currentUser.id': 'y' }] })),
+    ).to.deep.equal(['x']);
   });
 
   it('throws on what it does not support instead of guessing', () => {

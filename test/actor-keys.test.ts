@@ -61,10 +61,16 @@ describe("the actor's Zebric keys in rules", () => {
     if (filter === undefined) throw new Error('not translatable');
     const sql =
       typeof filter === 'boolean'
-        ? (filter ? ROWS.map((r) => r.id) : [])
-        : (db.prepare(`SELECT "id" FROM t WHERE ${filter.sql} ORDER BY "id"`).pluck().all(...filter.params) as number[]);
+        ? filter
+          ? ROWS.map((r) => r.id)
+          : []
+        : (db
+            .prepare(`SELECT "id" FROM t WHERE ${filter.sql} ORDER BY "id"`)
+            .pluck()
+            .all(...filter.params) as number[]);
     expect(sql, `SQL of ${JSON.stringify(source)}`).to.deep.equal(inMemory);
-    if (typeof filter !== 'boolean') expect(filter.sql, 'actor values are parameters').not.to.match(/sarah|blue|agent-1/);
+    if (typeof filter !== 'boolean')
+      expect(filter.sql, 'actor values are parameters').not.to.match(/sarah|blue|agent-1/);
     return inMemory;
   }
 
@@ -73,7 +79,9 @@ describe("the actor's Zebric keys in rules", () => {
     expect(delegated.type).to.equal('agent');
     expect(visible('record.ownerId == actor.effectiveId', delegated)).to.deep.equal([1]);
     expect(visible('record.ownerId == actor.id', delegated)).to.deep.equal([2]);
-    expect(visible("actor.effectiveId == 'sarah' && actor.id == 'agent-1' && actor.type == 'agent'", delegated)).to.deep.equal([1, 2, 3]);
+    expect(
+      visible("actor.effectiveId == 'sarah' && actor.id == 'agent-1' && actor.type == 'agent'", delegated),
+    ).to.deep.equal([1, 2, 3]);
     expect(visible('record.ownerId == actor.effectiveId', person)).to.deep.equal([3]);
   });
 
@@ -95,19 +103,34 @@ describe("the actor's Zebric keys in rules", () => {
 
   it('[auth.permissions]: an actor without roles, and an anonymous caller, are held to the `anonymous` entry', () => {
     const policy = (permissions: AccessPolicy['permissions']): Access =>
-      new Access({ entity: 'T', rules: { read: rule('public'), create: rule('public') }, fields: {}, scopes: { read: [], write: [] }, permissions }, COLUMNS);
+      new Access(
+        {
+          entity: 'T',
+          rules: { read: rule('public'), create: rule('public') },
+          fields: {},
+          scopes: { read: [], write: [] },
+          permissions,
+        },
+        COLUMNS,
+      );
     const granted = policy({ anonymous: { allow: [{ entity: 'T', actions: ['read'] }], deny: [] } });
     const anonymous: Actor = { kind: 'anonymous', id: 'anonymous', roles: [] };
     for (const actor of [anonymous, agent]) {
       expect(granted.filter(actor, 'read')).to.equal(true);
-      expect(() => granted.filter(actor, 'create')).to.throw().with.property('code', actor === anonymous ? 'UNAUTHENTICATED' : 'FORBIDDEN');
+      expect(() => granted.filter(actor, 'create'))
+        .to.throw()
+        .with.property('code', actor === anonymous ? 'UNAUTHENTICATED' : 'FORBIDDEN');
     }
     // Roles of its own replace the anonymous entry.
     const staff: Actor = { ...agent, roles: ['staff'] };
-    expect(() => granted.filter(staff, 'read')).to.throw().with.property('code', 'FORBIDDEN');
+    expect(() => granted.filter(staff, 'read'))
+      .to.throw()
+      .with.property('code', 'FORBIDDEN');
     // No anonymous entry (nor a public one): the roleless are refused once permissions are declared.
     const none = policy({ staff: { allow: [{ entity: '*', actions: ['*'] }], deny: [] } });
-    expect(() => none.filter(anonymous, 'read')).to.throw().with.property('code', 'UNAUTHENTICATED');
+    expect(() => none.filter(anonymous, 'read'))
+      .to.throw()
+      .with.property('code', 'UNAUTHENTICATED');
     expect(none.filter(staff, 'read')).to.equal(true);
   });
 });

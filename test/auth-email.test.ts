@@ -52,7 +52,8 @@ interface Running {
 
 function openTestDb(dir: string): SqliteDatabase {
   const db = openSqlite(`file:${path.join(dir, 'app.db')}`, dir);
-  if (!db.connection.prepare(`SELECT 1 FROM sqlite_master WHERE name = '_bp_users'`).get()) db.connection.exec(AUTH_DDL);
+  if (!db.connection.prepare(`SELECT 1 FROM sqlite_master WHERE name = '_bp_users'`).get())
+    db.connection.exec(AUTH_DDL);
   return db;
 }
 
@@ -65,7 +66,8 @@ function buildApp(auth: EmailAuth, traces: TraceStore, things: unknown[]): Expre
   // Stand-in for the app's actor resolution: a verified API key makes an agent, else the session.
   app.use(async (req, _res, next) => {
     try {
-      req.actor = req.headers.authorization === 'Bearer test-key' ? AGENT : ((await auth.sessionActor(req)) ?? ANONYMOUS);
+      req.actor =
+        req.headers.authorization === 'Bearer test-key' ? AGENT : ((await auth.sessionActor(req)) ?? ANONYMOUS);
     } catch (err) {
       return next(err);
     }
@@ -100,7 +102,15 @@ async function start(dir: string, overrides: Partial<EmailAuthOptions> = {}): Pr
   const things: unknown[] = [];
   const server = buildApp(auth, traces, things).listen(0, '127.0.0.1');
   await new Promise((resolve) => server.once('listening', resolve));
-  return { base: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, db, sql: db.connection, auth, traces, things, server };
+  return {
+    base: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    db,
+    sql: db.connection,
+    auth,
+    traces,
+    things,
+    server,
+  };
 }
 
 async function stop(app: Running): Promise<void> {
@@ -174,12 +184,17 @@ describe('email auth', function () {
       expect(weak.body.error.code).to.equal('WEAK_PASSWORD');
       expect(weak.body.error.message).to.contain('at least 12 characters');
       const huge = await new Client(app.base).signup('bob@example.com', 'x'.repeat(1025));
-      expect(huge.body.error).to.include({ code: 'WEAK_PASSWORD', message: 'the password must be at most 1024 characters long' });
+      expect(huge.body.error).to.include({
+        code: 'WEAK_PASSWORD',
+        message: 'the password must be at most 1024 characters long',
+      });
 
       const bad = await new Client(app.base).signup('not-an-email', PASSWORD);
       expect(bad.status).to.equal(400);
       expect(bad.body.error.code).to.equal('VALIDATION_FAILED');
-      expect(bad.body.error.details).to.deep.equal([{ field: 'email', code: 'INVALID_EMAIL', message: 'not a valid e-mail address' }]);
+      expect(bad.body.error.details).to.deep.equal([
+        { field: 'email', code: 'INVALID_EMAIL', message: 'not a valid e-mail address' },
+      ]);
       expect((app.sql.prepare('SELECT COUNT(*) AS n FROM _bp_users').get() as { n: number }).n).to.equal(1);
     });
 
@@ -191,7 +206,9 @@ describe('email auth', function () {
       const victim = new Client(app.base);
       victim.cookies.set('hd.sid', mallory.cookies.get('hd.sid') as string);
 
-      const { status, body } = await victim.login('alice@example.com', PASSWORD, { 'x-csrf-token': planted.body.csrfToken });
+      const { status, body } = await victim.login('alice@example.com', PASSWORD, {
+        'x-csrf-token': planted.body.csrfToken,
+      });
       expect(status).to.equal(200);
       expect(body.actor.email).to.equal('alice@example.com');
       expect(victim.cookies.get('hd.sid')).to.be.a('string').and.not.equal(mallory.cookies.get('hd.sid'));
@@ -207,16 +224,24 @@ describe('email auth', function () {
       const unknown = await new Client(app.base).login('nobody@example.com', 'not the password at all');
       for (const r of [wrong, unknown]) {
         expect(r.status).to.equal(401);
-        expect(r.body.error).to.include({ code: 'INVALID_CREDENTIALS', message: 'the e-mail or password is incorrect', retryable: false });
+        expect(r.body.error).to.include({
+          code: 'INVALID_CREDENTIALS',
+          message: 'the e-mail or password is incorrect',
+          retryable: false,
+        });
       }
       expect(Object.keys(wrong.body.error)).to.deep.equal(Object.keys(unknown.body.error));
       expect(wrong.headers.get('set-cookie')).to.equal(null);
     });
 
     it('reports missing fields', async () => {
-      const { status, body } = await new Client(app.base).send('POST', '/api/auth/login', { json: { email: 'a@example.com' } });
+      const { status, body } = await new Client(app.base).send('POST', '/api/auth/login', {
+        json: { email: 'a@example.com' },
+      });
       expect(status).to.equal(400);
-      expect(body.error.details).to.deep.equal([{ field: 'password', code: 'REQUIRED', message: 'a password is required' }]);
+      expect(body.error.details).to.deep.equal([
+        { field: 'password', code: 'REQUIRED', message: 'a password is required' },
+      ]);
     });
   });
 
@@ -224,7 +249,8 @@ describe('email auth', function () {
     it('slows down an e-mail after 5 failures with 429 and Retry-After, even for the right password', async () => {
       await new Client(app.base).signup('alice@example.com');
       const client = new Client(app.base);
-      for (let i = 0; i < 5; i++) expect((await client.login('alice@example.com', `wrong password ${i}`)).status).to.equal(401);
+      for (let i = 0; i < 5; i++)
+        expect((await client.login('alice@example.com', `wrong password ${i}`)).status).to.equal(401);
       for (const password of ['wrong password 5', PASSWORD]) {
         const blocked = await client.login('alice@example.com', password);
         expect(blocked.status).to.equal(429);
@@ -241,14 +267,16 @@ describe('email auth', function () {
     it('lets a success clear the e-mail counter', async () => {
       await new Client(app.base).signup('alice@example.com');
       for (let round = 0; round < 2; round++) {
-        for (let i = 0; i < 4; i++) expect((await new Client(app.base).login('alice@example.com', `wrong password ${i}`)).status).to.equal(401);
+        for (let i = 0; i < 4; i++)
+          expect((await new Client(app.base).login('alice@example.com', `wrong password ${i}`)).status).to.equal(401);
         expect((await new Client(app.base).login('alice@example.com')).status).to.equal(200);
       }
     });
 
     it('slows down one address trying many e-mails', async () => {
       const client = new Client(app.base);
-      for (let i = 0; i < 20; i++) expect((await client.login(`user${i}@example.com`, 'wrong password here')).status).to.equal(401);
+      for (let i = 0; i < 20; i++)
+        expect((await client.login(`user${i}@example.com`, 'wrong password here')).status).to.equal(401);
       const blocked = await client.login('fresh@example.com', 'wrong password here');
       expect(blocked.status).to.equal(429);
       expect(blocked.headers.get('retry-after')).to.equal('1');
@@ -256,7 +284,9 @@ describe('email auth', function () {
 
     it('counts parallel guesses before hashing, so a burst cannot pass the limit', async () => {
       await new Client(app.base).signup('alice@example.com');
-      const results = await Promise.all(Array.from({ length: 12 }, (_, i) => new Client(app.base).login('alice@example.com', `wrong password ${i}`)));
+      const results = await Promise.all(
+        Array.from({ length: 12 }, (_, i) => new Client(app.base).login('alice@example.com', `wrong password ${i}`)),
+      );
       const statuses = results.map((r) => r.status).sort();
       expect(statuses.filter((s) => s === 401)).to.have.length(5);
       expect(statuses.filter((s) => s === 429)).to.have.length(7);
@@ -282,7 +312,10 @@ describe('email auth', function () {
 
     it('accepts the token in the X-CSRF-Token header or a _csrf field, which handlers never see', async () => {
       const { client, token } = await signedIn();
-      const viaHeader = await client.send('POST', '/api/things', { json: { name: 'a' }, headers: { 'x-csrf-token': token } });
+      const viaHeader = await client.send('POST', '/api/things', {
+        json: { name: 'a' },
+        headers: { 'x-csrf-token': token },
+      });
       expect(viaHeader.status).to.equal(201);
       const viaField = await client.send('POST', '/api/things', { json: { name: 'b', _csrf: token } });
       expect(viaField.status).to.equal(201);
@@ -293,21 +326,34 @@ describe('email auth', function () {
     it('refuses an untrusted Origin and accepts its own and trusted ones', async () => {
       const { client, token } = await signedIn();
       const headers = (origin: string) => ({ 'x-csrf-token': token, origin });
-      const evil = await client.send('POST', '/api/things', { json: { name: 'x' }, headers: headers('https://evil.example') });
+      const evil = await client.send('POST', '/api/things', {
+        json: { name: 'x' },
+        headers: headers('https://evil.example'),
+      });
       expect(evil.status).to.equal(403);
       expect(evil.body.error.code).to.equal('CSRF_FAILED');
       const nul = await client.send('POST', '/api/things', { json: { name: 'x' }, headers: headers('null') });
       expect(nul.status).to.equal(403);
-      const crossSite = await client.send('POST', '/api/things', { json: { name: 'x' }, headers: { 'x-csrf-token': token, 'sec-fetch-site': 'cross-site' } });
+      const crossSite = await client.send('POST', '/api/things', {
+        json: { name: 'x' },
+        headers: { 'x-csrf-token': token, 'sec-fetch-site': 'cross-site' },
+      });
       expect(crossSite.status).to.equal(403);
       expect(app.things).to.deep.equal([]);
-      expect((await client.send('POST', '/api/things', { json: { name: 'own' }, headers: headers(app.base) })).status).to.equal(201);
-      expect((await client.send('POST', '/api/things', { json: { name: 'trusted' }, headers: headers(TRUSTED) })).status).to.equal(201);
+      expect(
+        (await client.send('POST', '/api/things', { json: { name: 'own' }, headers: headers(app.base) })).status,
+      ).to.equal(201);
+      expect(
+        (await client.send('POST', '/api/things', { json: { name: 'trusted' }, headers: headers(TRUSTED) })).status,
+      ).to.equal(201);
     });
 
     it('lets API-key requests skip CSRF, even with a session cookie', async () => {
       const { client } = await signedIn();
-      const { status, body } = await client.send('POST', '/api/things', { json: { name: 'k' }, headers: { authorization: 'Bearer test-key' } });
+      const { status, body } = await client.send('POST', '/api/things', {
+        json: { name: 'k' },
+        headers: { authorization: 'Bearer test-key' },
+      });
       expect(status).to.equal(201);
       expect(body.by).to.equal('agent-1');
       const session = await client.send('GET', '/api/auth/session', { headers: { authorization: 'Bearer test-key' } });
@@ -318,16 +364,24 @@ describe('email auth', function () {
       await new Client(app.base).signup('mallory@example.com');
       // A foreign page's form: the victim's browser has no session with a token for it.
       const victim = new Client(app.base);
-      const forged = await victim.send('POST', '/api/auth/login', { form: { email: 'mallory@example.com', password: PASSWORD } });
+      const forged = await victim.send('POST', '/api/auth/login', {
+        form: { email: 'mallory@example.com', password: PASSWORD },
+      });
       expect(forged.status).to.equal(403);
       expect(forged.headers.get('content-type')).to.match(/^text\/html/);
       expect((await victim.send('GET', '/api/auth/session')).body.actor.kind).to.equal('anonymous');
       // A foreign page's fetch (modern browsers send Origin) is refused before any check of the password.
-      const viaFetch = await new Client(app.base).login('mallory@example.com', PASSWORD, { origin: 'https://evil.example' });
+      const viaFetch = await new Client(app.base).login('mallory@example.com', PASSWORD, {
+        origin: 'https://evil.example',
+      });
       expect(viaFetch.status).to.equal(403);
       expect(viaFetch.body.error.code).to.equal('CSRF_FAILED');
       // A text/plain body (sendable cross-site without preflight) is no way around it.
-      const plain = await fetch(`${app.base}/api/auth/login`, { method: 'POST', headers: { 'content-type': 'text/plain' }, body: JSON.stringify({ email: 'mallory@example.com', password: PASSWORD }) });
+      const plain = await fetch(`${app.base}/api/auth/login`, {
+        method: 'POST',
+        headers: { 'content-type': 'text/plain' },
+        body: JSON.stringify({ email: 'mallory@example.com', password: PASSWORD }),
+      });
       expect(plain.status).to.equal(403);
       expect(((await plain.json()) as { error: { code: string } }).error.code).to.equal('CSRF_FAILED');
     });
@@ -353,7 +407,9 @@ describe('email auth', function () {
       expect(pageToken((await client.send('GET', '/login')).text)).to.equal(token);
       expect(client.lastSetCookie).to.deep.equal([]);
       // A failed form sign-in shows the page again, still without a session.
-      const failed = await client.send('POST', '/api/auth/login', { form: { _csrf: token, email: 'a@example.com', password: 'wrong password!!' } });
+      const failed = await client.send('POST', '/api/auth/login', {
+        form: { _csrf: token, email: 'a@example.com', password: 'wrong password!!' },
+      });
       expect(failed.status).to.equal(401);
       expect(pageToken(failed.text)).to.equal(token);
       expect(client.cookies.has('hd.sid')).to.equal(false);
@@ -370,7 +426,7 @@ describe('email auth', function () {
       const tampered = `${nonce}.${mac.slice(0, -1)}${mac.endsWith('A') ? 'B' : 'A'}`;
       const form = (token: string) => ({ form: { _csrf: token, email: 'alice@example.com', password: PASSWORD } });
       for (const [label, client, token] of [
-        ['another visitor\'s token', bob, aliceToken],
+        ["another visitor's token", bob, aliceToken],
         ['a tampered signature', alice, tampered],
         ['a token without its cookie', new Client(app.base), aliceToken],
       ] as const) {
@@ -397,17 +453,28 @@ describe('email auth', function () {
     it('get neither a session cookie nor a token when the session cannot be stored', async () => {
       await new Client(app.base).signup('alice@example.com');
       const rowsBefore = sessionRows();
-      app.sql.exec(`CREATE TRIGGER no_sessions BEFORE INSERT ON _bp_sessions BEGIN SELECT RAISE(ABORT, 'disk is full'); END`);
+      app.sql.exec(
+        `CREATE TRIGGER no_sessions BEFORE INSERT ON _bp_sessions BEGIN SELECT RAISE(ABORT, 'disk is full'); END`,
+      );
       const json = await new Client(app.base).login('alice@example.com');
       const signup = await new Client(app.base).signup('bob@example.com');
       const browser = new Client(app.base);
       const token = pageToken((await browser.send('GET', '/login')).text);
-      const form = await browser.send('POST', '/api/auth/login', { form: { _csrf: token, email: 'alice@example.com', password: PASSWORD } });
-      for (const [label, res] of [['JSON sign-in', json], ['sign-up', signup], ['form sign-in', form]] as const) {
+      const form = await browser.send('POST', '/api/auth/login', {
+        form: { _csrf: token, email: 'alice@example.com', password: PASSWORD },
+      });
+      for (const [label, res] of [
+        ['JSON sign-in', json],
+        ['sign-up', signup],
+        ['form sign-in', form],
+      ] as const) {
         expect(res.status, label).to.be.at.least(500);
         expect(res.body.error, label).to.be.an('object');
         expect(res.text, label).to.not.contain('csrfToken');
-        expect(res.headers.getSetCookie().filter((c) => c.startsWith('hd.sid=')), label).to.deep.equal([]);
+        expect(
+          res.headers.getSetCookie().filter((c) => c.startsWith('hd.sid=')),
+          label,
+        ).to.deep.equal([]);
       }
       expect(sessionRows()).to.equal(rowsBefore);
       // Once the store works again, so does signing in.
@@ -444,7 +511,9 @@ describe('email auth', function () {
       const page = (await client.send('GET', '/login')).text;
       const token = /name="_csrf" value="([^"]+)"/.exec(page)?.[1] as string;
 
-      const failed = await client.send('POST', '/api/auth/login', { form: { _csrf: token, email: 'Alice@example.com', password: 'wrong password!!', next: '/tickets' } });
+      const failed = await client.send('POST', '/api/auth/login', {
+        form: { _csrf: token, email: 'Alice@example.com', password: 'wrong password!!', next: '/tickets' },
+      });
       expect(failed.status).to.equal(401);
       const failedHtml = failed.text;
       expect(failedHtml).to.contain('role="alert"');
@@ -452,7 +521,9 @@ describe('email auth', function () {
       expect(failedHtml).to.contain('value="Alice@example.com"');
       expect(failedHtml).to.contain('name="next" value="/tickets"');
 
-      const ok = await client.send('POST', '/api/auth/login', { form: { _csrf: token, email: 'alice@example.com', password: PASSWORD, next: '/tickets' } });
+      const ok = await client.send('POST', '/api/auth/login', {
+        form: { _csrf: token, email: 'alice@example.com', password: PASSWORD, next: '/tickets' },
+      });
       expect(ok.status).to.equal(303);
       expect(ok.headers.get('location')).to.equal('/tickets');
       expect((await client.send('GET', '/api/auth/session')).body.actor.email).to.equal('alice@example.com');
@@ -469,7 +540,9 @@ describe('email auth', function () {
       await new Client(app.base).signup('alice@example.com');
       const client = new Client(app.base);
       const token = /name="_csrf" value="([^"]+)"/.exec((await client.send('GET', '/login')).text)?.[1] as string;
-      const ok = await client.send('POST', '/api/auth/login', { form: { _csrf: token, email: 'alice@example.com', password: PASSWORD } });
+      const ok = await client.send('POST', '/api/auth/login', {
+        form: { _csrf: token, email: 'alice@example.com', password: PASSWORD },
+      });
       expect(ok.status).to.equal(303);
       expect(ok.headers.get('location')).to.equal('/login');
 
@@ -502,10 +575,14 @@ describe('email auth', function () {
       expect(page.text).to.contain('autocomplete="new-password"');
       expect(page.text).to.contain('<a href="/login?next=%2Ftickets">Already have an account? Sign in</a>');
       const token = /name="_csrf" value="([^"]+)"/.exec(page.text)?.[1] as string;
-      const weak = await client.send('POST', '/api/auth/signup', { form: { _csrf: token, email: 'carol@example.com', password: 'short', next: '/tickets' } });
+      const weak = await client.send('POST', '/api/auth/signup', {
+        form: { _csrf: token, email: 'carol@example.com', password: 'short', next: '/tickets' },
+      });
       expect(weak.status).to.equal(400);
       expect(weak.text).to.contain('action="/api/auth/signup"');
-      const created = await client.send('POST', '/api/auth/signup', { form: { _csrf: token, email: 'carol@example.com', password: PASSWORD, next: '/tickets' } });
+      const created = await client.send('POST', '/api/auth/signup', {
+        form: { _csrf: token, email: 'carol@example.com', password: PASSWORD, next: '/tickets' },
+      });
       expect(created.status).to.equal(303);
       expect(created.headers.get('location')).to.equal('/tickets');
       expect((await client.send('GET', '/api/auth/session')).body.actor.email).to.equal('carol@example.com');
@@ -523,14 +600,24 @@ describe('email auth', function () {
       }
       // The route is gone: no account is made, whatever the body (404 comes from the app's router).
       const token = /name="_csrf" value="([^"]+)"/.exec((await client.send('GET', '/login')).text)?.[1] as string;
-      for (const send of [{ json: { email: 'eve@example.com', password: PASSWORD } }, { form: { _csrf: token, email: 'eve@example.com', password: PASSWORD } }]) {
+      for (const send of [
+        { json: { email: 'eve@example.com', password: PASSWORD } },
+        { form: { _csrf: token, email: 'eve@example.com', password: PASSWORD } },
+      ]) {
         expect((await client.send('POST', '/api/auth/signup', send)).status).to.equal(404);
       }
       expect((app.sql.prepare('SELECT COUNT(*) AS n FROM _bp_users').get() as { n: number }).n).to.equal(0);
     });
 
     it('escapes every value it shows', () => {
-      const html = renderLoginPage({ title: '<T>', action: '/a"b', csrfToken: '"><script>', error: '<b>x</b>', email: "o'neil@example.com", next: '/x?a=1&b=2' });
+      const html = renderLoginPage({
+        title: '<T>',
+        action: '/a"b',
+        csrfToken: '"><script>',
+        error: '<b>x</b>',
+        email: "o'neil@example.com",
+        next: '/x?a=1&b=2',
+      });
       expect(html).to.contain('<title>&lt;T&gt;</title>');
       expect(html).to.contain('action="/a&quot;b"');
       expect(html).to.contain('value="&quot;&gt;&lt;script&gt;"');
@@ -547,14 +634,19 @@ describe('email auth', function () {
       const cookie = client.cookies.get('hd.sid') as string;
       const res = await client.send('POST', '/api/auth/logout', { headers: { 'x-csrf-token': body.csrfToken } });
       expect(res.status).to.equal(204);
-      expect(client.lastSetCookie.some((c) => c.startsWith('hd.sid=;') && /Expires=Thu, 01 Jan 1970/.test(c))).to.equal(true);
+      expect(client.lastSetCookie.some((c) => c.startsWith('hd.sid=;') && /Expires=Thu, 01 Jan 1970/.test(c))).to.equal(
+        true,
+      );
       expect(client.cookies.has('hd.sid')).to.equal(false);
       expect((app.sql.prepare('SELECT COUNT(*) AS n FROM _bp_sessions').get() as { n: number }).n).to.equal(0);
 
       // Replayed with its old token, the cookie names no session: the caller is anonymous.
       const replay = new Client(app.base);
       replay.cookies.set('hd.sid', cookie);
-      expect((await replay.send('POST', '/api/things', { json: { n: 1 }, headers: { 'x-csrf-token': body.csrfToken } })).status).to.equal(401);
+      expect(
+        (await replay.send('POST', '/api/things', { json: { n: 1 }, headers: { 'x-csrf-token': body.csrfToken } }))
+          .status,
+      ).to.equal(401);
       expect((await replay.send('GET', '/api/auth/session')).body.actor.kind).to.equal('anonymous');
     });
 
@@ -565,7 +657,9 @@ describe('email auth', function () {
       expect((await client.send('GET', '/api/auth/session')).body.actor.roles).to.deep.equal(['admin', 'agent']);
       app.sql.prepare('DELETE FROM _bp_users').run();
       expect((await client.send('GET', '/api/auth/session')).body.actor.kind).to.equal('anonymous');
-      expect((await client.send('POST', '/api/things', { json: {}, headers: { 'x-csrf-token': body.csrfToken } })).status).to.equal(401);
+      expect(
+        (await client.send('POST', '/api/things', { json: {}, headers: { 'x-csrf-token': body.csrfToken } })).status,
+      ).to.equal(401);
     });
 
     it('sets HttpOnly, SameSite=Lax, no Secure in development, named <slug>.sid', async () => {
@@ -581,8 +675,12 @@ describe('email auth', function () {
     });
 
     it('sets Secure in production and refuses to start there without a secret', async () => {
-      expect(() => createEmailAuth({ ...baseOptions(app.db), production: true, secret: undefined })).to.throw(/SESSION_SECRET must be set in production/);
-      expect(() => createEmailAuth({ ...baseOptions(app.db), production: true, secret: 'short' })).to.throw(/at least 32 characters/);
+      expect(() => createEmailAuth({ ...baseOptions(app.db), production: true, secret: undefined })).to.throw(
+        /SESSION_SECRET must be set in production/,
+      );
+      expect(() => createEmailAuth({ ...baseOptions(app.db), production: true, secret: 'short' })).to.throw(
+        /at least 32 characters/,
+      );
       const warnings: string[] = [];
       createEmailAuth({ ...baseOptions(app.db), secret: undefined, warn: (m) => warnings.push(m) });
       expect(warnings).to.have.length(1);
@@ -597,7 +695,14 @@ describe('email auth', function () {
       expect(plain.body.error.code).to.equal('HTTPS_REQUIRED');
       expect(client.lastSetCookie).to.deep.equal([]);
       const https = new Client(app.base);
-      expect((await https.send('POST', '/api/auth/signup', { json: { email: 'alice@example.com', password: PASSWORD }, headers: { 'x-forwarded-proto': 'https' } })).status).to.equal(201);
+      expect(
+        (
+          await https.send('POST', '/api/auth/signup', {
+            json: { email: 'alice@example.com', password: PASSWORD },
+            headers: { 'x-forwarded-proto': 'https' },
+          })
+        ).status,
+      ).to.equal(201);
       await https.login('alice@example.com', PASSWORD, { 'x-forwarded-proto': 'https' });
       // __Host-: Secure, path /, no Domain, so no sibling subdomain can set these cookies for us.
       const cookie = https.lastSetCookie.find((c) => c.startsWith('__Host-hd.sid=')) as string;
@@ -632,7 +737,8 @@ describe('email auth', function () {
       const client = new Client(app.base);
       await client.signup('alice@example.com');
       const sid = client.cookies.get('hd.sid');
-      const expiresAt = (app.sql.prepare('SELECT expiresAt FROM _bp_sessions').get() as { expiresAt: number }).expiresAt;
+      const expiresAt = (app.sql.prepare('SELECT expiresAt FROM _bp_sessions').get() as { expiresAt: number })
+        .expiresAt;
       // The row (and cookie) never outlive the absolute deadline, whatever the idle timeout.
       expect(expiresAt - Date.now()).to.be.at.most(3000);
       for (let i = 0; i < 2; i++) {
@@ -655,7 +761,10 @@ describe('email auth', function () {
       restarted.cookies.set('hd.sid', client.cookies.get('hd.sid') as string);
       expect((await restarted.send('GET', '/api/auth/session')).body.actor.kind).to.equal('anonymous');
       expect(restarted.lastSetCookie.some((c) => c.startsWith('hd.sid=;'))).to.equal(true);
-      expect((app.sql.prepare('SELECT COUNT(*) AS n FROM _bp_sessions WHERE data LIKE ?').get('%userId%') as { n: number }).n).to.equal(0);
+      expect(
+        (app.sql.prepare('SELECT COUNT(*) AS n FROM _bp_sessions WHERE data LIKE ?').get('%userId%') as { n: number })
+          .n,
+      ).to.equal(0);
     });
 
     it('survives a restart: a new app on the same database file knows the session', async () => {
@@ -690,10 +799,16 @@ describe('email auth', function () {
     it('never returns an expired session and prunes expired rows', async () => {
       const store = new DatabaseSessionStore(app.db, { pruneIntervalMs: 0 });
       const sess = (expires: Date) => ({ cookie: { expires, originalMaxAge: 1000 } }) as never;
-      const get = (sid: string) => new Promise((resolve, reject) => store.get(sid, (err: unknown, s?: unknown) => (err ? reject(err) : resolve(s))));
-      const done = (resolve: () => void, reject: (err: unknown) => void) => (err?: unknown) => (err ? reject(err) : resolve());
-      const set = (sid: string, s: never) => new Promise<void>((resolve, reject) => store.set(sid, s, done(resolve, reject)));
-      const touch = (sid: string, s: never) => new Promise<void>((resolve, reject) => store.touch(sid, s, done(resolve, reject)));
+      const get = (sid: string) =>
+        new Promise((resolve, reject) =>
+          store.get(sid, (err: unknown, s?: unknown) => (err ? reject(err) : resolve(s))),
+        );
+      const done = (resolve: () => void, reject: (err: unknown) => void) => (err?: unknown) =>
+        err ? reject(err) : resolve();
+      const set = (sid: string, s: never) =>
+        new Promise<void>((resolve, reject) => store.set(sid, s, done(resolve, reject)));
+      const touch = (sid: string, s: never) =>
+        new Promise<void>((resolve, reject) => store.touch(sid, s, done(resolve, reject)));
       await set('live', sess(new Date(Date.now() + 60_000)));
       await set('dead', sess(new Date(Date.now() - 1)));
       expect(await get('live')).to.be.an('object');
@@ -702,18 +817,30 @@ describe('email auth', function () {
       await touch('dead', sess(new Date(Date.now() + 60_000)));
       expect(await get('dead')).to.equal(null);
       expect(await store.prune()).to.equal(1);
-      expect((app.sql.prepare('SELECT sid FROM _bp_sessions').all() as { sid: string }[]).map((r) => r.sid)).to.deep.equal(['live']);
+      expect(
+        (app.sql.prepare('SELECT sid FROM _bp_sessions').all() as { sid: string }[]).map((r) => r.sid),
+      ).to.deep.equal(['live']);
       store.close();
     });
 
-    it("names its person in a foreign key: removing them ends their sessions, and none is saved back to life", async () => {
+    it('names its person in a foreign key: removing them ends their sessions, and none is saved back to life', async () => {
       const store = new DatabaseSessionStore(app.db, { pruneIntervalMs: 0 });
       const future = new Date(Date.now() + 60_000);
       const set = (sid: string, userId: string) =>
-        new Promise<void>((resolve, reject) => store.set(sid, { cookie: { expires: future }, userId } as never, (err?: unknown) => (err ? reject(err) : resolve())));
-      app.sql.prepare(`INSERT INTO _bp_users (id, email, passwordHash, createdAt) VALUES ('p1', 'p1@example.com', 'x', '2024-01-01')`).run();
+        new Promise<void>((resolve, reject) =>
+          store.set(sid, { cookie: { expires: future }, userId } as never, (err?: unknown) =>
+            err ? reject(err) : resolve(),
+          ),
+        );
+      app.sql
+        .prepare(
+          `INSERT INTO _bp_users (id, email, passwordHash, createdAt) VALUES ('p1', 'p1@example.com', 'x', '2024-01-01')`,
+        )
+        .run();
       await set('mine', 'p1');
-      expect(app.sql.prepare('SELECT "userId" FROM _bp_sessions WHERE sid = ?').get('mine')).to.deep.equal({ userId: 'p1' });
+      expect(app.sql.prepare('SELECT "userId" FROM _bp_sessions WHERE sid = ?').get('mine')).to.deep.equal({
+        userId: 'p1',
+      });
       app.sql.prepare(`DELETE FROM _bp_users WHERE id = 'p1'`).run();
       expect(app.sql.prepare('SELECT 1 FROM _bp_sessions WHERE sid = ?').get('mine')).to.equal(undefined);
       // A request of the removed person that ends after the removal saves nothing, and fails nothing.
@@ -730,7 +857,9 @@ describe('email auth', function () {
       expect(await verifyPassword(PASSWORD, a)).to.equal(true);
       expect(await verifyPassword(`${PASSWORD}!`, a)).to.equal(false);
       expect(await verifyPassword(PASSWORD, 'plain-text')).to.equal(false);
-      expect(await verifyPassword(PASSWORD, 'scrypt$1048576$8$1$c2FsdHNhbHQ=$aGFzaGhhc2hoYXNoaGFzaA==')).to.equal(false);
+      expect(await verifyPassword(PASSWORD, 'scrypt$1048576$8$1$c2FsdHNhbHQ=$aGFzaGhhc2hoYXNoaGFzaA==')).to.equal(
+        false,
+      );
       // Composed and decomposed forms of the same characters are the same password.
       expect(await verifyPassword('café-password-1', await hashPassword('cafe\u0301-password-1'))).to.equal(true);
     });
@@ -738,5 +867,15 @@ describe('email auth', function () {
 });
 
 function baseOptions(db: Database): EmailAuthOptions {
-  return { db, appSlug: 'hd', loginPath: '/login', trustedOrigins: [], sessionDuration: 60, idleTimeout: 60, production: false, secret: SECRET, warn: () => {} };
+  return {
+    db,
+    appSlug: 'hd',
+    loginPath: '/login',
+    trustedOrigins: [],
+    sessionDuration: 60,
+    idleTimeout: 60,
+    production: false,
+    secret: SECRET,
+    warn: () => {},
+  };
 }

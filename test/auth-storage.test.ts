@@ -10,7 +10,11 @@ import { expect } from 'chai';
 import type { SessionData } from 'express-session';
 import { createEmailAuth } from '../runtime-lib/auth/email/provider.ts';
 import { DatabaseSessionStore } from '../runtime-lib/auth/email/session-store.ts';
-import { EMAIL_FAILURE_THRESHOLD, IP_FAILURE_THRESHOLD, SigninThrottle } from '../runtime-lib/auth/email/signin-throttle.ts';
+import {
+  EMAIL_FAILURE_THRESHOLD,
+  IP_FAILURE_THRESHOLD,
+  SigninThrottle,
+} from '../runtime-lib/auth/email/signin-throttle.ts';
 import { all, type Database, get, run } from '../runtime-lib/data/database.ts';
 import { applyMigrations } from '../runtime-lib/data/migrate.ts';
 import { openPostgres } from '../runtime-lib/data/postgres.ts';
@@ -60,7 +64,8 @@ describe('auth state in the database', function () {
       describe('SigninThrottle', function () {
         it(`makes the attempt after ${EMAIL_FAILURE_THRESHOLD} failures of one e-mail wait, and counts nothing while it waits`, async () => {
           const throttle = new SigninThrottle(db, { pruneIntervalMs: 0 });
-          for (let i = 0; i < EMAIL_FAILURE_THRESHOLD; i++) expect(await throttle.attempt('a@x.test', '10.0.0.1')).to.equal(0);
+          for (let i = 0; i < EMAIL_FAILURE_THRESHOLD; i++)
+            expect(await throttle.attempt('a@x.test', '10.0.0.1')).to.equal(0);
           const wait = await throttle.attempt('a@x.test', '10.0.0.1');
           expect(wait).to.be.within(1, 1000);
           expect(await count('email:a@x.test')).to.equal(EMAIL_FAILURE_THRESHOLD);
@@ -82,7 +87,8 @@ describe('auth state in the database', function () {
 
         it(`limits an address over every e-mail it tries (${IP_FAILURE_THRESHOLD}), and sign-up probing with it`, async () => {
           const throttle = new SigninThrottle(db, { pruneIntervalMs: 0 });
-          for (let i = 0; i < IP_FAILURE_THRESHOLD - 1; i++) expect(await throttle.attempt(`p${i}@x.test`, '10.0.0.4')).to.equal(0);
+          for (let i = 0; i < IP_FAILURE_THRESHOLD - 1; i++)
+            expect(await throttle.attempt(`p${i}@x.test`, '10.0.0.4')).to.equal(0);
           expect(await throttle.addressWait('10.0.0.4')).to.equal(0);
           await throttle.addressFailed('10.0.0.4');
           expect(await throttle.addressWait('10.0.0.4')).to.be.above(0);
@@ -93,9 +99,16 @@ describe('auth state in the database', function () {
         it('starts the count again after a pause of the window, and prunes lapsed counts', async () => {
           const throttle = new SigninThrottle(db, { pruneIntervalMs: 0 });
           const old = Date.now() - WINDOW_MS - 1000;
-          await db.write(() => run(`INSERT INTO "${FAILURES}" ("key", "count", "lastAt") VALUES (?, ?, ?), (?, ?, ?)`, [
-            'email:e@x.test', 50, old, 'ip:10.0.0.9', 3, old,
-          ]));
+          await db.write(() =>
+            run(`INSERT INTO "${FAILURES}" ("key", "count", "lastAt") VALUES (?, ?, ?), (?, ?, ?)`, [
+              'email:e@x.test',
+              50,
+              old,
+              'ip:10.0.0.9',
+              3,
+              old,
+            ]),
+          );
           expect(await throttle.attempt('e@x.test', '10.0.0.5')).to.equal(0);
           expect(await count('email:e@x.test')).to.equal(1);
           expect(await throttle.prune()).to.equal(1);
@@ -106,7 +119,9 @@ describe('auth state in the database', function () {
         it('counts concurrent attempts one at a time: only one gets past the last free attempt', async () => {
           const throttle = new SigninThrottle(db, { pruneIntervalMs: 0 });
           for (let i = 0; i < EMAIL_FAILURE_THRESHOLD - 1; i++) await throttle.attempt('f@x.test', `10.1.0.${i}`);
-          const waits = await Promise.all(Array.from({ length: 12 }, (_, i) => throttle.attempt('f@x.test', `10.2.0.${i}`)));
+          const waits = await Promise.all(
+            Array.from({ length: 12 }, (_, i) => throttle.attempt('f@x.test', `10.2.0.${i}`)),
+          );
           expect(waits.filter((w) => w === 0)).to.have.length(1);
           expect(await count('email:f@x.test')).to.equal(EMAIL_FAILURE_THRESHOLD);
         });
@@ -114,7 +129,10 @@ describe('auth state in the database', function () {
 
       describe('DatabaseSessionStore', function () {
         const session = (expires: number, userId?: string) =>
-          ({ cookie: { expires: new Date(expires), originalMaxAge: 1000 }, ...(userId ? { userId } : {}) }) as unknown as SessionData;
+          ({
+            cookie: { expires: new Date(expires), originalMaxAge: 1000 },
+            ...(userId ? { userId } : {}),
+          }) as unknown as SessionData;
         const call = <T>(fn: (cb: (err?: unknown, value?: T) => void) => void): Promise<T | undefined> =>
           new Promise((resolve, reject) => fn((err, value) => (err ? reject(err) : resolve(value))));
 
@@ -147,16 +165,30 @@ describe('auth state in the database', function () {
         });
       });
 
-      it(kind === 'postgres' ? 'refuses to start without SESSION_SECRET: every instance must share it' : 'starts without SESSION_SECRET in development, with a warning', () => {
-        const warnings: string[] = [];
-        const start = () =>
-          createEmailAuth({ db, appSlug: 'hd', loginPath: '/login', trustedOrigins: [], sessionDuration: 60, idleTimeout: 60, production: false, warn: (m) => warnings.push(m) }).close();
-        if (kind === 'postgres') expect(start).to.throw(/SESSION_SECRET must be set on PostgreSQL/);
-        else {
-          start();
-          expect(warnings.join('\n')).to.match(/SESSION_SECRET is not set/);
-        }
-      });
+      it(
+        kind === 'postgres'
+          ? 'refuses to start without SESSION_SECRET: every instance must share it'
+          : 'starts without SESSION_SECRET in development, with a warning',
+        () => {
+          const warnings: string[] = [];
+          const start = () =>
+            createEmailAuth({
+              db,
+              appSlug: 'hd',
+              loginPath: '/login',
+              trustedOrigins: [],
+              sessionDuration: 60,
+              idleTimeout: 60,
+              production: false,
+              warn: (m) => warnings.push(m),
+            }).close();
+          if (kind === 'postgres') expect(start).to.throw(/SESSION_SECRET must be set on PostgreSQL/);
+          else {
+            start();
+            expect(warnings.join('\n')).to.match(/SESSION_SECRET is not set/);
+          }
+        },
+      );
     });
   }
 });

@@ -9,7 +9,11 @@ const pkg = JSON.parse(fs.readFileSync(path.join(REPO, 'package.json'), 'utf8'))
 
 /** Runs `bp` from the repository root, so diagnostics show paths relative to it. */
 function bp(...args: string[]): { status: number | null; stdout: string; stderr: string } {
-  const result = spawnSync(process.execPath, [BIN, ...args], { cwd: REPO, encoding: 'utf8', env: { ...process.env, NO_COLOR: '1' } });
+  const result = spawnSync(process.execPath, [BIN, ...args], {
+    cwd: REPO,
+    encoding: 'utf8',
+    env: { ...process.env, NO_COLOR: '1' },
+  });
   return { status: result.status, stdout: result.stdout, stderr: result.stderr };
 }
 
@@ -119,7 +123,9 @@ describe('bp validate', () => {
     const file = 'test/fixtures/invalid/toml-syntax/app.toml';
     const run = bp('validate', file);
     expect(run.status).to.equal(1);
-    expect(run.stderr).to.equal(`${file}:3:32 TOML syntax error: expected comma or end of structure [error TOML_SYNTAX]\n1 error(s), 0 warning(s)\n`);
+    expect(run.stderr).to.equal(
+      `${file}:3:32 TOML syntax error: expected comma or end of structure [error TOML_SYNTAX]\n1 error(s), 0 warning(s)\n`,
+    );
     expectNoStackTrace(run);
   });
 
@@ -135,7 +141,11 @@ describe('bp validate', () => {
     const cases: Array<[string, string[], RegExp]> = [
       ['a missing argument', ['validate'], /missing required argument 'blueprint'/],
       ['an unknown option', ['validate', '--bogus', 'fixtures/helpdesk/helpdesk.toml'], /unknown option '--bogus'/],
-      ['a missing file', ['validate', 'no/such/blueprint.toml'], /^bp: blueprint no\/such\/blueprint.toml not found\n$/],
+      [
+        'a missing file',
+        ['validate', 'no/such/blueprint.toml'],
+        /^bp: blueprint no\/such\/blueprint.toml not found\n$/,
+      ],
       ['an unknown command', ['valdiate', 'fixtures/helpdesk/helpdesk.toml'], /unknown command 'valdiate'/],
     ];
     for (const [what, args, stderr] of cases) {
@@ -158,7 +168,9 @@ describe('bp --version and --help', () => {
   it('prints usage for bp and for bp validate', () => {
     const top = bp('--help');
     expect(top.status).to.equal(0);
-    expect(top.stdout).to.match(/^Usage: bp /).and.to.include('validate <blueprint>');
+    expect(top.stdout)
+      .to.match(/^Usage: bp /)
+      .and.to.include('validate <blueprint>');
     const validate = bp('validate', '--help');
     expect(validate.status).to.equal(0);
     expect(validate.stdout).to.match(/^Usage: bp validate \[options\] <blueprint>/);

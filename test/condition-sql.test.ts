@@ -37,7 +37,16 @@ const rowArb = fc.record({
   customerId: fc.option(fc.constantFrom(...USERS), { nil: null }),
   dueAt: fc.option(fc.constantFrom(...TIMES), { nil: null }),
 });
-type Row = { ownerId: string | null; status: string | null; priority: number | null; score: number | null; active: boolean | null; title: string | null; customerId: string | null; dueAt: string | null };
+type Row = {
+  ownerId: string | null;
+  status: string | null;
+  priority: number | null;
+  score: number | null;
+  active: boolean | null;
+  title: string | null;
+  customerId: string | null;
+  dueAt: string | null;
+};
 
 const actorArb = fc.option(
   fc.record({ id: fc.constantFrom(...USERS), roles: fc.subarray(ROLES), email: fc.constantFrom('a@x.io', 'b@x.io') }),
@@ -71,7 +80,7 @@ const FIXED: unknown[] = [
   '!record.active',
   '!(record.priority >= 1) && record.score < 1',
   "actor.roles contains 'agent' && record.ownerId == actor.id",
-  'record.ownerId == actor.id || actor.roles contains \'admin\'',
+  "record.ownerId == actor.id || actor.roles contains 'admin'",
   'record.ownerId == record.customerId',
   'record.ownerId != record.customerId',
   'record.priority == record.score',
@@ -87,12 +96,35 @@ const FIXED: unknown[] = [
 
 /** Random conditions over the columns of ROWS, with constants of every kind and the actor. */
 const EXPRESSIONS: fc.Arbitrary<string> = (() => {
-  const column = fc.constantFrom('record.status', 'record.priority', 'record.active', 'record.title', 'record.ownerId', 'record.score');
-  const constant = fc.constantFrom("'open'", "'resolved'", '1', '2', '0.5', 'true', 'false', 'null', "'printer'", 'actor.id', "'u1'");
+  const column = fc.constantFrom(
+    'record.status',
+    'record.priority',
+    'record.active',
+    'record.title',
+    'record.ownerId',
+    'record.score',
+  );
+  const constant = fc.constantFrom(
+    "'open'",
+    "'resolved'",
+    '1',
+    '2',
+    '0.5',
+    'true',
+    'false',
+    'null',
+    "'printer'",
+    'actor.id',
+    "'u1'",
+  );
   const leaf = fc.oneof(
-    fc.tuple(column, fc.constantFrom('==', '!=', '>', '<=', '>=', '<'), constant).map(([a, op, b]) => `${a} ${op} ${b}`),
+    fc
+      .tuple(column, fc.constantFrom('==', '!=', '>', '<=', '>=', '<'), constant)
+      .map(([a, op, b]) => `${a} ${op} ${b}`),
     fc.tuple(constant, fc.constantFrom('==', '!='), column).map(([a, op, b]) => `${a} ${op} ${b}`),
-    fc.tuple(column, fc.constantFrom("['open', 'resolved']", '[1, 2]', "['u1', null]")).map(([a, list]) => `${a} in ${list}`),
+    fc
+      .tuple(column, fc.constantFrom("['open', 'resolved']", '[1, 2]', "['u1', null]"))
+      .map(([a, list]) => `${a} in ${list}`),
     fc.tuple(column, fc.constantFrom("'print'", "'mail'", '1')).map(([a, b]) => `${a} contains ${b}`),
     column,
     fc.constantFrom("actor.roles contains 'admin'", 'true', 'false'),
@@ -109,23 +141,42 @@ const EXPRESSIONS: fc.Arbitrary<string> = (() => {
 
 function sqlMatches(db: Database.Database, filter: ReturnType<typeof conditionToSql>): Set<number> {
   if (filter === undefined) throw new Error('unsupported');
-  if (filter === true) return new Set((db.prepare('SELECT rowid AS r FROM t').all() as Array<{ r: number }>).map((x) => x.r));
+  if (filter === true)
+    return new Set((db.prepare('SELECT rowid AS r FROM t').all() as Array<{ r: number }>).map((x) => x.r));
   if (filter === false) return new Set();
-  return new Set((db.prepare(`SELECT rowid AS r FROM t WHERE ${filter.sql}`).all(...filter.params) as Array<{ r: number }>).map((x) => x.r));
+  return new Set(
+    (db.prepare(`SELECT rowid AS r FROM t WHERE ${filter.sql}`).all(...filter.params) as Array<{ r: number }>).map(
+      (x) => x.r,
+    ),
+  );
 }
 
 function load(rows: Row[]): Database.Database {
   const db = new Database(':memory:');
-  db.exec('CREATE TABLE t (id TEXT, ownerId TEXT, status TEXT, priority INTEGER, score REAL, active BOOLEAN, title TEXT, customerId TEXT, dueAt DATETIME)');
+  db.exec(
+    'CREATE TABLE t (id TEXT, ownerId TEXT, status TEXT, priority INTEGER, score REAL, active BOOLEAN, title TEXT, customerId TEXT, dueAt DATETIME)',
+  );
   const insert = db.prepare('INSERT INTO t VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)');
   rows.forEach((r, i) =>
-    insert.run(String(i), r.ownerId, r.status, r.priority, r.score, r.active === null ? null : r.active ? 1 : 0, r.title, r.customerId, r.dueAt?.replace('Z', '+00:00') ?? null),
+    insert.run(
+      String(i),
+      r.ownerId,
+      r.status,
+      r.priority,
+      r.score,
+      r.active === null ? null : r.active ? 1 : 0,
+      r.title,
+      r.customerId,
+      r.dueAt?.replace('Z', '+00:00') ?? null,
+    ),
   );
   return db;
 }
 
 function jsMatches(rows: Row[], condition: Condition, actor: { id: string; roles: string[] } | null): Set<number> {
-  return new Set(rows.flatMap((r, i) => (checkCondition(condition, { actor, record: { id: String(i), ...r } }) ? [i + 1] : [])));
+  return new Set(
+    rows.flatMap((r, i) => (checkCondition(condition, { actor, record: { id: String(i), ...r } }) ? [i + 1] : [])),
+  );
 }
 
 describe('conditionToSql', () => {
@@ -152,7 +203,9 @@ describe('conditionToSql', () => {
         const filter = conditionToSql(parsed.condition, actor, COLUMNS);
         if (filter === undefined) return;
         const db = load(rows);
-        expect([...sqlMatches(db, filter)].sort(), source).to.deep.equal([...jsMatches(rows, parsed.condition, actor)].sort());
+        expect([...sqlMatches(db, filter)].sort(), source).to.deep.equal(
+          [...jsMatches(rows, parsed.condition, actor)].sort(),
+        );
       }),
       { numRuns: 400 },
     );
@@ -166,7 +219,7 @@ describe('conditionToSql', () => {
       'record.priority > input.level && record.ownerId == actor.id',
       "input.force == true || record.status != 'resolved'",
       "now == '2026-01-01T00:00:00.000Z' || record.status == 'open'",
-      "record.dueAt == now && input.level <= 1",
+      'record.dueAt == now && input.level <= 1',
       "record.title contains input.word || input.word == ''",
     ];
     const inputArb = fc.record({
@@ -180,16 +233,22 @@ describe('conditionToSql', () => {
       if (!parsed.ok) throw new Error(`${source}: ${JSON.stringify(parsed.issues)}`);
       let compiled = 0;
       fc.assert(
-        fc.property(fc.array(rowArb, { maxLength: 10 }), actorArb, inputArb, fc.constantFrom(...TIMES), (rows, actor, input, now) => {
-          const filter = conditionToSql(parsed.condition, actor, COLUMNS, 'sqlite', { input, now });
-          // What it cannot write as SQL (a comparison with a missing input) the plain path checks.
-          if (filter === undefined) return;
-          compiled++;
-          const expected = rows.flatMap((r, i) =>
-            checkCondition(parsed.condition, { actor, record: { id: String(i), ...r }, input, now }) ? [i + 1] : [],
-          );
-          expect([...sqlMatches(load(rows), filter)].sort(), source).to.deep.equal(expected.sort());
-        }),
+        fc.property(
+          fc.array(rowArb, { maxLength: 10 }),
+          actorArb,
+          inputArb,
+          fc.constantFrom(...TIMES),
+          (rows, actor, input, now) => {
+            const filter = conditionToSql(parsed.condition, actor, COLUMNS, 'sqlite', { input, now });
+            // What it cannot write as SQL (a comparison with a missing input) the plain path checks.
+            if (filter === undefined) return;
+            compiled++;
+            const expected = rows.flatMap((r, i) =>
+              checkCondition(parsed.condition, { actor, record: { id: String(i), ...r }, input, now }) ? [i + 1] : [],
+            );
+            expect([...sqlMatches(load(rows), filter)].sort(), source).to.deep.equal(expected.sort());
+          },
+        ),
         { numRuns: 80 },
       );
       expect(compiled, `${source}: compiled for some inputs`).to.be.greaterThan(20);
@@ -198,10 +257,18 @@ describe('conditionToSql', () => {
 
   it('declines what it cannot express: relation paths, JSON columns, arithmetic on columns', () => {
     const columns = new Map<string, ColumnType>([...COLUMNS, ['meta', 'JSON']]);
-    for (const source of ['record.customer.name == actor.id', "record.meta == 'x'", 'record.priority + 1 > 2', '-record.priority == 1', { 'customer.id': '$currentUser.id' }]) {
+    for (const source of [
+      'record.customer.name == actor.id',
+      "record.meta == 'x'",
+      'record.priority + 1 > 2',
+      '-record.priority == 1',
+      { 'customer.id': '$currentUser.id' },
+    ]) {
       const parsed = parseCondition(source);
       if (!parsed.ok) throw new Error(JSON.stringify(parsed.issues));
-      expect(conditionToSql(parsed.condition, { id: 'u1', roles: [] }, columns), JSON.stringify(source)).to.equal(undefined);
+      expect(conditionToSql(parsed.condition, { id: 'u1', roles: [] }, columns), JSON.stringify(source)).to.equal(
+        undefined,
+      );
     }
   });
 
@@ -210,18 +277,45 @@ describe('conditionToSql', () => {
     if (!parsed.ok) throw new Error(JSON.stringify(parsed.issues));
     const db = new Database(':memory:');
     db.exec('CREATE TABLE t (id TEXT, userId TEXT, ownerId TEXT)');
-    db.prepare('INSERT INTO t VALUES (?, ?, ?), (?, ?, ?), (?, ?, ?)').run('a', 'u1', 'u2', 'b', 'u2', 'u1', 'c', null, 'u1');
-    const both = new Map<string, ColumnType>([['id', 'ULID'], ['userId', 'Text'], ['ownerId', 'Text']]);
+    db.prepare('INSERT INTO t VALUES (?, ?, ?), (?, ?, ?), (?, ?, ?)').run(
+      'a',
+      'u1',
+      'u2',
+      'b',
+      'u2',
+      'u1',
+      'c',
+      null,
+      'u1',
+    );
+    const both = new Map<string, ColumnType>([
+      ['id', 'ULID'],
+      ['userId', 'Text'],
+      ['ownerId', 'Text'],
+    ]);
     const rowsFor = (columns: Map<string, ColumnType>) => {
       const filter = conditionToSql(parsed.condition, { id: 'u1', roles: [] }, columns);
       if (filter === undefined || typeof filter === 'boolean') throw new Error(`expected SQL, got ${String(filter)}`);
-      return (db.prepare(`SELECT id FROM t WHERE ${filter.sql} ORDER BY id`).all(...filter.params) as Array<{ id: string }>).map((r) => r.id);
+      return (
+        db.prepare(`SELECT id FROM t WHERE ${filter.sql} ORDER BY id`).all(...filter.params) as Array<{ id: string }>
+      ).map((r) => r.id);
     };
     expect(rowsFor(both)).to.deep.equal(['a']);
-    expect(rowsFor(new Map<string, ColumnType>([['id', 'ULID'], ['ownerId', 'Text']]))).to.deep.equal(['b', 'c']);
+    expect(
+      rowsFor(
+        new Map<string, ColumnType>([
+          ['id', 'ULID'],
+          ['ownerId', 'Text'],
+        ]),
+      ),
+    ).to.deep.equal(['b', 'c']);
     // The same rows as the check in memory reads, row by row.
     const rows = db.prepare('SELECT * FROM t ORDER BY id').all() as Array<Record<string, unknown>>;
-    expect(rows.filter((r) => checkCondition(parsed.condition, { actor: { id: 'u1', roles: [] }, record: r })).map((r) => r.id)).to.deep.equal(['a']);
+    expect(
+      rows
+        .filter((r) => checkCondition(parsed.condition, { actor: { id: 'u1', roles: [] }, record: r }))
+        .map((r) => r.id),
+    ).to.deep.equal(['a']);
   });
 
   // A database created with a language's collation (en_US.UTF-8 on many managed services) orders
@@ -232,14 +326,26 @@ describe('conditionToSql', () => {
     try {
       await client.query('CREATE TABLE t (id TEXT, title TEXT COLLATE "en-US-x-icu")');
       const titles = ['a', 'B', 'Z', 'é', '-b', 'ab', 'AB', 'b', 'Ω'];
-      for (const [i, title] of titles.entries()) await client.query('INSERT INTO t VALUES ($1, $2)', [String(i), title]);
-      const columns = new Map<string, ColumnType>([['id', 'ULID'], ['title', 'Text']]);
-      for (const source of ["record.title > 'B'", "record.title <= 'a'", "'b' < record.title", "record.title >= 'Z' && record.title < 'é'"]) {
+      for (const [i, title] of titles.entries())
+        await client.query('INSERT INTO t VALUES ($1, $2)', [String(i), title]);
+      const columns = new Map<string, ColumnType>([
+        ['id', 'ULID'],
+        ['title', 'Text'],
+      ]);
+      for (const source of [
+        "record.title > 'B'",
+        "record.title <= 'a'",
+        "'b' < record.title",
+        "record.title >= 'Z' && record.title < 'é'",
+      ]) {
         const parsed = parseCondition(source);
         if (!parsed.ok) throw new Error(JSON.stringify(parsed.issues));
         const filter = conditionToSql(parsed.condition, null, columns, 'postgres');
         if (filter === undefined || typeof filter === 'boolean') throw new Error(`expected SQL, got ${String(filter)}`);
-        const { rows } = await client.query<{ title: string }>(`SELECT title FROM t WHERE ${sqlText('postgres', filter.sql)}`, filter.params);
+        const { rows } = await client.query<{ title: string }>(
+          `SELECT title FROM t WHERE ${sqlText('postgres', filter.sql)}`,
+          filter.params,
+        );
         const inMemory = titles.filter((title) => checkCondition(parsed.condition, { actor: null, record: { title } }));
         expect(rows.map((r) => r.title).sort(), source).to.deep.equal(inMemory.sort());
       }
@@ -253,12 +359,25 @@ describe('conditionToSql', () => {
   it('compares an Integer column with any number as checkCondition does, on both databases', async () => {
     const values = [-2147483648, -2, -1, 0, 1, 2, 2147483647, null];
     const sources = [
-      'record.priority > 1.5', 'record.priority >= 1.5', 'record.priority < -1.5', 'record.priority <= 1.5',
-      'record.priority > -0.5', 'record.priority == 1.5', 'record.priority != 1.5', 'record.priority in [1.5, 2]',
-      'record.priority > 3000000000', 'record.priority < 3000000000', 'record.priority >= -3000000000',
-      'record.priority <= -3000000000', 'record.priority == 3000000000', 'record.priority > 2147483646.5',
+      'record.priority > 1.5',
+      'record.priority >= 1.5',
+      'record.priority < -1.5',
+      'record.priority <= 1.5',
+      'record.priority > -0.5',
+      'record.priority == 1.5',
+      'record.priority != 1.5',
+      'record.priority in [1.5, 2]',
+      'record.priority > 3000000000',
+      'record.priority < 3000000000',
+      'record.priority >= -3000000000',
+      'record.priority <= -3000000000',
+      'record.priority == 3000000000',
+      'record.priority > 2147483646.5',
     ];
-    const columns = new Map<string, ColumnType>([['id', 'ULID'], ['priority', 'Integer']]);
+    const columns = new Map<string, ColumnType>([
+      ['id', 'ULID'],
+      ['priority', 'Integer'],
+    ]);
     const sqlite = new Database(':memory:');
     sqlite.exec('CREATE TABLE t (id TEXT, priority INTEGER)');
     const client = new pg.Client({ connectionString: await freshPostgresDatabase('integer_bounds') });
@@ -272,16 +391,23 @@ describe('conditionToSql', () => {
       for (const source of sources) {
         const parsed = parseCondition(source);
         if (!parsed.ok) throw new Error(JSON.stringify(parsed.issues));
-        const inMemory = values.flatMap((priority, i) => (checkCondition(parsed.condition, { actor: null, record: { priority } }) ? [String(i)] : []));
+        const inMemory = values.flatMap((priority, i) =>
+          checkCondition(parsed.condition, { actor: null, record: { priority } }) ? [String(i)] : [],
+        );
         const filter = (dialect: 'sqlite' | 'postgres') => {
           const f = conditionToSql(parsed.condition, null, columns, dialect);
           if (f === undefined) throw new Error(`${source}: not expressed in SQL`);
           return typeof f === 'boolean' ? { sql: f ? 'TRUE' : 'FALSE', params: [] } : f;
         };
         const lite = filter('sqlite');
-        const onSqlite = (sqlite.prepare(`SELECT id FROM t WHERE ${lite.sql}`).all(...lite.params) as Array<{ id: string }>).map((r) => r.id);
+        const onSqlite = (
+          sqlite.prepare(`SELECT id FROM t WHERE ${lite.sql}`).all(...lite.params) as Array<{ id: string }>
+        ).map((r) => r.id);
         const post = filter('postgres');
-        const { rows } = await client.query<{ id: string }>(`SELECT id FROM t WHERE ${sqlText('postgres', post.sql)}`, post.params);
+        const { rows } = await client.query<{ id: string }>(
+          `SELECT id FROM t WHERE ${sqlText('postgres', post.sql)}`,
+          post.params,
+        );
         expect(onSqlite.sort(), `${source} on SQLite`).to.deep.equal([...inMemory].sort());
         expect(rows.map((r) => r.id).sort(), `${source} on PostgreSQL`).to.deep.equal([...inMemory].sort());
       }
@@ -310,7 +436,15 @@ describe('conditionToSql on PostgreSQL', () => {
     );
     for (const [i, r] of rows.entries()) {
       await client.query('INSERT INTO t VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)', [
-        String(i), r.ownerId, r.status, r.priority, r.score, r.active, r.title, r.customerId, r.dueAt?.replace('Z', '') ?? null,
+        String(i),
+        r.ownerId,
+        r.status,
+        r.priority,
+        r.score,
+        r.active,
+        r.title,
+        r.customerId,
+        r.dueAt?.replace('Z', '') ?? null,
       ]);
     }
   });
@@ -322,7 +456,10 @@ describe('conditionToSql on PostgreSQL', () => {
     if (filter === undefined) return undefined;
     if (filter === false) return [];
     const where = filter === true ? '' : ` WHERE ${sqlText('postgres', filter.sql)}`;
-    const { rows: found } = await client.query<{ id: string }>(`SELECT "id" FROM t${where}`, filter === true ? [] : filter.params);
+    const { rows: found } = await client.query<{ id: string }>(
+      `SELECT "id" FROM t${where}`,
+      filter === true ? [] : filter.params,
+    );
     return found.map((r) => Number(r.id) + 1).sort((a, b) => a - b);
   }
 
@@ -332,7 +469,10 @@ describe('conditionToSql on PostgreSQL', () => {
       if (!parsed.ok) throw new Error(JSON.stringify(parsed.issues));
       for (const actor of actors) {
         const expected = [...jsMatches(rows, parsed.condition, actor)].sort((a, b) => a - b);
-        expect(await postgresMatches(parsed.condition, actor), `${JSON.stringify(source)} for ${JSON.stringify(actor)}`).to.deep.equal(expected);
+        expect(
+          await postgresMatches(parsed.condition, actor),
+          `${JSON.stringify(source)} for ${JSON.stringify(actor)}`,
+        ).to.deep.equal(expected);
       }
     }
   });
@@ -347,7 +487,9 @@ describe('conditionToSql on PostgreSQL', () => {
       const found = await postgresMatches(parsed.condition, actor);
       if (found === undefined) continue;
       compared++;
-      expect(found, `${source} for ${JSON.stringify(actor)}`).to.deep.equal([...jsMatches(rows, parsed.condition, actor)].sort((a, b) => a - b));
+      expect(found, `${source} for ${JSON.stringify(actor)}`).to.deep.equal(
+        [...jsMatches(rows, parsed.condition, actor)].sort((a, b) => a - b),
+      );
     }
     expect(compared, 'expressions expressed in SQL').to.be.greaterThan(200);
   });

@@ -23,7 +23,13 @@ function issues(value: unknown, options?: { allowedRoots?: readonly string[] }):
 
 type Actor = Record<string, unknown> & { id: string; roles: readonly string[] };
 
-const alice: Actor = { id: 'u1', email: 'alice@example.com', roles: ['agent', 'admin'], credentialId: 'c1', department: 'support' };
+const alice: Actor = {
+  id: 'u1',
+  email: 'alice@example.com',
+  roles: ['agent', 'admin'],
+  credentialId: 'c1',
+  department: 'support',
+};
 const bob: Actor = { id: 'u2', email: 'bob@example.com', roles: ['customer'] };
 
 function check(value: unknown, ctx: Partial<ConditionContext> = {}): boolean {
@@ -44,7 +50,13 @@ describe('conditions', () => {
 
     it('parses match tables with record paths, actor references and literals', () => {
       expect(
-        condition({ status: 'open', 'customer.id': '$currentUser.id', priority: 3, archived: false, '$currentUser.role': 'admin' }),
+        condition({
+          status: 'open',
+          'customer.id': '$currentUser.id',
+          priority: 3,
+          archived: false,
+          '$currentUser.role': 'admin',
+        }),
       ).to.deep.equal({
         kind: 'match',
         pairs: [
@@ -65,7 +77,10 @@ describe('conditions', () => {
           {
             kind: 'and',
             items: [
-              { kind: 'match', pairs: [{ left: { kind: 'record', keys: ['status'] }, right: { kind: 'literal', value: 'open' } }] },
+              {
+                kind: 'match',
+                pairs: [{ left: { kind: 'record', keys: ['status'] }, right: { kind: 'literal', value: 'open' } }],
+              },
               { kind: 'authenticated' },
             ],
           },
@@ -84,7 +99,10 @@ describe('conditions', () => {
     it('passes allowedRoots to the expression parser', () => {
       expect(condition('input.amount < 100', { allowedRoots: ['input'] })).to.have.property('kind', 'expr');
       expect(issues('record.x == 1', { allowedRoots: ['actor', 'input'] })).to.deep.equal([
-        { keys: [], message: 'expression does not parse: unknown root "record" (expected one of actor, input) at column 1' },
+        {
+          keys: [],
+          message: 'expression does not parse: unknown root "record" (expected one of actor, input) at column 1',
+        },
       ]);
     });
 
@@ -98,11 +116,29 @@ describe('conditions', () => {
         [
           'an empty table',
           {},
-          [{ keys: [], message: 'empty table is not a condition (expected path = value pairs, { or = [...] } or { and = [...] })' }],
+          [
+            {
+              keys: [],
+              message:
+                'empty table is not a condition (expected path = value pairs, { or = [...] } or { and = [...] })',
+            },
+          ],
         ],
-        ['an empty or', { or: [] }, [{ keys: ['or'], message: '"or" must be a non-empty array of conditions, got an empty array' }]],
-        ['a non-array and', { and: 'owner' }, [{ keys: ['and'], message: '"and" must be a non-empty array of conditions, got a string' }]],
-        ['or mixed with other keys', { or: [true], status: 'open' }, [{ keys: [], message: '"or" must be the only key in its table (also found: status)' }]],
+        [
+          'an empty or',
+          { or: [] },
+          [{ keys: ['or'], message: '"or" must be a non-empty array of conditions, got an empty array' }],
+        ],
+        [
+          'a non-array and',
+          { and: 'owner' },
+          [{ keys: ['and'], message: '"and" must be a non-empty array of conditions, got a string' }],
+        ],
+        [
+          'or mixed with other keys',
+          { or: [true], status: 'open' },
+          [{ keys: [], message: '"or" must be the only key in its table (also found: status)' }],
+        ],
         [
           'or mixed with and',
           { and: [true], or: [false] },
@@ -111,25 +147,65 @@ describe('conditions', () => {
         [
           'a table value',
           { status: { a: 1 } },
-          [{ keys: ['status'], message: 'value of "status" must be a string, number or boolean, got a table (quote dotted paths: "status.<field>" = ...)' }],
+          [
+            {
+              keys: ['status'],
+              message:
+                'value of "status" must be a string, number or boolean, got a table (quote dotted paths: "status.<field>" = ...)',
+            },
+          ],
         ],
-        ['an array value', { status: ['open'] }, [{ keys: ['status'], message: 'value of "status" must be a string, number or boolean, got an array' }]],
-        ['a null value', { status: null }, [{ keys: ['status'], message: 'value of "status" must be a string, number or boolean, got null' }]],
-        ['an unknown $ value', { ownerId: '$user.id' }, [{ keys: ['ownerId'], message: 'unknown reference "$user.id" (expected $currentUser.<key>)' }]],
-        ['an unknown $ key', { '$user.id': 'x' }, [{ keys: ['$user.id'], message: 'unknown reference "$user.id" (expected $currentUser.<key>)' }]],
-        ['a bare $currentUser', { ownerId: '$currentUser' }, [{ keys: ['ownerId'], message: 'unknown reference "$currentUser" (expected $currentUser.<key>)' }]],
+        [
+          'an array value',
+          { status: ['open'] },
+          [{ keys: ['status'], message: 'value of "status" must be a string, number or boolean, got an array' }],
+        ],
+        [
+          'a null value',
+          { status: null },
+          [{ keys: ['status'], message: 'value of "status" must be a string, number or boolean, got null' }],
+        ],
+        [
+          'an unknown $ value',
+          { ownerId: '$user.id' },
+          [{ keys: ['ownerId'], message: 'unknown reference "$user.id" (expected $currentUser.<key>)' }],
+        ],
+        [
+          'an unknown $ key',
+          { '$user.id': 'x' },
+          [{ keys: ['$user.id'], message: 'unknown reference "$user.id" (expected $currentUser.<key>)' }],
+        ],
+        [
+          'a bare $currentUser',
+          { ownerId: '$currentUser' },
+          [{ keys: ['ownerId'], message: 'unknown reference "$currentUser" (expected $currentUser.<key>)' }],
+        ],
         [
           'a nested $currentUser key',
           { ownerId: '$currentUser.team.id' },
           [{ keys: ['ownerId'], message: 'unknown reference "$currentUser.team.id" (expected $currentUser.<key>)' }],
         ],
-        ['$currentUser.constructor', { ownerId: '$currentUser.constructor' }, [{ keys: ['ownerId'], message: '"constructor" is not allowed in a path' }]],
+        [
+          '$currentUser.constructor',
+          { ownerId: '$currentUser.constructor' },
+          [{ keys: ['ownerId'], message: '"constructor" is not allowed in a path' }],
+        ],
         [
           'an invalid field path',
           { 'customer..id': 1 },
-          [{ keys: ['customer..id'], message: 'invalid field path "customer..id" (expected a field name, dotted through relations like customer.id)' }],
+          [
+            {
+              keys: ['customer..id'],
+              message:
+                'invalid field path "customer..id" (expected a field name, dotted through relations like customer.id)',
+            },
+          ],
         ],
-        ['a prototype path', { 'customer.constructor': 1 }, [{ keys: ['customer.constructor'], message: '"constructor" is not allowed in a path' }]],
+        [
+          'a prototype path',
+          { 'customer.constructor': 1 },
+          [{ keys: ['customer.constructor'], message: '"constructor" is not allowed in a path' }],
+        ],
         [
           'an own __proto__ key',
           JSON.parse('{"__proto__": "x"}'),
@@ -143,7 +219,13 @@ describe('conditions', () => {
         [
           'an unknown expression root',
           'usr.id == 1',
-          [{ keys: [], message: 'expression does not parse: unknown root "usr" (expected one of actor, record, input, workflow, now) at column 1' }],
+          [
+            {
+              keys: [],
+              message:
+                'expression does not parse: unknown root "usr" (expected one of actor, record, input, workflow, now) at column 1',
+            },
+          ],
         ],
         ['an empty string', '', [{ keys: [], message: 'expression does not parse: empty expression at column 1' }]],
       ];
@@ -155,15 +237,28 @@ describe('conditions', () => {
 
       it('reports every issue, with keys leading to each', () => {
         const value = {
-          or: [true, 5, 'record.x == )', { '$user.id': 'x', status: ['a'] }, { and: [] }, { and: ['public', 'record.__proto__ == 1'] }],
+          or: [
+            true,
+            5,
+            'record.x == )',
+            { '$user.id': 'x', status: ['a'] },
+            { and: [] },
+            { and: ['public', 'record.__proto__ == 1'] },
+          ],
         };
         expect(issues(value)).to.deep.equal([
           { keys: ['or', 1], message: `expected a condition (${FORMS}), got a number` },
-          { keys: ['or', 2], message: 'expression does not parse: expected expression after "==" but found ")" at column 13' },
+          {
+            keys: ['or', 2],
+            message: 'expression does not parse: expected expression after "==" but found ")" at column 13',
+          },
           { keys: ['or', 3, '$user.id'], message: 'unknown reference "$user.id" (expected $currentUser.<key>)' },
           { keys: ['or', 3, 'status'], message: 'value of "status" must be a string, number or boolean, got an array' },
           { keys: ['or', 4, 'and'], message: '"and" must be a non-empty array of conditions, got an empty array' },
-          { keys: ['or', 5, 'and', 1], message: 'expression does not parse: "__proto__" is not allowed in a path at column 8' },
+          {
+            keys: ['or', 5, 'and', 1],
+            message: 'expression does not parse: "__proto__" is not allowed in a path at column 8',
+          },
         ]);
       });
 
@@ -171,7 +266,11 @@ describe('conditions', () => {
         expect(issues({ or: [3], status: { a: 1 } })).to.deep.equal([
           { keys: [], message: '"or" must be the only key in its table (also found: status)' },
           { keys: ['or', 0], message: `expected a condition (${FORMS}), got a number` },
-          { keys: ['status'], message: 'value of "status" must be a string, number or boolean, got a table (quote dotted paths: "status.<field>" = ...)' },
+          {
+            keys: ['status'],
+            message:
+              'value of "status" must be a string, number or boolean, got a table (quote dotted paths: "status.<field>" = ...)',
+          },
         ]);
       });
 
@@ -205,7 +304,9 @@ describe('conditions', () => {
       const anonymous = { kind: 'anonymous', id: 'anonymous', roles: [] };
       expect(check('authenticated', { actor: anonymous })).to.equal(false);
       expect(check('owner', { actor: anonymous, record: { ownerId: 'anonymous' } })).to.equal(false);
-      expect(check({ ownerId: '$currentUser.id' }, { actor: anonymous, record: { ownerId: 'anonymous' } })).to.equal(false);
+      expect(check({ ownerId: '$currentUser.id' }, { actor: anonymous, record: { ownerId: 'anonymous' } })).to.equal(
+        false,
+      );
       expect(check("actor.id == 'anonymous'", { actor: anonymous })).to.equal(false);
       expect(check('public', { actor: anonymous })).to.equal(true);
     });
@@ -230,7 +331,13 @@ describe('conditions', () => {
     });
 
     describe('match tables', () => {
-      const record = { status: 'open', priority: 3, archived: false, customer: { id: 'u2' }, members: [{ userId: 'u1' }, { userId: 'u3' }] };
+      const record = {
+        status: 'open',
+        priority: 3,
+        archived: false,
+        customer: { id: 'u2' },
+        members: [{ userId: 'u1' }, { userId: 'u3' }],
+      };
 
       it('requires every pair to match', () => {
         expect(check({ status: 'open', priority: 3, archived: false }, { record })).to.equal(true);
@@ -270,8 +377,12 @@ describe('conditions', () => {
         expect(check({ '$currentUser.role': 'agent' }, { actor: alice })).to.equal(true);
         expect(check({ '$currentUser.role': 'admin' }, { actor: alice })).to.equal(true);
         expect(check({ '$currentUser.role': 'customer' }, { actor: alice })).to.equal(false);
-        expect(check({ requiredRole: '$currentUser.role' }, { actor: alice, record: { requiredRole: 'admin' } })).to.equal(true);
-        expect(check({ requiredRole: '$currentUser.role' }, { actor: bob, record: { requiredRole: 'admin' } })).to.equal(false);
+        expect(
+          check({ requiredRole: '$currentUser.role' }, { actor: alice, record: { requiredRole: 'admin' } }),
+        ).to.equal(true);
+        expect(
+          check({ requiredRole: '$currentUser.role' }, { actor: bob, record: { requiredRole: 'admin' } }),
+        ).to.equal(false);
         expect(check({ '$currentUser.role': 'admin' })).to.equal(false);
       });
 
@@ -297,7 +408,13 @@ describe('conditions', () => {
 
     describe('expressions', () => {
       it('evaluates with actor, record, input, workflow and now', () => {
-        const ctx = { actor: alice, record: { status: 'open', createdAt: '2024-01-01T00:00:00.000Z' }, input: { amount: 50 }, workflow: { state: 'draft' }, now: new Date('2024-02-01T00:00:00Z') };
+        const ctx = {
+          actor: alice,
+          record: { status: 'open', createdAt: '2024-01-01T00:00:00.000Z' },
+          input: { amount: 50 },
+          workflow: { state: 'draft' },
+          now: new Date('2024-02-01T00:00:00Z'),
+        };
         expect(check("record.status == 'open' && actor.roles contains 'admin'", ctx)).to.equal(true);
         expect(check("actor.roles contains 'owner'", ctx)).to.equal(false);
         expect(check('input.amount < 100', ctx)).to.equal(true);

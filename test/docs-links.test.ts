@@ -76,7 +76,11 @@ describe('links in the documentation', () => {
   });
 
   it('finds links in prose only', () => {
-    expect(links('[a](x.md) `[b](y.md)` ![c](img.png)\n\n```\n[d](z.md)\n```\n[e]: ref.md\n')).to.deep.equal(['x.md', 'img.png', 'ref.md']);
+    expect(links('[a](x.md) `[b](y.md)` ![c](img.png)\n\n```\n[d](z.md)\n```\n[e]: ref.md\n')).to.deep.equal([
+      'x.md',
+      'img.png',
+      'ref.md',
+    ]);
   });
 
   for (const file of DOCS) {

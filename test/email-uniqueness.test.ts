@@ -15,7 +15,16 @@ import { execFileSync, spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { expect } from 'chai';
-import { freshDir, freshKey, generate, request, ROOT, startApp, type HttpResponse, type RunningApp } from './support/apps.ts';
+import {
+  freshDir,
+  freshKey,
+  generate,
+  request,
+  ROOT,
+  startApp,
+  type HttpResponse,
+  type RunningApp,
+} from './support/apps.ts';
 import { withAppRows } from './support/database-rows.ts';
 import { DATABASES, databaseUrl } from './support/databases.ts';
 
@@ -31,7 +40,10 @@ const KELVIN = '\u212a';
 const CAPITAL_SHARP_S = '\u1e9e';
 
 function send(app: RunningApp, method: string, url: string, json: unknown): Promise<HttpResponse> {
-  return request(app.url, method, url, { json, headers: { authorization: `Bearer ${AGENT_KEY}`, 'idempotency-key': freshKey() } });
+  return request(app.url, method, url, {
+    json,
+    headers: { authorization: `Bearer ${AGENT_KEY}`, 'idempotency-key': freshKey() },
+  });
 }
 const customer = (app: RunningApp, email: string) => send(app, 'POST', '/api/customers', { name: 'someone', email });
 
@@ -54,7 +66,11 @@ function expectTaken(res: HttpResponse, what: string): void {
 function oldGenerator(): string {
   const dir = path.join(freshDir('email-keys-old-bp'), 'bp');
   fs.mkdirSync(dir);
-  const archive = execFileSync('git', ['archive', BEFORE_KEYS, 'bin', 'generator', 'runtime-lib', 'templates', 'package.json'], { cwd: ROOT, maxBuffer: 64 << 20 });
+  const archive = execFileSync(
+    'git',
+    ['archive', BEFORE_KEYS, 'bin', 'generator', 'runtime-lib', 'templates', 'package.json'],
+    { cwd: ROOT, maxBuffer: 64 << 20 },
+  );
   execFileSync('tar', ['-x', '-C', dir], { input: archive });
   return path.join(dir, 'bin', 'bp');
 }
@@ -98,15 +114,31 @@ describe('unique Email fields: one comparison on both databases', function () {
           // Lower case never makes ß "ss": two addresses.
           expectCreated(await customer(app, 'strasse@beispiel.de'), 'strasse@beispiel.de');
           const other = expectCreated(await customer(app, 'other@example.com'), 'other@example.com');
-          expectTaken(await send(app, 'PUT', `/api/customers/${other}`, { email: 'Élise@Exämple.de' }), 'an update to É');
-          expectTaken(await send(app, 'PUT', `/api/customers/${other}`, { email: `${KELVIN}IM@KELVIN.IO` }), 'an update to K');
+          expectTaken(
+            await send(app, 'PUT', `/api/customers/${other}`, { email: 'Élise@Exämple.de' }),
+            'an update to É',
+          );
+          expectTaken(
+            await send(app, 'PUT', `/api/customers/${other}`, { email: `${KELVIN}IM@KELVIN.IO` }),
+            'an update to K',
+          );
           // Its own address in another case is its own.
           const renamed = await send(app, 'PUT', `/api/customers/${other}`, { email: 'OTHER@example.com' });
           expect(renamed.status, renamed.text).to.equal(200);
           expect(renamed.body).to.include({ email: 'OTHER@example.com' });
-          const list = await request(app.url, 'GET', '/api/customers?limit=100', { headers: { authorization: `Bearer ${AGENT_KEY}` } });
+          const list = await request(app.url, 'GET', '/api/customers?limit=100', {
+            headers: { authorization: `Bearer ${AGENT_KEY}` },
+          });
           const emails = (list.body as { items: Rec[] }).items.map((c) => c.email).sort();
-          expect(emails).to.deep.equal(['OTHER@example.com', 'kim@kelvin.io', 'strasse@beispiel.de', 'straße@beispiel.de', 'élise@exämple.de'].sort());
+          expect(emails).to.deep.equal(
+            [
+              'OTHER@example.com',
+              'kim@kelvin.io',
+              'strasse@beispiel.de',
+              'straße@beispiel.de',
+              'élise@exämple.de',
+            ].sort(),
+          );
         } finally {
           await app.stop();
         }
@@ -115,11 +147,23 @@ describe('unique Email fields: one comparison on both databases', function () {
       it('upgrades an app generated before the key: a migration adds it, the app fills it at start, and it holds', async () => {
         const url = await databaseUrl(database, 'email_upgrade');
         const appDir = await upgradedApp(`email-upgrade-${database}`, url, ['Élise@upgrade.de', 'Bob@upgrade.de']);
-        const added = fs.readFileSync(path.join(appDir, 'prisma', ...(database === 'postgres' ? ['postgres'] : []), 'migrations', '0002_blueprint_change', 'migration.sql'), 'utf8');
+        const added = fs.readFileSync(
+          path.join(
+            appDir,
+            'prisma',
+            ...(database === 'postgres' ? ['postgres'] : []),
+            'migrations',
+            '0002_blueprint_change',
+            'migration.sql',
+          ),
+          'utf8',
+        );
         expect(added).to.match(/ALTER TABLE "Customer" ADD COLUMN\s+"_bp_key_email" TEXT;/);
         const app = await startApp(appDir, { ...ENV, DATABASE_URL: url });
         try {
-          const keys = await withAppRows(url, appDir, (rows) => rows.all('SELECT "email", "_bp_key_email" AS "key" FROM "Customer" ORDER BY "email"'));
+          const keys = await withAppRows(url, appDir, (rows) =>
+            rows.all('SELECT "email", "_bp_key_email" AS "key" FROM "Customer" ORDER BY "email"'),
+          );
           expect(keys).to.deep.equal([
             { email: 'Bob@upgrade.de', key: 'bob@upgrade.de' },
             { email: 'Élise@upgrade.de', key: 'élise@upgrade.de' },
@@ -144,6 +188,8 @@ describe('unique Email fields: one comparison on both databases', function () {
       timeout: 60_000,
     });
     expect(start.status, start.stdout + start.stderr).to.not.equal(0);
-    expect(start.stderr).to.include('Customer.email is unique, yet holds one address more than once: "Élise@dup.de" = "élise@dup.de"');
+    expect(start.stderr).to.include(
+      'Customer.email is unique, yet holds one address more than once: "Élise@dup.de" = "élise@dup.de"',
+    );
   });
 });

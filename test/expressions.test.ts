@@ -2,7 +2,13 @@ import { expect } from 'chai';
 import fc from 'fast-check';
 import { evaluate, isTrue } from '../runtime-lib/rules/expression-eval.ts';
 import { formatExpression } from '../runtime-lib/rules/expression-format.ts';
-import { EXPRESSION_ROOTS, MAX_EXPRESSION_DEPTH, MAX_EXPRESSION_LENGTH, parseExpression, pathsOf } from '../runtime-lib/rules/expression-parse.ts';
+import {
+  EXPRESSION_ROOTS,
+  MAX_EXPRESSION_DEPTH,
+  MAX_EXPRESSION_LENGTH,
+  parseExpression,
+  pathsOf,
+} from '../runtime-lib/rules/expression-parse.ts';
 import type { Expr } from '../runtime-lib/rules/expression-parse.ts';
 
 function parse(source: string, allowedRoots?: readonly string[]): Expr {
@@ -79,7 +85,11 @@ describe('expressions', () => {
     });
 
     it('accepts keywords as property names', () => {
-      expect(parse('record.in.contains.null')).to.deep.equal({ kind: 'path', root: 'record', keys: ['in', 'contains', 'null'] });
+      expect(parse('record.in.contains.null')).to.deep.equal({
+        kind: 'path',
+        root: 'record',
+        keys: ['in', 'contains', 'null'],
+      });
     });
 
     it('ignores whitespace, including newlines', () => {
@@ -152,7 +162,10 @@ describe('expressions', () => {
       ['"it\'s"', String.raw`'it\'s'`],
       ['"a\\\\b\\n\\t\\""', String.raw`'a\\b\n\t"'`],
       ["[ 'a','b' ]", "['a', 'b']"],
-      ["record.status in ['open','pending'] && !record.archived", "record.status in ['open', 'pending'] && !record.archived"],
+      [
+        "record.status in ['open','pending'] && !record.archived",
+        "record.status in ['open', 'pending'] && !record.archived",
+      ],
       ['0.000001', '0.000001'],
       ['1e21', '1e+21'],
       ['1e-7', '1e-7'],
@@ -259,7 +272,11 @@ describe('expressions', () => {
     it('compares dates with dates and with ISO strings', () => {
       const context = {
         now: new Date('2024-05-01T00:00:00.000Z'),
-        record: { dueAt: '2024-06-01T00:00:00.000Z', createdAt: new Date('2024-01-01T00:00:00.000Z'), broken: new Date(Number.NaN) },
+        record: {
+          dueAt: '2024-06-01T00:00:00.000Z',
+          createdAt: new Date('2024-01-01T00:00:00.000Z'),
+          broken: new Date(Number.NaN),
+        },
       };
       expect(run('record.dueAt > now', context)).to.equal(true);
       expect(run('now < record.dueAt', context)).to.equal(true);
@@ -348,10 +365,22 @@ describe('expressions', () => {
 
   describe('prototype safety', () => {
     it('rejects prototype names in paths at parse time', () => {
-      expect(parseError('record.__proto__')).to.deep.equal({ message: '"__proto__" is not allowed in a path', offset: 7 });
-      expect(parseError('record.constructor')).to.deep.equal({ message: '"constructor" is not allowed in a path', offset: 7 });
-      expect(parseError('record.a.prototype.b')).to.deep.equal({ message: '"prototype" is not allowed in a path', offset: 9 });
-      expect(parseError('constructor.x', ['constructor'])).to.deep.equal({ message: '"constructor" is not allowed in a path', offset: 0 });
+      expect(parseError('record.__proto__')).to.deep.equal({
+        message: '"__proto__" is not allowed in a path',
+        offset: 7,
+      });
+      expect(parseError('record.constructor')).to.deep.equal({
+        message: '"constructor" is not allowed in a path',
+        offset: 7,
+      });
+      expect(parseError('record.a.prototype.b')).to.deep.equal({
+        message: '"prototype" is not allowed in a path',
+        offset: 9,
+      });
+      expect(parseError('constructor.x', ['constructor'])).to.deep.equal({
+        message: '"constructor" is not allowed in a path',
+        offset: 0,
+      });
     });
 
     it('does not expose inherited properties', () => {
@@ -499,11 +528,17 @@ describe('expressions', () => {
       const tooDeep = `expression is nested too deeply (maximum depth ${MAX_EXPRESSION_DEPTH})`;
       const depth = MAX_EXPRESSION_DEPTH;
       expect(run(`${'('.repeat(depth)}1${')'.repeat(depth)}`)).to.equal(1);
-      expect(parseError(`${'('.repeat(depth + 1)}1${')'.repeat(depth + 1)}`)).to.deep.equal({ message: tooDeep, offset: depth });
+      expect(parseError(`${'('.repeat(depth + 1)}1${')'.repeat(depth + 1)}`)).to.deep.equal({
+        message: tooDeep,
+        offset: depth,
+      });
       expect(run(`${'!'.repeat(depth)}true`)).to.equal(true);
       expect(parseError(`${'!'.repeat(depth + 1)}true`)).to.deep.equal({ message: tooDeep, offset: depth });
       expect(run(`${'['.repeat(depth)}${']'.repeat(depth)}`)).to.be.an('array');
-      expect(parseError(`${'['.repeat(depth + 1)}${']'.repeat(depth + 1)}`)).to.deep.equal({ message: tooDeep, offset: depth });
+      expect(parseError(`${'['.repeat(depth + 1)}${']'.repeat(depth + 1)}`)).to.deep.equal({
+        message: tooDeep,
+        offset: depth,
+      });
       expect(parseError(`${'(-['.repeat(22)}1${'])'.repeat(22)}`)).to.deep.equal({ message: tooDeep, offset: 64 });
     });
   });
@@ -521,9 +556,28 @@ describe('expressions', () => {
       fc.constant(null),
     );
 
-    const binaryOps = ['||', '&&', '==', '!=', 'contains', 'in', '>', '>=', '<', '<=', '+', '-', '*', '/', '%'] as const;
+    const binaryOps = [
+      '||',
+      '&&',
+      '==',
+      '!=',
+      'contains',
+      'in',
+      '>',
+      '>=',
+      '<',
+      '<=',
+      '+',
+      '-',
+      '*',
+      '/',
+      '%',
+    ] as const;
 
-    function exprArbitrary(leafKey: fc.Arbitrary<string>, literal: fc.Arbitrary<string | number | boolean | null>): fc.Arbitrary<Expr> {
+    function exprArbitrary(
+      leafKey: fc.Arbitrary<string>,
+      literal: fc.Arbitrary<string | number | boolean | null>,
+    ): fc.Arbitrary<Expr> {
       return fc.letrec<{ expr: Expr }>((tie) => ({
         expr: fc.oneof(
           { depthSize: 'small', maxDepth: 6 },
@@ -532,7 +586,9 @@ describe('expressions', () => {
             .record({ root: fc.constantFrom(...EXPRESSION_ROOTS), keys: fc.array(leafKey, { maxLength: 3 }) })
             .map(({ root, keys }): Expr => ({ kind: 'path', root, keys })),
           fc.array(tie('expr'), { maxLength: 3 }).map((items): Expr => ({ kind: 'array', items })),
-          fc.record({ op: fc.constantFrom('!' as const, '-' as const), operand: tie('expr') }).map(({ op, operand }): Expr => ({ kind: 'unary', op, operand })),
+          fc
+            .record({ op: fc.constantFrom('!' as const, '-' as const), operand: tie('expr') })
+            .map(({ op, operand }): Expr => ({ kind: 'unary', op, operand })),
           fc
             .record({ op: fc.constantFrom(...binaryOps), left: tie('expr'), right: tie('expr') })
             .map(({ op, left, right }): Expr => ({ kind: 'binary', op, left, right })),
@@ -551,7 +607,19 @@ describe('expressions', () => {
       );
     });
 
-    const trickyKey = fc.constantFrom('a', 'b', 'x', '__proto__', 'constructor', 'prototype', 'toString', 'valueOf', 'hasOwnProperty', 'length', '0');
+    const trickyKey = fc.constantFrom(
+      'a',
+      'b',
+      'x',
+      '__proto__',
+      'constructor',
+      'prototype',
+      'toString',
+      'valueOf',
+      'hasOwnProperty',
+      'length',
+      '0',
+    );
     const contextValue = fc.oneof(
       fc.anything({
         key: trickyKey,
@@ -567,9 +635,17 @@ describe('expressions', () => {
         withBigInt: true,
       }),
       fc.jsonValue({ maxDepth: 3 }).map((value) => JSON.parse(JSON.stringify(value)) as unknown),
-      fc.dictionary(trickyKey, fc.jsonValue({ maxDepth: 2 })).map((value) => JSON.parse(JSON.stringify(value)) as unknown),
+      fc
+        .dictionary(trickyKey, fc.jsonValue({ maxDepth: 2 }))
+        .map((value) => JSON.parse(JSON.stringify(value)) as unknown),
     );
-    const context = fc.record({ actor: contextValue, record: contextValue, input: contextValue, workflow: contextValue, now: contextValue });
+    const context = fc.record({
+      actor: contextValue,
+      record: contextValue,
+      input: contextValue,
+      workflow: contextValue,
+      now: contextValue,
+    });
 
     /** Independent statement of the read rules: own properties of non-array objects, arrays mapped once. */
     function ownRead(value: unknown, key: string): unknown {
@@ -578,7 +654,11 @@ describe('expressions', () => {
       return (value as Record<string, unknown>)[key];
     }
     function referenceRead(value: unknown, keys: string[]): unknown {
-      return keys.reduce<unknown>((current, key) => (Array.isArray(current) ? current.map((element) => ownRead(element, key)) : ownRead(current, key)), value);
+      return keys.reduce<unknown>(
+        (current, key) =>
+          Array.isArray(current) ? current.map((element) => ownRead(element, key)) : ownRead(current, key),
+        value,
+      );
     }
 
     function collectReachable(value: unknown, seen: Set<unknown>): Set<unknown> {
@@ -613,10 +693,15 @@ describe('expressions', () => {
 
     it('paths read only own properties', () => {
       fc.assert(
-        fc.property(fc.constantFrom(...EXPRESSION_ROOTS), fc.array(trickyKey, { maxLength: 4 }), context, (root, keys, ctx) => {
-          const result = evaluate({ kind: 'path', root, keys }, ctx);
-          expect(result).to.deep.equal(referenceRead(ctx[root as keyof typeof ctx], keys));
-        }),
+        fc.property(
+          fc.constantFrom(...EXPRESSION_ROOTS),
+          fc.array(trickyKey, { maxLength: 4 }),
+          context,
+          (root, keys, ctx) => {
+            const result = evaluate({ kind: 'path', root, keys }, ctx);
+            expect(result).to.deep.equal(referenceRead(ctx[root as keyof typeof ctx], keys));
+          },
+        ),
         { numRuns: 1000 },
       );
     });
@@ -630,8 +715,44 @@ describe('expressions', () => {
     });
 
     const sourceFragment = fc.constantFrom(
-      'record', 'actor', 'now', 'x', '.', '__proto__', '(', ')', '[', ']', ',', '&&', '||', '!', '-', '+', '*', '/', '%',
-      '==', '!=', '=', '>', '<=', 'contains', 'in', 'true', 'null', "'", '"', '\\', '1', '2.5', '1e', ' ', '$', '@', 'é',
+      'record',
+      'actor',
+      'now',
+      'x',
+      '.',
+      '__proto__',
+      '(',
+      ')',
+      '[',
+      ']',
+      ',',
+      '&&',
+      '||',
+      '!',
+      '-',
+      '+',
+      '*',
+      '/',
+      '%',
+      '==',
+      '!=',
+      '=',
+      '>',
+      '<=',
+      'contains',
+      'in',
+      'true',
+      'null',
+      "'",
+      '"',
+      '\\',
+      '1',
+      '2.5',
+      '1e',
+      ' ',
+      '$',
+      '@',
+      'é',
     );
 
     it('parseExpression never throws on arbitrary text and reports offsets inside the source', () => {
@@ -645,7 +766,13 @@ describe('expressions', () => {
         }
       };
       fc.assert(fc.property(fc.string({ unit: 'binary', maxLength: 200 }), checkSource), { numRuns: 1000 });
-      fc.assert(fc.property(fc.array(sourceFragment, { maxLength: 40 }).map((parts) => parts.join('')), checkSource), { numRuns: 3000 });
+      fc.assert(
+        fc.property(
+          fc.array(sourceFragment, { maxLength: 40 }).map((parts) => parts.join('')),
+          checkSource,
+        ),
+        { numRuns: 3000 },
+      );
     });
   });
 });

@@ -15,7 +15,11 @@ const KEY = 'extension-agent-key-0123456789';
 const APPROVAL_SECRET = 'approval-secret-for-the-test-0123456789';
 const ENV = { EXT_AGENT_KEY: KEY, APPROVAL_SECRET };
 const ORIGIN = 'https://app.example.com';
-const agent = (extra: Record<string, string> = {}) => ({ authorization: `Bearer ${KEY}`, 'idempotency-key': freshKey(), ...extra });
+const agent = (extra: Record<string, string> = {}) => ({
+  authorization: `Bearer ${KEY}`,
+  'idempotency-key': freshKey(),
+  ...extra,
+});
 
 const sha256 = (file: string) => createHash('sha256').update(fs.readFileSync(file)).digest('hex');
 
@@ -29,17 +33,18 @@ function withExamples(scaffold: string): string {
 
 /** What the team adds to the example: a service the Stamp handler uses, and a request log. */
 function teamEdits(source: string): string {
-  const services = "  services: { mailer: { send: async (to: string, text: string) => console.log(`mail to ${to}: ${text}`) } },";
+  const services =
+    '  services: { mailer: { send: async (to: string, text: string) => console.log(`mail to ${to}: ${text}`) } },';
   expect(source).to.contain(services);
   return source
-    .replace(services, "  services: { stamper: { stamp: (text: string) => `stamped: ${text}` } },")
+    .replace(services, '  services: { stamper: { stamp: (text: string) => `stamped: ${text}` } },')
     .replace(
       "  middleware: [allowOrigins(['https://app.example.com'])],",
       "  middleware: [allowOrigins(['https://app.example.com']), logRequests],",
     )
     .concat(
       '\n// Logs every request once answered, when its actor is known.\n' +
-        "function logRequests(...[req, res, next]: Parameters<Middleware>): void {\n" +
+        'function logRequests(...[req, res, next]: Parameters<Middleware>): void {\n' +
         "  res.on('finish', () => console.log(`request ${req.method} ${req.url} ${res.statusCode} ${req.actor?.id}`));\n" +
         '  next();\n' +
         '}\n',
@@ -50,16 +55,25 @@ async function checkExtension(app: RunningApp): Promise<void> {
   const url = app.url;
   // CORS on the front door's own routes: the preflight is answered before any credential check.
   const preflight = await request(url, 'OPTIONS', '/api/notes', {
-    headers: { origin: ORIGIN, 'access-control-request-method': 'POST', 'access-control-request-headers': 'authorization, idempotency-key' },
+    headers: {
+      origin: ORIGIN,
+      'access-control-request-method': 'POST',
+      'access-control-request-headers': 'authorization, idempotency-key',
+    },
   });
   expect(preflight.status).to.equal(204);
   expect(preflight.headers.get('access-control-allow-origin')).to.equal(ORIGIN);
   expect(preflight.headers.get('access-control-allow-headers')).to.contain('Idempotency-Key');
   expect(preflight.headers.get('x-trace-id'), 'middleware runs after the trace starts').to.match(/^[0-9a-f]{32}$/);
-  const foreign = await request(url, 'OPTIONS', '/api/notes', { headers: { origin: 'https://evil.example', 'access-control-request-method': 'POST' } });
+  const foreign = await request(url, 'OPTIONS', '/api/notes', {
+    headers: { origin: 'https://evil.example', 'access-control-request-method': 'POST' },
+  });
   expect(foreign.headers.get('access-control-allow-origin')).to.equal(null);
 
-  const created = await request(url, 'POST', '/api/notes', { json: { text: 'hello' }, headers: agent({ origin: ORIGIN }) });
+  const created = await request(url, 'POST', '/api/notes', {
+    json: { text: 'hello' },
+    headers: agent({ origin: ORIGIN }),
+  });
   expect(created.status, created.text).to.equal(201);
   expect(created.headers.get('access-control-allow-origin')).to.equal(ORIGIN);
   // A refusal carries the header too, so a browser can read it: the middleware ran before credentials.
@@ -79,16 +93,31 @@ async function checkExtension(app: RunningApp): Promise<void> {
   const id = (created.body as { id: string }).id;
   const stamped = await request(url, 'POST', `/api/commands/stamp/${id}`, { json: {}, headers: agent() });
   expect(stamped.status, stamped.text).to.equal(200);
-  expect((await request(url, 'GET', `/api/notes/${id}`, { headers: agent() })).body).to.include({ stamp: 'stamped: hello' });
+  expect((await request(url, 'GET', `/api/notes/${id}`, { headers: agent() })).body).to.include({
+    stamp: 'stamped: hello',
+  });
 
   // Delegation: a signature from the approval service sets delegatedBy; a forged one does not.
   const signature = createHmac('sha256', APPROVAL_SECRET).update('person-7:agent-ext').digest('hex');
-  const approved = await request(url, 'POST', '/api/notes', { json: { text: 'approved' }, headers: agent({ 'x-approved-by': `person-7:${signature}` }) });
-  const forged = await request(url, 'POST', '/api/notes', { json: { text: 'forged' }, headers: agent({ 'x-approved-by': `person-8:${signature}` }) });
-  for (const [res, delegatedBy] of [[approved, 'person-7'], [forged, null]] as const) {
+  const approved = await request(url, 'POST', '/api/notes', {
+    json: { text: 'approved' },
+    headers: agent({ 'x-approved-by': `person-7:${signature}` }),
+  });
+  const forged = await request(url, 'POST', '/api/notes', {
+    json: { text: 'forged' },
+    headers: agent({ 'x-approved-by': `person-8:${signature}` }),
+  });
+  for (const [res, delegatedBy] of [
+    [approved, 'person-7'],
+    [forged, null],
+  ] as const) {
     expect(res.status).to.equal(201);
-    const trail = await request(url, 'GET', `/api/audit?entity=Note&recordId=${(res.body as { id: string }).id}`, { headers: agent() });
-    expect((trail.body as { items: Array<{ delegatedBy: string | null }> }).items.map((a) => a.delegatedBy)).to.deep.equal([delegatedBy]);
+    const trail = await request(url, 'GET', `/api/audit?entity=Note&recordId=${(res.body as { id: string }).id}`, {
+      headers: agent(),
+    });
+    expect(
+      (trail.body as { items: Array<{ delegatedBy: string | null }> }).items.map((a) => a.delegatedBy),
+    ).to.deep.equal([delegatedBy]);
   }
 
   // The request log saw the actor once the response finished.
@@ -97,7 +126,7 @@ async function checkExtension(app: RunningApp): Promise<void> {
   expect(app.output()).to.contain('request GET /api/notes 401 anonymous');
 }
 
-describe('src/extend.ts, the team\'s extension point', function () {
+describe("src/extend.ts, the team's extension point", function () {
   this.timeout(180_000);
   let root: string;
   let blueprint: string;
@@ -120,9 +149,14 @@ describe('src/extend.ts, the team\'s extension point', function () {
     expect(r.stdout).to.contain('created for you to edit: src/extend.ts');
     fs.symlinkSync(path.join(ROOT, 'node_modules'), path.join(out, 'node_modules'));
     const text = fs.readFileSync(extend, 'utf8');
-    expect(text.split('\n')[0]).to.equal('// Yours to edit: bp created this file once and never changes, replaces or deletes it.');
+    expect(text.split('\n')[0]).to.equal(
+      '// Yours to edit: bp created this file once and never changes, replaces or deletes it.',
+    );
     expect(text).not.to.contain('generated by bp, do not edit');
-    const manifest = JSON.parse(fs.readFileSync(path.join(out, '.bp-manifest.json'), 'utf8')) as { files: Record<string, string>; userOwned: string[] };
+    const manifest = JSON.parse(fs.readFileSync(path.join(out, '.bp-manifest.json'), 'utf8')) as {
+      files: Record<string, string>;
+      userOwned: string[];
+    };
     expect(manifest.files).not.to.have.property('src/extend.ts');
     expect(manifest.userOwned).to.deep.equal(['src/extend.ts']);
   });
@@ -140,7 +174,7 @@ describe('src/extend.ts, the team\'s extension point', function () {
     expect(check.stdout).not.to.contain('extend.ts');
   });
 
-  it('type-checks with the team\'s edits and the handler\'s value import of bp/runtime', () => {
+  it("type-checks with the team's edits and the handler's value import of bp/runtime", () => {
     const r = typecheck(out);
     expect(r.stdout + r.stderr).to.equal('');
     expect(r.status).to.equal(0);
@@ -169,7 +203,10 @@ describe('src/extend.ts, the team\'s extension point', function () {
     const edited = fs.readFileSync(extend, 'utf8');
     try {
       fs.writeFileSync(extend, edited.replace('  middleware: [', '  middlewares: ['));
-      const error = await startApp(out, ENV).then(() => 'started', (e: Error) => e.message);
+      const error = await startApp(out, ENV).then(
+        () => 'started',
+        (e: Error) => e.message,
+      );
       expect(error).to.contain('cannot start: src/extend.ts: unknown key(s) middlewares');
       expect(error).not.to.match(/\n\s+at /);
     } finally {
@@ -189,7 +226,8 @@ describe('src/extend.ts, the team\'s extension point', function () {
   it('keeps a src/extend.ts bp never wrote, in a folder it generates for the first time', () => {
     const other = path.join(root, 'lab', 'other');
     fs.mkdirSync(path.join(other, 'src'), { recursive: true });
-    const mine = "import { defineExtension } from './runtime/http/extension.ts';\n\nexport default defineExtension({});\n";
+    const mine =
+      "import { defineExtension } from './runtime/http/extension.ts';\n\nexport default defineExtension({});\n";
     fs.writeFileSync(path.join(other, 'src', 'extend.ts'), mine);
     const r = bp(['generate', blueprint, '-o', other]);
     expect(r.status, r.stderr).to.equal(0);

@@ -24,21 +24,30 @@ for (const fixture of ['helpdesk', 'catalog']) {
       out = path.join(freshDir(`readme-${fixture}`), 'app');
       expect(bp(['generate', blueprint, '-o', out]).status).to.equal(0);
       readme = fs.readFileSync(path.join(out, 'README.md'), 'utf8');
-      sections = new Map(readme.split(/^## /m).slice(1).map((s) => [s.slice(0, s.indexOf('\n')), s]));
+      sections = new Map(
+        readme
+          .split(/^## /m)
+          .slice(1)
+          .map((s) => [s.slice(0, s.indexOf('\n')), s]),
+      );
     });
 
     it('keeps every line within 120 characters', () => {
       expect(readme.split('\n').filter((line) => line.length > 120)).to.deep.equal([]);
     });
 
-    it('documents every environment variable, each API key\'s by name with its key', () => {
+    it("documents every environment variable, each API key's by name with its key", () => {
       const config = sections.get('Configuration') ?? '';
-      for (const name of ['PORT', 'DATABASE_URL', 'DATABASE_SYNC', 'NODE_ENV']) expect(config).to.contain(`| \`${name}\` |`);
+      for (const name of ['PORT', 'DATABASE_URL', 'DATABASE_SYNC', 'NODE_ENV'])
+        expect(config).to.contain(`| \`${name}\` |`);
       expect(config).to.contain('`normal` or `full`');
       expect(config.includes('| `SESSION_SECRET` |')).to.equal(emailAuth);
       expect(model.auth.apiKeys).not.to.have.length(0);
       for (const key of model.auth.apiKeys) {
-        const entry = config.slice(config.indexOf(`- \`${key.keyEnv}\`: `)).split(/\n(?=- |\n)/)[0].replace(/\s+/g, ' ');
+        const entry = config
+          .slice(config.indexOf(`- \`${key.keyEnv}\`: `))
+          .split(/\n(?=- |\n)/)[0]
+          .replace(/\s+/g, ' ');
         expect(entry, key.keyEnv).to.contain(`the key of \`${key.name}\``);
         expect(entry).to.contain(`roles: ${key.roles.map((r) => `\`${r}\``).join(', ')};`);
         expect(entry).to.contain(`scopes: ${key.scopes.map((s) => `\`${s}\``).join(', ')}.`);
@@ -49,7 +58,9 @@ for (const fixture of ['helpdesk', 'catalog']) {
       const commands = (sections.get('Commands and their handlers') ?? '').replace(/\n {2}/g, ' ');
       expect(model.commands).not.to.have.length(0);
       for (const command of model.commands) {
-        const line = commands.split('\n').find((l) => l.startsWith(`- \`${command.name}\` (\`POST /api/commands/${command.operationId}/:id\`)`));
+        const line = commands
+          .split('\n')
+          .find((l) => l.startsWith(`- \`${command.name}\` (\`POST /api/commands/${command.operationId}/:id\`)`));
         expect(line, command.name).to.be.a('string');
         if (command.handler) {
           const file = path.relative(out, command.handler.file).split(path.sep).join('/');
@@ -63,10 +74,19 @@ for (const fixture of ['helpdesk', 'catalog']) {
 
     it('documents the extension point, the build and the deployment', () => {
       const extending = sections.get('Extending the app') ?? '';
-      for (const key of ['`middleware`', '`routes(router, { db, events })`', '`services`', '`delegate(req, actor)`']) expect(extending).to.contain(key);
+      for (const key of ['`middleware`', '`routes(router, { db, events })`', '`services`', '`delegate(req, actor)`'])
+        expect(extending).to.contain(key);
       expect(extending).to.contain('before credentials are checked');
       const deploy = sections.get('Build and deploy') ?? '';
-      for (const text of ['npm ci --omit=dev', 'npm run build', 'npm start', '`GET /healthz`', '`GET /readyz`', 'dist/build.json']) expect(deploy).to.contain(text);
+      for (const text of [
+        'npm ci --omit=dev',
+        'npm run build',
+        'npm start',
+        '`GET /healthz`',
+        '`GET /readyz`',
+        'dist/build.json',
+      ])
+        expect(deploy).to.contain(text);
       expect(deploy).to.contain(emailAuth ? 'dist/server.js, dist/users.js' : 'dist/server.js with');
     });
 
@@ -88,7 +108,9 @@ for (const fixture of ['helpdesk', 'catalog']) {
     it('lists each served skill action under Skills, with its method, path and scopes', () => {
       const jobs = new Set(model.workflows.filter((w) => w.trigger.kind === 'manual').map((w) => w.name));
       const served = model.skills.flatMap((s) =>
-        s.actions.filter((a) => (a.action && !a.workflow) || (a.workflow && jobs.has(a.workflow))).map((a) => ({ s, a })),
+        s.actions
+          .filter((a) => (a.action && !a.workflow) || (a.workflow && jobs.has(a.workflow)))
+          .map((a) => ({ s, a })),
       );
       const section = sections.get('Skills');
       if (!served.length) return expect(section).to.equal(undefined);

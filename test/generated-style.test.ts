@@ -25,7 +25,10 @@ const INVALID = ['test/fixtures/commands/operation-id-collision/app.toml'];
 
 function fixtures(): string[] {
   const inFolder = (dir: string) =>
-    fs.readdirSync(path.join(ROOT, dir)).sort().map((name) => `${dir}/${name}/app.toml`);
+    fs
+      .readdirSync(path.join(ROOT, dir))
+      .sort()
+      .map((name) => `${dir}/${name}/app.toml`);
   return [
     'fixtures/helpdesk/helpdesk.toml',
     'fixtures/catalog/catalog.toml',
@@ -67,7 +70,7 @@ describe('generated code style', function () {
     for (const fixture of fixtures()) {
       it(`in every file generated for ${fixture}`, () => {
         const offenders = longLines(appOf(fixture));
-        expect(offenders.length, `lines over ${WIDTH} characters:\n  ${offenders.join("\n  ")}\n`).to.equal(0);
+        expect(offenders.length, `lines over ${WIDTH} characters:\n  ${offenders.join('\n  ')}\n`).to.equal(0);
       });
     }
 
@@ -122,14 +125,18 @@ describe('generated code style', function () {
 
         // Without [auth.permissions] there is no src/permissions.ts.
         const declared = model.auth.permissions;
-        expect(fs.existsSync(path.join(app, 'src', 'permissions.ts')), 'src/permissions.ts').to.equal(declared !== undefined);
-        const { permissions } = declared ? await load('permissions.ts') : { permissions: undefined };
-        const expected = declared && Object.fromEntries(
-          Object.entries(declared).map(([role, { allow, deny }]) => {
-            const parsed = (rules: typeof allow) => rules.map((r) => ({ ...r, condition: r.condition?.condition }));
-            return [role, { allow: parsed(allow), deny: parsed(deny) }];
-          }),
+        expect(fs.existsSync(path.join(app, 'src', 'permissions.ts')), 'src/permissions.ts').to.equal(
+          declared !== undefined,
         );
+        const { permissions } = declared ? await load('permissions.ts') : { permissions: undefined };
+        const expected =
+          declared &&
+          Object.fromEntries(
+            Object.entries(declared).map(([role, { allow, deny }]) => {
+              const parsed = (rules: typeof allow) => rules.map((r) => ({ ...r, condition: r.condition?.condition }));
+              return [role, { allow: parsed(allow), deny: parsed(deny) }];
+            }),
+          );
         // Through JSON: a rule without a condition has none in the app, `condition: undefined` in the model.
         const plain = (value: unknown) => JSON.parse(JSON.stringify(value ?? null));
         expect(plain(permissions)).to.deep.equal(plain(expected));
@@ -334,25 +341,37 @@ describe('generated code style', function () {
 
     it('the project name stays text: a string literal in server.ts, whole comment lines in extend.ts', () => {
       const dir = escapeApp();
-      const server = ts.createSourceFile('server.ts', fs.readFileSync(path.join(dir, 'src/server.ts'), 'utf8'), ts.ScriptTarget.Latest);
+      const server = ts.createSourceFile(
+        'server.ts',
+        fs.readFileSync(path.join(dir, 'src/server.ts'), 'utf8'),
+        ts.ScriptTarget.Latest,
+      );
       const calls: string[] = [];
       const visit = (node: ts.Node): void => {
-        if (ts.isCallExpression(node) && node.expression.getText(server) === 'process.exit') calls.push(node.arguments.map((a) => a.getText(server)).join());
+        if (ts.isCallExpression(node) && node.expression.getText(server) === 'process.exit')
+          calls.push(node.arguments.map((a) => a.getText(server)).join());
         ts.forEachChild(node, visit);
       };
       visit(server);
       // The server's own exits only (1 on bad configuration, 0 on shutdown): none of the name's 7, 8 or 9.
       expect([...new Set(calls)].sort()).to.deep.equal(['0', '1']);
       const name = server.statements.flatMap((s) =>
-        ts.isVariableStatement(s) ? s.declarationList.declarations.filter((d) => d.name.getText(server) === 'APP_NAME') : [],
+        ts.isVariableStatement(s)
+          ? s.declarationList.declarations.filter((d) => d.name.getText(server) === 'APP_NAME')
+          : [],
       )[0];
       expect(name?.initializer && ts.isStringLiteral(name.initializer) ? name.initializer.text : undefined).to.equal(
         'Escape `${process.exit(7)}`\n process.exit(8) // \u2028 process.exit(9)',
       );
-      const extend = ts.createSourceFile('extend.ts', fs.readFileSync(path.join(dir, 'src/extend.ts'), 'utf8'), ts.ScriptTarget.Latest);
+      const extend = ts.createSourceFile(
+        'extend.ts',
+        fs.readFileSync(path.join(dir, 'src/extend.ts'), 'utf8'),
+        ts.ScriptTarget.Latest,
+      );
       const exits: string[] = [];
       const inExtend = (node: ts.Node): void => {
-        if (ts.isCallExpression(node) && node.expression.getText(extend) === 'process.exit') exits.push(node.getText(extend));
+        if (ts.isCallExpression(node) && node.expression.getText(extend) === 'process.exit')
+          exits.push(node.getText(extend));
         ts.forEachChild(node, inExtend);
       };
       inExtend(extend);

@@ -28,7 +28,11 @@ describe('SQLite database: units of work and group commit', () => {
     return (yield* get('SELECT count(*) AS "n" FROM "item"'))?.n as number;
   }
   const committed = () => observer.prepare('SELECT "name" FROM "item" ORDER BY "name"').pluck().all();
-  const settle = <T>(p: Promise<T>) => p.then((value) => ({ ok: true as const, value }), (error: unknown) => ({ ok: false as const, error }));
+  const settle = <T>(p: Promise<T>) =>
+    p.then(
+      (value) => ({ ok: true as const, value }),
+      (error: unknown) => ({ ok: false as const, error }),
+    );
   const errorOf = (r: { ok: boolean }) => (r as unknown as { error: AppError }).error;
   const pageCount = () => db.connection.pragma('page_count', { simple: true }) as number;
   const NO_PAGE_LIMIT = 1073741823;
@@ -47,7 +51,9 @@ describe('SQLite database: units of work and group commit', () => {
     db = openSqlite(`file:${file}`, '/');
     db.connection.exec('CREATE TABLE "item" ("name" TEXT NOT NULL UNIQUE)');
     db.connection.exec('CREATE TABLE "parent" ("id" INTEGER PRIMARY KEY)');
-    db.connection.exec('CREATE TABLE "child" ("parentId" INTEGER REFERENCES "parent" ("id") DEFERRABLE INITIALLY DEFERRED)');
+    db.connection.exec(
+      'CREATE TABLE "child" ("parentId" INTEGER REFERENCES "parent" ("id") DEFERRABLE INITIALLY DEFERRED)',
+    );
     observer = new Database(file, { readonly: true });
   });
 
@@ -78,7 +84,9 @@ describe('SQLite database: units of work and group commit', () => {
       expect(commit?.attributes).to.deep.equal({ writes: 3 });
       expect(commit?.endTime).to.be.greaterThan(0);
       // Each statement of the write is a database.query span of its own trace.
-      expect(trace.spans.filter((s) => s.name === 'database.query').map((s) => s.attributes?.sql)).to.deep.equal([INSERT]);
+      expect(trace.spans.filter((s) => s.name === 'database.query').map((s) => s.attributes?.sql)).to.deep.equal([
+        INSERT,
+      ]);
     }
     expect(db.connection.inTransaction).to.equal(false);
   });
@@ -170,7 +178,7 @@ describe('SQLite database: units of work and group commit', () => {
       );
     });
     expect(outcomes[0].ok).to.equal(false);
-    expect(((outcomes[0] as { failure: AppError }).failure).code).to.equal('UNIQUE_CONFLICT');
+    expect((outcomes[0] as { failure: AppError }).failure.code).to.equal('UNIQUE_CONFLICT');
     expect(outcomes[1]).to.deep.equal({ ok: true, value: { name: 'b' } });
     expect(committed()).to.deep.equal(['a', 'b']);
   });
@@ -367,7 +375,7 @@ describe('SQLite database: units of work and group commit', () => {
       await usable();
     });
 
-    it('waits for another connection\'s lock on a timer, in order, and commits once it is free', async () => {
+    it("waits for another connection's lock on a timer, in order, and commits once it is free", async () => {
       const holder = new Database(file);
       holder.exec('BEGIN IMMEDIATE');
       let released = false;
@@ -445,7 +453,9 @@ describe('SQLite database: units of work and group commit', () => {
       // SQLite did leave the transaction, so the refusal is what kept 'carried on' out.
       expect((inside.full as AppError).code).to.equal('STORAGE_UNAVAILABLE');
       expect(inside.inTransaction).to.equal(false);
-      expect(String((inside.refused as Error).message)).to.match(/^the transaction ended inside a write; refused: INSERT/);
+      expect(String((inside.refused as Error).message)).to.match(
+        /^the transaction ended inside a write; refused: INSERT/,
+      );
       // Every caller of the group hears the storage fault, not what the write made of it.
       expect(results.map((r) => r.ok)).to.deep.equal([false, false]);
       for (const r of results) expect(errorOf(r).code).to.equal('STORAGE_UNAVAILABLE');
@@ -500,10 +510,11 @@ describe('SQLite database: units of work and group commit', () => {
         () => db.write(async () => 1),
         // @ts-expect-error a write returning a promise
         () => db.write(() => Promise.resolve(1)),
-        // @ts-expect-error an async generator: it could await between its statements
-        () => db.write(async function* () {
-          yield* run('SELECT 1');
-        }),
+        () =>
+          // @ts-expect-error an async generator: it could await between its statements
+          db.write(async function* () {
+            yield* run('SELECT 1');
+          }),
         // @ts-expect-error a write returning a plain value
         () => db.write(() => 1),
         // @ts-expect-error a read of a promise
@@ -525,9 +536,9 @@ describe('SQLite database: units of work and group commit', () => {
           }) as unknown as Unit),
         ),
         settle(
-          db.write((async function* () {
+          db.write(async function* () {
             yield* run('INSERT INTO "item" ("name") VALUES (?)', ['from an async generator']);
-          }) as unknown as Unit),
+          } as unknown as Unit),
         ),
         settle(db.write((() => 'a value') as unknown as Unit)),
         settle(db.write(insert('b'))),

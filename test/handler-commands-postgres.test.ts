@@ -6,7 +6,16 @@
 import * as path from 'node:path';
 import { expect } from 'chai';
 import pg from 'pg';
-import { freshDir, freshKey, generate, request, ROOT, startApp, type HttpResponse, type RunningApp } from './support/apps.ts';
+import {
+  freshDir,
+  freshKey,
+  generate,
+  request,
+  ROOT,
+  startApp,
+  type HttpResponse,
+  type RunningApp,
+} from './support/apps.ts';
 import { freshPostgresDatabase } from './support/postgres.ts';
 
 type Rec = Record<string, unknown>;
@@ -24,7 +33,10 @@ describe('command handlers on PostgreSQL (lab fixture)', function () {
   let url: string;
 
   const send = (method: string, urlPath: string, json: unknown, key = freshKey()): Promise<HttpResponse> =>
-    request(app.url, method, urlPath, { json, headers: { authorization: `Bearer ${KEYS.LAB_WORKER_KEY}`, 'idempotency-key': key } });
+    request(app.url, method, urlPath, {
+      json,
+      headers: { authorization: `Bearer ${KEYS.LAB_WORKER_KEY}`, 'idempotency-key': key },
+    });
   const newJob = async (): Promise<Rec> => {
     const res = await send('POST', '/api/jobs', { title: 'Nightly build' });
     expect(res.status, res.text).to.equal(201);

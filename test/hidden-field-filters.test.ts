@@ -69,7 +69,7 @@ describe('generate-time checks of filters on hidden fields', () => {
     expect(diagnostics(blueprint({ read: `"actor.roles contains 'hr'"` }))).to.deep.equal([]);
   });
 
-  it('judges API keys by their roles, and only keys that hold the action\'s scopes', () => {
+  it("judges API keys by their roles, and only keys that hold the action's scopes", () => {
     const keysOnly = { auth: '[auth]\nproviders = []', read: `"actor.roles contains 'hr'"` };
     expect(diagnostics(blueprint({ ...keysOnly, keys: KEYS(`"clerk"`) }))).to.deep.equal([
       ['HIDDEN_FIELD_FILTER', 'error', 'skill.people.actions.0.query.pay'],
@@ -131,7 +131,9 @@ mutations = { rank = 3 }
 
   it('warns of a unique field whose read rule reads the record', () => {
     const text = blueprint({ read: `"record.ownerId == actor.id"`, unique: true }).replace(/query = .*\n/, '');
-    expect(diagnostics(text)).to.deep.equal([['UNIQUE_FIELD_READ_RULE', 'warning', 'entity.Employee.fields.4.access.read']]);
+    expect(diagnostics(text)).to.deep.equal([
+      ['UNIQUE_FIELD_READ_RULE', 'warning', 'entity.Employee.fields.4.access.read'],
+    ]);
     const byRole = blueprint({ read: `"actor.roles contains 'hr'"`, unique: true }).replace(/query = .*\n/, '');
     expect(diagnostics(byRole)).to.deep.equal([]);
   });

@@ -39,7 +39,10 @@ describe('job claims on PostgreSQL', function () {
     const jobs = new JobStore(db);
     const limits = new Map([['Ponder', 1]]);
     const [first, second] = await db.write(function* () {
-      return [yield* insertJob('Ponder', 'owner', ANONYMOUS, { n: 1 }), yield* insertJob('Ponder', 'owner', ANONYMOUS, { n: 2 })];
+      return [
+        yield* insertJob('Ponder', 'owner', ANONYMOUS, { n: 1 }),
+        yield* insertJob('Ponder', 'owner', ANONYMOUS, { n: 2 }),
+      ];
     });
     expect((await jobs.claim(limits, 10)).map((j) => j.id)).to.deep.equal([first.id]);
 
@@ -56,13 +59,16 @@ describe('job claims on PostgreSQL', function () {
     await holder.query('COMMIT');
     expect((await claiming).map((j) => j.id)).to.deep.equal([second.id]);
 
-    const rows = (await holder.query('SELECT "id", "startedAt", "finishedAt" FROM "_bp_jobs" ORDER BY "id"')).rows as Array<{
+    const rows = (await holder.query('SELECT "id", "startedAt", "finishedAt" FROM "_bp_jobs" ORDER BY "id"'))
+      .rows as Array<{
       id: string;
       startedAt: string;
       finishedAt: string | null;
     }>;
     const [ended, started] = rows;
     expect(ended.id).to.equal(first.id);
-    expect(Number(started.startedAt), 'started after the job it replaced finished').to.be.at.least(Number(ended.finishedAt));
+    expect(Number(started.startedAt), 'started after the job it replaced finished').to.be.at.least(
+      Number(ended.finishedAt),
+    );
   });
 });

@@ -6,7 +6,17 @@
 
 import * as path from 'node:path';
 import { expect } from 'chai';
-import { freshDir, freshKey, generate, readResponse, request, ROOT, startApp, type HttpResponse, type RunningApp } from './support/apps.ts';
+import {
+  freshDir,
+  freshKey,
+  generate,
+  readResponse,
+  request,
+  ROOT,
+  startApp,
+  type HttpResponse,
+  type RunningApp,
+} from './support/apps.ts';
 import { withAppRows } from './support/database-rows.ts';
 
 type Rec = Record<string, unknown>;
@@ -24,8 +34,20 @@ const bodyWith = (json: string, bad: number[]): Buffer => {
 /** Byte sequences that are not UTF-8: a lone continuation byte, a truncated sequence, an overlong '/', a surrogate. */
 const NOT_UTF8 = [[0x80], [0xc3], [0xc0, 0xaf], [0xed, 0xa0, 0x80]];
 
-async function send(base: string, method: string, url: string, bytes: Buffer, headers: Record<string, string> = {}): Promise<HttpResponse> {
-  return readResponse(await fetch(base + url, { method, body: new Uint8Array(bytes), headers: { 'content-type': 'application/json', ...headers } }));
+async function send(
+  base: string,
+  method: string,
+  url: string,
+  bytes: Buffer,
+  headers: Record<string, string> = {},
+): Promise<HttpResponse> {
+  return readResponse(
+    await fetch(base + url, {
+      method,
+      body: new Uint8Array(bytes),
+      headers: { 'content-type': 'application/json', ...headers },
+    }),
+  );
 }
 
 function expectRefused(res: HttpResponse, what: string): void {
@@ -56,8 +78,15 @@ describe('JSON bodies that are not UTF-8 are refused', function () {
     before(async () => {
       appDir = path.join(freshDir('json-body'), 'app');
       generate(path.join(ROOT, 'fixtures/helpdesk/helpdesk.toml'), appDir);
-      app = await startApp(appDir, { DATABASE_URL, TRIAGE_API_KEY: AGENT_KEY, SESSION_SECRET: 'json-body-secret-0123456789abcdef0123' });
-      const res = await request(app.url, 'POST', '/api/tickets', { json: { title: 'café ☕ 😀' }, headers: { ...AUTH, 'idempotency-key': freshKey() } });
+      app = await startApp(appDir, {
+        DATABASE_URL,
+        TRIAGE_API_KEY: AGENT_KEY,
+        SESSION_SECRET: 'json-body-secret-0123456789abcdef0123',
+      });
+      const res = await request(app.url, 'POST', '/api/tickets', {
+        json: { title: 'café ☕ 😀' },
+        headers: { ...AUTH, 'idempotency-key': freshKey() },
+      });
       expect(res.status, res.text).to.equal(201);
       ticketId = (res.body as Rec).id as string;
     });
@@ -86,12 +115,16 @@ describe('JSON bodies that are not UTF-8 are refused', function () {
         ['POST', '/api/auth/login', '{"email":"person@example.com","password":"passBADword"}', {}],
       ];
       for (const [method, url, json, headers] of routes) {
-        for (const bad of NOT_UTF8) expectRefused(await send(app.url, method, url, bodyWith(json, bad), headers), `${method} ${url} ${bad}`);
+        for (const bad of NOT_UTF8)
+          expectRefused(await send(app.url, method, url, bodyWith(json, bad), headers), `${method} ${url} ${bad}`);
       }
       // A gzip-compressed body is checked after it is inflated.
       const { gzipSync } = await import('node:zlib');
       expectRefused(
-        await send(app.url, 'POST', '/api/tickets', gzipSync(bodyWith('{"title":"BAD"}', [0x80])), { ...keyed(), 'content-encoding': 'gzip' }),
+        await send(app.url, 'POST', '/api/tickets', gzipSync(bodyWith('{"title":"BAD"}', [0x80])), {
+          ...keyed(),
+          'content-encoding': 'gzip',
+        }),
         'gzip',
       );
       expect(await rows()).to.deep.equal(before);
@@ -106,10 +139,18 @@ describe('JSON bodies that are not UTF-8 are refused', function () {
       });
       expect(ok.status, ok.text).to.equal(201);
       expect((ok.body as Rec).title).to.equal('utf-16 ☕');
-      const lone = Buffer.concat([Buffer.from('{"title":"', 'utf16le'), Buffer.from([0x00, 0xd8]), Buffer.from('"}', 'utf16le')]);
+      const lone = Buffer.concat([
+        Buffer.from('{"title":"', 'utf16le'),
+        Buffer.from([0x00, 0xd8]),
+        Buffer.from('"}', 'utf16le'),
+      ]);
       const before = await rows();
       expectRefused(
-        await send(app.url, 'POST', '/api/tickets', lone, { ...AUTH, 'idempotency-key': freshKey(), 'content-type': 'application/json; charset=utf-16le' }),
+        await send(app.url, 'POST', '/api/tickets', lone, {
+          ...AUTH,
+          'idempotency-key': freshKey(),
+          'content-type': 'application/json; charset=utf-16le',
+        }),
         'a lone surrogate in UTF-16',
       );
       expect(await rows()).to.deep.equal(before);
@@ -123,13 +164,21 @@ describe('JSON bodies that are not UTF-8 are refused', function () {
     before(async () => {
       appDir = path.join(freshDir('json-body-webhook'), 'app');
       generate(path.join(ROOT, 'test/fixtures/triggers/app.toml'), appDir);
-      app = await startApp(appDir, { DATABASE_URL, OPS_API_KEY: 'ops-key-0123456789abcdef', SESSION_SECRET: 'json-body-webhook-secret-0123456789ab' });
+      app = await startApp(appDir, {
+        DATABASE_URL,
+        OPS_API_KEY: 'ops-key-0123456789abcdef',
+        SESSION_SECRET: 'json-body-webhook-secret-0123456789ab',
+      });
     });
     after(async () => app?.stop());
 
     it('refuses a JSON delivery that is not UTF-8 with 400 and starts no job', async () => {
       const jobs = () => withAppRows(DATABASE_URL, appDir, (db) => db.count('_bp_jobs', `"workflow" = 'OpenDoor'`));
-      for (const bad of NOT_UTF8) expectRefused(await send(app.url, 'POST', '/webhooks/open', bodyWith('{"subject":"BAD"}', bad)), `webhook ${bad}`);
+      for (const bad of NOT_UTF8)
+        expectRefused(
+          await send(app.url, 'POST', '/webhooks/open', bodyWith('{"subject":"BAD"}', bad)),
+          `webhook ${bad}`,
+        );
       expect(await jobs()).to.equal(0);
       const ok = await send(app.url, 'POST', '/webhooks/open', Buffer.from('{"subject":"fine é"}'));
       expect(ok.status, ok.text).to.equal(202);

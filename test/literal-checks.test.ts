@@ -14,10 +14,14 @@ function validate(toml: string): { status: number | null; lines: string[] } {
   const r = bp(['validate', file]);
   // These blueprints have no [auth]: what that means (PUBLIC_ENTITY, COMMAND_WITHOUT_AUTH) is not their subject.
   const noAuth = /\[warning (PUBLIC_ENTITY|COMMAND_WITHOUT_AUTH)\]$/;
-  return { status: r.status, lines: r.stderr.split('\n').filter((l) => /\[(error|warning) /.test(l) && !noAuth.test(l)) };
+  return {
+    status: r.status,
+    lines: r.stderr.split('\n').filter((l) => /\[(error|warning) /.test(l) && !noAuth.test(l)),
+  };
 }
 
-const HEAD = '[project]\nname = "Literals"\n\n[entity.Event]\nfields = [\n  { name = "id", type = "ULID", primary_key = true },\n';
+const HEAD =
+  '[project]\nname = "Literals"\n\n[entity.Event]\nfields = [\n  { name = "id", type = "ULID", primary_key = true },\n';
 
 describe('literals the app would refuse', () => {
   it('refuses unquoted TOML dates that do not exist, where they are written', () => {

@@ -10,7 +10,9 @@ const at = (text: string, path: KeyPath): Position | undefined => buildLocator(t
 /** The source text from a position to the end of its line, so failures show what was hit. */
 function textAt(text: string, position: Position): string {
   const line = text.replace(/^\uFEFF/, '').split(/\r?\n/)[position.line - 1] ?? '';
-  return Array.from(line).slice(position.column - 1).join('');
+  return Array.from(line)
+    .slice(position.column - 1)
+    .join('');
 }
 
 describe('buildLocator', () => {
@@ -230,11 +232,39 @@ describe('buildLocator', () => {
     });
 
     it('never throws on arbitrary text', () => {
-      const pieces = fc.constantFrom('[', ']', '[[', '{', '}', '"', "'", '"""', "'''", '=', ',', '.', '#', '\\', '\n', '\r\n', ' ', 'a', '1', 'é', '😀');
+      const pieces = fc.constantFrom(
+        '[',
+        ']',
+        '[[',
+        '{',
+        '}',
+        '"',
+        "'",
+        '"""',
+        "'''",
+        '=',
+        ',',
+        '.',
+        '#',
+        '\\',
+        '\n',
+        '\r\n',
+        ' ',
+        'a',
+        '1',
+        'é',
+        '😀',
+      );
       fc.assert(
-        fc.property(fc.oneof(fc.string(), fc.array(pieces, { maxLength: 40 }).map((p) => p.join(''))), (text) => {
-          buildLocator(text).locate(['a', 0, 'a']);
-        }),
+        fc.property(
+          fc.oneof(
+            fc.string(),
+            fc.array(pieces, { maxLength: 40 }).map((p) => p.join('')),
+          ),
+          (text) => {
+            buildLocator(text).locate(['a', 0, 'a']);
+          },
+        ),
       );
     });
   });
@@ -249,7 +279,11 @@ describe('buildLocator', () => {
     it('counts the opening quote and each escape of a basic string as written', () => {
       const text = String.raw`policy = "a \"q\" \u00e9\U0001F600 && x"` + '\n';
       // Decoded: a "q" é😀 && x (the emoji is two UTF-16 units, as the expression parser counts).
-      expect(within(text, ['policy'], 0)).to.deep.equal({ line: 1, column: 11, text: String.raw`a \"q\" \u00e9\U0001F600 && x"` });
+      expect(within(text, ['policy'], 0)).to.deep.equal({
+        line: 1,
+        column: 11,
+        text: String.raw`a \"q\" \u00e9\U0001F600 && x"`,
+      });
       expect(within(text, ['policy'], 2)).to.deep.include({ column: 13 });
       expect(within(text, ['policy'], 3)).to.deep.include({ column: 15 });
       expect(within(text, ['policy'], 6)).to.deep.include({ column: 19 });
@@ -295,20 +329,42 @@ describe('buildLocator', () => {
 
     it('locates inside keys: quoted, literal and bare', () => {
       const text = `t = { "cust.nmae" = 1, 'a.b' = 2, plain = 3 }\n`;
-      expect(within(text, ['t', 'cust.nmae'], 5, 'key')).to.deep.include({ column: 13, text: `nmae" = 1, 'a.b' = 2, plain = 3 }` });
+      expect(within(text, ['t', 'cust.nmae'], 5, 'key')).to.deep.include({
+        column: 13,
+        text: `nmae" = 1, 'a.b' = 2, plain = 3 }`,
+      });
       expect(within(text, ['t', 'a.b'], 2, 'key')).to.deep.include({ column: 27 });
       expect(within(text, ['t', 'plain'], 2, 'key')).to.deep.include({ column: 37 });
       expect(within(text, ['t', 'nope'], 0, 'key')).to.equal(undefined);
     });
 
     it('never throws on arbitrary text', () => {
-      const pieces = fc.constantFrom('a = ', '"', "'", '"""', "'''", '\\', '\\u', '\n', '\r\n', ' ', 'a', '😀', '{', '}');
+      const pieces = fc.constantFrom(
+        'a = ',
+        '"',
+        "'",
+        '"""',
+        "'''",
+        '\\',
+        '\\u',
+        '\n',
+        '\r\n',
+        ' ',
+        'a',
+        '😀',
+        '{',
+        '}',
+      );
       fc.assert(
-        fc.property(fc.array(pieces, { maxLength: 30 }).map((p) => p.join('')), fc.nat(40), (text, offset) => {
-          const locator = buildLocator(text);
-          locator.locateWithin(['a'], offset, 'value');
-          locator.locateWithin(['a'], offset, 'key');
-        }),
+        fc.property(
+          fc.array(pieces, { maxLength: 30 }).map((p) => p.join('')),
+          fc.nat(40),
+          (text, offset) => {
+            const locator = buildLocator(text);
+            locator.locateWithin(['a'], offset, 'value');
+            locator.locateWithin(['a'], offset, 'key');
+          },
+        ),
       );
     });
 
@@ -342,9 +398,17 @@ describe('buildLocator', () => {
       [['skill', 'triage', 'actions', 2, 'mapParams', 'ticketId'], { line: 124, column: 15 }, 'ticketId = "ticketId"'],
       [['page', '/tickets/:id', 'query', 'ticket', 'where', 'id'], { line: 182, column: 11 }, 'id = "$params.id"'],
       [['workflow', 'EscalateTicket', 'steps', 0, 'where', 'status'], { line: 145, column: 108 }, 'status = "open"'],
-      [['workflow', 'EscalateTicket', 'precondition', 'variables.data.record.status'], { line: 141, column: 18 }, '"variables.data.record.status"'],
+      [
+        ['workflow', 'EscalateTicket', 'precondition', 'variables.data.record.status'],
+        { line: 141, column: 18 },
+        '"variables.data.record.status"',
+      ],
       [['auth', 'apiKeys', 1, 'scopes', 0], { line: 31, column: 11 }, '"tickets.read"'],
-      [['entity', 'Customer', 'access', 'delete', '$currentUser.role'], { line: 45, column: 12 }, '"$currentUser.role"'],
+      [
+        ['entity', 'Customer', 'access', 'delete', '$currentUser.role'],
+        { line: 45, column: 12 },
+        '"$currentUser.role"',
+      ],
     ];
     for (const [path, position, source] of cases) {
       it(`locates ${path.join('.')}`, () => {
@@ -383,12 +447,17 @@ function expectAllPathsLocated(text: string): void {
     const last = path[path.length - 1];
     const found = textAt(text, position!);
     if (typeof last === 'string') {
-      expect([keyText(last), `'${last}'`].some((k) => found.startsWith(k)), `${JSON.stringify(path)} at "${found}" in\n${text}`).to.equal(true);
+      expect(
+        [keyText(last), `'${last}'`].some((k) => found.startsWith(k)),
+        `${JSON.stringify(path)} at "${found}" in\n${text}`,
+      ).to.equal(true);
     } else {
       expect(found, `${JSON.stringify(path)} in\n${text}`).to.match(/^[^\s,#\]}]/);
     }
     if (path.length > 1) {
-      expect(position, `${JSON.stringify(path)} is a fallback in\n${text}`).to.not.deep.equal(locator.locate(path.slice(0, -1)));
+      expect(position, `${JSON.stringify(path)} is a fallback in\n${text}`).to.not.deep.equal(
+        locator.locate(path.slice(0, -1)),
+      );
     }
   }
 }
@@ -432,7 +501,27 @@ const COMMENT = '# [fake] k = "v" {';
 
 const stringArbitrary = fc
   .tuple(
-    fc.array(fc.constantFrom('a', ' ', '#', '[fake.header]', 'key = "x"', '"', "'", '\\', '\n', '\t', '{', ',', ']', '=', 'é', '😀'), { maxLength: 6 }),
+    fc.array(
+      fc.constantFrom(
+        'a',
+        ' ',
+        '#',
+        '[fake.header]',
+        'key = "x"',
+        '"',
+        "'",
+        '\\',
+        '\n',
+        '\t',
+        '{',
+        ',',
+        ']',
+        '=',
+        'é',
+        '😀',
+      ),
+      { maxLength: 6 },
+    ),
     fc.constantFrom('basic', 'literal', 'multiline', 'multiline-literal'),
   )
   .map(([parts, style]): ScalarNode => {
@@ -448,7 +537,20 @@ const stringArbitrary = fc
 const scalarArbitrary: fc.Arbitrary<Node> = fc.oneof(
   fc.integer().map((n): ScalarNode => ({ kind: 'scalar', text: String(n) })),
   fc
-    .constantFrom('1.5', '-0.25', '6.02e23', 'inf', 'nan', '+1_000', 'true', 'false', '1979-05-27T07:32:00Z', '1979-05-27 07:32:00', '07:32:00', '1979-05-27')
+    .constantFrom(
+      '1.5',
+      '-0.25',
+      '6.02e23',
+      'inf',
+      'nan',
+      '+1_000',
+      'true',
+      'false',
+      '1979-05-27T07:32:00Z',
+      '1979-05-27 07:32:00',
+      '07:32:00',
+      '1979-05-27',
+    )
     .map((text): ScalarNode => ({ kind: 'scalar', text })),
   stringArbitrary,
 );

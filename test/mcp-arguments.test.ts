@@ -37,7 +37,8 @@ describe('MCP tool arguments (generator)', () => {
     expect(keys('board_get_task')).to.deep.equal(['projectId', 'taskId']);
     expect(keys('board_list_tasks')).to.deep.equal(['projectId', 'limit', 'offset', 'level']);
     expect(keys('start_task')).to.deep.equal(['recordId', 'note', 'idempotencyKey']);
-    for (const schema of Object.values(tools)) expect(schema).to.include({ type: 'object', additionalProperties: false });
+    for (const schema of Object.values(tools))
+      expect(schema).to.include({ type: 'object', additionalProperties: false });
   });
 
   it('refuses a path parameter an update body also takes, at the action', () => {

@@ -16,7 +16,9 @@ const SCRIPT = [
   '    CONSTRAINT "Thing_parentId_fkey" FOREIGN KEY ("parentId") REFERENCES "Parent" ("id") ON DELETE SET NULL ON UPDATE CASCADE',
   ');',
   `-- ${'a comment that goes on and on '.repeat(6)}`,
-  'CREATE TABLE "new_Thing" ("id" TEXT NOT NULL PRIMARY KEY, "note" TEXT, ' + columns.map((c) => `${c} TEXT`).join(', ') + ');',
+  'CREATE TABLE "new_Thing" ("id" TEXT NOT NULL PRIMARY KEY, "note" TEXT, ' +
+    columns.map((c) => `${c} TEXT`).join(', ') +
+    ');',
   `INSERT INTO "Parent" ("id") VALUES ('p 1');`,
   `INSERT INTO "Thing" ("id", "parentId", ${columns.join(', ')}) VALUES ('t''1', 'p 1', ${columns.map((_, i) => `'v ${i}'`).join(', ')});`,
   `INSERT INTO "new_Thing" ("id", "note", ${columns.join(', ')}) SELECT "id", "note", ${columns.join(', ')} FROM "Thing";`,

@@ -43,9 +43,10 @@ model Ticket {
 `;
 
 /** V1 plus a defaulted column on Ticket and a new model. */
-const SCHEMA_V2 = SCHEMA_V1
-  .replace('  createdAt  DateTime\n  @@index', '  createdAt  DateTime\n  priority   String    @default("normal")\n  @@index')
-  .concat('\nmodel Tag {\n  id    String @id\n  label String\n}\n');
+const SCHEMA_V2 = SCHEMA_V1.replace(
+  '  createdAt  DateTime\n  @@index',
+  '  createdAt  DateTime\n  priority   String    @default("normal")\n  @@index',
+).concat('\nmodel Tag {\n  id    String @id\n  label String\n}\n');
 
 /** V1 with Customer.name optional: SQLite cannot alter that in place, so Customer, the referenced table, is rebuilt. */
 const SCHEMA_V1_OPTIONAL_NAME = SCHEMA_V1.replace('  name      String\n', '  name      String?\n');
@@ -78,12 +79,20 @@ function tableNames(db: Database.Database): string[] {
 
 /** The user schema, without the bookkeeping table, to compare two databases' structure. */
 function userSchema(db: Database.Database): unknown[] {
-  return db.prepare("SELECT type, name, sql FROM sqlite_master WHERE name <> '_prisma_migrations' ORDER BY type, name").all();
+  return db
+    .prepare("SELECT type, name, sql FROM sqlite_master WHERE name <> '_prisma_migrations' ORDER BY type, name")
+    .all();
 }
 
 interface MigrationRow {
-  id: string; checksum: string; finished_at: unknown; migration_name: string;
-  logs: string | null; rolled_back_at: unknown; started_at: unknown; applied_steps_count: number;
+  id: string;
+  checksum: string;
+  finished_at: unknown;
+  migration_name: string;
+  logs: string | null;
+  rolled_back_at: unknown;
+  started_at: unknown;
+  applied_steps_count: number;
 }
 
 function migrationRows(db: Database.Database): MigrationRow[] {
@@ -104,7 +113,9 @@ describe('diffSchemas', () => {
     expect(sql).to.include('CREATE TABLE "Customer" (');
     expect(sql).to.include('CREATE TABLE "Ticket" (');
     expect(sql).to.include(`"status" TEXT NOT NULL DEFAULT 'open'`);
-    expect(sql).to.include('CONSTRAINT "Ticket_customerId_fkey" FOREIGN KEY ("customerId") REFERENCES "Customer" ("id")');
+    expect(sql).to.include(
+      'CONSTRAINT "Ticket_customerId_fkey" FOREIGN KEY ("customerId") REFERENCES "Customer" ("id")',
+    );
     expect(sql).to.include('CREATE UNIQUE INDEX "Customer_email_key" ON "Customer"("email");');
     expect(sql).to.include('CREATE INDEX "Ticket_status_idx" ON "Ticket"("status");');
     expect(sql).to.include('CREATE INDEX "Ticket_customerId_idx" ON "Ticket"("customerId");');
@@ -118,13 +129,33 @@ describe('diffSchemas', () => {
     try {
       expect(applyMigrations(db, migrationsDir)).to.deep.equal({ applied: ['20240101000000_init'], alreadyApplied: 0 });
       expect(tableNames(db)).to.deep.equal(['Customer', 'Ticket', '_prisma_migrations']);
-      db.prepare('INSERT INTO "Customer" (id, name, email, createdAt) VALUES (?, ?, ?, ?)').run('c1', 'Ada', 'ada@example.com', Date.now());
-      db.prepare('INSERT INTO "Ticket" (id, title, customerId, createdAt) VALUES (?, ?, ?, ?)').run('t1', 'Broken', 'c1', Date.now());
+      db.prepare('INSERT INTO "Customer" (id, name, email, createdAt) VALUES (?, ?, ?, ?)').run(
+        'c1',
+        'Ada',
+        'ada@example.com',
+        Date.now(),
+      );
+      db.prepare('INSERT INTO "Ticket" (id, title, customerId, createdAt) VALUES (?, ?, ?, ?)').run(
+        't1',
+        'Broken',
+        'c1',
+        Date.now(),
+      );
       expect(db.prepare('SELECT status FROM "Ticket" WHERE id = ?').pluck().get('t1')).to.equal('open');
-      expect(() => db.prepare('INSERT INTO "Ticket" (id, title, customerId, createdAt) VALUES (?, ?, ?, ?)').run('t2', 'Orphan', 'nobody', Date.now()))
-        .to.throw().with.property('code', 'SQLITE_CONSTRAINT_FOREIGNKEY');
-      expect(() => db.prepare('INSERT INTO "Customer" (id, name, email, createdAt) VALUES (?, ?, ?, ?)').run('c2', 'Bob', 'ada@example.com', Date.now()))
-        .to.throw().with.property('code', 'SQLITE_CONSTRAINT_UNIQUE');
+      expect(() =>
+        db
+          .prepare('INSERT INTO "Ticket" (id, title, customerId, createdAt) VALUES (?, ?, ?, ?)')
+          .run('t2', 'Orphan', 'nobody', Date.now()),
+      )
+        .to.throw()
+        .with.property('code', 'SQLITE_CONSTRAINT_FOREIGNKEY');
+      expect(() =>
+        db
+          .prepare('INSERT INTO "Customer" (id, name, email, createdAt) VALUES (?, ?, ?, ?)')
+          .run('c2', 'Bob', 'ada@example.com', Date.now()),
+      )
+        .to.throw()
+        .with.property('code', 'SQLITE_CONSTRAINT_UNIQUE');
     } finally {
       db.close();
     }
@@ -142,19 +173,43 @@ describe('diffSchemas', () => {
     const db = open(join(scratch, 'app.db'));
     try {
       applyMigrations(db, migrationsDir);
-      db.prepare('INSERT INTO "Customer" (id, name, email, createdAt) VALUES (?, ?, ?, ?)').run('c1', 'Ada', 'ada@example.com', 1);
-      db.prepare('INSERT INTO "Ticket" (id, title, status, customerId, createdAt) VALUES (?, ?, ?, ?, ?)').run('t1', 'Broken', 'closed', 'c1', 2);
+      db.prepare('INSERT INTO "Customer" (id, name, email, createdAt) VALUES (?, ?, ?, ?)').run(
+        'c1',
+        'Ada',
+        'ada@example.com',
+        1,
+      );
+      db.prepare('INSERT INTO "Ticket" (id, title, status, customerId, createdAt) VALUES (?, ?, ?, ?, ?)').run(
+        't1',
+        'Broken',
+        'closed',
+        'c1',
+        2,
+      );
 
       writeMigration(migrationsDir, '20240201000000_priority_and_tags', change);
-      expect(applyMigrations(db, migrationsDir)).to.deep.equal({ applied: ['20240201000000_priority_and_tags'], alreadyApplied: 1 });
+      expect(applyMigrations(db, migrationsDir)).to.deep.equal({
+        applied: ['20240201000000_priority_and_tags'],
+        alreadyApplied: 1,
+      });
 
-      expect(db.prepare('SELECT id, title, status, customerId, createdAt, priority FROM "Ticket"').all())
-        .to.deep.equal([{ id: 't1', title: 'Broken', status: 'closed', customerId: 'c1', createdAt: 2, priority: 'normal' }]);
+      expect(db.prepare('SELECT id, title, status, customerId, createdAt, priority FROM "Ticket"').all()).to.deep.equal(
+        [{ id: 't1', title: 'Broken', status: 'closed', customerId: 'c1', createdAt: 2, priority: 'normal' }],
+      );
       expect(tableNames(db)).to.include('Tag');
-      expect(db.prepare("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'Ticket' ORDER BY name").pluck().all())
-        .to.deep.equal(['Ticket_customerId_idx', 'Ticket_status_idx', 'sqlite_autoindex_Ticket_1']);
-      expect(() => db.prepare('INSERT INTO "Ticket" (id, title, customerId, createdAt) VALUES (?, ?, ?, ?)').run('t2', 'Orphan', 'nobody', 3))
-        .to.throw().with.property('code', 'SQLITE_CONSTRAINT_FOREIGNKEY');
+      expect(
+        db
+          .prepare("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'Ticket' ORDER BY name")
+          .pluck()
+          .all(),
+      ).to.deep.equal(['Ticket_customerId_idx', 'Ticket_status_idx', 'sqlite_autoindex_Ticket_1']);
+      expect(() =>
+        db
+          .prepare('INSERT INTO "Ticket" (id, title, customerId, createdAt) VALUES (?, ?, ?, ?)')
+          .run('t2', 'Orphan', 'nobody', 3),
+      )
+        .to.throw()
+        .with.property('code', 'SQLITE_CONSTRAINT_FOREIGNKEY');
     } finally {
       db.close();
     }
@@ -169,16 +224,24 @@ describe('diffSchemas', () => {
     const first = await diffSchemas(SCHEMA_V1, SCHEMA_V2);
     const second = await diffSchemas(SCHEMA_V1, SCHEMA_V2);
     expect(second).to.equal(first);
-    const concurrent = await Promise.all([diffSchemas(SCHEMA_V1, SCHEMA_V2), diffSchemas(null, SCHEMA_V1), diffSchemas(SCHEMA_V1, SCHEMA_V2)]);
+    const concurrent = await Promise.all([
+      diffSchemas(SCHEMA_V1, SCHEMA_V2),
+      diffSchemas(null, SCHEMA_V1),
+      diffSchemas(SCHEMA_V1, SCHEMA_V2),
+    ]);
     expect(concurrent).to.deep.equal([first, await diffSchemas(null, SCHEMA_V1), first]);
   });
 
   it('rejects an invalid schema with the engine message, naming which side is wrong', async () => {
     const invalid = SCHEMA_V1.replace('customer   Customer?', 'customer   Client?');
     let failure: unknown;
-    await diffSchemas(invalid, SCHEMA_V1).catch((error: unknown) => { failure = error; });
+    await diffSchemas(invalid, SCHEMA_V1).catch((error: unknown) => {
+      failure = error;
+    });
     expect(failure).to.be.instanceOf(Error);
-    expect((failure as Error).message).to.include('Type "Client" is neither a built-in type').and.include('previous/schema.prisma');
+    expect((failure as Error).message)
+      .to.include('Type "Client" is neither a built-in type')
+      .and.include('previous/schema.prisma');
   });
 });
 
@@ -196,14 +259,18 @@ describe('checkSchema', () => {
   });
 
   it('reports each error separately', async () => {
-    const messages = await checkSchema(SCHEMA_V1.replace('customer   Customer?', 'customer   Client?').replace('name      String', 'name      Strin'));
+    const messages = await checkSchema(
+      SCHEMA_V1.replace('customer   Customer?', 'customer   Client?').replace('name      String', 'name      Strin'),
+    );
     expect(messages).to.have.length(2);
     expect(messages[0]).to.include('Type "Strin"');
     expect(messages[1]).to.include('Type "Client"');
   });
 
   it('rejects a datasource url, which Prisma 7 moved to prisma.config.ts', async () => {
-    const messages = await checkSchema(SCHEMA_V1.replace('provider = "sqlite"', 'provider = "sqlite"\n  url      = "file:./dev.db"'));
+    const messages = await checkSchema(
+      SCHEMA_V1.replace('provider = "sqlite"', 'provider = "sqlite"\n  url      = "file:./dev.db"'),
+    );
     expect(messages).to.have.length(1);
     expect(messages[0]).to.include('The datasource property `url` is no longer supported in schema files');
   });
@@ -248,7 +315,10 @@ describe('applyMigrations', () => {
   }
 
   it('applies pending migrations in folder-name order', () => {
-    expect(applyTo(dbFile)).to.deep.equal({ applied: ['20240101000000_init', '20240201000000_priority_and_tags'], alreadyApplied: 0 });
+    expect(applyTo(dbFile)).to.deep.equal({
+      applied: ['20240101000000_init', '20240201000000_priority_and_tags'],
+      alreadyApplied: 0,
+    });
     expect(read(dbFile, tableNames)).to.deep.equal(['Customer', 'Tag', 'Ticket', '_prisma_migrations']);
   });
 
@@ -263,7 +333,10 @@ describe('applyMigrations', () => {
     const before = Date.now();
     applyTo(dbFile);
     const rows = read(dbFile, migrationRows);
-    expect(rows.map((row) => row.migration_name)).to.deep.equal(['20240101000000_init', '20240201000000_priority_and_tags']);
+    expect(rows.map((row) => row.migration_name)).to.deep.equal([
+      '20240101000000_init',
+      '20240201000000_priority_and_tags',
+    ]);
     for (const row of rows) {
       expect(row.id).to.match(/^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
       expect(row.checksum).to.equal(sha256(readFileSync(join(migrationsDir, row.migration_name, 'migration.sql'))));
@@ -272,35 +345,60 @@ describe('applyMigrations', () => {
       expect(row.rolled_back_at).to.equal(null);
       // Prisma's native SQLite driver stores DateTime values as Unix milliseconds.
       expect(row.started_at).to.be.a('number').and.at.least(before);
-      expect(row.finished_at).to.be.a('number').and.at.least(row.started_at as number);
+      expect(row.finished_at)
+        .to.be.a('number')
+        .and.at.least(row.started_at as number);
     }
   });
 
-  it('builds the same database as Prisma\'s own engine, bookkeeping table included', async () => {
+  it("builds the same database as Prisma's own engine, bookkeeping table included", async () => {
     applyTo(dbFile);
     const prismaDb = join(scratch, 'prisma.db');
-    const output = await withPrisma(prismaDb, (engine) => engine.applyMigrations({ migrationsList: prismaMigrationsList(migrationsDir), filters: NO_FILTERS }));
+    const output = await withPrisma(prismaDb, (engine) =>
+      engine.applyMigrations({ migrationsList: prismaMigrationsList(migrationsDir), filters: NO_FILTERS }),
+    );
     expect(output.appliedMigrationNames).to.deep.equal(['20240101000000_init', '20240201000000_priority_and_tags']);
 
-    const tableSql = (db: Database.Database) => db.prepare("SELECT sql FROM sqlite_master WHERE name = '_prisma_migrations'").pluck().get();
+    const tableSql = (db: Database.Database) =>
+      db.prepare("SELECT sql FROM sqlite_master WHERE name = '_prisma_migrations'").pluck().get();
     expect(read(dbFile, tableSql)).to.equal(read(prismaDb, tableSql));
     expect(read(dbFile, userSchema)).to.deep.equal(read(prismaDb, userSchema));
     // Ids and timestamps differ by nature (and the wasm engine writes timestamps as ISO text,
     // the native one as milliseconds; both read either), everything else must match.
-    const comparable = (db: Database.Database) => migrationRows(db).map(({ checksum, migration_name, logs, rolled_back_at, applied_steps_count }) =>
-      ({ checksum, migration_name, logs, rolled_back_at, applied_steps_count }));
+    const comparable = (db: Database.Database) =>
+      migrationRows(db).map(({ checksum, migration_name, logs, rolled_back_at, applied_steps_count }) => ({
+        checksum,
+        migration_name,
+        logs,
+        rolled_back_at,
+        applied_steps_count,
+      }));
     expect(read(dbFile, comparable)).to.deep.equal(read(prismaDb, comparable));
   });
 
   it('leaves a history that Prisma reads as up to date, then as behind when a migration is added', async () => {
     rmSync(join(migrationsDir, '20240201000000_priority_and_tags'), { recursive: true });
     applyTo(dbFile);
-    const diagnose = () => withPrisma(dbFile, (engine) =>
-      engine.diagnoseMigrationHistory({ migrationsList: prismaMigrationsList(migrationsDir), optInToShadowDatabase: false, filters: NO_FILTERS }));
-    expect(await diagnose()).to.deep.equal({ editedMigrationNames: [], failedMigrationNames: [], hasMigrationsTable: true, history: null });
+    const diagnose = () =>
+      withPrisma(dbFile, (engine) =>
+        engine.diagnoseMigrationHistory({
+          migrationsList: prismaMigrationsList(migrationsDir),
+          optInToShadowDatabase: false,
+          filters: NO_FILTERS,
+        }),
+      );
+    expect(await diagnose()).to.deep.equal({
+      editedMigrationNames: [],
+      failedMigrationNames: [],
+      hasMigrationsTable: true,
+      history: null,
+    });
 
     writeMigration(migrationsDir, '20240201000000_priority_and_tags', change);
-    expect((await diagnose()).history).to.deep.equal({ diagnostic: 'databaseIsBehind', unappliedMigrationNames: ['20240201000000_priority_and_tags'] });
+    expect((await diagnose()).history).to.deep.equal({
+      diagnostic: 'databaseIsBehind',
+      unappliedMigrationNames: ['20240201000000_priority_and_tags'],
+    });
     applyTo(dbFile);
     expect((await diagnose()).history).to.equal(null);
   });
@@ -308,7 +406,10 @@ describe('applyMigrations', () => {
   it('refuses a migration edited after it was applied, before applying anything else', () => {
     rmSync(join(migrationsDir, '20240201000000_priority_and_tags'), { recursive: true });
     applyTo(dbFile);
-    writeFileSync(join(migrationsDir, '20240101000000_init', 'migration.sql'), `${init}\nCREATE TABLE "Sneaky" ("id" TEXT);\n`);
+    writeFileSync(
+      join(migrationsDir, '20240101000000_init', 'migration.sql'),
+      `${init}\nCREATE TABLE "Sneaky" ("id" TEXT);\n`,
+    );
     writeMigration(migrationsDir, '20240201000000_priority_and_tags', change);
     expect(() => applyTo(dbFile)).to.throw(/Migration "20240101000000_init" was edited after it was applied/);
     expect(read(dbFile, tableNames)).to.deep.equal(['Customer', 'Ticket', '_prisma_migrations']);
@@ -321,10 +422,19 @@ describe('applyMigrations', () => {
   });
 
   it('rolls a failing migration back entirely, records nothing, and names it', () => {
-    writeMigration(migrationsDir, '20240301000000_broken', 'CREATE TABLE "Half" ("id" TEXT);\nALTER TABLE "Missing" ADD COLUMN "x" TEXT;\n');
-    expect(() => applyTo(dbFile)).to.throw(/^Migration "20240301000000_broken" failed and was rolled back: no such table: Missing$/);
+    writeMigration(
+      migrationsDir,
+      '20240301000000_broken',
+      'CREATE TABLE "Half" ("id" TEXT);\nALTER TABLE "Missing" ADD COLUMN "x" TEXT;\n',
+    );
+    expect(() => applyTo(dbFile)).to.throw(
+      /^Migration "20240301000000_broken" failed and was rolled back: no such table: Missing$/,
+    );
     expect(read(dbFile, tableNames)).to.deep.equal(['Customer', 'Tag', 'Ticket', '_prisma_migrations']);
-    expect(read(dbFile, migrationRows).map((row) => row.migration_name)).to.deep.equal(['20240101000000_init', '20240201000000_priority_and_tags']);
+    expect(read(dbFile, migrationRows).map((row) => row.migration_name)).to.deep.equal([
+      '20240101000000_init',
+      '20240201000000_priority_and_tags',
+    ]);
 
     writeMigration(migrationsDir, '20240301000000_broken', 'CREATE TABLE "Half" ("id" TEXT);\n');
     expect(applyTo(dbFile)).to.deep.equal({ applied: ['20240301000000_broken'], alreadyApplied: 2 });
@@ -334,10 +444,13 @@ describe('applyMigrations', () => {
     applyTo(dbFile);
     const db = open(dbFile);
     try {
-      db.prepare('INSERT INTO "_prisma_migrations" (id, checksum, migration_name, started_at, logs) VALUES (?, ?, ?, ?, ?)')
-        .run('11111111-1111-4111-8111-111111111111', sha256('x'), '20240301000000_failed', Date.now(), 'syntax error');
+      db.prepare(
+        'INSERT INTO "_prisma_migrations" (id, checksum, migration_name, started_at, logs) VALUES (?, ?, ?, ?, ?)',
+      ).run('11111111-1111-4111-8111-111111111111', sha256('x'), '20240301000000_failed', Date.now(), 'syntax error');
       writeMigration(migrationsDir, '20240401000000_next', 'CREATE TABLE "Next" ("id" TEXT);\n');
-      expect(() => applyMigrations(db, migrationsDir)).to.throw(/failed migrations: 20240301000000_failed\b.*prisma migrate resolve/s);
+      expect(() => applyMigrations(db, migrationsDir)).to.throw(
+        /failed migrations: 20240301000000_failed\b.*prisma migrate resolve/s,
+      );
       expect(tableNames(db)).to.not.include('Next');
     } finally {
       db.close();
@@ -351,8 +464,18 @@ describe('applyMigrations', () => {
     const db = open(dbFile);
     try {
       applyMigrations(db, migrationsDir);
-      db.prepare('INSERT INTO "Customer" (id, name, email, createdAt) VALUES (?, ?, ?, ?)').run('c1', 'Ada', 'ada@example.com', 1);
-      db.prepare('INSERT INTO "Ticket" (id, title, customerId, createdAt) VALUES (?, ?, ?, ?)').run('t1', 'Broken', 'c1', 2);
+      db.prepare('INSERT INTO "Customer" (id, name, email, createdAt) VALUES (?, ?, ?, ?)').run(
+        'c1',
+        'Ada',
+        'ada@example.com',
+        1,
+      );
+      db.prepare('INSERT INTO "Ticket" (id, title, customerId, createdAt) VALUES (?, ?, ?, ?)').run(
+        't1',
+        'Broken',
+        'c1',
+        2,
+      );
       writeMigration(migrationsDir, '20240201000000_optional_name', rebuild);
 
       expect(applyMigrations(db, migrationsDir).applied).to.deep.equal(['20240201000000_optional_name']);
@@ -367,15 +490,25 @@ describe('applyMigrations', () => {
 
   it('rolls back a migration that leaves dangling foreign keys', () => {
     applyTo(dbFile);
-    writeMigration(migrationsDir, '20240301000000_dangling', `INSERT INTO "Ticket" (id, title, customerId, createdAt) VALUES ('t1', 'x', 'nobody', 0);\n`);
-    expect(() => applyTo(dbFile)).to.throw(/Migration "20240301000000_dangling" failed and was rolled back: .*Ticket -> Customer/);
+    writeMigration(
+      migrationsDir,
+      '20240301000000_dangling',
+      `INSERT INTO "Ticket" (id, title, customerId, createdAt) VALUES ('t1', 'x', 'nobody', 0);\n`,
+    );
+    expect(() => applyTo(dbFile)).to.throw(
+      /Migration "20240301000000_dangling" failed and was rolled back: .*Ticket -> Customer/,
+    );
     expect(read(dbFile, (db) => db.prepare('SELECT count(*) FROM "Ticket"').pluck().get())).to.equal(0);
   });
 
   it('applies each migration exactly once when several processes start together', async () => {
     // A slow first migration widens the window in which the others try to start theirs.
-    writeMigration(migrationsDir, '20231231000000_seed', 'CREATE TABLE "Numbers" ("n" INTEGER);\n' +
-      'WITH RECURSIVE c(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM c WHERE n < 300000) INSERT INTO "Numbers" SELECT n FROM c;\n');
+    writeMigration(
+      migrationsDir,
+      '20231231000000_seed',
+      'CREATE TABLE "Numbers" ("n" INTEGER);\n' +
+        'WITH RECURSIVE c(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM c WHERE n < 300000) INSERT INTO "Numbers" SELECT n FROM c;\n',
+    );
     const startAt = Date.now() + 1500;
     const child = `
       import Database from 'better-sqlite3';
@@ -385,12 +518,18 @@ describe('applyMigrations', () => {
       db.pragma('foreign_keys = ON');
       console.log(JSON.stringify(applyMigrations(db, ${JSON.stringify(migrationsDir)})));
     `;
-    const outputs = await Promise.all([1, 2, 3].map(() =>
-      run(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', child], { cwd: ROOT })));
+    const outputs = await Promise.all(
+      [1, 2, 3].map(() =>
+        run(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', child], { cwd: ROOT }),
+      ),
+    );
     const results = outputs.map(({ stdout }) => JSON.parse(stdout) as MigrationResult);
     // Processes may take turns between migrations, but each migration is applied exactly once.
-    expect(results.flatMap((result) => result.applied).sort())
-      .to.deep.equal(['20231231000000_seed', '20240101000000_init', '20240201000000_priority_and_tags']);
+    expect(results.flatMap((result) => result.applied).sort()).to.deep.equal([
+      '20231231000000_seed',
+      '20240101000000_init',
+      '20240201000000_priority_and_tags',
+    ]);
     for (const result of results) expect(result.applied.length + result.alreadyApplied).to.equal(3);
     expect(read(dbFile, migrationRows)).to.have.length(3);
     expect(read(dbFile, (db) => db.prepare('SELECT count(*) FROM "Numbers"').pluck().get())).to.equal(300000);

@@ -113,16 +113,28 @@ describe('two app instances on one PostgreSQL', function () {
 
   it('answers a used key first, on either instance: another input is 409 IDEMPOTENCY_KEY_REUSE, nothing written', async () => {
     const key = freshKey();
-    const first = await request(on(0), 'POST', '/api/tickets', { json: { title: `reuse-${key}` }, headers: { ...agent, 'idempotency-key': key } });
+    const first = await request(on(0), 'POST', '/api/tickets', {
+      json: { title: `reuse-${key}` },
+      headers: { ...agent, 'idempotency-key': key },
+    });
     expect(first.status, first.text).to.equal(201);
     // The write is recorded before its key is checked, and rolled back when the key is taken.
-    const other = await request(on(1), 'POST', '/api/tickets', { json: { title: `other-${key}` }, headers: { ...agent, 'idempotency-key': key } });
+    const other = await request(on(1), 'POST', '/api/tickets', {
+      json: { title: `other-${key}` },
+      headers: { ...agent, 'idempotency-key': key },
+    });
     expect(other.status, other.text).to.equal(409);
     expect((other.body as { error: { code: string } }).error.code).to.equal('IDEMPOTENCY_KEY_REUSE');
     // Even when this attempt fails on its own (here, validation): the key's answer comes first.
-    const invalid = await request(on(1), 'POST', '/api/tickets', { json: { priority: 'urgent!' }, headers: { ...agent, 'idempotency-key': key } });
+    const invalid = await request(on(1), 'POST', '/api/tickets', {
+      json: { priority: 'urgent!' },
+      headers: { ...agent, 'idempotency-key': key },
+    });
     expect((invalid.body as { error: { code: string } }).error.code, invalid.text).to.equal('IDEMPOTENCY_KEY_REUSE');
-    const replay = await request(on(1), 'POST', '/api/tickets', { json: { title: `reuse-${key}` }, headers: { ...agent, 'idempotency-key': key } });
+    const replay = await request(on(1), 'POST', '/api/tickets', {
+      json: { title: `reuse-${key}` },
+      headers: { ...agent, 'idempotency-key': key },
+    });
     expect(replay.status, replay.text).to.equal(201);
     expect(replay.headers.get('idempotent-replayed')).to.equal('true');
     expect((replay.body as Rec).id).to.equal((first.body as Rec).id);
@@ -133,12 +145,18 @@ describe('two app instances on one PostgreSQL', function () {
   it('runs a command with a handler once for one key sent to both instances, and replays it on either', async () => {
     const ticket = await newTicket('handled');
     const step = (i: number, command: string, json: Rec = {}) =>
-      request(on(i), 'POST', `/api/commands/${command}/${ticket.id}`, { json, headers: { ...agent, 'idempotency-key': freshKey() } });
+      request(on(i), 'POST', `/api/commands/${command}/${ticket.id}`, {
+        json,
+        headers: { ...agent, 'idempotency-key': freshKey() },
+      });
     expect((await step(0, 'start_ticket')).status).to.equal(200);
     expect((await step(1, 'resolve_ticket', { resolution: 'fixed' })).status).to.equal(200);
     const key = freshKey();
     const close = (i: number) =>
-      request(on(i), 'POST', `/api/commands/close_ticket/${ticket.id}`, { json: {}, headers: { ...agent, 'idempotency-key': key } });
+      request(on(i), 'POST', `/api/commands/close_ticket/${ticket.id}`, {
+        json: {},
+        headers: { ...agent, 'idempotency-key': key },
+      });
     const answers = await Promise.all([close(0), close(1)]);
     for (const r of answers) expect([200, 409], r.text).to.include(r.status);
     for (const r of answers.filter((a) => a.status === 409))
@@ -149,7 +167,9 @@ describe('two app instances on one PostgreSQL', function () {
       expect(replay.headers.get('idempotent-replayed')).to.equal('true');
       expect((replay.body as Rec).status).to.equal('closed');
     }
-    const audit = await request(on(0), 'GET', `/api/audit?entity=Ticket&recordId=${ticket.id}&limit=100`, { headers: agent });
+    const audit = await request(on(0), 'GET', `/api/audit?entity=Ticket&recordId=${ticket.id}&limit=100`, {
+      headers: agent,
+    });
     expect(audit.status, audit.text).to.equal(200);
     const closes = (audit.body as { items: Rec[] }).items.filter((e) => e.operation === 'command:CloseTicket');
     expect(closes).to.have.length(1);
@@ -164,7 +184,10 @@ describe('two app instances on one PostgreSQL', function () {
     const db = new pg.Client({ connectionString: env.DATABASE_URL });
     await db.connect();
     try {
-      const aged = await db.query('UPDATE "_bp_idempotency" SET "expiresAt" = $1 WHERE "key" = $2', [Date.now() - 1000, key]);
+      const aged = await db.query('UPDATE "_bp_idempotency" SET "expiresAt" = $1 WHERE "key" = $2', [
+        Date.now() - 1000,
+        key,
+      ]);
       expect(aged.rowCount).to.equal(1);
       const again = await send(`renewed-${key}`);
       expect(again.status, again.text).to.equal(201);
@@ -222,19 +245,26 @@ describe('two app instances on one PostgreSQL', function () {
       expect(other.status).to.equal(404);
     }
     // Each job's notify was sent once, by whichever instance ran it.
-    const sent = (t: Rec) => apps.map((a) => a.output().split(`Ticket ${String(t.id)} escalated`).length - 1).reduce((x, y) => x + y);
+    const sent = (t: Rec) =>
+      apps.map((a) => a.output().split(`Ticket ${String(t.id)} escalated`).length - 1).reduce((x, y) => x + y);
     for (const t of tickets) expect(sent(t), String(t.id)).to.equal(1);
 
     // AnnounceResolution: a resolved ticket is announced once across both instances.
     const [t] = tickets;
-    const started = await request(on(1), 'POST', `/api/commands/start_ticket/${String(t.id)}`, { json: {}, headers: { ...agent, 'idempotency-key': freshKey() } });
+    const started = await request(on(1), 'POST', `/api/commands/start_ticket/${String(t.id)}`, {
+      json: {},
+      headers: { ...agent, 'idempotency-key': freshKey() },
+    });
     expect(started.status, started.text).to.equal(200);
     const resolved = await request(on(0), 'POST', `/api/commands/resolve_ticket/${String(t.id)}`, {
       json: { resolution: 'fixed everywhere' },
       headers: { ...agent, 'idempotency-key': freshKey() },
     });
     expect(resolved.status, resolved.text).to.equal(200);
-    const announced = () => apps.map((a) => a.output().split(`Ticket ${String(t.id)} resolved: fixed everywhere`).length - 1).reduce((x, y) => x + y);
+    const announced = () =>
+      apps
+        .map((a) => a.output().split(`Ticket ${String(t.id)} resolved: fixed everywhere`).length - 1)
+        .reduce((x, y) => x + y);
     for (let n = 0; n < 100 && announced() === 0; n++) await new Promise((resolve) => setTimeout(resolve, 50));
     await new Promise((resolve) => setTimeout(resolve, 1500));
     expect(announced()).to.equal(1);
@@ -295,7 +325,10 @@ describe('two app instances on one PostgreSQL', function () {
 
 describe('two instances of an app with webhook and schedule triggers on one PostgreSQL', function () {
   this.timeout(180_000);
-  const env: Record<string, string> = { OPS_API_KEY: 'ops-key-0123456789abcdef0123', INBOUND_SECRET: 'inbound-secret-0123456789' };
+  const env: Record<string, string> = {
+    OPS_API_KEY: 'ops-key-0123456789abcdef0123',
+    INBOUND_SECRET: 'inbound-secret-0123456789',
+  };
   let apps: RunningApp[] = [];
   const query = async (sql: string): Promise<Rec[]> => {
     const client = new pg.Client({ connectionString: env.DATABASE_URL });
@@ -335,7 +368,12 @@ describe('two instances of an app with webhook and schedule triggers on one Post
     const body = JSON.stringify({ kind: 'mail', subject: 'sent to both' });
     const at = String(Math.floor(Date.now() / 1000));
     const signature = createHmac('sha256', env.INBOUND_SECRET).update(`${at}.${body}`).digest('hex');
-    const headers = { 'content-type': 'application/json', 'x-sender': 'a@example.com', 'x-webhook-timestamp': at, 'x-webhook-signature': `sha256=${signature}` };
+    const headers = {
+      'content-type': 'application/json',
+      'x-sender': 'a@example.com',
+      'x-webhook-timestamp': at,
+      'x-webhook-signature': `sha256=${signature}`,
+    };
     const answers = await Promise.all(apps.map((a) => request(a.url, 'POST', '/webhooks/inbound', { body, headers })));
     expect(answers.map((a) => a.status).sort()).to.deep.equal([202, 409]);
     const jobs = await query(`SELECT "id" FROM "_bp_jobs" WHERE "workflow" = 'Inbound'`);

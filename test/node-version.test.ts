@@ -12,12 +12,16 @@ const BIN = path.join(ROOT, 'bin', 'bp');
 const RANGE = '^20.19 || ^22.12 || >=24.0';
 
 function bpOn(version: string | undefined): { status: number | null; stdout: string; stderr: string } {
-  const preload = version === undefined ? [] : ['--import', `data:text/javascript,Object.defineProperty(process.versions,"node",{value:"${version}"})`];
+  const preload =
+    version === undefined
+      ? []
+      : ['--import', `data:text/javascript,Object.defineProperty(process.versions,"node",{value:"${version}"})`];
   const run = spawnSync(process.execPath, [...preload, BIN, '--version'], { cwd: ROOT, encoding: 'utf8' });
   return { status: run.status, stdout: run.stdout, stderr: run.stderr };
 }
 
-const readJson = (file: string) => JSON.parse(fs.readFileSync(path.join(ROOT, file), 'utf8')) as { version: string; engines: { node: string } };
+const readJson = (file: string) =>
+  JSON.parse(fs.readFileSync(path.join(ROOT, file), 'utf8')) as { version: string; engines: { node: string } };
 
 describe('the Node.js version', () => {
   it("is stated as Prisma's range, in bp's package.json", () => {
@@ -37,7 +41,7 @@ describe('the Node.js version', () => {
     }
   });
 
-  it('lets bp run on the versions of the range, this machine\'s included', () => {
+  it("lets bp run on the versions of the range, this machine's included", () => {
     for (const version of ['20.19.0', '22.12.0', '24.0.0', '26.1.0', undefined]) {
       const run = bpOn(version);
       expect(run.status, `${version}: ${run.stderr}`).to.equal(0);

@@ -31,10 +31,19 @@ const AGENT_KEY = 'triage-key-0123456789abcdef';
 
 /** Changes to a Sample, every field type at its edges but the unique one (whose change the database may refuse). */
 const SAMPLE_CHANGES: Rec[] = [
-  { title: 'Ünïcödé e\u0301 🎉 "quoted" \\ back', notes: 'line one\nline two\ttabbed \u2028 </script>', count: 2147483647 },
+  {
+    title: 'Ünïcödé e\u0301 🎉 "quoted" \\ back',
+    notes: 'line one\nline two\ttabbed \u2028 </script>',
+    count: 2147483647,
+  },
   { ratio: 0.1 + 0.2, flag: false, day: '2024-02-29', at: '2024-03-01T10:00:00.123+05:30', level: 'high' },
   { ratio: 5e-324, count: -2147483648, day: '0001-01-01', at: '0001-01-01T00:00:00Z', notes: null },
-  { ratio: 1.7976931348623157e308, day: '9999-12-31', at: '9999-12-31T23:59:59.999Z', token: '3f2a6c1e-8b4d-4e2f-9a7c-0d1e2f3a4b5c' },
+  {
+    ratio: 1.7976931348623157e308,
+    day: '9999-12-31',
+    at: '9999-12-31T23:59:59.999Z',
+    token: '3f2a6c1e-8b4d-4e2f-9a7c-0d1e2f3a4b5c',
+  },
   { ratio: 1e21, flag: true, manual: '/uploads/manual.pdf' },
   { ratio: -123456.789e-10, at: '1969-12-31T23:59:59.001-00:30', title: 'same title' },
   { title: 'same title' },
@@ -112,7 +121,12 @@ describe('an update or a command in one statement on PostgreSQL', function () {
     for (const [collection, entity, created, changes] of [
       ['samples', 'Sample', { title: 'one statement', at: '2020-01-01T00:00:00Z' }, SAMPLE_CHANGES],
       // jsonb: the row comes back from the UPDATE, and PostgreSQL writes the JSON field spaced its own way.
-      ['docs', 'Doc', { title: 'json', data: { b: 1, a: [1, 'two'] } }, [{ title: 'renamed' }, { data: { zeta: 1.5, a: null } }]],
+      [
+        'docs',
+        'Doc',
+        { title: 'json', data: { b: 1, a: [1, 'two'] } },
+        [{ title: 'renamed' }, { data: { zeta: 1.5, a: null } }],
+      ],
       // An Integer key the database assigned.
       ['tallys', 'Tally', { label: 'one' }, [{ label: 'two' }, { label: 'two' }]],
     ] as const) {
@@ -234,9 +248,12 @@ describe('an update or a command in one statement on PostgreSQL', function () {
       return res.body as Rec;
     };
     const audit = async (id: unknown) =>
-      (await client.query(`SELECT "operation", "changes" FROM "_bp_audit" WHERE "recordId" = $1 ORDER BY "id"`, [id])).rows;
+      (await client.query(`SELECT "operation", "changes" FROM "_bp_audit" WHERE "recordId" = $1 ORDER BY "id"`, [id]))
+        .rows;
     const jobs = async (id: unknown) =>
-      (await client.query(`SELECT "workflow" FROM "_bp_jobs" WHERE "data" LIKE $1`, [`%${String(id)}%`])).rows.map((r) => r.workflow);
+      (await client.query(`SELECT "workflow" FROM "_bp_jobs" WHERE "data" LIKE $1`, [`%${String(id)}%`])).rows.map(
+        (r) => r.workflow,
+      );
 
     let person: Session;
 
@@ -246,7 +263,11 @@ describe('an update or a command in one statement on PostgreSQL', function () {
       const url = await freshPostgresDatabase('one-statement-helpdesk');
       client = new pg.Client({ connectionString: url });
       await client.connect();
-      const env = { TRIAGE_API_KEY: AGENT_KEY, SESSION_SECRET: 'one-statement-secret-0123456789abcdef0123', DATABASE_URL: url };
+      const env = {
+        TRIAGE_API_KEY: AGENT_KEY,
+        SESSION_SECRET: 'one-statement-secret-0123456789abcdef0123',
+        DATABASE_URL: url,
+      };
       app = await startApp(appDir, env);
       addUser(appDir, env, 'agent@example.com', 'correct horse battery staple', ['agent']);
       person = await login(app.url, 'agent@example.com', 'correct horse battery staple');
@@ -278,7 +299,11 @@ describe('an update or a command in one statement on PostgreSQL', function () {
       expect((refused.body as { error: Rec }).error).to.include({ code: 'FORBIDDEN' });
       const read = await request(app.url, 'GET', `/api/tickets/${ticket.id}`, { headers });
       expect(read.body).to.include({ status: 'in_progress', resolution: null });
-      expect((await audit(ticket.id)).map((r) => r.operation)).to.deep.equal(['Ticket.create', 'command:StartTicket', 'Ticket.update']);
+      expect((await audit(ticket.id)).map((r) => r.operation)).to.deep.equal([
+        'Ticket.create',
+        'command:StartTicket',
+        'Ticket.update',
+      ]);
     });
 
     it('one key sent four times at once: the update, and the command, run once; every answer is that one', async () => {
@@ -304,7 +329,10 @@ describe('an update or a command in one statement on PostgreSQL', function () {
     it("a person's change without an Idempotency-Key: one statement, the change and its audit record", async () => {
       const ticket = await newTicket();
       const headers = { cookie: person.cookie, 'x-csrf-token': person.csrfToken };
-      const renamed = await request(app.url, 'PUT', `/api/tickets/${ticket.id}`, { json: { title: 'by a person' }, headers });
+      const renamed = await request(app.url, 'PUT', `/api/tickets/${ticket.id}`, {
+        json: { title: 'by a person' },
+        headers,
+      });
       expect(renamed.status, renamed.text).to.equal(200);
       const started = await request(app.url, 'POST', `/api/commands/start_ticket/${ticket.id}`, { json: {}, headers });
       expect(started.status, started.text).to.equal(200);
@@ -315,9 +343,18 @@ describe('an update or a command in one statement on PostgreSQL', function () {
       );
       expect(entries.rows.slice(1).map((r) => [r.operation, r.idempotencyKey, JSON.parse(r.changes)])).to.deep.equal([
         ['Ticket.update', null, { title: { before: 'printer', after: 'by a person' } }],
-        ['command:StartTicket', null, { status: { before: 'open', after: 'in_progress' }, assigneeId: { before: null, after: (started.body as Rec).assigneeId } }],
+        [
+          'command:StartTicket',
+          null,
+          {
+            status: { before: 'open', after: 'in_progress' },
+            assigneeId: { before: null, after: (started.body as Rec).assigneeId },
+          },
+        ],
       ]);
-      const keys = await client.query(`SELECT count(*)::int AS n FROM "_bp_idempotency" WHERE "body" LIKE $1`, [`%by a person%`]);
+      const keys = await client.query(`SELECT count(*)::int AS n FROM "_bp_idempotency" WHERE "body" LIKE $1`, [
+        `%by a person%`,
+      ]);
       expect(keys.rows[0].n, 'no key, no stored answer').to.equal(0);
     });
 
@@ -335,7 +372,9 @@ describe('an update or a command in one statement on PostgreSQL', function () {
       const ticket = await newTicket();
       expect((await send('POST', `/api/commands/start_ticket/${ticket.id}`, {})).status).to.equal(200);
       // AnnounceResolution starts when a ticket goes from in_progress to resolved.
-      const resolved = await send('POST', `/api/commands/resolve_ticket/${ticket.id}`, { resolution: 'toner replaced' });
+      const resolved = await send('POST', `/api/commands/resolve_ticket/${ticket.id}`, {
+        resolution: 'toner replaced',
+      });
       expect(resolved.status, resolved.text).to.equal(200);
       expect(await jobs(ticket.id)).to.deep.equal(['AnnounceResolution']);
       const renamed = await send('PUT', `/api/tickets/${ticket.id}`, { title: 'renamed', priority: 'low' });
@@ -385,7 +424,10 @@ describe('an update or a command in one statement on PostgreSQL', function () {
         expect(again.text).to.equal(edited.text);
         // The task is not in project p2: nothing is written.
         expect((await edit('p2', freshKey())).status).to.equal(404);
-        const audit = await client.query(`SELECT "operation", "changes" FROM "_bp_audit" WHERE "recordId" = $1 ORDER BY "id"`, [id]);
+        const audit = await client.query(
+          `SELECT "operation", "changes" FROM "_bp_audit" WHERE "recordId" = $1 ORDER BY "id"`,
+          [id],
+        );
         expect(audit.rows.map((r) => [r.operation, JSON.parse(r.changes)]).slice(1)).to.deep.equal([
           ['Task.update', { title: { before: 'plan', after: 'planned' }, done: { before: false, after: true } }],
         ]);

@@ -12,7 +12,11 @@ const BIN = path.join(REPO, 'bin', 'bp');
 const FILE = 'test/fixtures/invalid/open-signup-actions/app.toml';
 
 function bp(...args: string[]): { status: number | null; stdout: string; stderr: string } {
-  const result = spawnSync(process.execPath, [BIN, ...args], { cwd: REPO, encoding: 'utf8', env: { ...process.env, NO_COLOR: '1' } });
+  const result = spawnSync(process.execPath, [BIN, ...args], {
+    cwd: REPO,
+    encoding: 'utf8',
+    env: { ...process.env, NO_COLOR: '1' },
+  });
   return { status: result.status, stdout: result.stdout, stderr: result.stderr };
 }
 
@@ -39,7 +43,9 @@ describe('OPEN_SIGNUP through bp', () => {
     try {
       const run = bp('generate', FILE, '--out', path.join(out, 'app'));
       expect(run.status, run.stderr).to.equal(0);
-      expect(run.stderr.split('\n').filter((l) => /OPEN_SIGNUP/.test(l))).to.deep.equal(EXPECTED.filter((l) => /OPEN_SIGNUP/.test(l)));
+      expect(run.stderr.split('\n').filter((l) => /OPEN_SIGNUP/.test(l))).to.deep.equal(
+        EXPECTED.filter((l) => /OPEN_SIGNUP/.test(l)),
+      );
     } finally {
       fs.rmSync(out, { recursive: true, force: true });
     }
@@ -51,11 +57,14 @@ describe('OPEN_SIGNUP through bp', () => {
     try {
       // Every skill action, command and delete needs a role: nothing is named.
       const guarded = text
-        .replace('delete = "record.ownerId == actor.id"', "delete = \"actor.roles contains 'admin'\"")
-        .replace('read = "authenticated", create = false', "read = \"actor.roles contains 'staff'\", create = false")
+        .replace('delete = "record.ownerId == actor.id"', 'delete = "actor.roles contains \'admin\'"')
+        .replace('read = "authenticated", create = false', 'read = "actor.roles contains \'staff\'", create = false')
         .replace('label = "Touch"', 'label = "Touch"\npolicy = "actor.roles contains \'editor\'"');
       fs.writeFileSync(path.join(dir, 'guarded.toml'), guarded);
-      fs.writeFileSync(path.join(dir, 'closed.toml'), text.replace('providers = ["email"]', 'providers = ["email"]\nsignup = false'));
+      fs.writeFileSync(
+        path.join(dir, 'closed.toml'),
+        text.replace('providers = ["email"]', 'providers = ["email"]\nsignup = false'),
+      );
       for (const name of ['guarded.toml', 'closed.toml']) {
         const run = bp('validate', path.join(dir, name));
         expect(run.status).to.equal(0);

@@ -24,7 +24,10 @@ async function expectValid(file: string): Promise<void> {
 }
 
 function expectShortLines(file: string): void {
-  const long = fs.readFileSync(file, 'utf8').split('\n').filter((line) => line.length > 120);
+  const long = fs
+    .readFileSync(file, 'utf8')
+    .split('\n')
+    .filter((line) => line.length > 120);
   expect(long, `lines over 120 characters in ${file}`).to.deep.equal([]);
 }
 
@@ -38,12 +41,25 @@ describe('generated OpenAPI documents', function () {
     });
 
     it(`${name}: clean under redocly lint --extends=minimal`, () => {
-      const r = spawnSync(process.execPath, [path.join(ROOT, 'node_modules', '@redocly', 'cli', 'bin', 'cli.js'), 'lint', '--extends=minimal', '--format=json', file], {
-        encoding: 'utf8',
-        env: { ...process.env, REDOCLY_TELEMETRY: 'off', REDOCLY_SUPPRESS_UPDATE_NOTICE: 'true' },
-      });
+      const r = spawnSync(
+        process.execPath,
+        [
+          path.join(ROOT, 'node_modules', '@redocly', 'cli', 'bin', 'cli.js'),
+          'lint',
+          '--extends=minimal',
+          '--format=json',
+          file,
+        ],
+        {
+          encoding: 'utf8',
+          env: { ...process.env, REDOCLY_TELEMETRY: 'off', REDOCLY_SUPPRESS_UPDATE_NOTICE: 'true' },
+        },
+      );
       expect(r.status, r.stderr).to.equal(0);
-      const report = JSON.parse(r.stdout) as { totals: { errors: number; warnings: number }; problems: Array<{ ruleId: string; message: string }> };
+      const report = JSON.parse(r.stdout) as {
+        totals: { errors: number; warnings: number };
+        problems: Array<{ ruleId: string; message: string }>;
+      };
       expect(report.problems.map((p) => `${p.ruleId}: ${p.message}`)).to.deep.equal([]);
       expect(report.totals).to.include({ errors: 0, warnings: 0 });
     });
@@ -57,7 +73,9 @@ describe('generated OpenAPI documents', function () {
       expect(doc.paths['/healthz'].get.security).to.equal(undefined);
       expect(Object.keys(doc.paths['/healthz'].get.responses)).to.deep.equal(['200']);
       expect(doc.paths['/readyz'].get.security).to.equal(undefined);
-      expect(doc.paths['/readyz'].get.responses['503']).to.deep.equal({ $ref: '#/components/responses/ServiceUnavailable' });
+      expect(doc.paths['/readyz'].get.responses['503']).to.deep.equal({
+        $ref: '#/components/responses/ServiceUnavailable',
+      });
       const unavailable = doc.components.responses.ServiceUnavailable;
       expect(unavailable['x-error-codes']).to.deep.equal(['DATABASE_BUSY', 'STORAGE_UNAVAILABLE']);
       expect(unavailable.headers).to.have.property('Retry-After');
@@ -66,12 +84,17 @@ describe('generated OpenAPI documents', function () {
     it(`${name}: every operation that reads or writes the database documents 503`, () => {
       const doc = JSON.parse(fs.readFileSync(file, 'utf8')) as Doc;
       // The document itself and the skill index are built at start: they read no database.
-      const database = Object.entries(doc.paths).filter(([p]) => p.startsWith('/api/') && p !== '/api/openapi.json' && p !== '/api/skills' && !p.startsWith('/api/auth/'));
+      const database = Object.entries(doc.paths).filter(
+        ([p]) =>
+          p.startsWith('/api/') && p !== '/api/openapi.json' && p !== '/api/skills' && !p.startsWith('/api/auth/'),
+      );
       expect(database.length).to.be.greaterThan(3);
       for (const [p, item] of database) {
         for (const [method, op] of Object.entries(item as Record<string, { responses?: Record<string, unknown> }>)) {
           if (op.responses === undefined) continue;
-          expect(op.responses['503'], `${method.toUpperCase()} ${p}`).to.deep.equal({ $ref: '#/components/responses/ServiceUnavailable' });
+          expect(op.responses['503'], `${method.toUpperCase()} ${p}`).to.deep.equal({
+            $ref: '#/components/responses/ServiceUnavailable',
+          });
         }
       }
     });
@@ -94,7 +117,8 @@ describe('generated OpenAPI documents', function () {
 
     it('required text is not blank, and text has no control characters (LongText: line breaks)', () => {
       const title = at('components', 'schemas', 'TicketCreate', 'properties', 'title');
-      for (const bad of ['', '   ', '\t', 'a\u0000b', 'bell\u0007', 'c1\u0085', 'del\u007f', 'line\nbreak']) expect(takes(title, bad), JSON.stringify(bad)).to.equal(false);
+      for (const bad of ['', '   ', '\t', 'a\u0000b', 'bell\u0007', 'c1\u0085', 'del\u007f', 'line\nbreak'])
+        expect(takes(title, bad), JSON.stringify(bad)).to.equal(false);
       for (const good of ['Printer on fire', ' padded ', 'Élise ✓']) expect(takes(title, good), good).to.equal(true);
       const body = at('components', 'schemas', 'TicketCreate', 'properties', 'body');
       expect(takes(body, 'two\nlines\r\n\tindented')).to.equal(true);
@@ -102,9 +126,24 @@ describe('generated OpenAPI documents', function () {
       expect(takes(body, 'nul\u0000')).to.equal(false);
     });
 
-    it('e-mails are the app\'s own: 0@com is not one, Élise@exämple.de is', () => {
-      for (const schema of [at('components', 'schemas', 'CustomerCreate', 'properties', 'email'), (at('paths', '/api/auth/login', 'post', 'requestBody', 'content', 'application/json', 'schema', 'properties') as Rec).email as Rec]) {
-        for (const bad of ['0@com', 'a b@example.com', 'no-at.example.com', 'x@example.c0m']) expect(takes(schema, bad), bad).to.equal(false);
+    it("e-mails are the app's own: 0@com is not one, Élise@exämple.de is", () => {
+      for (const schema of [
+        at('components', 'schemas', 'CustomerCreate', 'properties', 'email'),
+        (
+          at(
+            'paths',
+            '/api/auth/login',
+            'post',
+            'requestBody',
+            'content',
+            'application/json',
+            'schema',
+            'properties',
+          ) as Rec
+        ).email as Rec,
+      ]) {
+        for (const bad of ['0@com', 'a b@example.com', 'no-at.example.com', 'x@example.c0m'])
+          expect(takes(schema, bad), bad).to.equal(false);
         for (const good of ['Élise@exämple.de', 'a.b+c@example.com']) expect(takes(schema, good), good).to.equal(true);
       }
     });
@@ -124,7 +163,9 @@ describe('generated OpenAPI documents', function () {
           const o = op as { parameters?: Rec[]; responses?: Record<string, Rec> };
           if (!o.parameters?.some((x) => x.name === 'Idempotency-Key')) continue;
           writes.push(`${method} ${p}`);
-          expect(o.responses?.['400'], `${method} ${p}`).to.deep.equal({ $ref: '#/components/responses/BadWriteRequest' });
+          expect(o.responses?.['400'], `${method} ${p}`).to.deep.equal({
+            $ref: '#/components/responses/BadWriteRequest',
+          });
         }
       }
       expect(writes.length).to.be.greaterThan(10);
@@ -133,7 +174,8 @@ describe('generated OpenAPI documents', function () {
     });
 
     it('offset stops where the app stops reading it; every operation past the pipeline declares 401', () => {
-      const offset = ((at('paths', '/api/tickets', 'get').parameters as Rec[]).find((p) => p.name === 'offset') as Rec).schema as Rec;
+      const offset = ((at('paths', '/api/tickets', 'get').parameters as Rec[]).find((p) => p.name === 'offset') as Rec)
+        .schema as Rec;
       expect(takes(offset, Number.MAX_SAFE_INTEGER)).to.equal(true);
       expect(takes(offset, Number.MAX_SAFE_INTEGER + 1)).to.equal(false);
       for (const [p, item] of Object.entries(at('paths'))) {
@@ -167,7 +209,10 @@ describe('generated OpenAPI documents', function () {
       const doc = JSON.parse(fs.readFileSync(file, 'utf8')) as Doc;
       const auth = Object.keys(doc.paths).filter((p) => p.startsWith('/api/auth/'));
       expect(auth).to.deep.equal(['/api/auth/login', '/api/auth/logout', '/api/auth/session']);
-      expect(doc.tags.find((t) => t.name === 'Auth')).to.deep.equal({ name: 'Auth', description: 'Sign-in and sessions of people' });
+      expect(doc.tags.find((t) => t.name === 'Auth')).to.deep.equal({
+        name: 'Auth',
+        description: 'Sign-in and sessions of people',
+      });
     });
 
     it('is valid OpenAPI 3.1, with no line longer than 120 characters', async () => {

@@ -38,7 +38,11 @@ interface LockEntry {
 }
 
 function run(command: string, args: string[], cwd: string) {
-  const r = spawnSync(command, args, { cwd, encoding: 'utf8', env: { ...process.env, npm_config_offline: 'true', npm_config_update_notifier: 'false' } });
+  const r = spawnSync(command, args, {
+    cwd,
+    encoding: 'utf8',
+    env: { ...process.env, npm_config_offline: 'true', npm_config_update_notifier: 'false' },
+  });
   if (r.status !== 0) throw new Error(`${command} ${args.join(' ')} failed (${r.status}):\n${r.stdout}${r.stderr}`);
   return r;
 }
@@ -46,7 +50,14 @@ function run(command: string, args: string[], cwd: string) {
 const read = <T>(file: string): T => JSON.parse(fs.readFileSync(file, 'utf8')) as T;
 
 function snapshot(dir: string): Record<string, string> {
-  return Object.fromEntries(listTree(dir).map((f) => [f, createHash('sha256').update(fs.readFileSync(path.join(dir, f))).digest('hex')]));
+  return Object.fromEntries(
+    listTree(dir).map((f) => [
+      f,
+      createHash('sha256')
+        .update(fs.readFileSync(path.join(dir, f)))
+        .digest('hex'),
+    ]),
+  );
 }
 
 describe('bp as an npm package', function () {
@@ -58,7 +69,10 @@ describe('bp as an npm package', function () {
 
   before(() => {
     root = fs.mkdtempSync(path.join(os.tmpdir(), 'bp-package-'));
-    const packed = JSON.parse(run('npm', ['pack', '--json', '--pack-destination', root], ROOT).stdout) as Array<{ filename: string; files: Array<{ path: string }> }>;
+    const packed = JSON.parse(run('npm', ['pack', '--json', '--pack-destination', root], ROOT).stdout) as Array<{
+      filename: string;
+      files: Array<{ path: string }>;
+    }>;
     tarball = path.join(root, packed[0].filename);
     files = packed[0].files.map((f) => f.path);
   });
@@ -66,7 +80,15 @@ describe('bp as an npm package', function () {
   after(() => fs.rmSync(root, { recursive: true, force: true }));
 
   it('packs what generation needs, and no tests, goldens, fixtures or benchmarks', () => {
-    expect(files).to.include.members(['bin/bp', 'bin/cli.ts', 'generator/compile.ts', 'runtime-lib/commands/handler.ts', 'templates/app/src/extend.ts.hbs', 'package.json', 'README.md']);
+    expect(files).to.include.members([
+      'bin/bp',
+      'bin/cli.ts',
+      'generator/compile.ts',
+      'runtime-lib/commands/handler.ts',
+      'templates/app/src/extend.ts.hbs',
+      'package.json',
+      'README.md',
+    ]);
     expect(files.filter((f) => /^(test|bench|fixtures|out)\//.test(f) || f.includes('node_modules'))).to.deep.equal([]);
     expect(fs.statSync(tarball).size).to.be.below(1_000_000);
   });
@@ -75,14 +97,26 @@ describe('bp as an npm package', function () {
     const project = path.join(root, 'project');
     fs.mkdirSync(project);
     const spec = `file:${path.relative(project, tarball)}`;
-    fs.writeFileSync(path.join(project, 'package.json'), JSON.stringify({ name: 'team-service', version: '1.0.0', private: true, dependencies: { bp: spec } }, null, 2));
+    fs.writeFileSync(
+      path.join(project, 'package.json'),
+      JSON.stringify({ name: 'team-service', version: '1.0.0', private: true, dependencies: { bp: spec } }, null, 2),
+    );
     const lock = read<{ packages: Record<string, LockEntry> }>(path.join(ROOT, 'package-lock.json'));
     const packages: Record<string, unknown> = {
       '': { name: 'team-service', version: '1.0.0', dependencies: { bp: spec } },
-      'node_modules/bp': { version: pkg.version, resolved: spec, dependencies: pkg.dependencies, bin: pkg.bin, engines: pkg.engines },
+      'node_modules/bp': {
+        version: pkg.version,
+        resolved: spec,
+        dependencies: pkg.dependencies,
+        bin: pkg.bin,
+        engines: pkg.engines,
+      },
     };
     for (const [where, entry] of Object.entries(lock.packages)) if (where !== '' && !entry.dev) packages[where] = entry;
-    fs.writeFileSync(path.join(project, 'package-lock.json'), JSON.stringify({ name: 'team-service', version: '1.0.0', lockfileVersion: 3, requires: true, packages }, null, 2));
+    fs.writeFileSync(
+      path.join(project, 'package-lock.json'),
+      JSON.stringify({ name: 'team-service', version: '1.0.0', lockfileVersion: 3, requires: true, packages }, null, 2),
+    );
 
     const started = Date.now();
     run('npm', ['ci', '--offline', '--ignore-scripts', '--no-audit', '--no-fund'], project);
@@ -90,24 +124,34 @@ describe('bp as an npm package', function () {
     expect(seconds, 'npm ci of the tarball').to.be.below(60);
 
     const installed = path.join(project, 'node_modules');
-    for (const name of Object.keys(pkg.dependencies)) expect(fs.existsSync(path.join(installed, name)), `dependency ${name}`).to.equal(true);
+    for (const name of Object.keys(pkg.dependencies))
+      expect(fs.existsSync(path.join(installed, name)), `dependency ${name}`).to.equal(true);
     // Packages only bp's tests and bench use are not there to lean on.
-    for (const name of ['typescript', 'mocha', 'express', 'prisma', '@prisma/client']) expect(fs.existsSync(path.join(installed, name)), name).to.equal(false);
+    for (const name of ['typescript', 'mocha', 'express', 'prisma', '@prisma/client'])
+      expect(fs.existsSync(path.join(installed, name)), name).to.equal(false);
 
     const sqlite = path.join(installed, 'better-sqlite3');
-    expect(read<{ version: string }>(path.join(sqlite, 'package.json')).version).to.equal(read<{ version: string }>(path.join(ROOT, 'node_modules', 'better-sqlite3', 'package.json')).version);
+    expect(read<{ version: string }>(path.join(sqlite, 'package.json')).version).to.equal(
+      read<{ version: string }>(path.join(ROOT, 'node_modules', 'better-sqlite3', 'package.json')).version,
+    );
     const addon = path.join('build', 'Release', 'better_sqlite3.node');
     fs.mkdirSync(path.dirname(path.join(sqlite, addon)), { recursive: true });
     fs.copyFileSync(path.join(ROOT, 'node_modules', 'better-sqlite3', addon), path.join(sqlite, addon));
 
     fs.cpSync(path.join(ROOT, 'fixtures', 'helpdesk'), path.join(project, 'helpdesk'), { recursive: true });
-    const generated = run('npx', ['--offline', 'bp', 'generate', 'helpdesk/helpdesk.toml', '-o', 'helpdesk/app'], project);
+    const generated = run(
+      'npx',
+      ['--offline', 'bp', 'generate', 'helpdesk/helpdesk.toml', '-o', 'helpdesk/app'],
+      project,
+    );
     expect(generated.stdout).to.match(/generated helpdesk\/app: \d+ written/);
     // The checkout's CLI on the same blueprint, into a sibling folder: handler imports are relative,
     // so the two outputs sit at the same depth.
     const fromCheckout = bp(['generate', 'helpdesk/helpdesk.toml', '-o', 'helpdesk/checkout'], project);
     expect(fromCheckout.status, fromCheckout.stderr).to.equal(0);
-    expect(snapshot(path.join(project, 'helpdesk', 'app'))).to.deep.equal(snapshot(path.join(project, 'helpdesk', 'checkout')));
+    expect(snapshot(path.join(project, 'helpdesk', 'app'))).to.deep.equal(
+      snapshot(path.join(project, 'helpdesk', 'checkout')),
+    );
     expect(run('npx', ['--offline', 'bp', '--version'], project).stdout.trim()).to.equal(pkg.version);
   });
 });

@@ -8,7 +8,12 @@ import { expect } from 'chai';
 import pg from 'pg';
 import { AppError } from '../runtime-lib/core/errors.ts';
 import { all, done, get, later, run, savepoint, together, type Work } from '../runtime-lib/data/database.ts';
-import { openPostgres, postgresOptionsFromEnv, type PostgresDatabase, type PostgresOptions } from '../runtime-lib/data/postgres.ts';
+import {
+  openPostgres,
+  postgresOptionsFromEnv,
+  type PostgresDatabase,
+  type PostgresOptions,
+} from '../runtime-lib/data/postgres.ts';
 import { ActiveTrace } from '../runtime-lib/observe/tracing.ts';
 import { capturingConsoleError } from './support/commands/harness.ts';
 import { enableTls, freshPostgresDatabase, withCountedPool } from './support/postgres.ts';
@@ -165,7 +170,11 @@ describe('PostgreSQL driver (data/postgres.ts)', function () {
         "SELECT current_setting('statement_timeout') AS st, current_setting('idle_in_transaction_session_timeout') AS it, " +
         "current_setting('application_name') AS app, current_setting('TimeZone') AS tz";
       expect(await db.read(get(settings))).to.deep.equal({ st: '10s', it: '30s', app: 'bp-app', tz: 'UTC' });
-      const tuned = await open({ statementTimeoutMs: 2500, idleInTransactionTimeoutMs: 4000, applicationName: 'helpdesk' });
+      const tuned = await open({
+        statementTimeoutMs: 2500,
+        idleInTransactionTimeoutMs: 4000,
+        applicationName: 'helpdesk',
+      });
       expect(await tuned.read(get(settings))).to.deep.equal({ st: '2500ms', it: '4s', app: 'helpdesk', tz: 'UTC' });
     });
 
@@ -198,7 +207,9 @@ describe('PostgreSQL driver (data/postgres.ts)', function () {
         return { changed: changed.changes, row };
       });
       expect(created).to.deep.equal({ changed: 2, row: { id: 't2', n: 1 } });
-      expect(await db.read(get('SELECT title FROM "Ticket" WHERE id = ?', ['t1']))).to.deep.equal({ title: 'ticket t1' });
+      expect(await db.read(get('SELECT title FROM "Ticket" WHERE id = ?', ['t1']))).to.deep.equal({
+        title: 'ticket t1',
+      });
       expect(await db.read(get('SELECT title FROM "Ticket" WHERE id = ?', ['none']))).to.equal(undefined);
       expect(await db.read(all('SELECT id FROM "Ticket" WHERE id > ? ORDER BY id', ['t0']))).to.deep.equal([
         { id: 't1' },
@@ -357,12 +368,16 @@ describe('PostgreSQL driver (data/postgres.ts)', function () {
 
     it('writeEach: a statement commits on its own in one trip, without BEGIN or COMMIT; its failure is mapped', async () => {
       await withCountedPool(url, async (counted, counter) => {
-        const { changes } = await counted.writeEach(run('INSERT INTO "Ticket" (id, title) VALUES (?, ?)', ['w1', 'alone']));
+        const { changes } = await counted.writeEach(
+          run('INSERT INTO "Ticket" (id, title) VALUES (?, ?)', ['w1', 'alone']),
+        );
         expect(changes).to.equal(1);
         expect(counter.trips()).to.equal(1);
         // Committed: another connection sees it at once.
         expect(await db.read(get('SELECT title FROM "Ticket" WHERE id = ?', ['w1']))).to.deep.equal({ title: 'alone' });
-        const failure = await appError(counted.writeEach(run('INSERT INTO "Ticket" (id, title) VALUES (?, ?)', ['w1', 'again'])));
+        const failure = await appError(
+          counted.writeEach(run('INSERT INTO "Ticket" (id, title) VALUES (?, ?)', ['w1', 'again'])),
+        );
         expect(failure.code).to.equal('UNIQUE_CONFLICT');
         // The connection is still good: nothing was left open on it.
         expect(await counted.read(get('SELECT count(*) AS n FROM "Ticket"'))).to.deep.equal({ n: 1 });
@@ -382,7 +397,7 @@ describe('PostgreSQL driver (data/postgres.ts)', function () {
         expect(counter.trips()).to.equal(1);
         expect(read[0]).to.deep.equal({ ok: true, value: { title: 'ticket t1' } });
         expect(read[1].ok).to.equal(false);
-        expect(((read[1] as { failure: pg.DatabaseError }).failure).code).to.equal('42703');
+        expect((read[1] as { failure: pg.DatabaseError }).failure.code).to.equal('42703');
         expect(read[2]).to.deep.equal({ ok: true, value: { two: 2 } });
         // In a transaction, a unit that goes on after a failure it was answered cannot commit.
         const err = await rejection(
@@ -539,7 +554,12 @@ describe('PostgreSQL driver (data/postgres.ts)', function () {
         expect(await pool.write(unit('o1'), trace)).to.equal('o1');
         // Prepared and described, bound and executed, one Sync: no BEGIN, no COMMIT.
         expect(counter.messages()).to.deep.equal(['PDBES']);
-        expect(trace.spans.map((s) => s.name)).to.deep.equal(['database.query', 'database.query', 'database.query', 'database.commit']);
+        expect(trace.spans.map((s) => s.name)).to.deep.equal([
+          'database.query',
+          'database.query',
+          'database.query',
+          'database.commit',
+        ]);
         expect(trace.spans.every((s) => s.endTime >= s.startTime && s.endTime > 0)).to.equal(true);
         counter.reset();
         expect(await pool.write(unit('o2'))).to.equal('o2');
@@ -566,7 +586,9 @@ describe('PostgreSQL driver (data/postgres.ts)', function () {
         );
         expect(third.code).to.equal('STATE_CONFLICT');
         // A reference to a row that is not there.
-        const dangling = await appError(pool.write(() => later('INSERT INTO "Comment" (id, "ticketId") VALUES (?, ?)', ['c-x', 'none'])));
+        const dangling = await appError(
+          pool.write(() => later('INSERT INTO "Comment" (id, "ticketId") VALUES (?, ?)', ['c-x', 'none'])),
+        );
         expect(dangling.code).to.equal('REFERENCE_CONFLICT');
         expect(await ids()).to.deep.equal(['o1', 'o2']);
         expect(await db.read(get('SELECT count(*) AS n FROM "T"'))).to.deep.equal({ n: 2 });
@@ -646,7 +668,9 @@ describe('PostgreSQL driver (data/postgres.ts)', function () {
       const disableTls = await enableTls();
       try {
         const secure = await open({ poolMax: 1 }, `${url}?sslmode=no-verify`);
-        expect(await secure.read(get('SELECT ssl FROM pg_stat_ssl WHERE pid = pg_backend_pid()'))).to.deep.equal({ ssl: 1 });
+        expect(await secure.read(get('SELECT ssl FROM pg_stat_ssl WHERE pid = pg_backend_pid()'))).to.deep.equal({
+          ssl: 1,
+        });
         await secure.write(() => insertTicket('s1'));
         const failure = await appError(secure.write(() => insertTicket('s1')));
         expect(failure.code).to.equal('UNIQUE_CONFLICT');
@@ -665,7 +689,9 @@ describe('PostgreSQL driver (data/postgres.ts)', function () {
 
     it('binds a Buffer as bytes and refuses a parameter it has no stored form for, changing nothing', async () => {
       const one = await open({ poolMax: 1 });
-      expect(await one.read(get('SELECT octet_length(?::bytea) AS n', [Buffer.from([0, 1, 2])]))).to.deep.equal({ n: 3 });
+      expect(await one.read(get('SELECT octet_length(?::bytea) AS n', [Buffer.from([0, 1, 2])]))).to.deep.equal({
+        n: 3,
+      });
       const retitle = (title: unknown) =>
         one.write(function* () {
           yield* insertTicket('p1');
@@ -673,7 +699,9 @@ describe('PostgreSQL driver (data/postgres.ts)', function () {
         });
       const err = await rejection(retitle(new Date()));
       expect(err).to.be.instanceOf(TypeError);
-      expect((err as Error).message).to.match(/a statement parameter must be a string, number, Buffer or null \(got object\)/);
+      expect((err as Error).message).to.match(
+        /a statement parameter must be a string, number, Buffer or null \(got object\)/,
+      );
       expect(await ids()).to.deep.equal([]);
       // The refused statement was never prepared: on the same connection it runs once its values can.
       await retitle('renamed');
@@ -702,14 +730,18 @@ describe('PostgreSQL driver (data/postgres.ts)', function () {
         { field: 'code', code: 'UNIQUE', message: 'already taken together with tenantId' },
       ]);
 
-      const email = await appError(db.write(() => run('INSERT INTO "T" (id, email) VALUES (?, ?)', ['p2', 'ann@EXAMPLE.com'])));
+      const email = await appError(
+        db.write(() => run('INSERT INTO "T" (id, email) VALUES (?, ?)', ['p2', 'ann@EXAMPLE.com'])),
+      );
       expect(email.code).to.equal('UNIQUE_CONFLICT');
       expect(email.details).to.deep.equal([{ field: 'email', code: 'UNIQUE', message: 'already taken' }]);
       expect(await db.read(all('SELECT id FROM "T"'))).to.deep.equal([{ id: 'p1' }]);
     });
 
     it('maps a broken reference to REFERENCE_CONFLICT, inserting or deleting', async () => {
-      const missing = await appError(db.write(() => run('INSERT INTO "Comment" (id, "ticketId") VALUES (?, ?)', ['c', 'none'])));
+      const missing = await appError(
+        db.write(() => run('INSERT INTO "Comment" (id, "ticketId") VALUES (?, ?)', ['c', 'none'])),
+      );
       expect([missing.code, missing.status]).to.deep.equal(['REFERENCE_CONFLICT', 409]);
       await db.write(function* () {
         yield* insertTicket('r1');
@@ -759,7 +791,9 @@ describe('PostgreSQL driver (data/postgres.ts)', function () {
         yield* get('SELECT pg_sleep(0.3)');
       });
       await sleep(100);
-      const nowait = await appError(db.write(() => get('SELECT id FROM "Ticket" WHERE id = ? FOR UPDATE NOWAIT', ['busy'])));
+      const nowait = await appError(
+        db.write(() => get('SELECT id FROM "Ticket" WHERE id = ? FOR UPDATE NOWAIT', ['busy'])),
+      );
       expect([nowait.code, (nowait.cause as pg.DatabaseError).code]).to.deep.equal(['DATABASE_BUSY', '55P03']);
       await holder;
 
@@ -772,7 +806,9 @@ describe('PostgreSQL driver (data/postgres.ts)', function () {
         });
       const outcomes = await Promise.allSettled([serializable('s1'), serializable('s2')]);
       const failed = outcomes.filter((o) => o.status === 'rejected').map((o) => o.reason as AppError);
-      expect(failed.map((e) => [e.code, (e.cause as pg.DatabaseError).code])).to.deep.equal([['DATABASE_BUSY', '40001']]);
+      expect(failed.map((e) => [e.code, (e.cause as pg.DatabaseError).code])).to.deep.equal([
+        ['DATABASE_BUSY', '40001'],
+      ]);
       expect(await ids()).to.have.length(2);
     });
 
@@ -895,7 +931,9 @@ describe('PostgreSQL driver (data/postgres.ts)', function () {
       const idle = await open({ poolMax: 3, applicationName: name });
       const fill = () => Promise.all([1, 2, 3].map(() => idle.read(get('SELECT pg_sleep(0.05)'))));
       const terminate = async () => {
-        await db.read(get('SELECT count(pg_terminate_backend(pid)) AS n FROM pg_stat_activity WHERE application_name = ?', [name]));
+        await db.read(
+          get('SELECT count(pg_terminate_backend(pid)) AS n FROM pg_stat_activity WHERE application_name = ?', [name]),
+        );
         for (let i = 0; i < 100 && idle.pool.totalCount > 0; i++) await sleep(10);
         expect(idle.pool.totalCount).to.equal(0);
       };
@@ -923,12 +961,20 @@ describe('PostgreSQL driver (data/postgres.ts)', function () {
         { id: 'b1', open: 1 },
       ]);
       expect(await db.read(all('SELECT id FROM "Ticket" WHERE open = ?', [0]))).to.deep.equal([{ id: 'b0' }]);
-      expect(await db.read(get('SELECT EXISTS (SELECT 1 FROM "Ticket") AS e, false AS f'))).to.deep.equal({ e: 1, f: 0 });
+      expect(await db.read(get('SELECT EXISTS (SELECT 1 FROM "Ticket") AS e, false AS f'))).to.deep.equal({
+        e: 1,
+        f: 0,
+      });
     });
 
     it('returns COUNT(*), BIGINT and NUMERIC as numbers', async () => {
       await db.write(function* () {
-        yield* run('INSERT INTO "Ticket" (id, title, "expiresAt", price) VALUES (?, ?, ?, ?)', ['i1', 'x', 1767323045678, 12.5]);
+        yield* run('INSERT INTO "Ticket" (id, title, "expiresAt", price) VALUES (?, ?, ?, ?)', [
+          'i1',
+          'x',
+          1767323045678,
+          12.5,
+        ]);
         yield* insertTicket('i2');
       });
       expect(await db.read(get('SELECT COUNT(*) AS n FROM "Ticket"'))).to.deep.equal({ n: 2 });
@@ -942,7 +988,11 @@ describe('PostgreSQL driver (data/postgres.ts)', function () {
       const at = '2026-01-02T03:04:05.678+00:00';
       await db.write(function* () {
         yield* run('INSERT INTO "Ticket" (id, title, "createdAt") VALUES (?, ?, ?)', ['d1', 'x', at]);
-        yield* run('INSERT INTO "Ticket" (id, title, "createdAt") VALUES (?, ?, ?)', ['d0', 'x', '2026-01-02T03:04:05.000+00:00']);
+        yield* run('INSERT INTO "Ticket" (id, title, "createdAt") VALUES (?, ?, ?)', [
+          'd0',
+          'x',
+          '2026-01-02T03:04:05.000+00:00',
+        ]);
       });
       expect(await db.read(all('SELECT id, "createdAt" FROM "Ticket" ORDER BY "createdAt"'))).to.deep.equal([
         { id: 'd0', createdAt: '2026-01-02T03:04:05.000+00:00' },
@@ -961,7 +1011,8 @@ describe('PostgreSQL driver (data/postgres.ts)', function () {
 
     it('returns timestamptz in UTC, whatever the session time zone', async () => {
       expect(await db.read(get('SHOW TimeZone'))).to.deep.equal({ TimeZone: 'UTC' });
-      const sql = "SELECT '2026-01-02 03:04:05.678+00'::timestamptz AS t, '2026-01-01 23:30:00-05:30'::timestamptz AS u";
+      const sql =
+        "SELECT '2026-01-02 03:04:05.678+00'::timestamptz AS t, '2026-01-01 23:30:00-05:30'::timestamptz AS u";
       const expected = { t: '2026-01-02T03:04:05.678+00:00', u: '2026-01-02T05:00:00.000+00:00' };
       expect(await db.read(get(sql))).to.deep.equal(expected);
       const zoned = await db.write(function* () {
@@ -973,7 +1024,12 @@ describe('PostgreSQL driver (data/postgres.ts)', function () {
 
     it('returns JSON and JSONB as their text', async () => {
       await db.write(() =>
-        run('INSERT INTO "Ticket" (id, title, meta, doc) VALUES (?, ?, ?, ?)', ['j1', 'x', '{"a": [1, true]}', '{"b":null}']),
+        run('INSERT INTO "Ticket" (id, title, meta, doc) VALUES (?, ?, ?, ?)', [
+          'j1',
+          'x',
+          '{"a": [1, true]}',
+          '{"b":null}',
+        ]),
       );
       const row = await db.read(get('SELECT meta, doc FROM "Ticket" WHERE id = ?', ['j1']));
       expect(row).to.deep.equal({ meta: '{"a": [1, true]}', doc: '{"b":null}' });
@@ -983,7 +1039,7 @@ describe('PostgreSQL driver (data/postgres.ts)', function () {
       const client = new pg.Client({ connectionString: url });
       await client.connect();
       try {
-        const { rows } = await client.query("SELECT true AS b, COUNT(*) AS n, '{\"a\":1}'::jsonb AS j");
+        const { rows } = await client.query('SELECT true AS b, COUNT(*) AS n, \'{"a":1}\'::jsonb AS j');
         expect(rows[0]).to.deep.equal({ b: true, n: '1', j: { a: 1 } });
       } finally {
         await client.end();
@@ -1006,7 +1062,8 @@ describe('PostgreSQL driver (data/postgres.ts)', function () {
         db.write(function* () {
           const row = yield* get('SELECT state FROM "Ticket" WHERE id = ? FOR UPDATE', ['race']);
           yield* get('SELECT pg_sleep(0.1)');
-          if (row?.state === 'open') yield* run('UPDATE "Ticket" SET state = ?, n = n + 1 WHERE id = ?', ['closed', 'race']);
+          if (row?.state === 'open')
+            yield* run('UPDATE "Ticket" SET state = ?, n = n + 1 WHERE id = ?', ['closed', 'race']);
           return row?.state;
         });
       const seen = await Promise.all([close(), close()]);
@@ -1021,7 +1078,11 @@ describe('PostgreSQL driver (data/postgres.ts)', function () {
       await db.write(() => insertTicket('fence'));
       const claim = () =>
         db.write(function* () {
-          const { changes } = yield* run('UPDATE "Ticket" SET state = ? WHERE id = ? AND state = ?', ['claimed', 'fence', 'open']);
+          const { changes } = yield* run('UPDATE "Ticket" SET state = ? WHERE id = ? AND state = ?', [
+            'claimed',
+            'fence',
+            'open',
+          ]);
           yield* get('SELECT pg_sleep(0.05)');
           return changes;
         });

@@ -29,7 +29,14 @@ function* bump(id: string, sql = 'UPDATE "Ticket" SET n = n + 1 WHERE id = ? RET
 
 /** The outcome of each promise, in order: its value, or what it rejected with. */
 function settled<T>(promises: Array<Promise<T>>): Promise<Array<{ value: T } | { error: unknown }>> {
-  return Promise.all(promises.map((p) => p.then((value) => ({ value }), (error: unknown) => ({ error }))));
+  return Promise.all(
+    promises.map((p) =>
+      p.then(
+        (value) => ({ value }),
+        (error: unknown) => ({ error }),
+      ),
+    ),
+  );
 }
 
 describe('PostgreSQL group commit (data/postgres-group.ts)', function () {
@@ -146,7 +153,11 @@ describe('PostgreSQL group commit (data/postgres-group.ts)', function () {
         counted.write(function* () {
           yield* later('INSERT INTO "Ref" (id, "ticketId") VALUES (?, ?)', [id, ticketId]);
         });
-      const outcomes = await settled<unknown>([counted.write(() => create('c1')), refer('r1', 'nowhere'), refer('r2', 'c1')]);
+      const outcomes = await settled<unknown>([
+        counted.write(() => create('c1')),
+        refer('r1', 'nowhere'),
+        refer('r2', 'c1'),
+      ]);
       expect(outcomes[0]).to.deep.equal({ value: 'c1' });
       expect(((outcomes[1] as { error: unknown }).error as AppError).code).to.equal('REFERENCE_CONFLICT');
       expect(outcomes[2]).to.deep.equal({ value: undefined });

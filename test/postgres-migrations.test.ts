@@ -34,7 +34,11 @@ function generate(blueprint: string, out: string): void {
 const read = (file: string): string => fs.readFileSync(file, 'utf8');
 const pgMigrations = (app: string): string => path.join(app, 'prisma', 'postgres', 'migrations');
 const folders = (dir: string): string[] =>
-  fs.readdirSync(dir, { withFileTypes: true }).filter((e) => e.isDirectory()).map((e) => e.name).sort();
+  fs
+    .readdirSync(dir, { withFileTypes: true })
+    .filter((e) => e.isDirectory())
+    .map((e) => e.name)
+    .sort();
 const sha256 = (data: string | Buffer): string => createHash('sha256').update(data).digest('hex');
 
 async function withClient<T>(url: string, use: (client: pg.Client) => Promise<T>): Promise<T> {
@@ -52,7 +56,10 @@ async function query<R extends pg.QueryResultRow>(url: string, sql: string, para
 }
 
 async function tableNames(url: string): Promise<string[]> {
-  const rows = await query<{ name: string }>(url, "SELECT tablename AS name FROM pg_tables WHERE schemaname = 'public'");
+  const rows = await query<{ name: string }>(
+    url,
+    "SELECT tablename AS name FROM pg_tables WHERE schemaname = 'public'",
+  );
   return rows.map((r) => r.name).sort();
 }
 
@@ -140,7 +147,7 @@ describe('PostgreSQL schema and migrations from bp generate', function () {
     generate(path.join(ROOT, 'fixtures', 'helpdesk', 'helpdesk.toml'), app);
   });
 
-  it('writes prisma/postgres/: the models of SQLite\'s schema for the postgresql provider, and a first migration', () => {
+  it("writes prisma/postgres/: the models of SQLite's schema for the postgresql provider, and a first migration", () => {
     const sqliteSchema = read(path.join(app, 'prisma', 'schema.prisma'));
     const postgresSchema = read(path.join(app, 'prisma', 'postgres', 'schema.prisma'));
     expect(postgresSchema).to.include('datasource db {\n  provider = "postgresql"\n}\n');
@@ -177,7 +184,7 @@ describe('PostgreSQL schema and migrations from bp generate', function () {
     expect(read(path.join(again, 'prisma.config.ts'))).to.equal(read(path.join(app, 'prisma.config.ts')));
   });
 
-  it('gives an app generated before PostgreSQL support its PostgreSQL history, leaving SQLite\'s as it was', () => {
+  it("gives an app generated before PostgreSQL support its PostgreSQL history, leaving SQLite's as it was", () => {
     const old = path.join(freshDir('pg-generate-upgrade'), 'app');
     const blueprint = path.join(ROOT, 'fixtures', 'helpdesk', 'helpdesk.toml');
     generate(blueprint, old);
@@ -185,7 +192,8 @@ describe('PostgreSQL schema and migrations from bp generate', function () {
     fs.rmSync(path.join(old, 'prisma', 'postgres'), { recursive: true });
     const manifestFile = path.join(old, '.bp-manifest.json');
     const manifest = JSON.parse(read(manifestFile)) as { files: Record<string, string> };
-    for (const file of Object.keys(manifest.files)) if (file.startsWith('prisma/postgres/')) delete manifest.files[file];
+    for (const file of Object.keys(manifest.files))
+      if (file.startsWith('prisma/postgres/')) delete manifest.files[file];
     fs.writeFileSync(manifestFile, JSON.stringify(manifest, null, 2));
     const sqliteBefore = listTree(path.join(old, 'prisma')).map((f) => [f, read(path.join(old, 'prisma', f))]);
 
@@ -214,7 +222,10 @@ describe('PostgreSQL schema and migrations from bp generate', function () {
     // as compared, with its own unique index) and bp's lower() index.
     const email = '{ name = "email", type = "Email", required = true, unique = true },';
     const original = read(blueprint);
-    fs.writeFileSync(blueprint, original.replace(email, `${email}\n  { name = "billingEmail", type = "Email", unique = true },`));
+    fs.writeFileSync(
+      blueprint,
+      original.replace(email, `${email}\n  { name = "billingEmail", type = "Email", unique = true },`),
+    );
     generate(blueprint, changed);
     expect(folders(pgMigrations(changed))).to.deep.equal(['0001_init', '0002_blueprint_change']);
     expect(read(path.join(pgMigrations(changed), '0001_init', 'migration.sql'))).to.equal(init);
@@ -239,7 +250,10 @@ describe('PostgreSQL schema and migrations from bp generate', function () {
     await query(url, 'UPDATE "Customer" SET "billingEmail" = $1 WHERE id = $2', ['Bills@x.io', 'c1']);
     const clash = await rejection(
       query(url, 'INSERT INTO "Customer" (id, name, email, "billingEmail") VALUES ($1, $2, $3, $4)', [
-        'c2', 'Dan', 'dan@x.io', 'BILLS@X.IO',
+        'c2',
+        'Dan',
+        'dan@x.io',
+        'BILLS@X.IO',
       ]),
     );
     expect(clash).to.include({ code: '23505', constraint: 'Customer.billingEmail_lower_key' });
@@ -247,13 +261,21 @@ describe('PostgreSQL schema and migrations from bp generate', function () {
     // The field goes again: bp's index is dropped before Prisma drops the column.
     fs.writeFileSync(blueprint, original);
     generate(blueprint, changed);
-    expect(folders(pgMigrations(changed))).to.deep.equal(['0001_init', '0002_blueprint_change', '0003_blueprint_change']);
+    expect(folders(pgMigrations(changed))).to.deep.equal([
+      '0001_init',
+      '0002_blueprint_change',
+      '0003_blueprint_change',
+    ]);
     expect(read(path.join(pgMigrations(changed), '0002_blueprint_change', 'migration.sql'))).to.equal(second);
     const third = read(path.join(pgMigrations(changed), '0003_blueprint_change', 'migration.sql'));
     expect(third.indexOf('DROP INDEX "Customer.billingEmail_lower_key";'))
       .to.be.above(0)
-      .and.below(third.indexOf('ALTER TABLE "Customer" DROP COLUMN "_bp_key_billingEmail",\nDROP COLUMN "billingEmail";'));
-    expect((await applyPostgresMigrations(url, pgMigrations(changed))).applied).to.deep.equal(['0003_blueprint_change']);
+      .and.below(
+        third.indexOf('ALTER TABLE "Customer" DROP COLUMN "_bp_key_billingEmail",\nDROP COLUMN "billingEmail";'),
+      );
+    expect((await applyPostgresMigrations(url, pgMigrations(changed))).applied).to.deep.equal([
+      '0003_blueprint_change',
+    ]);
     expect(await query(url, 'SELECT id, email FROM "Customer"')).to.deep.equal([{ id: 'c1', email: 'carol@x.io' }]);
 
     // Nothing changed since: no new migration.
@@ -261,12 +283,14 @@ describe('PostgreSQL schema and migrations from bp generate', function () {
     expect(folders(pgMigrations(changed))).to.have.length(3);
   });
 
-  it('writes, offline, the SQL Prisma\'s engine writes connected to a real PostgreSQL', async () => {
+  it("writes, offline, the SQL Prisma's engine writes connected to a real PostgreSQL", async () => {
     const url = await freshPostgresDatabase('pg_engine_diff');
     const v1 = read(path.join(app, 'prisma', 'postgres', 'schema.prisma'));
     const v2 = v1
       .replace('  resolvedAt ', '  dueOn      String?\n  resolvedAt ')
-      .concat('\nmodel Tag {\n  id    Int    @id @default(autoincrement())\n  label String @unique\n  data  Json?\n}\n');
+      .concat(
+        '\nmodel Tag {\n  id    Int    @id @default(autoincrement())\n  label String @unique\n  data  Json?\n}\n',
+      );
     const empty = 'datasource db {\n  provider = "postgresql"\n}\n';
     const connected = (from: string, to: string) =>
       withPrisma(url, async (engine) => {
@@ -277,7 +301,11 @@ describe('PostgreSQL schema and migrations from bp generate', function () {
           exitCode: true,
           filters: NO_FILTERS,
         });
-        return `${(result.stdout ?? '').split('\n').map((l) => l.trimEnd()).join('\n').trimEnd()}\n`;
+        return `${(result.stdout ?? '')
+          .split('\n')
+          .map((l) => l.trimEnd())
+          .join('\n')
+          .trimEnd()}\n`;
       });
     const change = await diffSchemas(v1, v2);
     expect(change).to.include('ALTER TABLE "Ticket" ADD COLUMN     "dueOn" TEXT;').and.include('"id" SERIAL NOT NULL');
@@ -293,14 +321,17 @@ describe('PostgreSQL schema and migrations from bp generate', function () {
     expect(native).not.to.equal(v1);
     expect(await checkSchema(native)).to.deep.equal([]);
     const sqlite = native.replace('provider = "postgresql"', 'provider = "sqlite"');
-    expect((await checkSchema(sqlite)).join('\n')).to.include('Native type VarChar is not supported for sqlite connector');
+    expect((await checkSchema(sqlite)).join('\n')).to.include(
+      'Native type VarChar is not supported for sqlite connector',
+    );
   });
 
   it('runs the engine on an adapter that answers its connection probe and refuses everything else', async () => {
     const offline = offlinePostgres();
     const adapter = await offline.factory.connect();
     const probe = await adapter.queryRaw({
-      sql: "SELECT EXISTS(SELECT 1 FROM pg_namespace WHERE nspname = $1), version(), current_setting('server_version_num')" +
+      sql:
+        "SELECT EXISTS(SELECT 1 FROM pg_namespace WHERE nspname = $1), version(), current_setting('server_version_num')" +
         '::integer as numeric_version;',
       args: ['public'],
       argTypes: [{ scalarType: 'string', arity: 'scalar' }],
@@ -310,7 +341,9 @@ describe('PostgreSQL schema and migrations from bp generate', function () {
     expect(String(probe.rows[0][1])).not.to.include('CockroachDB');
     expect(offline.refused()).to.equal(undefined);
     const refusal = await rejection(adapter.queryRaw({ sql: 'SELECT 1', args: [], argTypes: [] }));
-    expect(refusal.message).to.equal('bp runs Prisma\'s schema engine without a PostgreSQL server, and the engine sent: SELECT 1');
+    expect(refusal.message).to.equal(
+      "bp runs Prisma's schema engine without a PostgreSQL server, and the engine sent: SELECT 1",
+    );
     await rejection(adapter.executeScript('CREATE TABLE "T" ("id" TEXT)'));
     expect(offline.refused()).to.equal('SELECT 1');
   });
@@ -333,7 +366,10 @@ describe('applyPostgresMigrations', function () {
 
   it('creates every table of the schema, and _prisma_migrations, in a fresh database', async () => {
     const url = await freshPostgresDatabase('pg_tables');
-    expect(await applyPostgresMigrations(url, migrationsDir)).to.deep.equal({ applied: ['0001_init'], alreadyApplied: 0 });
+    expect(await applyPostgresMigrations(url, migrationsDir)).to.deep.equal({
+      applied: ['0001_init'],
+      alreadyApplied: 0,
+    });
     expect(await tableNames(url)).to.deep.equal([...schemaTables(schema), '_prisma_migrations'].sort());
   });
 
@@ -375,11 +411,19 @@ describe('applyPostgresMigrations', function () {
     expect(row).to.include({ migration_name: '0001_init', logs: null, rolled_back_at: null, applied_steps_count: 1 });
     expect(row.started_at).to.be.instanceOf(Date);
     expect(row.started_at.getTime()).to.be.at.least(before.getTime());
-    expect(row.finished_at?.getTime()).to.be.at.least(row.started_at.getTime()).and.at.most(Date.now() + 1000);
+    expect(row.finished_at?.getTime())
+      .to.be.at.least(row.started_at.getTime())
+      .and.at.most(Date.now() + 1000);
     // Ids and times differ by nature; everything else is what Prisma's engine recorded.
     const comparable = (list: MigrationRow[]) =>
-      list.map(({ checksum, migration_name, logs, rolled_back_at, applied_steps_count, finished_at }) =>
-        ({ checksum, migration_name, logs, rolled_back_at, applied_steps_count, finished: finished_at !== null }));
+      list.map(({ checksum, migration_name, logs, rolled_back_at, applied_steps_count, finished_at }) => ({
+        checksum,
+        migration_name,
+        logs,
+        rolled_back_at,
+        applied_steps_count,
+        finished: finished_at !== null,
+      }));
     expect(comparable(rows)).to.deep.equal(comparable(await migrationRows(prismaUrl)));
   });
 
@@ -396,7 +440,9 @@ describe('applyPostgresMigrations', function () {
       hasMigrationsTable: true,
       history: null,
     });
-    const output = await withPrisma(url, (engine) => engine.applyMigrations({ migrationsList: list, filters: NO_FILTERS }));
+    const output = await withPrisma(url, (engine) =>
+      engine.applyMigrations({ migrationsList: list, filters: NO_FILTERS }),
+    );
     expect(output.appliedMigrationNames).to.deep.equal([]);
   });
 
@@ -422,7 +468,7 @@ describe('applyPostgresMigrations', function () {
     expect((await migrationRows(url)).map((row) => row.migration_name)).to.deep.equal(['0001_init', '0002_slow']);
   });
 
-  it('waits while Prisma Migrate\'s lock is held elsewhere, and gives up after lockTimeoutMs', async () => {
+  it("waits while Prisma Migrate's lock is held elsewhere, and gives up after lockTimeoutMs", async () => {
     const url = await freshPostgresDatabase('pg_lock');
     await withClient(url, async (holder) => {
       await holder.query('SELECT pg_advisory_lock($1)', [PRISMA_MIGRATE_LOCK]);
@@ -435,7 +481,9 @@ describe('applyPostgresMigrations', function () {
       expect(await waiting).to.deep.equal({ applied: ['0001_init'], alreadyApplied: 0 });
     });
     // The lock left with the migrating session.
-    const free = await query<{ locked: boolean }>(url, 'SELECT pg_try_advisory_lock($1) AS locked', [PRISMA_MIGRATE_LOCK]);
+    const free = await query<{ locked: boolean }>(url, 'SELECT pg_try_advisory_lock($1) AS locked', [
+      PRISMA_MIGRATE_LOCK,
+    ]);
     expect(free).to.deep.equal([{ locked: true }]);
   });
 
@@ -444,7 +492,10 @@ describe('applyPostgresMigrations', function () {
     const dirs = copyMigrations(migrationsDir, path.join(dir, 'failed'));
     await applyPostgresMigrations(url, dirs);
     await query(url, 'INSERT INTO _prisma_migrations (id, checksum, migration_name, logs) VALUES ($1, $2, $3, $4)', [
-      '11111111-1111-4111-8111-111111111111', sha256('x'), '0002_failed', 'syntax error',
+      '11111111-1111-4111-8111-111111111111',
+      sha256('x'),
+      '0002_failed',
+      'syntax error',
     ]);
     writeMigration(dirs, '0003_next', 'CREATE TABLE "Next" ("id" TEXT);\n');
     const error = await rejection(applyPostgresMigrations(url, dirs));
@@ -472,10 +523,18 @@ describe('applyPostgresMigrations', function () {
   it('rolls a failing migration back entirely, records nothing, and names it', async () => {
     const url = await freshPostgresDatabase('pg_broken');
     const dirs = copyMigrations(migrationsDir, path.join(dir, 'broken'));
-    writeMigration(dirs, '0002_broken', 'CREATE TABLE "Half" ("id" TEXT);\nALTER TABLE "Missing" ADD COLUMN "x" TEXT;\n');
+    writeMigration(
+      dirs,
+      '0002_broken',
+      'CREATE TABLE "Half" ("id" TEXT);\nALTER TABLE "Missing" ADD COLUMN "x" TEXT;\n',
+    );
     const error = await rejection(applyPostgresMigrations(url, dirs));
-    expect(error.message).to.equal('Migration "0002_broken" failed and was rolled back: relation "Missing" does not exist');
-    expect(await tableNames(url)).to.include('Customer').and.not.include('Half');
+    expect(error.message).to.equal(
+      'Migration "0002_broken" failed and was rolled back: relation "Missing" does not exist',
+    );
+    expect(await tableNames(url))
+      .to.include('Customer')
+      .and.not.include('Half');
     expect((await migrationRows(url)).map((row) => row.migration_name)).to.deep.equal(['0001_init']);
 
     writeMigration(dirs, '0002_broken', 'CREATE TABLE "Half" ("id" TEXT);\n');
@@ -492,11 +551,14 @@ describe('applyPostgresMigrations', function () {
     expect((await migrationRows(url)).map((row) => row.migration_name)).to.deep.equal(['0001_init']);
   });
 
-  it('takes one connection from the app\'s pool and closes it after', async () => {
+  it("takes one connection from the app's pool and closes it after", async () => {
     const url = await freshPostgresDatabase('pg_pool');
     const pool = new pg.Pool({ connectionString: url, max: 2 });
     try {
-      expect(await applyPostgresMigrations(pool, migrationsDir)).to.deep.equal({ applied: ['0001_init'], alreadyApplied: 0 });
+      expect(await applyPostgresMigrations(pool, migrationsDir)).to.deep.equal({
+        applied: ['0001_init'],
+        alreadyApplied: 0,
+      });
       // Discarded, not kept idle: its session settings (no statement timeout) never serve a request.
       expect(pool.totalCount).to.equal(0);
       expect((await pool.query('SELECT count(*)::int AS n FROM _prisma_migrations')).rows).to.deep.equal([{ n: 1 }]);
@@ -514,7 +576,18 @@ describe('applyPostgresMigrations', function () {
     const insert =
       'INSERT INTO "Product" (id, sku, name, "priceCents", "weightKg", active, "launchDate", "updatedAt", attributes, ' +
       '"categoryId") VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)';
-    await query(url, insert, ['p1', 'S1', 'Saw', 1299, 1.25, 1, '2026-01-02', '2026-01-02T03:04:05.678+00:00', '{"b":1}', 'k1']);
+    await query(url, insert, [
+      'p1',
+      'S1',
+      'Saw',
+      1299,
+      1.25,
+      1,
+      '2026-01-02',
+      '2026-01-02T03:04:05.678+00:00',
+      '{"b":1}',
+      'k1',
+    ]);
     await query(url, insert, ['p2', 'S2', 'Axe', 899, 2, 0, null, '2026-01-02T03:04:05.678+00:00', null, 'k1']);
     const rows = await query(
       url,
@@ -522,7 +595,14 @@ describe('applyPostgresMigrations', function () {
          FROM "Product" ORDER BY id`,
     );
     expect(rows).to.deep.equal([
-      { id: 'p1', active: true, weightKg: 1.25, launchDate: '2026-01-02', attributes: { b: 1 }, at: '2026-01-02T03:04:05.678' },
+      {
+        id: 'p1',
+        active: true,
+        weightKg: 1.25,
+        launchDate: '2026-01-02',
+        attributes: { b: 1 },
+        at: '2026-01-02T03:04:05.678',
+      },
       { id: 'p2', active: false, weightKg: 2, launchDate: null, attributes: null, at: '2026-01-02T03:04:05.678' },
     ]);
   });

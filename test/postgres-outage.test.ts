@@ -63,7 +63,9 @@ describe('the app on PostgreSQL through an outage', function () {
     const client = new pg.Client({ connectionString: directUrl });
     await client.connect();
     try {
-      return (await client.query<{ title: string }>('SELECT "title" FROM "Ticket" ORDER BY "title"')).rows.map((r) => r.title);
+      return (await client.query<{ title: string }>('SELECT "title" FROM "Ticket" ORDER BY "title"')).rows.map(
+        (r) => r.title,
+      );
     } finally {
       await client.end();
     }
@@ -97,7 +99,10 @@ describe('the app on PostgreSQL through an outage', function () {
     for (const res of [
       await create('during', key),
       await request(app.url, 'GET', '/api/tickets', { headers: agent }),
-      await request(app.url, 'POST', '/api/commands/start_ticket/01ARZ3NDEKTSV4RRFFQ69G5FAV', { json: {}, headers: { ...agent, 'idempotency-key': freshKey() } }),
+      await request(app.url, 'POST', '/api/commands/start_ticket/01ARZ3NDEKTSV4RRFFQ69G5FAV', {
+        json: {},
+        headers: { ...agent, 'idempotency-key': freshKey() },
+      }),
     ]) {
       expect(res.status, res.text).to.equal(503);
       expect((res.body as { error: Rec }).error).to.include({ code: 'STORAGE_UNAVAILABLE', retryable: true });

@@ -21,7 +21,9 @@ const BLUEPRINT = () => block(/^```toml\n([\s\S]*?)^```$/m, 'blueprint');
 const TREE = () => block(/^```\nout\/todo\/\n([\s\S]*?)^```$/m, 'tree');
 
 function filesUnder(dir: string): string[] {
-  return (fs.readdirSync(dir, { recursive: true, encoding: 'utf8' }) as string[]).filter((f) => fs.statSync(path.join(dir, f)).isFile());
+  return (fs.readdirSync(dir, { recursive: true, encoding: 'utf8' }) as string[]).filter((f) =>
+    fs.statSync(path.join(dir, f)).isFile(),
+  );
 }
 
 describe('the README example', function () {
@@ -46,8 +48,12 @@ describe('the README example', function () {
 
   it('lists exactly the files bp writes outside src/runtime/', () => {
     const tree = TREE().split('\n');
-    const shown = tree.flatMap((line) => line.split('#')[0].trim().split(/\s+/)).filter((f) => f && !f.startsWith('src/runtime/'));
-    const written = filesUnder(out).filter((f) => !f.startsWith(`src${path.sep}runtime${path.sep}`)).map((f) => f.split(path.sep).join('/'));
+    const shown = tree
+      .flatMap((line) => line.split('#')[0].trim().split(/\s+/))
+      .filter((f) => f && !f.startsWith('src/runtime/'));
+    const written = filesUnder(out)
+      .filter((f) => !f.startsWith(`src${path.sep}runtime${path.sep}`))
+      .map((f) => f.split(path.sep).join('/'));
     expect(shown.sort()).to.deep.equal(written.sort());
   });
 
@@ -55,7 +61,10 @@ describe('the README example', function () {
     const runtime = path.join(out, 'src', 'runtime');
     const files = filesUnder(runtime);
     const lines = files.reduce((n, f) => n + fs.readFileSync(path.join(runtime, f), 'utf8').split('\n').length - 1, 0);
-    const folders = fs.readdirSync(runtime).filter((f) => fs.statSync(path.join(runtime, f)).isDirectory()).sort();
+    const folders = fs
+      .readdirSync(runtime)
+      .filter((f) => fs.statSync(path.join(runtime, f)).isDirectory())
+      .sort();
     const summary = /copied: ([\d,]+) files, about ([\d,]+) lines in\n\s+# (.+)\n/.exec(TREE());
     expect(summary, 'the src/runtime/ line of the tree').to.not.equal(null);
     expect(Number(summary![1].replace(/,/g, '')), 'files').to.equal(files.length);

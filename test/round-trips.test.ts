@@ -4,7 +4,16 @@
 
 import * as path from 'node:path';
 import { expect } from 'chai';
-import { freshDir, freshKey, generate, request, ROOT, startApp, type HttpResponse, type RunningApp } from './support/apps.ts';
+import {
+  freshDir,
+  freshKey,
+  generate,
+  request,
+  ROOT,
+  startApp,
+  type HttpResponse,
+  type RunningApp,
+} from './support/apps.ts';
 import { freshPostgresDatabase, tripCounter, type TripCounter } from './support/postgres.ts';
 
 type Rec = Record<string, unknown>;

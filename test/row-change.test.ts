@@ -79,7 +79,9 @@ for (const database of DATABASES) {
       return (trace as { spans: Span[] }).spans
         .filter((s) => s.name === 'database.query')
         .map((s) => String(s.attributes?.sql))
-        .filter((sql) => !/^(BEGIN|COMMIT)$|^(INSERT INTO|UPDATE|DELETE FROM) "_bp_|^SELECT [^()]* FROM "_bp_/.test(sql));
+        .filter(
+          (sql) => !/^(BEGIN|COMMIT)$|^(INSERT INTO|UPDATE|DELETE FROM) "_bp_|^SELECT [^()]* FROM "_bp_/.test(sql),
+        );
     };
     const auditOf = async (id: unknown): Promise<Rec> => {
       const row = await db.read(get('SELECT "changes" FROM "_bp_audit" WHERE "recordId" = ? ORDER BY "id" DESC', [id]));
@@ -214,7 +216,9 @@ for (const database of DATABASES) {
         const statements = await statementsOf(taken);
         expect(statements).to.have.length(1);
         // availableWhen in its WHERE: of the ten, one changes the row and the others find none.
-        expect(statements[0]).to.match(/^WITH bp_u AS \(UPDATE "Card" SET "status" = \? WHERE "id" = \? AND \(.+\) RETURNING WITH /);
+        expect(statements[0]).to.match(
+          /^WITH bp_u AS \(UPDATE "Card" SET "status" = \? WHERE "id" = \? AND \(.+\) RETURNING WITH /,
+        );
       }
     });
   });

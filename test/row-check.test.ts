@@ -37,7 +37,12 @@ function access(rules: Partial<Record<'read' | 'create' | 'update', unknown>>, p
   return new Access(policy, COLUMNS);
 }
 
-const person = (id: string, roles: string[] = [], extra: Partial<Actor> = {}): Actor => ({ kind: 'user', id, roles, ...extra });
+const person = (id: string, roles: string[] = [], extra: Partial<Actor> = {}): Actor => ({
+  kind: 'user',
+  id,
+  roles,
+  ...extra,
+});
 const ann = person('ann');
 
 function refusal(run: () => void): AppError {
@@ -53,12 +58,20 @@ function refusal(run: () => void): AppError {
 describe('Access.ownershipFields', () => {
   const cases: Array<[string, unknown, string[]]> = [
     ['an expression comparing a record path with actor.*', 'record.authorId == actor.id', ['authorId']],
-    ['each side of || and &&, alone', "record.authorId == actor.id || (record.teamId == actor.teamId && record.status == 'open')", ['authorId', 'teamId']],
+    [
+      'each side of || and &&, alone',
+      "record.authorId == actor.id || (record.teamId == actor.teamId && record.status == 'open')",
+      ['authorId', 'teamId'],
+    ],
     ['a comparison under !', '!(record.authorId != actor.id)', ['authorId']],
     ['the actor on the left', 'actor.id == record.ownerId', ['ownerId']],
     ['a table pair with $currentUser.*', { authorId: '$currentUser.id' }, ['authorId']],
     ['$currentUser.* as the key', { '$currentUser.id': 'ownerId' }, []],
-    ['table or/and forms', { or: [{ authorId: '$currentUser.id' }, { and: [{ teamId: '$currentUser.teamId' }, { status: 'open' }] }] }, ['authorId', 'teamId']],
+    [
+      'table or/and forms',
+      { or: [{ authorId: '$currentUser.id' }, { and: [{ teamId: '$currentUser.teamId' }, { status: 'open' }] }] },
+      ['authorId', 'teamId'],
+    ],
     ['the owner shorthand', 'owner', ['ownerId']],
     ['no comparison with the actor', "record.status != 'archived' && actor.roles contains 'admin'", []],
     ['a literal comparison in a table', { status: 'open' }, []],
@@ -71,12 +84,17 @@ describe('Access.ownershipFields', () => {
   }
 
   it("reads the owner shorthand as userId on an entity that has one (Zebric's owner field)", () => {
-    const policy: AccessPolicy = { entity: 'Note', rules: { read: condition('owner') }, fields: {}, scopes: { read: [], write: [] } };
+    const policy: AccessPolicy = {
+      entity: 'Note',
+      rules: { read: condition('owner') },
+      fields: {},
+      scopes: { read: [], write: [] },
+    };
     const columns = new Map<string, ColumnType>([...COLUMNS, ['userId', 'Text']]);
     expect(new Access(policy, columns).ownershipFields).to.deep.equal(['userId']);
   });
 
-  it('reads the read permissions of every role too, and no other action\'s', () => {
+  it("reads the read permissions of every role too, and no other action's", () => {
     const permissions: Permissions = {
       editor: {
         allow: [
@@ -116,7 +134,11 @@ describe('Access.checkWrite', () => {
     const task = { id: '1', ownerId: 'ann', title: 't' };
     const err = refusal(() => tasks.checkWrite(ann, task, { ...task, ownerId: null }, ['ownerId']));
     expect(err.details).to.deep.equal([
-      { field: 'ownerId', code: 'ROW_CHECK', message: 'with this ownerId you could not read the Note: the read rule must still hold' },
+      {
+        field: 'ownerId',
+        code: 'ROW_CHECK',
+        message: 'with this ownerId you could not read the Note: the read rule must still hold',
+      },
     ]);
     tasks.checkWrite(ann, task, { ...task, title: 'u' }, ['title']);
   });
@@ -133,7 +155,9 @@ describe('Access.checkWrite', () => {
     profiles.checkWrite(ann, null, { id: '01J', title: 't' }, ['title']);
     const owned = access({ read: 'owner' });
     owned.checkWrite(ann, null, { id: '1', ownerId: null }, ['ownerId']);
-    expect(refusal(() => owned.checkWrite(ann, null, { id: '1', ownerId: 'bob' }, ['ownerId'])).code).to.equal('FORBIDDEN');
+    expect(refusal(() => owned.checkWrite(ann, null, { id: '1', ownerId: 'bob' }, ['ownerId'])).code).to.equal(
+      'FORBIDDEN',
+    );
   });
 
   it('answers an anonymous caller 401, with the same details', () => {

@@ -47,7 +47,10 @@ describe('the runtime an app carries', function () {
       const key = freshKey();
       let app: RunningApp | undefined;
       try {
-        app = await startApp(catalog, { CATALOG_OPS_KEY: key, DATABASE_URL: await databaseUrl(database, 'runtime_copy') });
+        app = await startApp(catalog, {
+          CATALOG_OPS_KEY: key,
+          DATABASE_URL: await databaseUrl(database, 'runtime_copy'),
+        });
         const headers = { authorization: `Bearer ${key}` };
         const created = await request(app.url, 'POST', '/api/categorys', {
           json: { slug: 'tools', title: 'Tools' },
@@ -63,11 +66,14 @@ describe('the runtime an app carries', function () {
     });
   }
 
-  it('copies what the team\'s src/extend.ts imports when the app is generated again', () => {
+  it("copies what the team's src/extend.ts imports when the app is generated again", () => {
     const extend = path.join(catalog, 'src', 'extend.ts');
     const original = fs.readFileSync(extend, 'utf8');
     try {
-      fs.writeFileSync(extend, `import { Scheduler } from './runtime/workflows/schedules.ts';\nvoid Scheduler;\n${original}`);
+      fs.writeFileSync(
+        extend,
+        `import { Scheduler } from './runtime/workflows/schedules.ts';\nvoid Scheduler;\n${original}`,
+      );
       generate(path.join(ROOT, 'fixtures', 'catalog', 'catalog.toml'), catalog);
       expect(runtimeFiles(catalog)).to.include('workflows/schedules.ts');
     } finally {
@@ -91,9 +97,14 @@ describe('the runtime an app carries', function () {
     fs.mkdirSync(path.join(runtime, 'data'));
     fs.mkdirSync(path.join(runtime, 'commands'));
     fs.writeFileSync(path.join(runtime, 'commands', 'handler.ts'), 'export const x = 1;\n');
-    fs.writeFileSync(path.join(runtime, 'data', 'open.ts'), "const name = './sqlite.ts';\nexport const m = await import(name);\n");
+    fs.writeFileSync(
+      path.join(runtime, 'data', 'open.ts'),
+      "const name = './sqlite.ts';\nexport const m = await import(name);\n",
+    );
     const app = new Map([['src/app.ts', "import { m } from './runtime/data/open.ts';\nvoid m;\n"]]);
-    expect(() => emitRuntime(app, new Map(), runtime)).to.throw(/src\/runtime\/data\/open\.ts: cannot tell which module import\(name\) loads/);
+    expect(() => emitRuntime(app, new Map(), runtime)).to.throw(
+      /src\/runtime\/data\/open\.ts: cannot tell which module import\(name\) loads/,
+    );
     // A literal one is followed.
     fs.writeFileSync(path.join(runtime, 'data', 'open.ts'), "export const m = await import('./sqlite.ts');\n");
     fs.writeFileSync(path.join(runtime, 'data', 'sqlite.ts'), 'export {};\n');

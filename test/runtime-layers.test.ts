@@ -38,7 +38,8 @@ describe('runtime-lib layers', () => {
         const target = path.relative(RUNTIME, path.resolve(path.dirname(path.join(RUNTIME, file)), spec));
         const targetFolder = target.split(path.sep)[0];
         if (target.startsWith('..')) violations.push(`${file} imports ${spec}, outside runtime-lib`);
-        else if (targetFolder !== folder && !ALLOWED[folder].includes(targetFolder)) violations.push(`${file} imports ${target}`);
+        else if (targetFolder !== folder && !ALLOWED[folder].includes(targetFolder))
+          violations.push(`${file} imports ${target}`);
       }
     }
     expect(violations).to.deep.equal([]);

@@ -64,19 +64,32 @@ describe('runtime-lib', () => {
 
   describe('errors', () => {
     it('marks retryable only the codes a retry can fix', () => {
-      const retryable = Object.entries(ERROR_CODES).filter(([, v]) => v.retryable).map(([k]) => k);
-      expect(retryable).to.deep.equal(['WEBHOOK_STEP_FAILED', 'JOB_INTERRUPTED', 'IDEMPOTENCY_KEY_IN_PROGRESS', 'TOO_MANY_ATTEMPTS', 'DATABASE_BUSY', 'STORAGE_UNAVAILABLE']);
+      const retryable = Object.entries(ERROR_CODES)
+        .filter(([, v]) => v.retryable)
+        .map(([k]) => k);
+      expect(retryable).to.deep.equal([
+        'WEBHOOK_STEP_FAILED',
+        'JOB_INTERRUPTED',
+        'IDEMPOTENCY_KEY_IN_PROGRESS',
+        'TOO_MANY_ATTEMPTS',
+        'DATABASE_BUSY',
+        'STORAGE_UNAVAILABLE',
+      ]);
     });
 
     it('renders the envelope of the format contract', () => {
       const err = new AppError('NOT_FOUND', 'Ticket "x" not found');
-      expect(envelope(err, 'abc')).to.deep.equal({ error: { code: 'NOT_FOUND', message: 'Ticket "x" not found', retryable: false, traceId: 'abc' } });
+      expect(envelope(err, 'abc')).to.deep.equal({
+        error: { code: 'NOT_FOUND', message: 'Ticket "x" not found', retryable: false, traceId: 'abc' },
+      });
     });
 
     it('maps SQLite constraint failures to client errors', () => {
       const db = new Database(':memory:');
       db.pragma('foreign_keys = ON');
-      db.exec('CREATE TABLE a (id TEXT PRIMARY KEY, email TEXT UNIQUE); CREATE TABLE b (id TEXT PRIMARY KEY, aid TEXT NOT NULL REFERENCES a(id) ON DELETE RESTRICT)');
+      db.exec(
+        'CREATE TABLE a (id TEXT PRIMARY KEY, email TEXT UNIQUE); CREATE TABLE b (id TEXT PRIMARY KEY, aid TEXT NOT NULL REFERENCES a(id) ON DELETE RESTRICT)',
+      );
       db.exec("INSERT INTO a VALUES ('1', 'x@y.z'); INSERT INTO b VALUES ('1', '1')");
       const fail = (sql: string) => {
         try {
@@ -87,7 +100,9 @@ describe('runtime-lib', () => {
         throw new Error('expected a failure');
       };
       expect(fail("INSERT INTO a VALUES ('2', 'x@y.z')")).to.include({ code: 'UNIQUE_CONFLICT' });
-      expect(fail("INSERT INTO a VALUES ('2', 'x@y.z')").details).to.deep.equal([{ field: 'email', code: 'UNIQUE', message: 'already taken' }]);
+      expect(fail("INSERT INTO a VALUES ('2', 'x@y.z')").details).to.deep.equal([
+        { field: 'email', code: 'UNIQUE', message: 'already taken' },
+      ]);
       expect(fail("DELETE FROM a WHERE id = '1'")).to.include({ code: 'REFERENCE_CONFLICT' });
       expect(fail("INSERT INTO b VALUES ('2', 'missing')")).to.include({ code: 'REFERENCE_CONFLICT' });
       const syntax = fail('SELEC 1');

@@ -53,29 +53,43 @@ function databaseBytes(file: string): Buffer {
  * sign-in, a wrong password, API-key reads and writes, an unknown key.
  */
 async function exercise(base: string): Promise<void> {
-  const signup = await request(base, 'POST', '/api/auth/signup', { json: { email: SIGNUP_EMAIL, password: SECRETS.signupPassword } });
+  const signup = await request(base, 'POST', '/api/auth/signup', {
+    json: { email: SIGNUP_EMAIL, password: SECRETS.signupPassword },
+  });
   expect(signup.status).to.equal(201);
-  for (const [email, password] of [[CLI_EMAIL, SECRETS.cliPassword], [SIGNUP_EMAIL, SECRETS.signupPassword]]) {
+  for (const [email, password] of [
+    [CLI_EMAIL, SECRETS.cliPassword],
+    [SIGNUP_EMAIL, SECRETS.signupPassword],
+  ]) {
     const login = await request(base, 'POST', '/api/auth/login', { json: { email, password } });
     expect(login.status, email).to.equal(200);
   }
-  const wrong = await request(base, 'POST', '/api/auth/login', { json: { email: CLI_EMAIL, password: SECRETS.wrongPassword } });
+  const wrong = await request(base, 'POST', '/api/auth/login', {
+    json: { email: CLI_EMAIL, password: SECRETS.wrongPassword },
+  });
   expect(wrong.status).to.equal(401);
 
   // The sign-in page's form: its nonce cookie, its token, a urlencoded body with the password.
   const browser = new CookieClient(base);
   const page = await browser.send('GET', '/login');
   const token = /name="_csrf" value="([^"]+)"/.exec(page.text)?.[1] ?? '';
-  const form = await browser.send('POST', '/api/auth/signup', { form: { _csrf: token, email: FORM_EMAIL, password: SECRETS.formPassword } });
+  const form = await browser.send('POST', '/api/auth/signup', {
+    form: { _csrf: token, email: FORM_EMAIL, password: SECRETS.formPassword },
+  });
   expect(form.status).to.equal(303);
 
   for (const key of [SECRETS.triageKey, SECRETS.reporterKey]) {
     const auth = { authorization: `Bearer ${key}` };
     expect((await request(base, 'GET', '/api/tickets', { headers: auth })).status).to.equal(200);
-    const created = await request(base, 'POST', '/api/tickets', { json: { title: 'a ticket' }, headers: { ...auth, 'idempotency-key': idempotencyKey() } });
+    const created = await request(base, 'POST', '/api/tickets', {
+      json: { title: 'a ticket' },
+      headers: { ...auth, 'idempotency-key': idempotencyKey() },
+    });
     expect(created.status).to.equal(201);
   }
-  const unknown = await request(base, 'GET', '/api/tickets', { headers: { authorization: `Bearer ${SECRETS.wrongKey}` } });
+  const unknown = await request(base, 'GET', '/api/tickets', {
+    headers: { authorization: `Bearer ${SECRETS.wrongKey}` },
+  });
   expect(unknown.status).to.equal(401);
 }
 
@@ -95,7 +109,12 @@ describe('secrets stay out of the database, the logs and the traces', function (
 
     before(async () => {
       dbFile = path.join(appDir, 'data', 'secrets.db');
-      const env = { DATABASE_URL: `file:${dbFile}`, TRIAGE_API_KEY: SECRETS.triageKey, REPORTER_API_KEY: SECRETS.reporterKey, SESSION_SECRET: SECRETS.sessionSecret };
+      const env = {
+        DATABASE_URL: `file:${dbFile}`,
+        TRIAGE_API_KEY: SECRETS.triageKey,
+        REPORTER_API_KEY: SECRETS.reporterKey,
+        SESSION_SECRET: SECRETS.sessionSecret,
+      };
       app = await startApp(appDir, env);
       cliOutput = await addUser(appDir, env, { email: CLI_EMAIL, password: SECRETS.cliPassword, roles: ['agent'] });
       await exercise(app.url);
@@ -130,7 +149,12 @@ describe('secrets stay out of the database, the logs and the traces', function (
 
     before(async () => {
       url = await freshPostgresDatabase('secrets');
-      const env = { DATABASE_URL: url, TRIAGE_API_KEY: SECRETS.triageKey, REPORTER_API_KEY: SECRETS.reporterKey, SESSION_SECRET: SECRETS.sessionSecret };
+      const env = {
+        DATABASE_URL: url,
+        TRIAGE_API_KEY: SECRETS.triageKey,
+        REPORTER_API_KEY: SECRETS.reporterKey,
+        SESSION_SECRET: SECRETS.sessionSecret,
+      };
       app = await startApp(appDir, env);
       cliOutput = await addUser(appDir, env, { email: CLI_EMAIL, password: SECRETS.cliPassword, roles: ['agent'] });
       await exercise(app.url);
@@ -139,11 +163,19 @@ describe('secrets stay out of the database, the logs and the traces', function (
 
     it('keeps them out of every row of every table, and out of the logs', async () => {
       const dump = await withAppRows(url, appDir, async (db) => {
-        const tables = await db.all(`SELECT table_name AS "name" FROM information_schema.tables WHERE table_schema = 'public' ORDER BY 1`);
-        expect(tables.map((t) => t.name), 'control: the app made its tables').to.include.members(['Ticket', '_bp_users', '_bp_sessions']);
+        const tables = await db.all(
+          `SELECT table_name AS "name" FROM information_schema.tables WHERE table_schema = 'public' ORDER BY 1`,
+        );
+        expect(
+          tables.map((t) => t.name),
+          'control: the app made its tables',
+        ).to.include.members(['Ticket', '_bp_users', '_bp_sessions']);
         // Each row as PostgreSQL writes it out as text: every column, whatever its type.
         const rows: string[] = [];
-        for (const t of tables) rows.push(...(await db.all(`SELECT t::text AS "row" FROM "${String(t.name)}" AS t`)).map((r) => String(r.row)));
+        for (const t of tables)
+          rows.push(
+            ...(await db.all(`SELECT t::text AS "row" FROM "${String(t.name)}" AS t`)).map((r) => String(r.row)),
+          );
         return rows.join('\n');
       });
       expect(dump, 'control: the e-mails are stored').to.include(CLI_EMAIL).and.include(FORM_EMAIL);
@@ -160,10 +192,19 @@ describe('secrets stay out of the database, the logs and the traces', function (
     let cliOutput: string[];
 
     before(async () => {
-      const env = { TRIAGE_API_KEY: SECRETS.triageKey, REPORTER_API_KEY: SECRETS.reporterKey, SESSION_SECRET: SECRETS.sessionSecret };
-      inProcess = await bootInProcess(appDir, env, { dbName: 'traced.db', traces: { max: 10_000, maxAgeMs: 60 * 60 * 1000 } });
+      const env = {
+        TRIAGE_API_KEY: SECRETS.triageKey,
+        REPORTER_API_KEY: SECRETS.reporterKey,
+        SESSION_SECRET: SECRETS.sessionSecret,
+      };
+      inProcess = await bootInProcess(appDir, env, {
+        dbName: 'traced.db',
+        traces: { max: 10_000, maxAgeMs: 60 * 60 * 1000 },
+      });
       type Io = { out: (line: string) => void; readPassword: () => Promise<string> };
-      const { runUsersCli } = await inProcess.load<{ runUsersCli: (db: unknown, args: string[], io: Io) => Promise<number> }>('src/runtime/auth/email/users-cli.ts');
+      const { runUsersCli } = await inProcess.load<{
+        runUsersCli: (db: unknown, args: string[], io: Io) => Promise<number>;
+      }>('src/runtime/auth/email/users-cli.ts');
       cliOutput = [];
       const io: Io = { out: (l) => cliOutput.push(l), readPassword: async () => SECRETS.cliPassword };
       expect(await runUsersCli(inProcess.database, ['add', '--email', CLI_EMAIL, '--role', 'agent'], io)).to.equal(0);

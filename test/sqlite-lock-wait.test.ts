@@ -10,7 +10,16 @@ import * as path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import Database from 'better-sqlite3';
 import { expect } from 'chai';
-import { freshDir, freshKey, generate, request, ROOT, startApp, type HttpResponse, type RunningApp } from './support/apps.ts';
+import {
+  freshDir,
+  freshKey,
+  generate,
+  request,
+  ROOT,
+  startApp,
+  type HttpResponse,
+  type RunningApp,
+} from './support/apps.ts';
 
 type Rec = Record<string, unknown>;
 
@@ -21,7 +30,7 @@ const PROMPT_MS = 500;
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-describe('SQLite: a write waiting for another connection\'s lock does not stop the app', function () {
+describe("SQLite: a write waiting for another connection's lock does not stop the app", function () {
   this.timeout(120_000);
   let app: RunningApp;
   let dbFile: string;

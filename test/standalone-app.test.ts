@@ -26,7 +26,11 @@ async function closeATicket(url: string): Promise<void> {
   const created = await request(url, 'POST', '/api/tickets', { json: { title: 'standalone' }, headers: agent() });
   expect(created.status, created.text).to.equal(201);
   const id = (created.body as { id: string }).id;
-  for (const [command, input] of [['start_ticket', {}], ['resolve_ticket', { resolution: 'rebooted' }], ['close_ticket', {}]] as const) {
+  for (const [command, input] of [
+    ['start_ticket', {}],
+    ['resolve_ticket', { resolution: 'rebooted' }],
+    ['close_ticket', {}],
+  ] as const) {
     const res = await request(url, 'POST', `/api/commands/${command}/${id}`, { json: input, headers: agent() });
     expect(res.status, `${command}: ${res.text}`).to.equal(200);
   }
@@ -38,7 +42,7 @@ async function closeATicket(url: string): Promise<void> {
   expect(operations).to.include('command:CloseTicket:ticket.closed');
 }
 
-describe('a generated app outside bp\'s checkout', function () {
+describe("a generated app outside bp's checkout", function () {
   this.timeout(180_000);
   let root: string;
   let blueprintDir: string;
@@ -57,19 +61,29 @@ describe('a generated app outside bp\'s checkout', function () {
 
   after(() => fs.rmSync(root, { recursive: true, force: true }));
 
-  it('type-checks: its handler\'s bp/runtime resolves to the app\'s own copy', () => {
+  it("type-checks: its handler's bp/runtime resolves to the app's own copy", () => {
     const r = typecheck(out);
     expect(r.stdout + r.stderr).to.equal('');
     expect(r.status).to.equal(0);
   });
 
-  it('builds into dist/, recording every input, and serves the handler\'s command from the build', async () => {
+  it("builds into dist/, recording every input, and serves the handler's command from the build", async () => {
     const built = node(out, ['scripts/build.js']);
     expect(built.status, built.stderr).to.equal(0);
     expect(built.stdout).to.match(/^built dist\/ \(server, users\) from \d+ files in \d+ ms$/m);
-    for (const file of ['server.js', 'server.js.map', 'users.js', 'users.js.map']) expect(fs.existsSync(path.join(out, 'dist', file)), file).to.equal(true);
-    const record = JSON.parse(fs.readFileSync(path.join(out, 'dist', 'build.json'), 'utf8')) as { inputs: Record<string, string> };
-    expect(record.inputs).to.include.keys('../handlers/tickets.ts', 'src/server.ts', 'src/extend.ts', 'scripts/build.js', 'tsconfig.json', 'package.json');
+    for (const file of ['server.js', 'server.js.map', 'users.js', 'users.js.map'])
+      expect(fs.existsSync(path.join(out, 'dist', file)), file).to.equal(true);
+    const record = JSON.parse(fs.readFileSync(path.join(out, 'dist', 'build.json'), 'utf8')) as {
+      inputs: Record<string, string>;
+    };
+    expect(record.inputs).to.include.keys(
+      '../handlers/tickets.ts',
+      'src/server.ts',
+      'src/extend.ts',
+      'scripts/build.js',
+      'tsconfig.json',
+      'package.json',
+    );
     expect(Object.keys(record.inputs).filter((f) => f.includes('node_modules'))).to.deep.equal([]);
 
     const app = await startApp(out, ENV, START_COMMAND);
@@ -80,7 +94,11 @@ describe('a generated app outside bp\'s checkout', function () {
       await app.stop();
     }
     // npm run users runs through the build too; its output stays its own.
-    const added = node(out, ['scripts/start.js', 'users', 'add', '--email', 'ada@example.com', '--role', 'agent'], 'a long password 123\n');
+    const added = node(
+      out,
+      ['scripts/start.js', 'users', 'add', '--email', 'ada@example.com', '--role', 'agent'],
+      'a long password 123\n',
+    );
     expect(added.status, added.stderr).to.equal(0);
     expect(added.stderr).to.equal('');
     const listed = node(out, ['scripts/start.js', 'users', 'list']);
@@ -92,7 +110,13 @@ describe('a generated app outside bp\'s checkout', function () {
     expect(node(out, ['scripts/build.js']).status).to.equal(0);
     const extend = path.join(out, 'src', 'extend.ts');
     const original = fs.readFileSync(extend, 'utf8');
-    fs.writeFileSync(extend, original.replace('export default defineExtension({', "export default defineExtension({\n  routes(router) {\n    router.get('/api/built-from', (_req, res) => { res.json({ from: 'edited' }); });\n  },"));
+    fs.writeFileSync(
+      extend,
+      original.replace(
+        'export default defineExtension({',
+        "export default defineExtension({\n  routes(router) {\n    router.get('/api/built-from', (_req, res) => { res.json({ from: 'edited' }); });\n  },",
+      ),
+    );
     let app: RunningApp = await startApp(out, ENV, START_COMMAND);
     try {
       expect(app.output()).to.contain('building dist/ first: src/extend.ts changed');
@@ -118,7 +142,12 @@ describe('a generated app outside bp\'s checkout', function () {
     expect(bp(['generate', 'helpdesk.toml', '-o', 'fresh'], blueprintDir).status).to.equal(0);
     fs.symlinkSync(path.join(ROOT, 'node_modules'), path.join(fresh, 'node_modules'));
     // The real npm, detached so that stopping it stops its shell and node too.
-    const child = spawn('npm', ['start'], { cwd: fresh, env: { ...process.env, ...ENV, PORT: '0' }, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn('npm', ['start'], {
+      cwd: fresh,
+      env: { ...process.env, ...ENV, PORT: '0' },
+      detached: true,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let output = '';
     child.stdout.on('data', (d: Buffer) => (output += d.toString()));
     child.stderr.on('data', (d: Buffer) => (output += d.toString()));
@@ -150,10 +179,16 @@ describe('a generated app outside bp\'s checkout', function () {
     // The blueprint folder as a deployment receives it, node_modules holding the app's
     // dependencies only: no tsx, TypeScript or Prisma to fall back on.
     const deploy = path.join(root, 'deploy');
-    const left = new Set([...['node_modules', 'dist', 'data'].map((d) => path.join(out, d)), path.join(blueprintDir, 'fresh')]);
+    const left = new Set([
+      ...['node_modules', 'dist', 'data'].map((d) => path.join(out, d)),
+      path.join(blueprintDir, 'fresh'),
+    ]);
     fs.cpSync(blueprintDir, deploy, { recursive: true, filter: (src) => !left.has(src) });
     const app = path.join(deploy, 'out');
-    const pkg = JSON.parse(fs.readFileSync(path.join(app, 'package.json'), 'utf8')) as { dependencies: Record<string, string>; devDependencies: Record<string, string> };
+    const pkg = JSON.parse(fs.readFileSync(path.join(app, 'package.json'), 'utf8')) as {
+      dependencies: Record<string, string>;
+      devDependencies: Record<string, string>;
+    };
     expect(pkg.dependencies).to.include.keys('esbuild', 'express', 'better-sqlite3');
     expect(pkg.devDependencies).to.include.keys('tsx', 'typescript', 'prisma');
     for (const name of Object.keys(pkg.dependencies)) {

@@ -88,19 +88,28 @@ async function preparedWrites(api: Api): Promise<Write[]> {
       label: 'create',
       key: keys.create,
       ok: 201,
-      send: () => api.call('POST', '/api/tickets', '/api/tickets', { title: 'made under a fault', body: BIG }, { idem: keys.create }),
+      send: () =>
+        api.call(
+          'POST',
+          '/api/tickets',
+          '/api/tickets',
+          { title: 'made under a fault', body: BIG },
+          { idem: keys.create },
+        ),
     },
     {
       label: 'update',
       key: keys.update,
       ok: 200,
-      send: () => api.call('PUT', '/api/tickets/{id}', `/api/tickets/${ticket.id}`, { body: BIG }, { idem: keys.update }),
+      send: () =>
+        api.call('PUT', '/api/tickets/{id}', `/api/tickets/${ticket.id}`, { body: BIG }, { idem: keys.update }),
     },
     {
       label: 'delete',
       key: keys.delete,
       ok: 204,
-      send: () => api.call('DELETE', '/api/comments/{id}', `/api/comments/${comment.id}`, undefined, { idem: keys.delete }),
+      send: () =>
+        api.call('DELETE', '/api/comments/{id}', `/api/comments/${comment.id}`, undefined, { idem: keys.delete }),
     },
     {
       label: 'command',
@@ -165,7 +174,7 @@ describe('storage faults, health and readiness (generated helpdesk)', function (
     generate(path.join(ROOT, 'fixtures/helpdesk/helpdesk.toml'), appDir);
   });
 
-  describe('in process, faults on the app\'s own connection', () => {
+  describe("in process, faults on the app's own connection", () => {
     let hd: InProcessApp;
     let api: Api;
 
@@ -193,7 +202,8 @@ describe('storage faults, health and readiness (generated helpdesk)', function (
         readiness: false,
       });
       expect(lines.length).to.equal(writes.length);
-      for (const line of lines) expect(line).to.match(/^\[[0-9a-f]{32}\] (POST|PUT|DELETE) \/api\/\S+: storage unavailable: SQLITE_FULL: /);
+      for (const line of lines)
+        expect(line).to.match(/^\[[0-9a-f]{32}\] (POST|PUT|DELETE) \/api\/\S+: storage unavailable: SQLITE_FULL: /);
     });
 
     it('a read-only connection (SQLITE_READONLY): 503 STORAGE_UNAVAILABLE, readiness 503, and back after', async () => {
@@ -205,7 +215,8 @@ describe('storage faults, health and readiness (generated helpdesk)', function (
         readiness: true,
       });
       expect(lines.length).to.equal(writes.length + 1);
-      for (const line of lines) expect(line).to.match(/storage unavailable: SQLITE_READONLY: attempt to write a readonly database$/);
+      for (const line of lines)
+        expect(line).to.match(/storage unavailable: SQLITE_READONLY: attempt to write a readonly database$/);
     });
 
     it('another connection holding the write lock (SQLITE_BUSY): 503 DATABASE_BUSY, readiness 503, and back after', async () => {
@@ -225,7 +236,8 @@ describe('storage faults, health and readiness (generated helpdesk)', function (
       });
       // Every 503 is logged with its trace id: the writes and the probe.
       expect(lines.length).to.equal(writes.length + 1);
-      for (const line of lines) expect(line).to.match(/^\[[0-9a-f]{32}\] \S+ \/\S+: database busy: SQLITE_BUSY: database is locked$/);
+      for (const line of lines)
+        expect(line).to.match(/^\[[0-9a-f]{32}\] \S+ \/\S+: database busy: SQLITE_BUSY: database is locked$/);
     });
 
     it('a session-store failure reaches the caller as 503 STORAGE_UNAVAILABLE, not 500', async () => {
@@ -240,17 +252,23 @@ describe('storage faults, health and readiness (generated helpdesk)', function (
         hd.db.pragma('query_only = OFF');
       }
       expectRetryable(res, 'STORAGE_UNAVAILABLE', 'login');
-      const again = await request(hd.url, 'POST', '/api/auth/login', { json: { email: 'person@example.com', password: PASSWORD } });
+      const again = await request(hd.url, 'POST', '/api/auth/login', {
+        json: { email: 'person@example.com', password: PASSWORD },
+      });
       expect(again.status, again.text).to.equal(200);
     });
 
     describe('probes', () => {
-      const sessions = () => (hd.db.prepare('SELECT COUNT(*) FROM "_bp_sessions"').pluck().get() as number);
+      const sessions = () => hd.db.prepare('SELECT COUNT(*) FROM "_bp_sessions"').pluck().get() as number;
 
       for (const probe of ['/healthz', '/readyz']) {
         it(`GET and HEAD ${probe}: 200 {"status":"ok"}, with no credential, no session and no cookie`, async () => {
           const rows = sessions();
-          const variants: Array<Record<string, string>> = [{}, { authorization: 'Bearer not-a-key' }, { cookie: 'helpdesk.sid=s%3Aforged.sig' }];
+          const variants: Array<Record<string, string>> = [
+            {},
+            { authorization: 'Bearer not-a-key' },
+            { cookie: 'helpdesk.sid=s%3Aforged.sig' },
+          ];
           for (const headers of variants) {
             const res = await request(hd.url, 'GET', probe, { headers });
             expect(res.status, res.text).to.equal(200);
@@ -264,13 +282,16 @@ describe('storage faults, health and readiness (generated helpdesk)', function (
           }
           expect(sessions()).to.equal(rows);
           // The same bad header anywhere else is refused: the probes do not read it at all.
-          const other = await request(hd.url, 'GET', '/api/tickets', { headers: { authorization: 'Bearer not-a-key' } });
+          const other = await request(hd.url, 'GET', '/api/tickets', {
+            headers: { authorization: 'Bearer not-a-key' },
+          });
           expect(other.status).to.equal(401);
         });
       }
 
       it('/readyz commits a real write through the group commit, /healthz writes nothing', async () => {
-        const checkedAt = () => hd.db.prepare(`SELECT "checkedAt" FROM "_bp_ready" WHERE "id" = 'probe'`).pluck().get() as number | undefined;
+        const checkedAt = () =>
+          hd.db.prepare(`SELECT "checkedAt" FROM "_bp_ready" WHERE "id" = 'probe'`).pluck().get() as number | undefined;
         const start = Date.now();
         expect((await request(hd.url, 'GET', '/healthz')).status).to.equal(200);
         expect(checkedAt() ?? 0).to.be.below(start);
@@ -282,7 +303,11 @@ describe('storage faults, health and readiness (generated helpdesk)', function (
       it('is not kept in the trace store, and only GET and HEAD of the exact paths are probes', async () => {
         const res = await request(hd.url, 'GET', '/healthz');
         expect(hd.traces.list().map((t) => t.traceId)).not.to.include(res.headers.get('x-trace-id'));
-        for (const [method, url] of [['POST', '/healthz'], ['GET', '/healthz/'], ['GET', '/readyz/x']]) {
+        for (const [method, url] of [
+          ['POST', '/healthz'],
+          ['GET', '/healthz/'],
+          ['GET', '/readyz/x'],
+        ]) {
           const other = await request(hd.url, method, url, { headers: { authorization: 'Bearer not-a-key' } });
           expect(other.status, `${method} ${url}`).to.equal(401);
         }
@@ -296,7 +321,9 @@ describe('storage faults, health and readiness (generated helpdesk)', function (
           const { result: res, lines } = await capturingConsoleError(() => readyz(other.url));
           expectRetryable(res, 'STORAGE_UNAVAILABLE', 'readyz');
           expect(lines).to.have.length(1);
-          expect(lines[0]).to.match(/^\[[0-9a-f]{32}\] GET \/readyz: storage unavailable: The database connection is not open$/);
+          expect(lines[0]).to.match(
+            /^\[[0-9a-f]{32}\] GET \/readyz: storage unavailable: The database connection is not open$/,
+          );
           expect((await request(other.url, 'GET', '/healthz')).status).to.equal(200);
         } finally {
           await other.close().catch(() => undefined);
@@ -324,7 +351,9 @@ describe('storage faults, health and readiness (generated helpdesk)', function (
     it('answers 503 STORAGE_UNAVAILABLE (SQLITE_IOERR_WRITE), readiness 503, nothing stored, and recovers', async () => {
       const writes = await preparedWrites(api);
       const pid = String(app.process.pid);
-      const soft = execFileSync('prlimit', ['--pid', pid, '--fsize', '--raw', '--noheadings', '--output', 'SOFT'], { encoding: 'utf8' }).trim();
+      const soft = execFileSync('prlimit', ['--pid', pid, '--fsize', '--raw', '--noheadings', '--output', 'SOFT'], {
+        encoding: 'utf8',
+      }).trim();
       const logged = app.output().length;
       await sendThrough(() => reader, app.url, writes, {
         code: 'STORAGE_UNAVAILABLE',
@@ -334,7 +363,11 @@ describe('storage faults, health and readiness (generated helpdesk)', function (
         remove: () => void execFileSync('prlimit', ['--pid', pid, `--fsize=${soft}:`]),
         readiness: true,
       });
-      const lines = app.output().slice(logged).split('\n').filter((l) => l.includes('storage unavailable'));
+      const lines = app
+        .output()
+        .slice(logged)
+        .split('\n')
+        .filter((l) => l.includes('storage unavailable'));
       expect(lines.length).to.equal(writes.length + 1);
       for (const line of lines) expect(line).to.match(/storage unavailable: SQLITE_IOERR_WRITE: disk I\/O error$/);
     });
@@ -429,13 +462,25 @@ describe('storage faults, health and readiness (generated helpdesk)', function (
     });
 
     it('maps lock contention, extended codes included, to 503 DATABASE_BUSY', () => {
-      for (const code of ['SQLITE_BUSY', 'SQLITE_BUSY_SNAPSHOT', 'SQLITE_BUSY_TIMEOUT', 'SQLITE_LOCKED', 'SQLITE_LOCKED_SHAREDCACHE']) {
+      for (const code of [
+        'SQLITE_BUSY',
+        'SQLITE_BUSY_SNAPSHOT',
+        'SQLITE_BUSY_TIMEOUT',
+        'SQLITE_LOCKED',
+        'SQLITE_LOCKED_SHAREDCACHE',
+      ]) {
         expect(mapped(code), code).to.include({ code: 'DATABASE_BUSY', status: 503, retryable: true, retryAfter: 1 });
       }
     });
 
     it('leaves corruption and other errors unmapped: they are internal errors, not retryable', () => {
-      for (const code of ['SQLITE_CORRUPT', 'SQLITE_CORRUPT_INDEX', 'SQLITE_NOTADB', 'SQLITE_ERROR', 'SQLITE_MISMATCH']) {
+      for (const code of [
+        'SQLITE_CORRUPT',
+        'SQLITE_CORRUPT_INDEX',
+        'SQLITE_NOTADB',
+        'SQLITE_ERROR',
+        'SQLITE_MISMATCH',
+      ]) {
         const err = mapped(code);
         expect(err, code).not.to.be.instanceOf(AppError);
         expect(err, code).to.include({ code });
@@ -447,7 +492,6 @@ describe('storage faults, health and readiness (generated helpdesk)', function (
     });
   });
 });
-
 
 // Where the disk fills decides how SQLite fails: a statement that keeps a statement journal (an
 // INSERT ... RETURNING) is undone alone, a plain single-row INSERT (the audit row, the stored
@@ -472,7 +516,8 @@ describe('a full disk at each statement of a keyed create (generated venue app)'
   const seat = (notes: string) => ({ eventId: 'e', row: 'r', number: ++seq, code: `c${seq}`, notes });
   const rows = () => {
     const out: Record<string, Rec[]> = {};
-    for (const table of ['Seat', '_bp_audit', '_bp_idempotency']) out[table] = hd.db.prepare(`SELECT * FROM "${table}" ORDER BY rowid`).all() as Rec[];
+    for (const table of ['Seat', '_bp_audit', '_bp_idempotency'])
+      out[table] = hd.db.prepare(`SELECT * FROM "${table}" ORDER BY rowid`).all() as Rec[];
     return out;
   };
   /** The table of the last INSERT the request ran: the one that met the full disk. */
@@ -483,7 +528,9 @@ describe('a full disk at each statement of a keyed create (generated venue app)'
       trace = hd.traces.list().find((t) => t.traceId === res.headers.get('x-trace-id'));
       if (!trace) await new Promise((resolve) => setTimeout(resolve, 10));
     }
-    const inserts = (trace?.spans ?? []).map((s) => String(s.attributes?.sql ?? '')).filter((sql) => sql.startsWith('INSERT'));
+    const inserts = (trace?.spans ?? [])
+      .map((s) => String(s.attributes?.sql ?? ''))
+      .filter((sql) => sql.startsWith('INSERT'));
     return /^INSERT INTO "(\w+)"/.exec(inserts[inserts.length - 1] ?? '')?.[1];
   };
 

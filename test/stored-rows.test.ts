@@ -6,7 +6,16 @@
 
 import * as path from 'node:path';
 import { expect } from 'chai';
-import { freshDir, freshKey, generate, request, ROOT, startApp, type HttpResponse, type RunningApp } from './support/apps.ts';
+import {
+  freshDir,
+  freshKey,
+  generate,
+  request,
+  ROOT,
+  startApp,
+  type HttpResponse,
+  type RunningApp,
+} from './support/apps.ts';
 import { DATABASES, databaseUrl } from './support/databases.ts';
 import { tripCounter } from './support/postgres.ts';
 
@@ -92,8 +101,19 @@ for (const database of DATABASES) {
     });
 
     it('answers with the values as the API writes them: defaults, a DateTime in UTC, a Ref', async () => {
-      const row = await createAndRead('samples', { title: 'defaults', ownerId: 'owner-1', at: '2024-03-01T10:00:00+02:00' });
-      expect(row).to.include({ count: 7, flag: true, level: 'low', ownerId: 'owner-1', at: '2024-03-01T08:00:00.000Z', notes: null });
+      const row = await createAndRead('samples', {
+        title: 'defaults',
+        ownerId: 'owner-1',
+        at: '2024-03-01T10:00:00+02:00',
+      });
+      expect(row).to.include({
+        count: 7,
+        flag: true,
+        level: 'low',
+        ownerId: 'owner-1',
+        at: '2024-03-01T08:00:00.000Z',
+        notes: null,
+      });
     });
 
     it('JSON as stored: on PostgreSQL, jsonb orders the keys, and the answer shows that order', async () => {
@@ -147,7 +167,11 @@ for (const database of DATABASES) {
       const ids = ['%00', 'a%00b', '%01', '%20leading-space', 'x'.repeat(256)];
       for (const collection of ['owners', 'samples', 'docs']) {
         for (const id of ids) {
-          for (const [method, body] of [['GET', undefined], ['PUT', { title: 'changed' }], ['DELETE', undefined]] as const) {
+          for (const [method, body] of [
+            ['GET', undefined],
+            ['PUT', { title: 'changed' }],
+            ['DELETE', undefined],
+          ] as const) {
             const res = await request(app.url, method, `/api/${collection}/${id}`, {
               headers: { ...headers, 'idempotency-key': freshKey() },
               ...(body ? { json: body } : {}),
@@ -175,7 +199,10 @@ for (const database of DATABASES) {
         const counted = await startApp(appDir, { ROWS_KEY: KEY, DATABASE_URL: counter.url, DATABASE_POOL_MAX: '1' });
         try {
           const post = (collection: string, json: Rec) =>
-            request(counted.url, 'POST', `/api/${collection}`, { json, headers: { ...headers, 'idempotency-key': freshKey() } });
+            request(counted.url, 'POST', `/api/${collection}`, {
+              json,
+              headers: { ...headers, 'idempotency-key': freshKey() },
+            });
           expect((await post('samples', { title: 'warm-up' })).status).to.equal(201);
           counter.reset();
           expect((await post('samples', { title: 'counted', email: 'one-trip@example.com' })).status).to.equal(201);

@@ -6,7 +6,16 @@
 
 import * as path from 'node:path';
 import { expect } from 'chai';
-import { freshDir, freshKey, generate, request, ROOT, startApp, type HttpResponse, type RunningApp } from './support/apps.ts';
+import {
+  freshDir,
+  freshKey,
+  generate,
+  request,
+  ROOT,
+  startApp,
+  type HttpResponse,
+  type RunningApp,
+} from './support/apps.ts';
 import { DATABASES, databaseUrl } from './support/databases.ts';
 
 type Rec = Record<string, unknown>;
@@ -77,7 +86,8 @@ for (const database of DATABASES) {
         [{ first: randomText(1001, seed++), last: 'short' }, ['first:TOO_LONG']],
         [{ first: randomText(1500, seed++), last: randomText(1500, seed++) }, ['first:TOO_LONG', 'last:TOO_LONG']],
       ];
-      for (const [body, expected] of refusals) expect(refusal(await write('POST', '/api/items', body))).to.deep.equal(expected);
+      for (const [body, expected] of refusals)
+        expect(refusal(await write('POST', '/api/items', body))).to.deep.equal(expected);
       expect(await count()).to.equal(before);
       const item = await createAndRead({ code: 'kept' });
       expect(refusal(await write('PUT', `/api/items/${item.id}`, { code: randomText(3000, seed++) }))).to.deep.equal([

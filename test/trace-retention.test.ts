@@ -15,7 +15,10 @@ describe('trace retention', function () {
     generate(path.join(ROOT, 'fixtures/catalog/catalog.toml'), appDir);
   });
 
-  async function tracesKept(env: Record<string, string>, dbName: string): Promise<{ kept: number; traceId: string | null }> {
+  async function tracesKept(
+    env: Record<string, string>,
+    dbName: string,
+  ): Promise<{ kept: number; traceId: string | null }> {
     const app: InProcessApp = await bootInProcess(appDir, env, { dbName });
     try {
       const res = await request(app.url, 'GET', '/api/openapi.json');

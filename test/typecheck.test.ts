@@ -9,7 +9,11 @@ import { ROOT } from './support/apps.ts';
 describe('the repository', function () {
   this.timeout(120_000);
   it('type-checks (tsc --noEmit -p .)', () => {
-    const r = spawnSync(process.execPath, [path.join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '--noEmit', '-p', ROOT], { encoding: 'utf8' });
+    const r = spawnSync(
+      process.execPath,
+      [path.join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '--noEmit', '-p', ROOT],
+      { encoding: 'utf8' },
+    );
     expect(r.stdout + r.stderr).to.equal('');
     expect(r.status).to.equal(0);
   });

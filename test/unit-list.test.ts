@@ -40,7 +40,10 @@ describe('npm run test:unit', () => {
   });
 
   it('lists every test file that runs in-process', () => {
-    const all = fs.readdirSync(path.join(ROOT, 'test')).filter((f) => f.endsWith('.test.ts')).map((f) => `test/${f}`);
+    const all = fs
+      .readdirSync(path.join(ROOT, 'test'))
+      .filter((f) => f.endsWith('.test.ts'))
+      .map((f) => `test/${f}`);
     const missing = all.filter((file) => !heavy(file) && !listed.includes(file) && !Object.hasOwn(SLOW, file));
     expect(missing).to.deep.equal([]);
   });

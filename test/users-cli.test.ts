@@ -37,7 +37,8 @@ describe('users CLI', () => {
     asked = 0;
     return runUsersCli(db, argv, { out: (line) => lines.push(line), readPassword: async () => (asked++, typed) });
   };
-  const user = (email: string) => conn.prepare('SELECT * FROM _bp_users WHERE email = ?').get(email) as Record<string, string> | undefined;
+  const user = (email: string) =>
+    conn.prepare('SELECT * FROM _bp_users WHERE email = ?').get(email) as Record<string, string> | undefined;
 
   beforeEach(() => {
     conn = new BetterSqlite3(':memory:');
@@ -49,7 +50,9 @@ describe('users CLI', () => {
   afterEach(() => db.close());
 
   it('adds a user with a normalized e-mail, a hashed password and its roles', async () => {
-    expect(await run('add', '--email', ' Admin@Example.com', '--role', 'admin', '--role', 'agent', '--role', 'admin')).to.equal(0);
+    expect(
+      await run('add', '--email', ' Admin@Example.com', '--role', 'admin', '--role', 'agent', '--role', 'admin'),
+    ).to.equal(0);
     expect(lines).to.deep.equal(['added admin@example.com (roles: admin, agent)']);
     const row = user('admin@example.com');
     expect(row?.roles).to.equal('["admin","agent"]');
@@ -100,16 +103,27 @@ describe('users CLI', () => {
     expect(await run('remove', '--email', 'a@example.com')).to.equal(0);
     expect(lines).to.deep.equal(['removed a@example.com (2 sessions ended)']);
     expect(user('a@example.com')).to.equal(undefined);
-    expect((conn.prepare('SELECT sid FROM _bp_sessions ORDER BY sid').all() as { sid: string }[]).map((r) => r.sid)).to.deep.equal(['s3', 's4']);
+    expect(
+      (conn.prepare('SELECT sid FROM _bp_sessions ORDER BY sid').all() as { sid: string }[]).map((r) => r.sid),
+    ).to.deep.equal(['s3', 's4']);
   });
 
   it('exits 1 with a clear message on bad input', async () => {
     await run('add', '--email', 'a@example.com');
     const cases: [string[], string][] = [
-      [['add', '--email', 'A@example.com'], 'error: a user with the e-mail a@example.com already exists (use set-roles to change their roles)'],
+      [
+        ['add', '--email', 'A@example.com'],
+        'error: a user with the e-mail a@example.com already exists (use set-roles to change their roles)',
+      ],
       [['add', '--email', 'nope'], 'error: "nope" is not a valid e-mail address'],
-      [['add', '--email', 'b@example.com', '--role', 'bad role'], 'error: "bad role" is not a valid role name (a letter, then letters, digits, _ . : or -)'],
-      [['set-roles', '--email', 'ghost@example.com', '--role', 'admin'], 'error: no user with the e-mail ghost@example.com'],
+      [
+        ['add', '--email', 'b@example.com', '--role', 'bad role'],
+        'error: "bad role" is not a valid role name (a letter, then letters, digits, _ . : or -)',
+      ],
+      [
+        ['set-roles', '--email', 'ghost@example.com', '--role', 'admin'],
+        'error: no user with the e-mail ghost@example.com',
+      ],
       [['remove', '--email', 'ghost@example.com'], 'error: no user with the e-mail ghost@example.com'],
     ];
     for (const [argv, message] of cases) {
@@ -183,10 +197,16 @@ describe('readNewPassword', () => {
   });
 
   it('refuses an empty pipe, several lines and more than a password could be', async () => {
-    const refusal = (text: string) => piped(text).then(() => 'read', (err: Error) => err.message);
+    const refusal = (text: string) =>
+      piped(text).then(
+        () => 'read',
+        (err: Error) => err.message,
+      );
     expect(await refusal('')).to.match(/^no password on stdin: run the command in a terminal/);
     expect(await refusal('\n')).to.match(/^no password on stdin/);
-    expect(await refusal('first line\nsecond line\n')).to.equal('stdin holds several lines: pipe the password alone, on one line');
+    expect(await refusal('first line\nsecond line\n')).to.equal(
+      'stdin holds several lines: pipe the password alone, on one line',
+    );
     expect(await refusal('x'.repeat(9000))).to.equal('stdin holds more than a password: pipe one line');
   });
 });
@@ -206,7 +226,10 @@ describe('users command of a generated app (password piped or typed, never an ar
   const hashOf = (email: string) => {
     const other = new BetterSqlite3(dbFile, { readonly: true });
     try {
-      return (other.prepare('SELECT passwordHash FROM _bp_users WHERE email = ?').get(email) as { passwordHash: string } | undefined)?.passwordHash;
+      return (
+        other.prepare('SELECT passwordHash FROM _bp_users WHERE email = ?').get(email) as
+          { passwordHash: string } | undefined
+      )?.passwordHash;
     } finally {
       other.close();
     }
@@ -246,7 +269,10 @@ describe('users command of a generated app (password piped or typed, never an ar
         });
         let output = '';
         let answered = 0;
-        const timer = setTimeout(() => (child.kill(), reject(new Error(`no prompt answered in time:\n${output}`))), 30_000);
+        const timer = setTimeout(
+          () => (child.kill(), reject(new Error(`no prompt answered in time:\n${output}`))),
+          30_000,
+        );
         child.stdout.on('data', (d: Buffer) => {
           output += d.toString();
           const prompts = (output.match(/Password: |Repeat the password: /g) ?? []).length;

@@ -78,14 +78,16 @@ const CASES: Array<{ fixture: string; root?: string; expected: Expected[] }> = [
         at: 'app.toml:12:59',
         code: 'RESULT_AFTER_COMMIT',
         path: 'workflow.Sync.steps.1.data',
-        message: 'variables.crm is the result of a webhook step, which runs after this transactional workflow commits: it does not exist while this step runs',
+        message:
+          'variables.crm is the result of a webhook step, which runs after this transactional workflow commits: it does not exist while this step runs',
         hint: 'read it in a step that runs after the commit (notify, email, webhook, plugin), or make the workflow not transactional',
       },
       {
         at: 'app.toml:13:25',
         code: 'RESULT_AFTER_COMMIT',
         path: 'workflow.Sync.steps.2.if',
-        message: 'variables.tagged is the result of a plugin step, which runs after this transactional workflow commits: it does not exist while this step runs',
+        message:
+          'variables.tagged is the result of a plugin step, which runs after this transactional workflow commits: it does not exist while this step runs',
         hint: 'read it in a step that runs after the commit (notify, email, webhook, plugin), or make the workflow not transactional',
       },
     ],
@@ -180,7 +182,7 @@ const CASES: Array<{ fixture: string; root?: string; expected: Expected[] }> = [
         code: 'PROTECTED_FIELD_MUTATION',
         path: 'command.ApproveExpense.mutations.status',
         message: 'field "status" may be written only by AproveExpense',
-        hint: "add \"ApproveExpense\" to the field's commands list",
+        hint: 'add "ApproveExpense" to the field\'s commands list',
       },
     ],
   },
@@ -294,7 +296,7 @@ const CASES: Array<{ fixture: string; root?: string; expected: Expected[] }> = [
         at: 'app.toml:22:18',
         code: 'UNKNOWN_FIELD',
         path: 'entity.Ticket.access.update',
-        message: "\"customer\" is a relation of Ticket; only a command's policy and availableWhen load relations",
+        message: '"customer" is a relation of Ticket; only a command\'s policy and availableWhen load relations',
       },
       {
         at: 'app.toml:26:27',
@@ -387,7 +389,8 @@ const CASES: Array<{ fixture: string; root?: string; expected: Expected[] }> = [
         at: 'app.toml:17:4',
         code: 'INVALID_CONDITION',
         path: 'entity.Ticket.access.delete',
-        message: 'expression does not parse: unexpected character "$" (in expressions the current user is "actor", e.g. actor.id)',
+        message:
+          'expression does not parse: unexpected character "$" (in expressions the current user is "actor", e.g. actor.id)',
       },
     ],
   },
@@ -409,7 +412,8 @@ const CASES: Array<{ fixture: string; root?: string; expected: Expected[] }> = [
         at: 'app.toml:9:18',
         code: 'INVALID_CONDITION',
         path: 'command.ApproveExpense.availableWhen',
-        message: 'expression does not parse: unknown root "recrod" (expected one of actor, record, input, workflow, now)',
+        message:
+          'expression does not parse: unknown root "recrod" (expected one of actor, record, input, workflow, now)',
         hint: 'did you mean "record"?',
       },
     ],
@@ -560,7 +564,8 @@ const CASES: Array<{ fixture: string; root?: string; expected: Expected[] }> = [
         at: 'app.toml:6:38',
         code: 'INVALID_DEFAULT',
         path: 'entity.Expense.fields.3.default',
-        message: 'default "9999-12-31T23:00:00-02:00" does not fit DateTime: expected a date-time from year 0001 to 9999 (in UTC)',
+        message:
+          'default "9999-12-31T23:00:00-02:00" does not fit DateTime: expected a date-time from year 0001 to 9999 (in UTC)',
       },
     ],
   },
@@ -683,14 +688,16 @@ const CASES: Array<{ fixture: string; root?: string; expected: Expected[] }> = [
         code: 'NOT_GENERATED',
         severity: 'warning',
         path: 'skill.tickets.actions.3.workflow',
-        message: 'skill action "audit" starts workflow "Audit", which its entity event starts, not a caller: the action\'s route is not served',
+        message:
+          'skill action "audit" starts workflow "Audit", which its entity event starts, not a caller: the action\'s route is not served',
       },
       {
         at: 'app.toml:22:68',
         code: 'NOT_GENERATED',
         severity: 'warning',
         path: 'workflow.Log.steps.1',
-        message: 'plugin steps run the action src/extend.ts registers (plugins.crm.log); without it a job of "Log" fails at this step',
+        message:
+          'plugin steps run the action src/extend.ts registers (plugins.crm.log); without it a job of "Log" fails at this step',
       },
       {
         at: 'app.toml:28:7',
@@ -772,7 +779,8 @@ const CASES: Array<{ fixture: string; root?: string; expected: Expected[] }> = [
         code: 'OPEN_SIGNUP',
         severity: 'warning',
         path: 'auth',
-        message: 'anyone may sign up, and a new account (no roles) may write Note (create, update, delete), Ticket (create, update)',
+        message:
+          'anyone may sign up, and a new account (no roles) may write Note (create, update, delete), Ticket (create, update)',
         hint: 'set auth.signup = false and add people with the users command, or require a role in these rules',
       },
     ],
@@ -795,7 +803,8 @@ const CASES: Array<{ fixture: string; root?: string; expected: Expected[] }> = [
         code: 'OPEN_SIGNUP_RISK',
         severity: 'warning',
         path: 'skill.out.actions.0',
-        message: 'anyone who signs up (no roles) may call out.send, which reaches outside the app (risk "external"): its scopes hold API keys, not people',
+        message:
+          'anyone who signs up (no roles) may call out.send, which reaches outside the app (risk "external"): its scopes hold API keys, not people',
         hint: 'set auth.signup = false and add people with the users command: a workflow action admits every signed-in person',
       },
       {
@@ -803,7 +812,8 @@ const CASES: Array<{ fixture: string; root?: string; expected: Expected[] }> = [
         code: 'OPEN_SIGNUP_RISK',
         severity: 'warning',
         path: 'skill.out.actions.1',
-        message: 'anyone who signs up (no roles) may call out.discard, which destroys data (risk "destructive"): its scopes hold API keys, not people',
+        message:
+          'anyone who signs up (no roles) may call out.discard, which destroys data (risk "destructive"): its scopes hold API keys, not people',
         hint: "set auth.signup = false, or require a role in Draft's access rule for delete",
       },
     ],
@@ -1167,7 +1177,8 @@ const CASES: Array<{ fixture: string; root?: string; expected: Expected[] }> = [
         code: 'UNSCOPED_WRITE',
         severity: 'warning',
         path: 'auth.apiKeys.0',
-        message: 'API key "triage" has scopes, but may write Comment (create, update, delete), Tag (create, update, delete), which declare no scopes.write: its scopes do not limit these writes',
+        message:
+          'API key "triage" has scopes, but may write Comment (create, update, delete), Tag (create, update, delete), which declare no scopes.write: its scopes do not limit these writes',
         hint: 'require a scope for writing, e.g. scopes = { write = ["tickets.write"] } on these entities',
       },
       {
@@ -1175,7 +1186,8 @@ const CASES: Array<{ fixture: string; root?: string; expected: Expected[] }> = [
         code: 'UNSCOPED_WRITE',
         severity: 'warning',
         path: 'auth.apiKeys.1',
-        message: 'API key "reporter" has scopes, but may write Comment (create, update, delete), which declare no scopes.write: its scopes do not limit these writes',
+        message:
+          'API key "reporter" has scopes, but may write Comment (create, update, delete), which declare no scopes.write: its scopes do not limit these writes',
         hint: 'require a scope for writing, e.g. scopes = { write = ["tickets.write"] } on these entities',
       },
     ],
@@ -1297,8 +1309,20 @@ describe('validateBlueprint', () => {
           'call skill actions triage.add_comment (write), triage.escalate_ticket (write); start workflows EscalateTicket (by triage.escalate_ticket)',
         'set auth.signup = false and add people with the users command, or require a role in these rules',
       ),
-      warning('15:1', 'UNSCOPED_WRITE', 'auth.apiKeys.0', unscoped('triage', 'Comment (create, update, delete), Customer (create, update), Ticket (create, update)'), scopeHint),
-      warning('24:1', 'UNSCOPED_WRITE', 'auth.apiKeys.1', unscoped('reporter', 'Comment (create, update, delete), Ticket (create)'), scopeHint),
+      warning(
+        '15:1',
+        'UNSCOPED_WRITE',
+        'auth.apiKeys.0',
+        unscoped('triage', 'Comment (create, update, delete), Customer (create, update), Ticket (create, update)'),
+        scopeHint,
+      ),
+      warning(
+        '24:1',
+        'UNSCOPED_WRITE',
+        'auth.apiKeys.1',
+        unscoped('reporter', 'Comment (create, update, delete), Ticket (create)'),
+        scopeHint,
+      ),
       notGenerated('163:7', 'page."/tickets"', 'page "/tickets"', 'nothing is served at this path'),
       notGenerated('174:7', 'page."/tickets/:id"', 'page "/tickets/:id"', 'nothing is served at this path'),
     ]);
@@ -1326,7 +1350,8 @@ describe('validateBlueprint', () => {
     function modelOf(dir: string): Blueprint {
       const { model, diagnostics } = validate(path.join(VALID, dir, 'app.toml'));
       expect(diagnostics.filter((d) => d.severity === 'error').map(seen)).to.deep.equal([]);
-      for (const c of model!.commands) if (c.handler) c.handler.file = path.relative(path.join(VALID, dir), c.handler.file);
+      for (const c of model!.commands)
+        if (c.handler) c.handler.file = path.relative(path.join(VALID, dir), c.handler.file);
       return model!;
     }
 
@@ -1369,11 +1394,16 @@ describe('validateBlueprint', () => {
   describe('OPEN_SIGNUP', () => {
     /** The open-signup fixture's entities, with [auth] as given. */
     const withAuth = (auth: string) =>
-      fs.readFileSync(path.join(INVALID, 'open-signup', 'app.toml'), 'utf8').replace('[auth]\nproviders = ["email"]', auth);
-    const codes = (text: string) => validateText(text).map((d) => `${d.location?.line}:${d.location?.column} ${d.path} ${d.code}`);
+      fs
+        .readFileSync(path.join(INVALID, 'open-signup', 'app.toml'), 'utf8')
+        .replace('[auth]\nproviders = ["email"]', auth);
+    const codes = (text: string) =>
+      validateText(text).map((d) => `${d.location?.line}:${d.location?.column} ${d.path} ${d.code}`);
 
     it('is reported at auth.signup when the blueprint writes signup = true', () => {
-      expect(codes(withAuth('[auth]\nproviders = ["email"]\nsignup = true'))).to.deep.equal(['6:1 auth.signup OPEN_SIGNUP']);
+      expect(codes(withAuth('[auth]\nproviders = ["email"]\nsignup = true'))).to.deep.equal([
+        '6:1 auth.signup OPEN_SIGNUP',
+      ]);
     });
 
     it('is silent with signup = false, without the email provider, and with [auth.permissions]', () => {
@@ -1396,7 +1426,9 @@ describe('validateBlueprint', () => {
       ].join('\n');
       expect(codes(text)).to.deep.equal([]);
       // The same rules without the role checks let a new account act on its own records.
-      const open = text.replace("actor.roles contains 'billing' && ", '').replace('"$currentUser.role" = "billing", ', '');
+      const open = text
+        .replace("actor.roles contains 'billing' && ", '')
+        .replace('"$currentUser.role" = "billing", ', '');
       expect(codes(open)).to.deep.equal(['1:2 auth OPEN_SIGNUP']);
     });
   });
@@ -1404,20 +1436,131 @@ describe('validateBlueprint', () => {
   describe('on arbitrary shapes', () => {
     /** Known keys make the generated values reach the checks behind the shape check. */
     const KEYS = [
-      'name', 'type', 'fields', 'primary_key', 'values', 'default', 'ref', 'max', 'accept', 'commands', 'write', 'access',
-      'relations', 'protection', 'entity', 'foreign_key', 'through', 'mutations', 'handler', 'policy', 'availableWhen', 'input',
-      'actions', 'method', 'path', 'action', 'workflow', 'mapParams', 'body', 'trigger', 'steps', 'manual', 'event', 'webhook',
-      'command', 'adapter', 'adapters', 'query', 'queries', 'where', 'data', 'orderBy', 'include', 'form', 'read', 'create',
-      'or', 'and', 'allow', 'deny', 'apiKeys', 'permissions', 'statusField', 'actionBar', 'indexes', 'unique',
-      'operations', 'result', 'items', 'then', 'else', 'do', 'if', 'service', 'operation', 'schedule', 'risk', 'board', 'widget',
-      'lookup', 'optionsFrom', 'card', 'columns', 'groupBy', 'search', 'pages', 'runtime', 'min_version', 'enabled', 'href',
-      'redirect', 'onSuccess', 'layout', 'pattern', 'payload', 'message', 'on_move', 'layoutSlots', 'behavior',
+      'name',
+      'type',
+      'fields',
+      'primary_key',
+      'values',
+      'default',
+      'ref',
+      'max',
+      'accept',
+      'commands',
+      'write',
+      'access',
+      'relations',
+      'protection',
+      'entity',
+      'foreign_key',
+      'through',
+      'mutations',
+      'handler',
+      'policy',
+      'availableWhen',
+      'input',
+      'actions',
+      'method',
+      'path',
+      'action',
+      'workflow',
+      'mapParams',
+      'body',
+      'trigger',
+      'steps',
+      'manual',
+      'event',
+      'webhook',
+      'command',
+      'adapter',
+      'adapters',
+      'query',
+      'queries',
+      'where',
+      'data',
+      'orderBy',
+      'include',
+      'form',
+      'read',
+      'create',
+      'or',
+      'and',
+      'allow',
+      'deny',
+      'apiKeys',
+      'permissions',
+      'statusField',
+      'actionBar',
+      'indexes',
+      'unique',
+      'operations',
+      'result',
+      'items',
+      'then',
+      'else',
+      'do',
+      'if',
+      'service',
+      'operation',
+      'schedule',
+      'risk',
+      'board',
+      'widget',
+      'lookup',
+      'optionsFrom',
+      'card',
+      'columns',
+      'groupBy',
+      'search',
+      'pages',
+      'runtime',
+      'min_version',
+      'enabled',
+      'href',
+      'redirect',
+      'onSuccess',
+      'layout',
+      'pattern',
+      'payload',
+      'message',
+      'on_move',
+      'layoutSlots',
+      'behavior',
     ];
     const leaf = fc.oneof(
       fc.constantFrom(
-        'ULID', 'Text', 'Enum', 'Ref', 'file', 'X', 'X.id', 'now', 'input.a', 'actor.id', 'record.a', 'a == 1', '/x/{id}', 'h.ts#f',
-        'command-only', 'belongsTo', 'query', 'notify', 'condition', 'loop', 'service', 'webhook', 'email', 'lookup', 'select',
-        'board', 'Object', 'Array', 'GET', 'read', '0 0 * * *', '[a-', '0.7.0',
+        'ULID',
+        'Text',
+        'Enum',
+        'Ref',
+        'file',
+        'X',
+        'X.id',
+        'now',
+        'input.a',
+        'actor.id',
+        'record.a',
+        'a == 1',
+        '/x/{id}',
+        'h.ts#f',
+        'command-only',
+        'belongsTo',
+        'query',
+        'notify',
+        'condition',
+        'loop',
+        'service',
+        'webhook',
+        'email',
+        'lookup',
+        'select',
+        'board',
+        'Object',
+        'Array',
+        'GET',
+        'read',
+        '0 0 * * *',
+        '[a-',
+        '0.7.0',
       ),
       fc.string({ maxLength: 6 }),
       fc.integer(),
@@ -1457,7 +1600,10 @@ describe('validateBlueprint', () => {
     const HANDLER = fs.readFileSync(path.join(VALID, 'keyed', 'handlers', 'pay.ts'), 'utf8');
     /** The blueprint and the keyed fixture's handler; nothing else exists. */
     const memoryHost = (text: string): SourceHost => {
-      const files = new Map([['/bp/app.toml', text], ['/bp/handlers/pay.ts', HANDLER]]);
+      const files = new Map([
+        ['/bp/app.toml', text],
+        ['/bp/handlers/pay.ts', HANDLER],
+      ]);
       return {
         readFile: (p) => files.get(p),
         realPath: (p) => (files.has(p) || p === '/bp' || p === '/bp/handlers' ? p : undefined),
@@ -1489,17 +1635,23 @@ describe('validateBlueprint', () => {
       const walk = (v: unknown, at: Array<string | number>): void => {
         if (at.length) paths.push(at);
         if (Array.isArray(v)) v.forEach((x, i) => walk(x, [...at, i]));
-        else if (typeof v === 'object' && v !== null && !(v instanceof Date)) for (const [k, x] of Object.entries(v)) walk(x, [...at, k]);
+        else if (typeof v === 'object' && v !== null && !(v instanceof Date))
+          for (const [k, x] of Object.entries(v)) walk(x, [...at, k]);
       };
       walk(base, []);
-      const edits = fc.array(fc.tuple(fc.nat({ max: paths.length - 1 }), fc.option(value, { nil: undefined })), { minLength: 1, maxLength: 3 });
+      const edits = fc.array(fc.tuple(fc.nat({ max: paths.length - 1 }), fc.option(value, { nil: undefined })), {
+        minLength: 1,
+        maxLength: 3,
+      });
       fc.assert(
         fc.property(edits, (changes) => {
           const data = structuredClone(base) as Record<string, unknown>;
           for (const [index, replacement] of changes) {
             const at = paths[index];
             let parent: unknown = data;
-            for (const key of at.slice(0, -1)) parent = typeof parent === 'object' && parent !== null ? (parent as Record<string, unknown>)[key] : undefined;
+            for (const key of at.slice(0, -1))
+              parent =
+                typeof parent === 'object' && parent !== null ? (parent as Record<string, unknown>)[key] : undefined;
             if (typeof parent !== 'object' || parent === null) continue;
             const key = at[at.length - 1];
             if (replacement !== undefined) (parent as Record<string | number, unknown>)[key] = replacement;
@@ -1540,6 +1692,8 @@ describe('docs/diagnostics.md', () => {
 
   it('documents no code the generator does not report', () => {
     const emitted = emittedCodes();
-    expect([...documented].filter((c) => !emitted.has(c)).sort(), 'stale rows in docs/diagnostics.md').to.deep.equal([]);
+    expect([...documented].filter((c) => !emitted.has(c)).sort(), 'stale rows in docs/diagnostics.md').to.deep.equal(
+      [],
+    );
   });
 });

@@ -26,16 +26,28 @@ describe('parseDateTime', () => {
   });
 
   it('knows February 29th: leap years only (every 4th year, not centuries, but every 400th)', () => {
-    for (const year of ['2024', '2000', '1600', '0000', '0004']) expect(iso(`${year}-02-29T12:00:00Z`), year).to.equal(`${year}-02-29T12:00:00.000Z`);
-    for (const year of ['2023', '1900', '2100', '0001']) expect(parseDateTime(`${year}-02-29T12:00:00Z`), year).to.equal(undefined);
+    for (const year of ['2024', '2000', '1600', '0000', '0004'])
+      expect(iso(`${year}-02-29T12:00:00Z`), year).to.equal(`${year}-02-29T12:00:00.000Z`);
+    for (const year of ['2023', '1900', '2100', '0001'])
+      expect(parseDateTime(`${year}-02-29T12:00:00Z`), year).to.equal(undefined);
     expect(parseDateTime('2024-02-30T00:00:00Z')).to.equal(undefined);
   });
 
   it('refuses days a month does not have, and month 0 or 13', () => {
-    for (const day of ['2023-04-31', '2023-06-31', '2023-09-31', '2023-11-31', '2023-01-32', '2023-01-00', '2023-00-10', '2023-13-10']) {
+    for (const day of [
+      '2023-04-31',
+      '2023-06-31',
+      '2023-09-31',
+      '2023-11-31',
+      '2023-01-32',
+      '2023-01-00',
+      '2023-00-10',
+      '2023-13-10',
+    ]) {
       expect(parseDateTime(`${day}T00:00:00Z`), day).to.equal(undefined);
     }
-    for (const day of ['2023-01-31', '2023-03-31', '2023-04-30', '2023-12-31']) expect(parseDateTime(`${day}T00:00:00Z`), day).not.to.equal(undefined);
+    for (const day of ['2023-01-31', '2023-03-31', '2023-04-30', '2023-12-31'])
+      expect(parseDateTime(`${day}T00:00:00Z`), day).not.to.equal(undefined);
   });
 
   it('refuses hour 24, minute 60 and second 60 (a leap second: not an instant Date can hold)', () => {
@@ -47,7 +59,8 @@ describe('parseDateTime', () => {
   });
 
   it('refuses offsets beyond ±23:59', () => {
-    for (const offset of ['+24:00', '-24:00', '+23:60', '+99:99']) expect(parseDateTime(`2024-01-01T00:00:00${offset}`), offset).to.equal(undefined);
+    for (const offset of ['+24:00', '-24:00', '+23:60', '+99:99'])
+      expect(parseDateTime(`2024-01-01T00:00:00${offset}`), offset).to.equal(undefined);
     expect(iso('2024-01-01T00:00:00+23:59')).to.equal('2023-12-31T00:01:00.000Z');
   });
 
@@ -103,9 +116,19 @@ describe('parseDateTime', () => {
         two(61),
         two(61),
         fc.option(fc.stringMatching(/^\.\d{1,11}$/), { nil: '' }),
-        fc.oneof(fc.constantFrom('Z', 'z'), fc.tuple(fc.constantFrom('+', '-'), two(25), two(61)).map(([s, h, m]) => `${s}${h}:${m}`)),
+        fc.oneof(
+          fc.constantFrom('Z', 'z'),
+          fc.tuple(fc.constantFrom('+', '-'), two(25), two(61)).map(([s, h, m]) => `${s}${h}:${m}`),
+        ),
       )
-      .map(([y, mo, d, t, h, mi, s, f, z]) => ({ text: `${y}-${mo}-${d}${t}${h}:${mi}:${s}${f}${z}`, sep: t, h, mi, s, f }));
+      .map(([y, mo, d, t, h, mi, s, f, z]) => ({
+        text: `${y}-${mo}-${d}${t}${h}:${mi}:${s}${f}${z}`,
+        sep: t,
+        h,
+        mi,
+        s,
+        f,
+      }));
     fc.assert(
       fc.property(candidate, ({ text, sep, h, mi, s, f }) => {
         const parsed = parseDateTime(text);
@@ -137,13 +160,26 @@ describe('isCalendarDate', () => {
 
 describe('textProblem', () => {
   it('finds nothing in ordinary text of any script, paired surrogates (emoji) included', () => {
-    for (const value of ['', 'plain', 'Zoë Ωmega 東京 👩‍💻 😀', '\u00a0\u00a0', '\u200b\u200d\ufeff', '\u00a0\u00ff\u0100', '\uffff', '\ud800\udc00', '\udbff\udfff']) {
+    for (const value of [
+      '',
+      'plain',
+      'Zoë Ωmega 東京 👩‍💻 😀',
+      '\u00a0\u00a0',
+      '\u200b\u200d\ufeff',
+      '\u00a0\u00ff\u0100',
+      '\uffff',
+      '\ud800\udc00',
+      '\udbff\udfff',
+    ]) {
       expect(textProblem(value, false), JSON.stringify(value)).to.equal(undefined);
     }
   });
 
   it('finds every C0 control, DEL and every C1 control', () => {
-    const controls = [...Array.from({ length: 0x20 }, (_, i) => i), ...Array.from({ length: 0x21 }, (_, i) => 0x7f + i)];
+    const controls = [
+      ...Array.from({ length: 0x20 }, (_, i) => i),
+      ...Array.from({ length: 0x21 }, (_, i) => 0x7f + i),
+    ];
     for (const code of controls) {
       const c = String.fromCharCode(code);
       expect(textProblem(`a${c}b`, false), code.toString(16)).to.equal('CONTROL_CHARACTER');
@@ -155,7 +191,17 @@ describe('textProblem', () => {
   });
 
   it('finds lone surrogates wherever they are', () => {
-    for (const value of ['\ud800', '\udc00', 'a\ud800', '\udfffa', 'a\ud83db', '\ude00\ud83d', '😀\ud83d', '\ud83d\ud83d\ude00', 'x\udc00\udc00']) {
+    for (const value of [
+      '\ud800',
+      '\udc00',
+      'a\ud800',
+      '\udfffa',
+      'a\ud83db',
+      '\ude00\ud83d',
+      '😀\ud83d',
+      '\ud83d\ud83d\ude00',
+      'x\udc00\udc00',
+    ]) {
       expect(textProblem(value, true), JSON.stringify(value)).to.equal('LONE_SURROGATE');
     }
   });
@@ -163,12 +209,16 @@ describe('textProblem', () => {
   it('agrees with String.prototype.isWellFormed on surrogates, for any string', () => {
     const wellFormed = (s: string) => (s as unknown as { isWellFormed(): boolean }).isWellFormed();
     fc.assert(
-      fc.property(fc.string({ unit: 'binary' }), fc.array(fc.integer({ min: 0xd800, max: 0xdfff }), { maxLength: 3 }), (s, halves) => {
-        const value = s + String.fromCharCode(...halves) + s;
-        const problem = textProblem(value, true);
-        if (!wellFormed(value)) expect(problem).to.be.oneOf(['LONE_SURROGATE', 'CONTROL_CHARACTER']);
-        else expect(problem).not.to.equal('LONE_SURROGATE');
-      }),
+      fc.property(
+        fc.string({ unit: 'binary' }),
+        fc.array(fc.integer({ min: 0xd800, max: 0xdfff }), { maxLength: 3 }),
+        (s, halves) => {
+          const value = s + String.fromCharCode(...halves) + s;
+          const problem = textProblem(value, true);
+          if (!wellFormed(value)) expect(problem).to.be.oneOf(['LONE_SURROGATE', 'CONTROL_CHARACTER']);
+          else expect(problem).not.to.equal('LONE_SURROGATE');
+        },
+      ),
       { numRuns: 2000 },
     );
   });
@@ -181,7 +231,8 @@ describe('textProblem', () => {
 
 describe('isBlank', () => {
   it('is true for the empty string and white space only, false for anything else', () => {
-    for (const value of ['', ' ', '   ', '\t\n\r ', '\u00a0', '\u3000', '\ufeff']) expect(isBlank(value), JSON.stringify(value)).to.equal(true);
+    for (const value of ['', ' ', '   ', '\t\n\r ', '\u00a0', '\u3000', '\ufeff'])
+      expect(isBlank(value), JSON.stringify(value)).to.equal(true);
     for (const value of ['a', ' a ', '\u200b', '.']) expect(isBlank(value), JSON.stringify(value)).to.equal(false);
   });
 });

@@ -38,7 +38,9 @@ describe('workflow conditions', () => {
 
   it('reads them in entity trigger conditions too, and lists as any of their values', () => {
     const data = { before: { status: 'open' }, after: { status: 'resolved', priority: 3 } };
-    expect(conditionHolds({ 'before.status': ['open', 'in_progress'], 'after.priority': { $gt: 2 } }, data)).to.equal(true);
+    expect(conditionHolds({ 'before.status': ['open', 'in_progress'], 'after.priority': { $gt: 2 } }, data)).to.equal(
+      true,
+    );
     expect(conditionHolds({ 'after.priority': { $gt: 3 } }, data)).to.equal(false);
   });
 
@@ -62,10 +64,17 @@ describe('workflow conditions', () => {
       const condition: Record<string, unknown> = {};
       for (let n = 1 + (round % 3); n > 0; n--) {
         const path = pick(paths);
-        condition[path] = path === 'entity' ? pick(['Ticket', 'Other']) : path === 'event' ? pick(['update', 'create']) : pick(expectations);
+        condition[path] =
+          path === 'entity'
+            ? pick(['Ticket', 'Other'])
+            : path === 'event'
+              ? pick(['update', 'create'])
+              : pick(expectations);
       }
       const set: Record<string, unknown> = round % 2 ? { status: pick(values) } : { title: 'renamed' };
-      const hook = entityEventHook([{ ...spec({}), trigger: { kind: 'entity', entity: 'Ticket', event: 'update', condition } }]);
+      const hook = entityEventHook([
+        { ...spec({}), trigger: { kind: 'entity', entity: 'Ticket', event: 'update', condition } },
+      ]);
       if (hook?.mayAct?.('Ticket', set) !== false) continue;
       skipped++;
       for (const status of values)
@@ -77,7 +86,9 @@ describe('workflow conditions', () => {
     }
     expect(skipped, 'conditions the hook may skip').to.be.greaterThan(50);
     const reference = { 'before.status': 'in_progress', 'after.status': 'resolved' };
-    const hook = entityEventHook([{ ...spec({}), trigger: { kind: 'entity', entity: 'Ticket', event: 'update', condition: reference } }]);
+    const hook = entityEventHook([
+      { ...spec({}), trigger: { kind: 'entity', entity: 'Ticket', event: 'update', condition: reference } },
+    ]);
     expect(hook?.mayAct?.('Ticket', { title: 'renamed' })).to.equal(false);
     expect(hook?.mayAct?.('Ticket', { status: 'in_progress' })).to.equal(false);
     expect(hook?.mayAct?.('Ticket', { status: 'resolved' })).to.equal(true);

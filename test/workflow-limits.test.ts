@@ -7,7 +7,12 @@ import { expect } from 'chai';
 import { ANONYMOUS } from '../runtime-lib/core/actor.ts';
 import { AppError } from '../runtime-lib/core/errors.ts';
 import type { Database } from '../runtime-lib/data/database.ts';
-import { runWorkflow, type StepSpec, type WorkflowRuntime, type WorkflowSpec } from '../runtime-lib/workflows/engine.ts';
+import {
+  runWorkflow,
+  type StepSpec,
+  type WorkflowRuntime,
+  type WorkflowSpec,
+} from '../runtime-lib/workflows/engine.ts';
 
 const sent: string[] = [];
 const rt: WorkflowRuntime = {
@@ -60,7 +65,13 @@ describe('workflow step limits', () => {
     const stopping = new AbortController();
     const started = Date.now();
     setTimeout(() => stopping.abort(), 50);
-    const err = await failure([{ type: 'delay', duration: 60_000 }, { type: 'notify', body: 'after' }], stopping.signal);
+    const err = await failure(
+      [
+        { type: 'delay', duration: 60_000 },
+        { type: 'notify', body: 'after' },
+      ],
+      stopping.signal,
+    );
     expect(err).to.include({ code: 'JOB_INTERRUPTED', retryable: true });
     expect(Date.now() - started).to.be.below(5_000);
     expect(sent).to.deep.equal([]);
@@ -69,7 +80,11 @@ describe('workflow step limits', () => {
   it('does not offer to run a job again once a step of it took effect: the failure is no longer retryable', async () => {
     const stopping = new AbortController();
     setTimeout(() => stopping.abort(), 50);
-    const steps = [{ type: 'notify', body: 'before' }, { type: 'delay', duration: 60_000 }, { type: 'notify', body: 'after' }];
+    const steps = [
+      { type: 'notify', body: 'before' },
+      { type: 'delay', duration: 60_000 },
+      { type: 'notify', body: 'after' },
+    ];
     const err = await failure(steps, stopping.signal);
     expect(err).to.include({ code: 'JOB_INTERRUPTED', retryable: false });
     expect(err.message).to.include('not run again');
@@ -87,7 +102,11 @@ describe('workflow step limits', () => {
           items: ['a', 'b'],
           assignTo: 'seen',
           do: [
-            { type: 'condition', if: { 'variables.index': { $gt: 0 } }, then: [{ type: 'notify', body: 'later {{ variables.item }}' }] },
+            {
+              type: 'condition',
+              if: { 'variables.index': { $gt: 0 } },
+              then: [{ type: 'notify', body: 'later {{ variables.item }}' }],
+            },
             { type: 'notify', body: '{{ variables.index }}:{{ variables.item }}' },
           ],
         },

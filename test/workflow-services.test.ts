@@ -6,7 +6,18 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { expect } from 'chai';
-import { bp, freshDir, freshKey, generate, jobFinished, request, ROOT, startApp, typecheck, type RunningApp } from './support/apps.ts';
+import {
+  bp,
+  freshDir,
+  freshKey,
+  generate,
+  jobFinished,
+  request,
+  ROOT,
+  startApp,
+  typecheck,
+  type RunningApp,
+} from './support/apps.ts';
 
 type Rec = Record<string, unknown>;
 type Job = { status: string; result: unknown; error: { code: string; message: string; retryable: boolean } | null };
@@ -20,7 +31,10 @@ describe('workflow service steps (generated app, over HTTP)', function () {
   let app: RunningApp;
 
   const invoice = async (customer: string, amount = 120): Promise<Rec> => {
-    const res = await request(app.url, 'POST', '/api/invoices', { json: { customer, amount }, headers: { ...clerk, 'idempotency-key': freshKey() } });
+    const res = await request(app.url, 'POST', '/api/invoices', {
+      json: { customer, amount },
+      headers: { ...clerk, 'idempotency-key': freshKey() },
+    });
     expect(res.status, res.text).to.equal(201);
     return res.body as Rec;
   };
@@ -33,7 +47,12 @@ describe('workflow service steps (generated app, over HTTP)', function () {
     expect(res.status, res.text).to.equal(202);
     return jobFinished<Job>(app.url, clerk, (res.body as { job: { url: string } }).job.url);
   };
-  const charges = () => app.output().split('\n').filter((l) => l.startsWith('CHARGE ')).map((l) => JSON.parse(l.slice(7)) as Rec);
+  const charges = () =>
+    app
+      .output()
+      .split('\n')
+      .filter((l) => l.startsWith('CHARGE '))
+      .map((l) => JSON.parse(l.slice(7)) as Rec);
 
   before(async () => {
     appDir = path.join(freshDir('services'), 'app');
@@ -61,7 +80,9 @@ export default defineExtension({
 
   it('reminds at generate time that src/extend.ts implements the service, and typechecks', () => {
     const r = bp(['validate', BLUEPRINT]);
-    expect(r.stderr).to.include('service "billing" runs the operations src/extend.ts implements (services.billing.<operation>)');
+    expect(r.stderr).to.include(
+      'service "billing" runs the operations src/extend.ts implements (services.billing.<operation>)',
+    );
     const t = typecheck(appDir);
     expect(t.stdout + t.stderr).to.equal('');
   });
@@ -72,7 +93,10 @@ export default defineExtension({
     expect(job.status, JSON.stringify(job.error)).to.equal('completed');
     expect(job.result).to.deep.equal({ charge: { id: 'ch_120', status: 'paid' } });
     const [call] = charges().slice(-1);
-    expect(call).to.deep.equal({ workflow: 'Charge', input: { customer: 'Ada', amount: 120, lines: [{ sku: 'A-1', qty: 2 }, { sku: 'B-7' }] } });
+    expect(call).to.deep.equal({
+      workflow: 'Charge',
+      input: { customer: 'Ada', amount: 120, lines: [{ sku: 'A-1', qty: 2 }, { sku: 'B-7' }] },
+    });
     const stored = (await request(app.url, 'GET', `/api/invoices/${String(inv.id)}`, { headers: clerk })).body as Rec;
     expect(stored.chargeId).to.equal('ch_120');
   });
@@ -80,7 +104,12 @@ export default defineExtension({
   it('refuses input of another shape before calling the code (WORKFLOW_STEP_INVALID, naming each value)', async () => {
     const inv = await invoice('Grace');
     const before = charges().length;
-    const job = await run(inv.id, 'charge', { lines: [{ sku: 'A-1', qty: 'two' }, { qty: 1, colour: 'red' }] });
+    const job = await run(inv.id, 'charge', {
+      lines: [
+        { sku: 'A-1', qty: 'two' },
+        { qty: 1, colour: 'red' },
+      ],
+    });
     expect(job.status).to.equal('failed');
     expect(job.error?.code).to.equal('WORKFLOW_STEP_INVALID');
     expect(job.error?.message).to.include('billing.charge.lines[0].qty must be an integer');

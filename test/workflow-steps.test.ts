@@ -9,7 +9,17 @@ import * as http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import * as path from 'node:path';
 import { expect } from 'chai';
-import { freshDir, freshKey, generate, jobFinished, request, ROOT, startApp, typecheck, type RunningApp } from './support/apps.ts';
+import {
+  freshDir,
+  freshKey,
+  generate,
+  jobFinished,
+  request,
+  ROOT,
+  startApp,
+  typecheck,
+  type RunningApp,
+} from './support/apps.ts';
 
 type Rec = Record<string, unknown>;
 type Job = { id: string; status: string; url: string; result: Rec | null; error: Rec | null; attempts: number };
@@ -37,7 +47,12 @@ async function hookServer(answers: Array<{ status: number; json?: unknown; locat
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;
-  return { received, port, url: `http://127.0.0.1:${port}`, close: () => new Promise((resolve) => server.close(resolve)) };
+  return {
+    received,
+    port,
+    url: `http://127.0.0.1:${port}`,
+    close: () => new Promise((resolve) => server.close(resolve)),
+  };
 }
 
 const ENV = { PLANNER_API_KEY: 'planner-key-0123456789abcdef' };
@@ -50,11 +65,15 @@ describe('workflow steps: webhook, condition, loop, delay, plugin, email (genera
 
   const newTask = async (title: string, fields: Rec = {}): Promise<Rec> => {
     const json = { title, projectId: 'p0', ...fields };
-    const res = await request(app.url, 'POST', '/api/tasks', { json, headers: { ...planner, 'idempotency-key': freshKey() } });
+    const res = await request(app.url, 'POST', '/api/tasks', {
+      json,
+      headers: { ...planner, 'idempotency-key': freshKey() },
+    });
     expect(res.status, res.text).to.equal(201);
     return res.body as Rec;
   };
-  const task = async (id: unknown): Promise<Rec> => (await request(app.url, 'GET', `/api/tasks/${String(id)}`, { headers: planner })).body as Rec;
+  const task = async (id: unknown): Promise<Rec> =>
+    (await request(app.url, 'GET', `/api/tasks/${String(id)}`, { headers: planner })).body as Rec;
   /** Submits the action's job and waits for its end. */
   const run = async (id: unknown, action: string, body: unknown = {}): Promise<Job> => {
     const res = await request(app.url, 'POST', `/api/skills/steps/tasks/${String(id)}/${action}`, {
@@ -141,7 +160,10 @@ export default defineExtension({
 
     it('fails a webhook step answered 4xx at once (WEBHOOK_STEP_REJECTED), and follows a 303 as a GET', async () => {
       const hook = await hookServer([{ status: 404, json: { error: 'no such hook' } }]);
-      const moved = await hookServer([{ status: 303, location: '/final' }, { status: 200, json: { tag: 'moved' } }]);
+      const moved = await hookServer([
+        { status: 303, location: '/final' },
+        { status: 200, json: { tag: 'moved' } },
+      ]);
       try {
         const t = await newTask('rejected');
         const job = await run(t.id, 'hook', { url: hook.url });
@@ -250,14 +272,20 @@ export default defineExtension({
       const t = await newTask('report', { priority: 2 });
       const job = await run(t.id, 'mail', { to: 'ops@example.com' });
       expect(job.status, JSON.stringify(job.error)).to.equal('completed');
-      expect(app.output()).to.include('MAIL from bot@example.com to ops@example.com: Task report / priority 2 / task-mail');
+      expect(app.output()).to.include(
+        'MAIL from bot@example.com to ops@example.com: Task report / priority 2 / task-mail',
+      );
       // The step reads `to`, so a blank one is refused before a job is stored (it once failed the job).
       const nobody = await request(app.url, 'POST', `/api/skills/steps/tasks/${String(t.id)}/mail`, {
         json: { to: '' },
         headers: { ...planner, 'idempotency-key': freshKey() },
       });
       expect(nobody.status, nobody.text).to.equal(400);
-      expect((nobody.body as { error: { details: Rec[] } }).error.details).to.deep.include({ field: 'to', code: 'REQUIRED', message: 'to must not be blank' });
+      expect((nobody.body as { error: { details: Rec[] } }).error.details).to.deep.include({
+        field: 'to',
+        code: 'REQUIRED',
+        message: 'to must not be blank',
+      });
     });
   });
 

@@ -27,7 +27,8 @@ interface Row {
 }
 
 /** `a.b[].c` as segments, `[]` standing for any element of a list. */
-const segments = (dotted: string): string[] => (dotted === '' ? [] : dotted.split('.').flatMap((s) => (s.endsWith('[]') ? [s.slice(0, -2), '[]'] : [s])));
+const segments = (dotted: string): string[] =>
+  dotted === '' ? [] : dotted.split('.').flatMap((s) => (s.endsWith('[]') ? [s.slice(0, -2), '[]'] : [s]));
 
 /** The rows of the table under `### <section>`: key, notes, and the key paths the row is about. */
 function rows(section: { name: string; at: string[] }): Row[] {
@@ -40,14 +41,20 @@ function rows(section: { name: string; at: string[] }): Row[] {
     section: section.name,
     key,
     notes,
-    patterns: section.at.map((at) => [...segments(at), ...segments(key), ...(at === '' && NAMED.has(key) ? ['*'] : [])]),
+    patterns: section.at.map((at) => [
+      ...segments(at),
+      ...segments(key),
+      ...(at === '' && NAMED.has(key) ? ['*'] : []),
+    ]),
   }));
 }
 
 /** A rendered diagnostic path (`page."/x".query`) as its segments. */
-const pathSegments = (rendered: string): string[] => [...rendered.matchAll(/"(?:[^"\\]|\\.)*"|[^.]+/g)].map(([s]) => (s.startsWith('"') ? (JSON.parse(s) as string) : s));
+const pathSegments = (rendered: string): string[] =>
+  [...rendered.matchAll(/"(?:[^"\\]|\\.)*"|[^.]+/g)].map(([s]) => (s.startsWith('"') ? (JSON.parse(s) as string) : s));
 
-const fits = (pattern: string, segment: string) => (pattern === '[]' ? /^\d+$/.test(segment) : pattern === '*' || pattern === segment);
+const fits = (pattern: string, segment: string) =>
+  pattern === '[]' ? /^\d+$/.test(segment) : pattern === '*' || pattern === segment;
 
 /**
  * Whether a warning at `at` is about the key of `pattern`: reported at that key, at an element of
@@ -63,7 +70,11 @@ function about(pattern: string[], at: string[]): boolean {
 
 /** The paths `bp validate` (the real CLI) reports NOT_GENERATED at. */
 function warnedAt(file: string): string[] {
-  const run = spawnSync(process.execPath, [path.join(ROOT, 'bin/bp'), 'validate', file], { cwd: ROOT, encoding: 'utf8', env: { ...process.env, NO_COLOR: '1' } });
+  const run = spawnSync(process.execPath, [path.join(ROOT, 'bin/bp'), 'validate', file], {
+    cwd: ROOT,
+    encoding: 'utf8',
+    env: { ...process.env, NO_COLOR: '1' },
+  });
   expect(run.status, run.stderr).to.equal(0);
   return run.stderr.split('\n').flatMap((line) => {
     const m = /^\S+:\d+:\d+ (\S+): .* \[warning NOT_GENERATED\]$/.exec(line);
@@ -93,8 +104,24 @@ describe('docs/zebric-compatibility.md and the NOT_GENERATED warnings', () => {
   });
 
   it('draws every kind of warning: services, plugins, pages, plugin steps, adapters, entity-started skill actions, providers, auth.pages', () => {
-    const kinds = new Set(warnings.map((w) => pathSegments(w).filter((s) => !/^\d+$/.test(s)).slice(0, 1).join('.') + (w.includes('steps') ? '.steps' : '')));
-    expect([...kinds].sort()).to.deep.equal(['auth', 'notifications', 'page', 'plugin', 'service', 'skill', 'workflow.steps']);
+    const kinds = new Set(
+      warnings.map(
+        (w) =>
+          pathSegments(w)
+            .filter((s) => !/^\d+$/.test(s))
+            .slice(0, 1)
+            .join('.') + (w.includes('steps') ? '.steps' : ''),
+      ),
+    );
+    expect([...kinds].sort()).to.deep.equal([
+      'auth',
+      'notifications',
+      'page',
+      'plugin',
+      'service',
+      'skill',
+      'workflow.steps',
+    ]);
     expect(warnings.filter((w) => w.startsWith('auth.')).sort()).to.deep.equal(['auth.pages', 'auth.providers.1']);
   });
 
@@ -104,7 +131,9 @@ describe('docs/zebric-compatibility.md and the NOT_GENERATED warnings', () => {
   });
 
   it('has a row saying NOT_GENERATED for each warning', () => {
-    const undocumented = warnings.filter((w) => !claims.some((row) => row.patterns.some((p) => about(p, pathSegments(w)))));
+    const undocumented = warnings.filter(
+      (w) => !claims.some((row) => row.patterns.some((p) => about(p, pathSegments(w)))),
+    );
     expect(undocumented).to.deep.equal([]);
   });
 });

@@ -11,7 +11,14 @@ import { parse as parseToml } from 'smol-toml';
 import { validateBlueprint } from '../generator/compile.ts';
 import { nodeSourceHost } from '../generator/source.ts';
 import { freshDir, freshKey, generate, ROOT, typecheck } from './support/apps.ts';
-import { Api, bootInProcess, SessionClient, usersCli, type InProcessApp, type Rec } from './support/commands/harness.ts';
+import {
+  Api,
+  bootInProcess,
+  SessionClient,
+  usersCli,
+  type InProcessApp,
+  type Rec,
+} from './support/commands/harness.ts';
 
 interface GrammarSection {
   name: string;
@@ -19,7 +26,9 @@ interface GrammarSection {
   keys: string[];
 }
 
-const GRAMMAR = JSON.parse(fs.readFileSync(path.join(ROOT, 'test/fixtures/zebric/grammar-0.6.json'), 'utf8')) as { sections: GrammarSection[] };
+const GRAMMAR = JSON.parse(fs.readFileSync(path.join(ROOT, 'test/fixtures/zebric/grammar-0.6.json'), 'utf8')) as {
+  sections: GrammarSection[];
+};
 const FIXTURE = path.join(ROOT, 'test/fixtures/zebric/grammar');
 const DOC = fs.readFileSync(path.join(ROOT, 'docs/zebric-compatibility.md'), 'utf8');
 
@@ -44,7 +53,8 @@ const NAMED: Record<string, { kind: string; nameKey: string }> = {
   pages: { kind: 'page', nameKey: 'path' },
 };
 
-const isTable = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v) && !(v instanceof Date);
+const isTable = (v: unknown): v is Record<string, unknown> =>
+  typeof v === 'object' && v !== null && !Array.isArray(v) && !(v instanceof Date);
 
 /**
  * Every key path a TOML file writes, in the grammar's notation: a list element adds `[]` to its
@@ -59,7 +69,8 @@ function keyPaths(data: Record<string, unknown>): string[][] {
       const element = [...at.slice(0, -1), `${at[at.length - 1]}[]`];
       for (const item of value) if (isTable(item) || Array.isArray(item)) walk(item, element);
     } else if (isTable(value)) {
-      for (const [k, v] of Object.entries(value)) walk(v, [...at, at.length === 2 && at[0] === 'page' && k === 'queries' ? 'query' : k]);
+      for (const [k, v] of Object.entries(value))
+        walk(v, [...at, at.length === 2 && at[0] === 'page' && k === 'queries' ? 'query' : k]);
     }
   };
   for (const [key, value] of Object.entries(data)) {
@@ -68,7 +79,9 @@ function keyPaths(data: Record<string, unknown>): string[][] {
       walk(value, [key]);
       continue;
     }
-    const entries = Array.isArray(value) ? value.map((v) => [String((v as Rec)[named.nameKey]), v] as const) : Object.entries(value as Rec);
+    const entries = Array.isArray(value)
+      ? value.map((v) => [String((v as Rec)[named.nameKey]), v] as const)
+      : Object.entries(value as Rec);
     out.push([named.kind]);
     for (const [name, entry] of entries) {
       out.push([named.kind, name, named.nameKey]);
@@ -99,10 +112,14 @@ describe('Zebric 0.6 grammar', () => {
   });
 
   it('is used in full by the grammar fixture, every key of every section', () => {
-    const files = ['app.toml', 'services.toml'].map((f) => parseToml(fs.readFileSync(path.join(FIXTURE, f), 'utf8')) as Rec);
+    const files = ['app.toml', 'services.toml'].map(
+      (f) => parseToml(fs.readFileSync(path.join(FIXTURE, f), 'utf8')) as Rec,
+    );
     const written = files.flatMap(keyPaths);
     const unused = GRAMMAR.sections.flatMap((s) =>
-      s.keys.filter((key) => !s.at.some((at) => written.some((w) => matches(segmentsOf(at, key), w)))).map((key) => `${s.name}: ${key}`),
+      s.keys
+        .filter((key) => !s.at.some((at) => written.some((w) => matches(segmentsOf(at, key), w))))
+        .map((key) => `${s.name}: ${key}`),
     );
     expect(unused).to.deep.equal([]);
   });
@@ -110,7 +127,10 @@ describe('Zebric 0.6 grammar', () => {
   describe('the grammar fixture', function () {
     this.timeout(180_000);
     const PASSWORD = 'a long enough password 1';
-    const KEYS = { STUDIO_OPS_KEY: 'studio-ops-key-0123456789abcdef', STUDIO_REPORTER_KEY: 'studio-reporter-key-0123456789ab' };
+    const KEYS = {
+      STUDIO_OPS_KEY: 'studio-ops-key-0123456789abcdef',
+      STUDIO_REPORTER_KEY: 'studio-reporter-key-0123456789ab',
+    };
     let appDir: string;
     let app: InProcessApp;
     let api: Api;
@@ -163,7 +183,13 @@ describe('Zebric 0.6 grammar', () => {
       expect(list.status, list.text).to.equal(200);
       expect((list.body as { items: Rec[] }).items.map((r) => r.id)).to.include(created.id);
       expect(await api.get(collection, String(created.id))).to.deep.equal(created);
-      const updated = await api.call('PUT', `/api/${collection}/{id}`, `/api/${collection}/${String(created.id)}`, change, { idem: freshKey() });
+      const updated = await api.call(
+        'PUT',
+        `/api/${collection}/{id}`,
+        `/api/${collection}/${String(created.id)}`,
+        change,
+        { idem: freshKey() },
+      );
       expect(updated.status, updated.text).to.equal(200);
       expect(updated.body).to.deep.include({ ...body, ...change, id: created.id });
       expect(await api.get(collection, String(created.id))).to.deep.equal(updated.body);
@@ -173,27 +199,54 @@ describe('Zebric 0.6 grammar', () => {
     it('serves create, list, get and update on every entity, with its Refs', async () => {
       const team = await crud('teams', { name: 'Core', slug: 'core' }, { slug: 'core-team' });
       await crud('charters', { teamId: team.id, mission: 'Ship it' }, { mission: 'Ship it well' });
-      const member = await crud('members', { teamId: team.id, email: 'ada@studio.example.com', role: 'lead', joinedOn: '2024-02-29' }, { bio: 'Leads' });
+      const member = await crud(
+        'members',
+        { teamId: team.id, email: 'ada@studio.example.com', role: 'lead', joinedOn: '2024-02-29' },
+        { bio: 'Leads' },
+      );
       const column = await crud('columns', { name: 'Doing', position: 1 }, { position: 2 });
       const task = await crud(
         'tasks',
-        { title: 'Draft the plan', columnId: column.id, assigneeId: member.id, points: 3, dueAt: '2024-03-01T09:00:00.000Z', details: { size: 'm' } },
+        {
+          title: 'Draft the plan',
+          columnId: column.id,
+          assigneeId: member.id,
+          points: 3,
+          dueAt: '2024-03-01T09:00:00.000Z',
+          details: { size: 'm' },
+        },
         { status: 'done', starred: true },
       );
       const label = await crud('labels', { name: 'triage' }, { name: 'urgent' });
       await crud('tasklabels', { taskId: task.id, labelId: label.id }, { labelId: label.id });
       // A Ref to a record that does not exist is refused, and nothing is stored.
-      const orphan = await api.call('POST', '/api/tasks', '/api/tasks', { title: 'Lost', columnId: team.id }, { idem: freshKey() });
+      const orphan = await api.call(
+        'POST',
+        '/api/tasks',
+        '/api/tasks',
+        { title: 'Lost', columnId: team.id },
+        { idem: freshKey() },
+      );
       expect(orphan.status, orphan.text).to.equal(422);
     });
 
     it('runs the command, its mutations and its handler in one write, for a signed-in admin', async () => {
       // The command asks API keys for a scope; people are not scoped.
-      const added = usersCli(appDir, `file:${app.dbFile}`, ['add', '--email', 'lead@studio.example.com', '--role', 'admin'], `${PASSWORD}\n`);
+      const added = usersCli(
+        appDir,
+        `file:${app.dbFile}`,
+        ['add', '--email', 'lead@studio.example.com', '--role', 'admin'],
+        `${PASSWORD}\n`,
+      );
       expect(added.status, added.stderr).to.equal(0);
       const session = await SessionClient.login(app.url, 'lead@studio.example.com', PASSWORD);
       const task = await api.create('tasks', { title: 'Review me', status: 'done' });
-      const res = await api.command('review_task', String(task.id), { note: 'Looks right', verdict: 'changes' }, { idem: freshKey(), session });
+      const res = await api.command(
+        'review_task',
+        String(task.id),
+        { note: 'Looks right', verdict: 'changes' },
+        { idem: freshKey(), session },
+      );
       expect(res.status, res.text).to.equal(200);
       expect(await api.get('tasks', String(task.id))).to.deep.include({
         reviewedBy: session.actor.id,

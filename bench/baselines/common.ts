@@ -17,7 +17,11 @@ export interface ListParams {
   offset: number;
 }
 
-export function serverConfig(): { port: number; databaseUrl: string; authorized: (header: string | undefined) => boolean } {
+export function serverConfig(): {
+  port: number;
+  databaseUrl: string;
+  authorized: (header: string | undefined) => boolean;
+} {
   const databaseUrl = process.env.DATABASE_URL;
   if (!databaseUrl) throw new Error('DATABASE_URL must be set');
   const key = process.env.API_KEY;
@@ -73,7 +77,10 @@ export function listParams(limit: unknown, offset: unknown): ListParams | undefi
 }
 
 /** One row more than the page tells whether another page exists, as the generated app does. */
-export function page<T>(rows: T[], params: ListParams): { items: T[]; limit: number; offset: number; hasMore: boolean } {
+export function page<T>(
+  rows: T[],
+  params: ListParams,
+): { items: T[]; limit: number; offset: number; hasMore: boolean } {
   const hasMore = rows.length > params.limit;
   if (hasMore) rows.pop();
   return { items: rows, limit: params.limit, offset: params.offset, hasMore };

@@ -46,7 +46,10 @@ app.post('/api/tickets', async (req, res) => {
   if (typeof input === 'string') return void res.status(400).json({ error: input });
   const row = kept ? await kept.create(keyOf(req), input) : await plain!.create(input);
   if (typeof row !== 'object' || !row) return void res.status(409).json({ error: String(row) });
-  res.status(201).location(`/api/tickets/${String(row.id)}`).json(row);
+  res
+    .status(201)
+    .location(`/api/tickets/${String(row.id)}`)
+    .json(row);
 });
 
 app.put('/api/tickets/:id', async (req, res) => {

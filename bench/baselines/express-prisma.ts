@@ -7,14 +7,25 @@ import express from 'express';
 import { PrismaBetterSqlite3 } from '@prisma/adapter-better-sqlite3';
 import { PrismaPg } from '@prisma/adapter-pg';
 import { ulid } from '../../runtime-lib/core/ids.ts';
-import { AGENT_ID, isPostgresUrl, listParams, serverConfig, sqliteFile, ticketInput, type TicketInput } from './common.ts';
+import {
+  AGENT_ID,
+  isPostgresUrl,
+  listParams,
+  serverConfig,
+  sqliteFile,
+  ticketInput,
+  type TicketInput,
+} from './common.ts';
 
 /** The part of the generated client this server calls. */
 interface TicketDelegate {
   findUnique(args: { where: { id: string } }): Promise<{ id: string } | null>;
   findMany(args: { take: number; skip: number; orderBy: { id: 'asc' } }): Promise<object[]>;
   create(args: { data: TicketInput & { id: string; title: string } }): Promise<{ id: string }>;
-  update(args: { where: { id: string; status?: string }; data: TicketInput | { status: string; assigneeId: string } }): Promise<{ id: string }>;
+  update(args: {
+    where: { id: string; status?: string };
+    data: TicketInput | { status: string; assigneeId: string };
+  }): Promise<{ id: string }>;
 }
 interface Client {
   ticket: TicketDelegate;
@@ -26,13 +37,18 @@ const postgres = isPostgresUrl(databaseUrl);
 // bench/run.ts generates the clients into bench/.work (bench/prepare.ts, PRISMA_CLIENT_DIRS), outside
 // git, for the generated app's schemas; imported at run time so that type-checking the repository
 // does not need them.
-const clientModule = new URL(`../.work/${postgres ? 'prisma-client-pg' : 'prisma-client'}/client.ts`, import.meta.url).href;
+const clientModule = new URL(`../.work/${postgres ? 'prisma-client-pg' : 'prisma-client'}/client.ts`, import.meta.url)
+  .href;
 type Adapter = PrismaBetterSqlite3 | PrismaPg;
-const { PrismaClient } = (await import(clientModule)) as { PrismaClient: new (options: { adapter: Adapter }) => Client };
+const { PrismaClient } = (await import(clientModule)) as {
+  PrismaClient: new (options: { adapter: Adapter }) => Client;
+};
 
 // SQLite: the seeded file is in WAL mode, and better-sqlite3 opens WAL databases with synchronous =
 // NORMAL (built with SQLITE_DEFAULT_WAL_SYNCHRONOUS=1): the generated app's settings, with nothing to set.
-const adapter = postgres ? new PrismaPg({ connectionString: databaseUrl, max: 10 }) : new PrismaBetterSqlite3({ url: `file:${sqliteFile(databaseUrl)}` });
+const adapter = postgres
+  ? new PrismaPg({ connectionString: databaseUrl, max: 10 })
+  : new PrismaBetterSqlite3({ url: `file:${sqliteFile(databaseUrl)}` });
 const prisma = new PrismaClient({ adapter });
 
 /** Prisma's "record to update not found". */
@@ -52,7 +68,12 @@ app.get('/api/tickets', async (req, res) => {
   if (!params) return void res.status(400).json({ error: 'bad limit or offset' });
   const rows = await prisma.ticket.findMany({ take: params.limit + 1, skip: params.offset, orderBy: { id: 'asc' } });
   const hasMore = rows.length > params.limit;
-  res.json({ items: hasMore ? rows.slice(0, params.limit) : rows, limit: params.limit, offset: params.offset, hasMore });
+  res.json({
+    items: hasMore ? rows.slice(0, params.limit) : rows,
+    limit: params.limit,
+    offset: params.offset,
+    hasMore,
+  });
 });
 
 app.get('/api/tickets/:id', async (req, res) => {
@@ -83,7 +104,12 @@ app.put('/api/tickets/:id', async (req, res) => {
 // ticket moves; only when none did, a second query tells a missing ticket from one not open.
 app.post('/api/commands/start_ticket/:id', async (req, res) => {
   try {
-    res.json(await prisma.ticket.update({ where: { id: req.params.id, status: 'open' }, data: { status: 'in_progress', assigneeId: AGENT_ID } }));
+    res.json(
+      await prisma.ticket.update({
+        where: { id: req.params.id, status: 'open' },
+        data: { status: 'in_progress', assigneeId: AGENT_ID },
+      }),
+    );
   } catch (err) {
     if (!isNotFound(err)) throw err;
     const exists = await prisma.ticket.findUnique({ where: { id: req.params.id } });
@@ -91,4 +117,6 @@ app.post('/api/commands/start_ticket/:id', async (req, res) => {
   }
 });
 
-app.listen(port, () => console.log(`Express + Prisma (${postgres ? 'pg' : 'better-sqlite3'} adapter) listening on ${port}`));
+app.listen(port, () =>
+  console.log(`Express + Prisma (${postgres ? 'pg' : 'better-sqlite3'} adapter) listening on ${port}`),
+);

@@ -33,7 +33,10 @@ app.post('/api/tickets', (req, res) => {
   const input = ticketInput(req.body, true);
   if (typeof input === 'string') return void res.status(400).json({ error: input });
   const row = tickets.create(input);
-  res.status(201).location(`/api/tickets/${String(row?.id)}`).json(row);
+  res
+    .status(201)
+    .location(`/api/tickets/${String(row?.id)}`)
+    .json(row);
 });
 
 app.put('/api/tickets/:id', (req, res) => {

@@ -11,7 +11,8 @@ import { openTickets } from './pg-tickets.ts';
 
 type Row = Record<string, unknown>;
 
-const COLUMNS = '"id", "title", "body", "status", "priority", "customerId", "assigneeId", "resolution", "resolvedAt", "attachment", "createdAt"';
+const COLUMNS =
+  '"id", "title", "body", "status", "priority", "customerId", "assigneeId", "resolution", "resolvedAt", "attachment", "createdAt"';
 const CLAIM =
   'INSERT INTO "_bp_idempotency" ("scope", "operation", "key", "requestHash", "state", "createdAt", "expiresAt") ' +
   `VALUES ($1, $2, $3, $4, 'running', $5, $6) ON CONFLICT ("scope", "operation", "key") DO NOTHING`;
@@ -34,13 +35,22 @@ export function openGuardedTickets(databaseUrl: string) {
   const reads = openTickets(databaseUrl);
   const pool = reads.pool;
   /** Runs `change` under the key in one transaction: claim, change, audit, stored response. */
-  const guarded = async (operation: string, key: string, input: unknown, change: (c: PoolClient) => Promise<Written>): Promise<Written> => {
+  const guarded = async (
+    operation: string,
+    key: string,
+    input: unknown,
+    change: (c: PoolClient) => Promise<Written>,
+  ): Promise<Written> => {
     const client = await pool.connect();
     try {
       await client.query('BEGIN');
       const now = Date.now();
       const hash = createHash('sha256').update(JSON.stringify(input)).digest('hex');
-      const claim = await client.query({ name: 'idem-claim', text: CLAIM, values: [AGENT_ID, operation, key, hash, now, now + DAY_MS] });
+      const claim = await client.query({
+        name: 'idem-claim',
+        text: CLAIM,
+        values: [AGENT_ID, operation, key, hash, now, now + DAY_MS],
+      });
       // A key seen before: a real server replays its stored answer; the bench never sends one twice.
       if (claim.rowCount === 0) {
         await client.query('ROLLBACK');
@@ -52,8 +62,16 @@ export function openGuardedTickets(databaseUrl: string) {
         return row;
       }
       const at = new Date(now).toISOString();
-      await client.query({ name: 'audit-insert', text: AUDIT, values: [ulid(), at, operation, row.id, AGENT_ID, key, JSON.stringify(input)] });
-      await client.query({ name: 'idem-store', text: STORE, values: [AGENT_ID, operation, key, 200, JSON.stringify(row)] });
+      await client.query({
+        name: 'audit-insert',
+        text: AUDIT,
+        values: [ulid(), at, operation, row.id, AGENT_ID, key, JSON.stringify(input)],
+      });
+      await client.query({
+        name: 'idem-store',
+        text: STORE,
+        values: [AGENT_ID, operation, key, 200, JSON.stringify(row)],
+      });
       await client.query('COMMIT');
       return row;
     } catch (err) {
@@ -63,19 +81,46 @@ export function openGuardedTickets(databaseUrl: string) {
       client.release();
     }
   };
-  const first = async (c: PoolClient, name: string, text: string, values: unknown[]) => (await c.query<Row>({ name, text, values })).rows[0];
+  const first = async (c: PoolClient, name: string, text: string, values: unknown[]) =>
+    (await c.query<Row>({ name, text, values })).rows[0];
   return {
     get: reads.get,
     list: reads.list,
     create: (key: string, input: TicketInput) =>
-      guarded('create', key, input, async (c) => (await first(c, 'ticket-insert', INSERT, [ulid(), input.title ?? '', input.body ?? null, input.priority ?? 'normal', new Date().toISOString()])) ?? 'missing'),
+      guarded(
+        'create',
+        key,
+        input,
+        async (c) =>
+          (await first(c, 'ticket-insert', INSERT, [
+            ulid(),
+            input.title ?? '',
+            input.body ?? null,
+            input.priority ?? 'normal',
+            new Date().toISOString(),
+          ])) ?? 'missing',
+      ),
     update: (key: string, id: string, input: TicketInput) =>
-      guarded('update', key, { id, ...input }, async (c) => (await first(c, 'ticket-update', UPDATE, [input.title ?? null, input.body !== undefined, input.body ?? null, input.priority ?? null, id])) ?? 'missing'),
+      guarded(
+        'update',
+        key,
+        { id, ...input },
+        async (c) =>
+          (await first(c, 'ticket-update', UPDATE, [
+            input.title ?? null,
+            input.body !== undefined,
+            input.body ?? null,
+            input.priority ?? null,
+            id,
+          ])) ?? 'missing',
+      ),
     start: (key: string, id: string) =>
       guarded('start', key, { id }, async (c) => {
         const row = await first(c, 'ticket-start', START, [id, AGENT_ID]);
         if (row) return row;
-        return (await first(c, 'ticket-exists', 'SELECT 1 FROM "Ticket" WHERE "id" = $1', [id])) ? 'not open' : 'missing';
+        return (await first(c, 'ticket-exists', 'SELECT 1 FROM "Ticket" WHERE "id" = $1', [id]))
+          ? 'not open'
+          : 'missing';
       }),
   };
 }

@@ -7,7 +7,8 @@ import { AGENT_ID, page, type ListParams, type TicketInput } from './common.ts';
 
 type Row = Record<string, unknown>;
 
-const COLUMNS = '"id", "title", "body", "status", "priority", "customerId", "assigneeId", "resolution", "resolvedAt", "attachment", "createdAt"';
+const COLUMNS =
+  '"id", "title", "body", "status", "priority", "customerId", "assigneeId", "resolution", "resolvedAt", "attachment", "createdAt"';
 
 // Prisma's DateTime columns are `timestamp(3)` holding UTC. pg reads a timestamp without time zone
 // as local time; read as UTC instead, so the answer is right whatever the process's time zone.
@@ -31,12 +32,28 @@ export function openTickets(databaseUrl: string) {
   return {
     pool,
     get: (id: string) => first('ticket-get', GET, [id]),
-    list: async (params: ListParams) => page((await pool.query<Row>({ name: 'ticket-list', text: LIST, values: [params.limit + 1, params.offset] })).rows, params),
+    list: async (params: ListParams) =>
+      page(
+        (await pool.query<Row>({ name: 'ticket-list', text: LIST, values: [params.limit + 1, params.offset] })).rows,
+        params,
+      ),
     create: (input: TicketInput) =>
       // The text form of a UTC instant: stored as is in a timestamp column, whatever the session's time zone.
-      first('ticket-insert', INSERT, [ulid(), input.title ?? '', input.body ?? null, input.priority ?? 'normal', new Date().toISOString()]),
+      first('ticket-insert', INSERT, [
+        ulid(),
+        input.title ?? '',
+        input.body ?? null,
+        input.priority ?? 'normal',
+        new Date().toISOString(),
+      ]),
     update: (id: string, input: TicketInput) =>
-      first('ticket-update', UPDATE, [input.title ?? null, input.body !== undefined, input.body ?? null, input.priority ?? null, id]),
+      first('ticket-update', UPDATE, [
+        input.title ?? null,
+        input.body !== undefined,
+        input.body ?? null,
+        input.priority ?? null,
+        id,
+      ]),
     /** The started ticket, or why not: it does not exist, or it is not open. */
     start: async (id: string): Promise<Row | 'missing' | 'not open'> => {
       const row = await first('ticket-start', START, [id, AGENT_ID]);

@@ -7,7 +7,8 @@ import { page, type ListParams, type TicketInput } from './common.ts';
 
 type Row = Record<string, unknown>;
 
-const COLUMNS = '"id", "title", "body", "status", "priority", "customerId", "assigneeId", "resolution", "resolvedAt", "attachment", "createdAt"';
+const COLUMNS =
+  '"id", "title", "body", "status", "priority", "customerId", "assigneeId", "resolution", "resolvedAt", "attachment", "createdAt"';
 
 export function openTickets(dbFile: string) {
   const db = new Database(dbFile);
@@ -23,14 +24,20 @@ export function openTickets(dbFile: string) {
   // A partial update: absent fields keep their value; body (nullable) has an explicit "is set" flag.
   const update = db.prepare<[string | null, number, string | null, string | null, string], Row>(
     `UPDATE "Ticket" SET "title" = coalesce(?, "title"), "body" = CASE WHEN ? THEN ? ELSE "body" END, "priority" = coalesce(?, "priority") ` +
-    `WHERE "id" = ? RETURNING ${COLUMNS}`,
+      `WHERE "id" = ? RETURNING ${COLUMNS}`,
   );
   return {
     get: (id: string) => get.get(id),
     list: (params: ListParams) => page(list.all(params.limit + 1, params.offset), params),
     create: (input: TicketInput) =>
       // DateTime as Prisma's SQLite adapter stores it (ISO 8601 with +00:00), like the generated app.
-      insert.get(ulid(), input.title ?? '', input.body ?? null, input.priority ?? 'normal', new Date().toISOString().replace('Z', '+00:00')),
+      insert.get(
+        ulid(),
+        input.title ?? '',
+        input.body ?? null,
+        input.priority ?? 'normal',
+        new Date().toISOString().replace('Z', '+00:00'),
+      ),
     update: (id: string, input: TicketInput) =>
       update.get(input.title ?? null, input.body === undefined ? 0 : 1, input.body ?? null, input.priority ?? null, id),
   };

@@ -8,21 +8,37 @@ import { pathsOf } from '../../runtime-lib/rules/expression-parse.ts';
 import { inputRefTarget } from '../model/keys.ts';
 import type { Blueprint, Command, CommandInput, Entity } from '../model/types.ts';
 import { entityFileName, tsTypeMembers } from './entities.ts';
-import { lowerFirst, type MatchRelation, matchRelations, refRelations, upperFirst, type RefRelation } from '../model/relations.ts';
+import {
+  lowerFirst,
+  type MatchRelation,
+  matchRelations,
+  refRelations,
+  upperFirst,
+  type RefRelation,
+} from '../model/relations.ts';
 import { ruleCall } from './rules.ts';
 import { render } from './templates.ts';
-import { code, MAX_WIDTH, nonEmpty, tsDocComment, tsLiteral, tsProperties, tsString, tsTypeMember } from './ts-literal.ts';
+import {
+  code,
+  MAX_WIDTH,
+  nonEmpty,
+  tsDocComment,
+  tsLiteral,
+  tsProperties,
+  tsString,
+  tsTypeMember,
+} from './ts-literal.ts';
 
 /** Record paths a condition reads (`record.customer.name` -> ['customer', 'name']). */
 function recordPaths(condition: Condition | undefined): string[][] {
   if (!condition) return [];
   switch (condition.kind) {
     case 'expr':
-      return pathsOf(condition.expr).filter((p) => p.root === 'record').map((p) => p.keys);
+      return pathsOf(condition.expr)
+        .filter((p) => p.root === 'record')
+        .map((p) => p.keys);
     case 'match':
-      return condition.pairs
-        .flatMap((p) => [p.left, p.right])
-        .flatMap((o) => (o.kind === 'record' ? [o.keys] : []));
+      return condition.pairs.flatMap((p) => [p.left, p.right]).flatMap((o) => (o.kind === 'record' ? [o.keys] : []));
     case 'and':
     case 'or':
       return condition.items.flatMap(recordPaths);
@@ -32,34 +48,51 @@ function recordPaths(condition: Condition | undefined): string[][] {
 }
 
 /** The relations the command's policy and availableWhen read, to load with the record. */
-function includesOf(command: Command, entity: Entity, relations: RefRelation[], matches: MatchRelation[]): Array<Record<string, unknown>> {
+function includesOf(
+  command: Command,
+  entity: Entity,
+  relations: RefRelation[],
+  matches: MatchRelation[],
+): Array<Record<string, unknown>> {
   const paths = [...recordPaths(command.policy?.condition), ...recordPaths(command.availableWhen?.condition)];
   const names = [...new Set(paths.filter((keys) => keys.length > 1).map((keys) => keys[0]))].sort();
   return names.flatMap((name): Array<Record<string, unknown>> => {
     const forward = relations.find((r) => r.from === entity && r.forward === name);
     if (forward) {
-      return [{
-        name,
-        entity: forward.to.name,
-        kind: 'one',
-        localKey: forward.field.name,
-        foreignKey: forward.field.ref?.field,
-      }];
+      return [
+        {
+          name,
+          entity: forward.to.name,
+          kind: 'one',
+          localKey: forward.field.name,
+          foreignKey: forward.field.ref?.field,
+        },
+      ];
     }
     const back = relations.find((r) => r.to === entity && r.back === name);
     if (back) {
-      return [{
-        name,
-        entity: back.from.name,
-        kind: back.backIsOne ? 'one' : 'many',
-        localKey: back.field.ref?.field,
-        foreignKey: back.field.name,
-      }];
+      return [
+        {
+          name,
+          entity: back.from.name,
+          kind: back.backIsOne ? 'one' : 'many',
+          localKey: back.field.ref?.field,
+          foreignKey: back.field.name,
+        },
+      ];
     }
     // A plain-field relation: the records whose foreign key equals this record's primary key.
     const match = matches.find((m) => m.from === entity && m.name === name);
     if (match) {
-      return [{ name, entity: match.to.name, kind: match.kind, localKey: entity.primaryKey.name, foreignKey: match.field.name }];
+      return [
+        {
+          name,
+          entity: match.to.name,
+          kind: match.kind,
+          localKey: entity.primaryKey.name,
+          foreignKey: match.field.name,
+        },
+      ];
     }
     return [];
   });
@@ -72,7 +105,10 @@ function mutationSpec(m: Command['mutations'][number]['value']): unknown {
 }
 
 function inputMember(bp: Blueprint, command: Command, input: CommandInput): string {
-  const members = tsTypeMembers({ type: input.type, values: input.values, nullable: false }, inputRefTarget(bp, command, input)?.field.type);
+  const members = tsTypeMembers(
+    { type: input.type, values: input.values, nullable: false },
+    inputRefTarget(bp, command, input)?.field.type,
+  );
   return tsTypeMember(`${input.name}${input.required ? '' : '?'}:`, members, 2);
 }
 
@@ -130,32 +166,42 @@ export function emitCommands(bp: Blueprint, outDir: string): string {
       entityFile: entityFileName(entity),
       inputName,
       inputMembers: c.input.map((i) => inputMember(bp, c, i)),
-      properties: tsProperties({
-        name: c.name,
-        operationId: c.operationId,
-        entity: c.entity,
-        scopes: nonEmpty(c.scopes),
-        policy: c.policy && ruleCall(c.policy),
-        availableWhen: c.availableWhen && ruleCall(c.availableWhen),
-        input: nonEmpty(
-          c.input.map((i) => ({ name: i.name, type: i.type, required: i.required, values: i.values, ref: inputRef(bp, c, i) })),
-        ),
-        // Empty ones say nothing: the runtime reads a missing one as empty.
-        mutations: nonEmpty(Object.fromEntries(c.mutations.map((m) => [m.field, mutationSpec(m.value)]))),
-        includes: nonEmpty(includesOf(c, entity, relations, matches)),
-        handler: handler && code(handler),
-      }, 2),
+      properties: tsProperties(
+        {
+          name: c.name,
+          operationId: c.operationId,
+          entity: c.entity,
+          scopes: nonEmpty(c.scopes),
+          policy: c.policy && ruleCall(c.policy),
+          availableWhen: c.availableWhen && ruleCall(c.availableWhen),
+          input: nonEmpty(
+            c.input.map((i) => ({
+              name: i.name,
+              type: i.type,
+              required: i.required,
+              values: i.values,
+              ref: inputRef(bp, c, i),
+            })),
+          ),
+          // Empty ones say nothing: the runtime reads a missing one as empty.
+          mutations: nonEmpty(Object.fromEntries(c.mutations.map((m) => [m.field, mutationSpec(m.value)]))),
+          includes: nonEmpty(includesOf(c, entity, relations, matches)),
+          handler: handler && code(handler),
+        },
+        2,
+      ),
     };
   });
   const entityFiles = new Map(commands.map((c) => [c.entityType, c.entityFile]));
-  const entityImports = [...entityFiles]
-    .sort(([a], [b]) => (a < b ? -1 : 1))
-    .map(([type, file]) => ({ type, file }));
+  const entityImports = [...entityFiles].sort(([a], [b]) => (a < b ? -1 : 1)).map(([type, file]) => ({ type, file }));
   return render('app/src/commands.ts.hbs', {
     commands,
     entityImports,
     usesRules: bp.commands.some((c) => c.policy || c.availableWhen),
-    all: tsLiteral(commands.map((c) => code(c.constName)), { lead: 'export const COMMANDS = '.length, trail: 10 }),
+    all: tsLiteral(
+      commands.map((c) => code(c.constName)),
+      { lead: 'export const COMMANDS = '.length, trail: 10 },
+    ),
     handlerImports: [...handlerModules]
       .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
       .map(([from, names]) => importStatement(from, names)),

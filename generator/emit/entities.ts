@@ -9,7 +9,17 @@ import { emailKeyColumn } from './migrations/email-indexes.ts';
 import { lowerFirst } from '../model/relations.ts';
 import { ruleCalls } from './rules.ts';
 import { render } from './templates.ts';
-import { type Clauses, clauses, code, nonEmpty, tsAssign, tsLiteral, tsProperties, tsString, tsTypeMember } from './ts-literal.ts';
+import {
+  type Clauses,
+  clauses,
+  code,
+  nonEmpty,
+  tsAssign,
+  tsLiteral,
+  tsProperties,
+  tsString,
+  tsTypeMember,
+} from './ts-literal.ts';
 
 const q = (name: string): string => `"${name}"`;
 
@@ -96,12 +106,13 @@ function fieldSpec(bp: Blueprint, entity: Entity, field: Field): Record<string, 
     maxBytes: indexedTextMaxBytes(bp, entity, field),
     unique: heldUnique(entity, field) || undefined,
     key: emailKeyColumn(field),
-    ref: target && targetField && {
-      entity: target.name,
-      idType: targetField.type,
-      primaryKey: targetField.primaryKey || undefined,
-      exists: clauses(`SELECT 1 FROM ${q(target.name)}`, `WHERE ${q(targetField.name)} = ?`),
-    },
+    ref: target &&
+      targetField && {
+        entity: target.name,
+        idType: targetField.type,
+        primaryKey: targetField.primaryKey || undefined,
+        exists: clauses(`SELECT 1 FROM ${q(target.name)}`, `WHERE ${q(targetField.name)} = ?`),
+      },
   };
 }
 
@@ -113,9 +124,19 @@ function fieldSpec(bp: Blueprint, entity: Entity, field: Field): Record<string, 
 export function tsTypeMembers(field: Pick<Field, 'type' | 'values' | 'nullable'>, refType?: Field['type']): string[] {
   const ref = refType === undefined ? ['string', 'number'] : refType === 'Integer' ? ['number'] : ['string'];
   const base: Record<Field['type'], string[]> = {
-    ULID: ['string'], UUID: ['string'], Text: ['string'], LongText: ['string'], Email: ['string'],
-    Date: ['string'], DateTime: ['string'], Ref: ref, file: ['string'],
-    Integer: ['number'], Float: ['number'], Boolean: ['boolean'], JSON: ['unknown'],
+    ULID: ['string'],
+    UUID: ['string'],
+    Text: ['string'],
+    LongText: ['string'],
+    Email: ['string'],
+    Date: ['string'],
+    DateTime: ['string'],
+    Ref: ref,
+    file: ['string'],
+    Integer: ['number'],
+    Float: ['number'],
+    Boolean: ['boolean'],
+    JSON: ['unknown'],
     Enum: field.values?.length ? field.values.map(tsString) : ['string'],
   };
   const members = base[field.type];
@@ -139,22 +160,28 @@ export function emitEntityModule(bp: Blueprint, entity: Entity): string {
     usesRules: Object.keys(rules).length > 0 || Object.keys(fieldRules).length > 0,
     members: entity.fields.map((f) => tsTypeMember(`${f.name}:`, tsTypeMembers(f, refValueType(bp, f)), 2)),
     columns: tsAssign('const COLUMNS =', entity.fields.map((f) => q(f.name)).join(', '), 0, 1),
-    head: tsProperties({
-      name: entity.name,
-      collection: entity.collection,
-      primaryKey: entity.primaryKey.name,
-      idType: entity.primaryKey.type,
-    }, 2),
+    head: tsProperties(
+      {
+        name: entity.name,
+        collection: entity.collection,
+        primaryKey: entity.primaryKey.name,
+        idType: entity.primaryKey.type,
+      },
+      2,
+    ),
     fields: entity.fields.map((f) => tsLiteral(fieldSpec(bp, entity, f), { indent: 4, trail: 1 })),
     sql: tsProperties(entitySql(entity), 2),
     postgresInsert: postgres && tsProperties(postgres, 2),
     // Empty ones say nothing: no rule is the signed-in default, no scope none needed.
-    access: tsProperties({
-      entity: entity.name,
-      rules: nonEmpty(rules),
-      fields: nonEmpty(fieldRules),
-      scopes: scopes.read || scopes.write ? scopes : undefined,
-    }, 4),
+    access: tsProperties(
+      {
+        entity: entity.name,
+        rules: nonEmpty(rules),
+        fields: nonEmpty(fieldRules),
+        scopes: scopes.read || scopes.write ? scopes : undefined,
+      },
+      4,
+    ),
     permissions: bp.auth.permissions !== undefined,
   });
 }

@@ -95,87 +95,102 @@ export async function emitApp(bp: Blueprint, options: EmitOptions): Promise<Emit
   /** The entry points scripts/build.js bundles into dist/. */
   const entries = emailAuth ? ['server', 'users'] : ['server'];
 
-  files.set('package.json', render('app/package.json.hbs', {
-    slug: bp.slug,
-    version: bp.project.version,
-    description: bp.project.description ?? '',
-    emailAuth,
-    nodeFlags: START_NODE_FLAGS.join(' '),
-    dependencies: deps(APP_DEPENDENCIES),
-    devDependencies: deps(APP_DEV_DEPENDENCIES),
-  }));
+  files.set(
+    'package.json',
+    render('app/package.json.hbs', {
+      slug: bp.slug,
+      version: bp.project.version,
+      description: bp.project.description ?? '',
+      emailAuth,
+      nodeFlags: START_NODE_FLAGS.join(' '),
+      dependencies: deps(APP_DEPENDENCIES),
+      devDependencies: deps(APP_DEV_DEPENDENCIES),
+    }),
+  );
   files.set('tsconfig.json', render('app/tsconfig.json.hbs', {}));
   files.set('scripts/build.js', render('app/scripts/build.js.hbs', { entries }));
   files.set('scripts/start.js', render('app/scripts/start.js.hbs', {}));
   files.set('.gitignore', render('app/gitignore.hbs', {}));
-  files.set('README.md', emitReadme(bp, { blueprintName: options.blueprintName, outDir: options.outDir, entries, mcpTools: tools }));
+  files.set(
+    'README.md',
+    emitReadme(bp, { blueprintName: options.blueprintName, outDir: options.outDir, entries, mcpTools: tools }),
+  );
   files.set('prisma.config.ts', render('app/prisma.config.ts.hbs', {}));
   // Each provider's schema and migrations; the engine runs for both at once.
-  const migrations = await Promise.all(PRISMA_PROVIDERS.map(async (provider) => {
-    const schema = emitPrismaSchema(bp, provider);
-    files.set(`${PRISMA_DIR[provider]}/schema.prisma`, schema);
-    return emitMigrations(provider, schema, options.previous[provider]);
-  }));
+  const migrations = await Promise.all(
+    PRISMA_PROVIDERS.map(async (provider) => {
+      const schema = emitPrismaSchema(bp, provider);
+      files.set(`${PRISMA_DIR[provider]}/schema.prisma`, schema);
+      return emitMigrations(provider, schema, options.previous[provider]);
+    }),
+  );
   for (const [p, content] of migrations.flatMap((m) => [...m])) files.set(p, content);
   files.set('openapi.json', emitOpenApi(bp));
   // The project name is the blueprint's free text: a string literal in code, never code itself.
   files.set('src/server.ts', render('app/src/server.ts.hbs', { nameLiteral: tsString(bp.project.name) }));
-  files.set('src/app.ts', render('app/src/app.ts.hbs', {
-    entities,
-    emailAuth,
-    mcp,
-    webhooks: hasWebhooks(bp),
-    schedules: hasSchedules(bp),
-    slug: bp.slug,
-    title: bp.project.name,
-    loginPath: bp.auth.loginPath,
-    trustedOrigins: bp.auth.trustedOrigins,
-    signup: bp.auth.signup,
-    sessionDuration: bp.auth.session.duration,
-    idleTimeout: bp.auth.session.idleTimeout,
-    // One property a line: a key's roles and scopes make long lines otherwise.
-    apiKeys: bp.auth.apiKeys.map((k) =>
-      Object.entries(k).flatMap(([key, value]) => (value === undefined ? [] : [`${key}: ${tsLiteral(value)}`])),
-    ),
-    publicEntities: publicActions(bp).map((p) => tsLiteral(p, { indent: 2, trail: 1 })),
-    userRecords: userRecords && {
-      entity: userRecords.entity,
-      properties: tsProperties(
-        {
-          store: code(`${lowerFirst(userRecords.entity)}Store`),
-          loginField: userRecords.loginField,
-          roleFields: userRecords.roleFields,
-          ...(userRecords.nameField ? { nameField: userRecords.nameField } : {}),
-        },
-        6,
+  files.set(
+    'src/app.ts',
+    render('app/src/app.ts.hbs', {
+      entities,
+      emailAuth,
+      mcp,
+      webhooks: hasWebhooks(bp),
+      schedules: hasSchedules(bp),
+      slug: bp.slug,
+      title: bp.project.name,
+      loginPath: bp.auth.loginPath,
+      trustedOrigins: bp.auth.trustedOrigins,
+      signup: bp.auth.signup,
+      sessionDuration: bp.auth.session.duration,
+      idleTimeout: bp.auth.session.idleTimeout,
+      // One property a line: a key's roles and scopes make long lines otherwise.
+      apiKeys: bp.auth.apiKeys.map((k) =>
+        Object.entries(k).flatMap(([key, value]) => (value === undefined ? [] : [`${key}: ${tsLiteral(value)}`])),
       ),
-    },
-  }));
-  const permissions = emitPermissions(bp);
-  if (permissions !== undefined) files.set('src/permissions.ts', permissions);
-  if (emailAuth) {
-    files.set('src/users.ts', render('app/src/users.ts.hbs', {
+      publicEntities: publicActions(bp).map((p) => tsLiteral(p, { indent: 2, trail: 1 })),
       userRecords: userRecords && {
         entity: userRecords.entity,
-        file: entityFileName(bp.entities.find((e) => e.name === userRecords.entity) as Blueprint['entities'][number]),
-        specName: `${lowerFirst(userRecords.entity)}Spec`,
         properties: tsProperties(
           {
-            store: code(`new EntityStore(db, ${lowerFirst(userRecords.entity)}Spec, new AuditLog())`),
+            store: code(`${lowerFirst(userRecords.entity)}Store`),
             loginField: userRecords.loginField,
             roleFields: userRecords.roleFields,
             ...(userRecords.nameField ? { nameField: userRecords.nameField } : {}),
           },
-          2,
+          6,
         ),
       },
-    }));
+    }),
+  );
+  const permissions = emitPermissions(bp);
+  if (permissions !== undefined) files.set('src/permissions.ts', permissions);
+  if (emailAuth) {
+    files.set(
+      'src/users.ts',
+      render('app/src/users.ts.hbs', {
+        userRecords: userRecords && {
+          entity: userRecords.entity,
+          file: entityFileName(bp.entities.find((e) => e.name === userRecords.entity) as Blueprint['entities'][number]),
+          specName: `${lowerFirst(userRecords.entity)}Spec`,
+          properties: tsProperties(
+            {
+              store: code(`new EntityStore(db, ${lowerFirst(userRecords.entity)}Spec, new AuditLog())`),
+              loginField: userRecords.loginField,
+              roleFields: userRecords.roleFields,
+              ...(userRecords.nameField ? { nameField: userRecords.nameField } : {}),
+            },
+            2,
+          ),
+        },
+      }),
+    );
   }
   files.set('src/commands.ts', emitCommands(bp, options.outDir));
   files.set('src/skills.ts', emitSkills(bp));
   if (mcp) files.set('src/mcp.ts', emitMcp(bp, tools));
   files.set('src/workflows.ts', emitWorkflows(bp));
-  for (const entity of bp.entities) files.set(`src/entities/${entityFileName(entity)}.ts`, emitEntityModule(bp, entity));
+  for (const entity of bp.entities)
+    files.set(`src/entities/${entityFileName(entity)}.ts`, emitEntityModule(bp, entity));
   // Wrapped into whole comment lines: the name's own line breaks cannot end the comment.
   const intro = wrapText(
     `The extension point of ${bp.project.name}: what your team adds to the generated app without editing a generated ` +

@@ -59,8 +59,13 @@ export function openApiDocument(bp: Blueprint): Schema {
     // Operations state their own requirements; without declared credentials nothing is required.
     security: [],
     tags: [
-      ...(email ? [{ name: 'Auth', description: `${bp.auth.signup ? 'Sign-up, sign-in' : 'Sign-in'} and sessions of people` }] : []),
-      ...bp.entities.map((e) => ({ name: e.name, description: e.description ?? `${e.name} records (/api/${e.collection})` })),
+      ...(email
+        ? [{ name: 'Auth', description: `${bp.auth.signup ? 'Sign-up, sign-in' : 'Sign-in'} and sessions of people` }]
+        : []),
+      ...bp.entities.map((e) => ({
+        name: e.name,
+        description: e.description ?? `${e.name} records (/api/${e.collection})`,
+      })),
       ...bp.skills.map((s) => ({ name: s.name, description: s.description ?? `Skill ${s.name}` })),
       ...(hasWebhooks(bp) ? [{ name: 'Webhooks', description: 'Deliveries that start workflows' }] : []),
       { name: 'Audit', description: 'Who changed what, and why' },
@@ -70,7 +75,12 @@ export function openApiDocument(bp: Blueprint): Schema {
     components: {
       schemas,
       responses: errorResponses(bp),
-      headers: { 'X-Trace-ID': { description: 'Trace id of this request (admin server /traces/<id>)', schema: { type: 'string' } } },
+      headers: {
+        'X-Trace-ID': {
+          description: 'Trace id of this request (admin server /traces/<id>)',
+          schema: { type: 'string' },
+        },
+      },
       ...securitySchemes(bp),
     },
   };
@@ -96,7 +106,11 @@ function declareUnauthenticated(paths: Record<string, Schema>): void {
 function securitySchemes(bp: Blueprint): { securitySchemes?: Record<string, Schema> } {
   const schemes: Record<string, Schema> = {};
   if (bp.auth.apiKeys.length) {
-    schemes.apiKey = { type: 'http', scheme: 'bearer', description: 'An API key of auth.apiKeys. Operations list the scopes the key must hold.' };
+    schemes.apiKey = {
+      type: 'http',
+      scheme: 'bearer',
+      description: 'An API key of auth.apiKeys. Operations list the scopes the key must hold.',
+    };
   }
   if (bp.auth.providers.includes('email')) {
     schemes.session = {

@@ -134,7 +134,11 @@ function emitModel(bp: Blueprint, entity: Entity, relations: RefRelation[], extr
       return `  @@${i.unique ? 'unique' : 'index'}([${i.fields.join(', ')}]${map})`;
     }),
   ];
-  const doc = entity.description ? docLines(entity.description, 0).map((l) => `${l}\n`).join('') : '';
+  const doc = entity.description
+    ? docLines(entity.description, 0)
+        .map((l) => `${l}\n`)
+        .join('')
+    : '';
   return `${doc}model ${entity.name} {\n${lines.join('\n')}${indexes.length ? `\n\n${indexes.join('\n')}` : ''}\n}`;
 }
 
@@ -158,7 +162,11 @@ function defaultAttribute(field: Field): string | undefined {
 }
 
 /** The User record's side of its credentials (Prisma wants both sides of a relation). */
-const CREDENTIALS_RELATION: Row = { name: 'bpCredentials', type: 'BpUser?', attributes: '@relation("BpUserCredentials")' };
+const CREDENTIALS_RELATION: Row = {
+  name: 'bpCredentials',
+  type: 'BpUser?',
+  attributes: '@relation("BpUserCredentials")',
+};
 
 /**
  * Tables of the email provider (runtime-lib/auth/email); prefixed so they never clash with

@@ -41,7 +41,8 @@ export function emitRuntime(
   const pending: string[] = [];
   const want = (name: string, from: string) => {
     if (needed.has(name)) return;
-    if (!fs.existsSync(path.join(runtimeDir, name))) throw new Error(`${from} imports src/runtime/${name}, which bp's runtime does not have`);
+    if (!fs.existsSync(path.join(runtimeDir, name)))
+      throw new Error(`${from} imports src/runtime/${name}, which bp's runtime does not have`);
     needed.add(name);
     pending.push(name);
   };

@@ -178,10 +178,20 @@ function layout(value: unknown, indent: number, lead: number, trail: number): st
   if (value instanceof Clauses) return concatenation(splitClauses(value, indent + 2, trail), indent, lead);
   if (value instanceof Call) return layoutCall(value, indent, lead, trail);
   if (Array.isArray(value) && value.length > 0) {
-    return block('[', ']', value.map((item) => ['', item]), indent);
+    return block(
+      '[',
+      ']',
+      value.map((item) => ['', item]),
+      indent,
+    );
   }
   if (isPlainObject(value) && definedEntries(value).length > 0) {
-    return block('{', '}', definedEntries(value).map(([k, v]) => [`${propertyKey(k)}:`, v]), indent);
+    return block(
+      '{',
+      '}',
+      definedEntries(value).map(([k, v]) => [`${propertyKey(k)}:`, v]),
+      indent,
+    );
   }
   return oneLine;
 }
@@ -203,7 +213,12 @@ function layoutCall(value: Call, indent: number, lead: number, trail: number): s
   if (value.args.length === 1 && (Array.isArray(only) || isPlainObject(only))) {
     return `${open}${layout(only, indent, lead + open.length, trail + 1)})`;
   }
-  return block(open, ')', value.args.map((arg) => ['', arg]), indent);
+  return block(
+    open,
+    ')',
+    value.args.map((arg) => ['', arg]),
+    indent,
+  );
 }
 
 /**
@@ -273,7 +288,8 @@ function cutPoints(chars: readonly string[], separator: string): number[] {
   const text = chars.join('');
   // Code-unit offsets of the protected spans, in order.
   const spans: Array<[number, number]> = [];
-  for (const match of text.matchAll(/\{\{.*?\}\}|\$\{[^}]*\}/gs)) spans.push([match.index, match.index + match[0].length]);
+  for (const match of text.matchAll(/\{\{.*?\}\}|\$\{[^}]*\}/gs))
+    spans.push([match.index, match.index + match[0].length]);
   const cuts: number[] = [];
   let offset = 0;
   let span = 0;
@@ -302,6 +318,7 @@ const ESCAPES: Readonly<Record<string, string>> = { '\n': '\\n', '\r': '\\r', '\
  * are escaped: a reader sees them, and the file stays valid UTF-8 that evaluates to `s`.
  */
 function quote(s: string, q: "'" | '"'): string {
+  // eslint-disable-next-line no-control-regex -- control characters are what must be escaped
   const escaped = s.replace(/[\\'"\u0000-\u001f\u007f\u2028\u2029]|\p{Cs}/gu, (c) => {
     if (c === '\\' || c === q) return `\\${c}`;
     if (c === "'" || c === '"') return c;

@@ -66,21 +66,29 @@ export function buildCommand(section: Section & { value: Raw }): Command {
     confirm: str(raw.confirm),
     style: str(raw.style) as Command['style'],
     input,
-    mutations: Object.entries(table(raw.mutations)).map(([field, value]) => ({ field, value: mutationValue(value as string | number | boolean) })),
+    mutations: Object.entries(table(raw.mutations)).map(([field, value]) => ({
+      field,
+      value: mutationValue(value as string | number | boolean),
+    })),
     handler: typeof raw.handler === 'string' ? parseHandler(raw.handler, section.origin.file.absPath) : undefined,
     scopes: strList(raw.scopes),
   };
 }
 
 /** Command inputs take every field type but `file`: a command body is JSON. */
-export const isInputType = (type: string): type is FieldType => type !== 'file' && (FIELD_TYPES as readonly string[]).includes(type);
+export const isInputType = (type: string): type is FieldType =>
+  type !== 'file' && (FIELD_TYPES as readonly string[]).includes(type);
 
 /** `path/to/module.ts` or `path/to/module.ts#exportName`, resolved against the declaring file; undefined otherwise. */
 export function parseHandler(written: string, declaringFile: string): Command['handler'] {
   const [file, ...rest] = written.split('#');
   const exportName = rest.join('#');
   if (file === '' || rest.length > 1 || (rest.length === 1 && !IDENTIFIER.test(exportName))) return undefined;
-  return { file: path.resolve(path.dirname(declaringFile), file), exportName: exportName || 'default', source: written };
+  return {
+    file: path.resolve(path.dirname(declaringFile), file),
+    exportName: exportName || 'default',
+    source: written,
+  };
 }
 
 /**
@@ -90,7 +98,9 @@ export function parseHandler(written: string, declaringFile: string): Command['h
 function mutationValue(value: string | number | boolean): MutationValue {
   if (value === 'now') return { kind: 'now' };
   if (typeof value === 'string') {
-    const m = /^(input|actor|record)\.([A-Za-z_][A-Za-z0-9_]*)$/.exec(value) ?? /^(actor)\.(metadata\.[A-Za-z_][A-Za-z0-9_]*)$/.exec(value);
+    const m =
+      /^(input|actor|record)\.([A-Za-z_][A-Za-z0-9_]*)$/.exec(value) ??
+      /^(actor)\.(metadata\.[A-Za-z_][A-Za-z0-9_]*)$/.exec(value);
     if (m) return { kind: 'ref', root: m[1] as 'input' | 'actor' | 'record', key: m[2] };
   }
   return { kind: 'literal', value };
@@ -124,7 +134,10 @@ export function buildAuth(ctx: CompileContext, raw: Raw, entities: readonly Enti
     for (const [role, rules] of Object.entries(raw.permissions)) {
       if (!isTable(rules)) continue;
       const at: KeyPath = ['auth', 'permissions', role];
-      permissions[role] = { allow: permissionRules(ctx, [...at, 'allow'], rules.allow), deny: permissionRules(ctx, [...at, 'deny'], rules.deny) };
+      permissions[role] = {
+        allow: permissionRules(ctx, [...at, 'allow'], rules.allow),
+        deny: permissionRules(ctx, [...at, 'deny'], rules.deny),
+      };
     }
   }
   const providers = strList(raw.providers);
@@ -174,7 +187,11 @@ function permissionRules(ctx: CompileContext, at: KeyPath, raw: unknown): Permis
       if (!pattern) return [];
       rule = { entity: pattern[0], actions: [pattern[1]] };
     } else if (isTable(entry)) {
-      rule = { entity: text(entry.entity), actions: strList(entry.actions), condition: parseRule(entry.condition, ACCESS_ROOTS) };
+      rule = {
+        entity: text(entry.entity),
+        actions: strList(entry.actions),
+        condition: parseRule(entry.condition, ACCESS_ROOTS),
+      };
     } else return [];
     ctx.declaredAt.set(rule, [...at, i]);
     return [rule];
@@ -244,7 +261,12 @@ export function buildWorkflow(ctx: CompileContext, name: string, raw: Raw): Work
   if (forms.length === 1 && forms[0] === 'webhook') {
     trigger = { kind: 'webhook', route: text(t.webhook), secretEnv: str(t.webhookSecretEnv) };
   } else if (forms.length === 1 && forms[0] === 'entity') {
-    trigger = { kind: 'entity', entity: text(t.entity), event: str(t.event) as 'create', condition: table(t.condition) };
+    trigger = {
+      kind: 'entity',
+      entity: text(t.entity),
+      event: str(t.event) as 'create',
+      condition: table(t.condition),
+    };
   } else if (forms.length === 1 && forms[0] === 'schedule') {
     trigger = { kind: 'schedule', cron: text(t.schedule) };
   }
@@ -291,7 +313,10 @@ export function buildPage(route: string, raw: Raw): Page {
           name,
           entity: text(query.entity),
           where: table(query.where),
-          orderBy: Object.entries(table(query.orderBy)).map(([field, dir]) => ({ field, direction: str(dir) as 'asc' | 'desc' })),
+          orderBy: Object.entries(table(query.orderBy)).map(([field, dir]) => ({
+            field,
+            direction: str(dir) as 'asc' | 'desc',
+          })),
           limit: typeof query.limit === 'number' ? query.limit : undefined,
           offset: typeof query.offset === 'number' ? query.offset : undefined,
           include: strList(query.include),
@@ -302,7 +327,11 @@ export function buildPage(route: string, raw: Raw): Page {
     widget: isTable(raw.widget) ? raw.widget : undefined,
     template: isTable(raw.template) ? pageTemplate(raw.template, 'file') : undefined,
     // Slot templates are inline unless they say otherwise (Zebric).
-    layoutSlots: Object.fromEntries(Object.entries(table(raw.layoutSlots)).flatMap(([slot, t]) => (isTable(t) ? [[slot, pageTemplate(t, 'inline')]] : []))),
+    layoutSlots: Object.fromEntries(
+      Object.entries(table(raw.layoutSlots)).flatMap(([slot, t]) =>
+        isTable(t) ? [[slot, pageTemplate(t, 'inline')]] : [],
+      ),
+    ),
     behavior: isTable(raw.behavior) ? raw.behavior : undefined,
     form: form && {
       entity: text(form.entity),
@@ -318,9 +347,14 @@ export function buildPage(route: string, raw: Raw): Page {
           fields: list(section.fields).flatMap((f) => (isTable(f) && typeof f.name === 'string' ? [f.name] : [])),
         })),
       interaction: isTable(form.interaction)
-        ? { validation: str(form.interaction.validation) as 'inline' | undefined, save_behavior: str(form.interaction.save_behavior) as 'standard' | undefined }
+        ? {
+            validation: str(form.interaction.validation) as 'inline' | undefined,
+            save_behavior: str(form.interaction.save_behavior) as 'standard' | undefined,
+          }
         : undefined,
-      onSuccess: isTable(form.onSuccess) ? { redirect: str(form.onSuccess.redirect), message: str(form.onSuccess.message) } : undefined,
+      onSuccess: isTable(form.onSuccess)
+        ? { redirect: str(form.onSuccess.redirect), message: str(form.onSuccess.message) }
+        : undefined,
       onError: isTable(form.onError) ? { message: str(form.onError.message) } : undefined,
     },
   };
@@ -375,7 +409,12 @@ function board(raw: Raw): Board {
     columns: list(raw.columns)
       .filter(isTable)
       .map((c) => ({ value: text(c.value), label: text(c.label), description: str(c.description) })),
-    card: { title: text(card.title), description: str(card.description), href: str(card.href), fields: strList(card.fields) },
+    card: {
+      title: text(card.title),
+      description: str(card.description),
+      href: str(card.href),
+      fields: strList(card.fields),
+    },
     move: move && {
       workflow: text(move.workflow),
       payloadField: str(move.payloadField),

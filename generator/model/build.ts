@@ -8,7 +8,15 @@ import * as path from 'node:path';
 import type { CompileContext } from '../context.ts';
 import { isTable } from '../parse/load.ts';
 import type { KeyPath } from '../parse/locate.ts';
-import { buildAuth, buildCommand, buildNotifications, buildPage, buildService, buildSkill, buildWorkflow } from './build-sections.ts';
+import {
+  buildAuth,
+  buildCommand,
+  buildNotifications,
+  buildPage,
+  buildService,
+  buildSkill,
+  buildWorkflow,
+} from './build-sections.ts';
 import { ACCESS_ROOTS, parseRule } from './conditions.ts';
 import { defaultProblem, normalizeDefault } from './literals.ts';
 import { IDENTIFIER, kebab } from './names.ts';
@@ -30,7 +38,11 @@ export function buildModel(ctx: CompileContext): Blueprint {
 
   return {
     version: typeof versionSection?.value === 'string' ? versionSection.value : undefined,
-    project: { name: projectName, version: str(projectRaw.version) ?? '0.0.0', description: str(projectRaw.description) },
+    project: {
+      name: projectName,
+      version: str(projectRaw.version) ?? '0.0.0',
+      description: str(projectRaw.description),
+    },
     slug: kebab(projectName) || 'app',
     entities,
     commands: namedSections(parsed, 'command').map((s) => buildCommand(s)),
@@ -118,9 +130,15 @@ function buildField(ctx: CompileContext, at: KeyPath, raw: Raw, entityNames: rea
   const ref = type === 'Ref' && typeof raw.ref === 'string' ? parseRef(raw.ref, entityNames) : undefined;
 
   let fieldDefault: FieldDefault | undefined;
-  const defaultFits = () => known && !(type === 'Enum' && values?.length === 0) && !defaultProblem(type, raw.default, values, { primaryKey, required: raw.required === true });
+  const defaultFits = () =>
+    known &&
+    !(type === 'Enum' && values?.length === 0) &&
+    !defaultProblem(type, raw.default, values, { primaryKey, required: raw.required === true });
   if (raw.default !== undefined && defaultFits()) {
-    fieldDefault = raw.default === 'now' && (type === 'DateTime' || type === 'Date') ? { kind: 'now' } : { kind: 'value', value: normalizeDefault(type, raw.default) };
+    fieldDefault =
+      raw.default === 'now' && (type === 'DateTime' || type === 'Date')
+        ? { kind: 'now' }
+        : { kind: 'value', value: normalizeDefault(type, raw.default) };
   }
 
   const required = raw.required === true || primaryKey;

@@ -47,7 +47,11 @@ export function refValueProblem(target: { entity: Entity; field: Field }, value:
  * write it to, when they agree on one key type. Undefined when no mutation writes it to a Ref (a
  * handler reads it): any record id is accepted then.
  */
-export function inputRefTarget(bp: Blueprint, command: Command, input: CommandInput): { entity: Entity; field: Field } | undefined {
+export function inputRefTarget(
+  bp: Blueprint,
+  command: Command,
+  input: CommandInput,
+): { entity: Entity; field: Field } | undefined {
   if (input.type !== 'Ref') return undefined;
   const entity = bp.entities.find((e) => e.name === command.entity);
   const targets = command.mutations
@@ -55,6 +59,10 @@ export function inputRefTarget(bp: Blueprint, command: Command, input: CommandIn
     .map((m) => entity?.fields.find((f) => f.name === m.field))
     .flatMap((f) => (f?.type === 'Ref' ? [refTarget(bp, f)] : []));
   const first = targets[0];
-  if (!first || targets.some((t) => !t || t.field.type !== first.field.type || t.field.primaryKey !== first.field.primaryKey)) return undefined;
+  if (
+    !first ||
+    targets.some((t) => !t || t.field.type !== first.field.type || t.field.primaryKey !== first.field.primaryKey)
+  )
+    return undefined;
   return first;
 }

@@ -16,10 +16,16 @@ import {
 import type { FieldType } from '../../runtime-lib/core/values.ts';
 
 /** What a literal for a field of `type` must look like, or undefined when `value` fits. */
-export function expectedLiteral(type: FieldType, value: unknown, values: readonly string[] | undefined): string | undefined {
+export function expectedLiteral(
+  type: FieldType,
+  value: unknown,
+  values: readonly string[] | undefined,
+): string | undefined {
   // The app refuses such text in every request (runtime-lib/core/values.ts): a literal must not carry it in.
   if (typeof value === 'string' && type !== 'JSON' && textProblem(value, type === 'LongText')) {
-    return type === 'LongText' ? 'text without control characters other than tab and line breaks' : 'text without control characters';
+    return type === 'LongText'
+      ? 'text without control characters other than tab and line breaks'
+      : 'text without control characters';
   }
   switch (type) {
     case 'Text':
@@ -36,7 +42,9 @@ export function expectedLiteral(type: FieldType, value: unknown, values: readonl
     case 'Boolean':
       return typeof value === 'boolean' ? undefined : 'true or false';
     case 'Date':
-      return value === 'now' || value instanceof Date || (typeof value === 'string' && isCalendarDate(value)) ? undefined : '"now" or a date (YYYY-MM-DD)';
+      return value === 'now' || value instanceof Date || (typeof value === 'string' && isCalendarDate(value))
+        ? undefined
+        : '"now" or a date (YYYY-MM-DD)';
     case 'DateTime': {
       if (value === 'now') return undefined;
       const instant = value instanceof Date ? value : typeof value === 'string' ? parseDateTime(value) : undefined;
@@ -46,10 +54,14 @@ export function expectedLiteral(type: FieldType, value: unknown, values: readonl
     case 'JSON':
       return jsonProblem(value) ? 'JSON without U+0000, unpaired surrogates or infinite numbers' : undefined;
     case 'Enum':
-      return typeof value === 'string' && (values ?? []).includes(value) ? undefined : `one of ${(values ?? []).map((v) => JSON.stringify(v)).join(', ')}`;
+      return typeof value === 'string' && (values ?? []).includes(value)
+        ? undefined
+        : `one of ${(values ?? []).map((v) => JSON.stringify(v)).join(', ')}`;
     // A Ref takes its target's ids, strings or integers: the Ref rules check against the target.
     case 'Ref':
-      return typeof value === 'string' || Number.isSafeInteger(value) ? undefined : 'a record id (a string or an integer)';
+      return typeof value === 'string' || Number.isSafeInteger(value)
+        ? undefined
+        : 'a record id (a string or an integer)';
     case 'ULID':
     case 'UUID':
       return typeof value === 'string' ? undefined : 'a string id';
@@ -66,7 +78,8 @@ export function defaultProblem(
   if (options.primaryKey) return 'a primary key has no default: ids are generated';
   if (type === 'file') return 'file fields have no default';
   // The app answers 400 REQUIRED for a blank value of a required field: so would every create.
-  if (options.required && typeof value === 'string' && isBlank(value)) return 'the default of a required field cannot be blank';
+  if (options.required && typeof value === 'string' && isBlank(value))
+    return 'the default of a required field cannot be blank';
   const expected = expectedLiteral(type, value, values);
   return expected && `default ${showLiteral(value)} does not fit ${type}: expected ${expected}`;
 }

@@ -22,7 +22,10 @@ export const strTable = (v: unknown): Record<string, string> =>
 export function valueAt(value: unknown, keys: readonly (string | number)[]): unknown {
   let current = value;
   for (const key of keys) {
-    current = (isTable(current) || Array.isArray(current)) && Object.hasOwn(current, key) ? (current as Record<string | number, unknown>)[key] : undefined;
+    current =
+      (isTable(current) || Array.isArray(current)) && Object.hasOwn(current, key)
+        ? (current as Record<string | number, unknown>)[key]
+        : undefined;
   }
   return current;
 }

@@ -62,8 +62,12 @@ export function refRelations(bp: Blueprint): RefRelation[] {
     for (const field of from.fields) {
       const to = field.ref && bp.entities.find((e) => e.name === field.ref?.entity);
       if (!to) continue;
-      const declaredForward = from.relations.find((r) => r.type === 'belongsTo' && r.foreignKey === field.name && r.entity === to.name);
-      const declaredBack = to.relations.find((r) => (r.type === 'hasMany' || r.type === 'hasOne') && r.foreignKey === field.name && r.entity === from.name);
+      const declaredForward = from.relations.find(
+        (r) => r.type === 'belongsTo' && r.foreignKey === field.name && r.entity === to.name,
+      );
+      const declaredBack = to.relations.find(
+        (r) => (r.type === 'hasMany' || r.type === 'hasOne') && r.foreignKey === field.name && r.entity === from.name,
+      );
       const sameTarget = from.fields.filter((f) => f.ref?.entity === to.name).length > 1;
       const plural = pluralize(lowerFirst(from.name));
       out.push({

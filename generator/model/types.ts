@@ -215,7 +215,8 @@ export type WorkflowTrigger =
   | { kind: 'webhook'; route: string; secretEnv?: string }
   | { kind: 'schedule'; cron: string };
 
-export type WorkflowStepType = 'query' | 'command' | 'notify' | 'webhook' | 'email' | 'plugin' | 'service' | 'condition' | 'loop' | 'delay';
+export type WorkflowStepType =
+  'query' | 'command' | 'notify' | 'webhook' | 'email' | 'plugin' | 'service' | 'condition' | 'loop' | 'delay';
 
 export interface WorkflowStep {
   type: WorkflowStepType;

@@ -58,7 +58,8 @@ export function bodyKeysRead(workflow: Workflow): string[] {
   const steps = (list: readonly WorkflowStep[]): void => {
     for (const step of list) {
       for (const [name, value] of Object.entries(step.spec)) {
-        if (name === 'then' || name === 'else' || name === 'do' || (step.type === 'condition' && name === 'if')) continue;
+        if (name === 'then' || name === 'else' || name === 'do' || (step.type === 'condition' && name === 'if'))
+          continue;
         if (step.type === 'loop' && name === 'items' && typeof value === 'string' && !value.includes('{{')) path(value);
         else strings(value);
       }

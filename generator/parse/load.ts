@@ -87,7 +87,11 @@ export function parseBlueprint(rootPath: string, host: SourceHost): ParseResult 
     return pos && { file: file.display, ...pos };
   };
 
-  const loadFile = (absPath: string, stack: string[], importedFrom?: { file: SourceFile; keys: KeyPath; written: string }): void => {
+  const loadFile = (
+    absPath: string,
+    stack: string[],
+    importedFrom?: { file: SourceFile; keys: KeyPath; written: string },
+  ): void => {
     const real = host.realPath(absPath);
     const at = importedFrom && where(importedFrom.file, importedFrom.keys);
     const importPath = importedFrom ? formatPath(importedFrom.keys) : '';
@@ -99,7 +103,9 @@ export function parseBlueprint(rootPath: string, host: SourceHost): ParseResult 
         message: importedFrom
           ? `imported file "${importedFrom.written}" does not exist`
           : `cannot read ${host.display(absPath)}: it does not exist or is not a file`,
-        hint: importedFrom ? `looked for ${host.display(absPath)}; import paths are relative to the importing file` : undefined,
+        hint: importedFrom
+          ? `looked for ${host.display(absPath)}; import paths are relative to the importing file`
+          : undefined,
         location: at,
       });
       return;
@@ -232,9 +238,10 @@ export function parseBlueprint(rootPath: string, host: SourceHost): ParseResult 
     const clash = sections.find((s) => s.kind === section.kind && s.name === section.name);
     if (clash) {
       const label = section.name ? `${section.kind} "${section.name}"` : `[${section.kind}]`;
-      const files = clash.origin.file === section.origin.file
-        ? `twice in ${section.origin.file.display}`
-        : `in ${clash.origin.file.display} and ${section.origin.file.display}`;
+      const files =
+        clash.origin.file === section.origin.file
+          ? `twice in ${section.origin.file.display}`
+          : `in ${clash.origin.file.display} and ${section.origin.file.display}`;
       diagnostics.push({
         code: 'DUPLICATE_DEFINITION',
         severity: 'error',
@@ -254,8 +261,13 @@ export function parseBlueprint(rootPath: string, host: SourceHost): ParseResult 
    */
   const withQueryAliases = (section: Section): Section => {
     const { value, origin } = section;
-    if (!isTable(value) || !isTable(value.queries) || !(value.query === undefined || isTable(value.query))) return section;
-    const { queries, query = {}, ...rest } = value as { queries: Record<string, unknown>; query?: Record<string, unknown> };
+    if (!isTable(value) || !isTable(value.queries) || !(value.query === undefined || isTable(value.query)))
+      return section;
+    const {
+      queries,
+      query = {},
+      ...rest
+    } = value as { queries: Record<string, unknown>; query?: Record<string, unknown> };
     const merged: Record<string, unknown> = {};
     for (const [name, q] of Object.entries(queries)) {
       const written: KeyPath = [...origin.keys, 'queries', name];
@@ -271,7 +283,10 @@ export function parseBlueprint(rootPath: string, host: SourceHost): ParseResult 
         continue;
       }
       merged[name] = q;
-      aliases.push({ canonical: [...canonicalOf(section), 'query', name], origin: { file: origin.file, keys: written } });
+      aliases.push({
+        canonical: [...canonicalOf(section), 'query', name],
+        origin: { file: origin.file, keys: written },
+      });
     }
     return { ...section, value: { ...rest, query: { ...merged, ...query } } };
   };
@@ -293,7 +308,8 @@ export function parseBlueprint(rootPath: string, host: SourceHost): ParseResult 
   const written = (canonical: KeyPath): { file: SourceFile; keys: KeyPath } => {
     let best: (typeof mappings)[number] | undefined;
     for (const m of mappings) {
-      if (m.canonical.length > (best?.canonical.length ?? -1) && m.canonical.every((k, i) => canonical[i] === k)) best = m;
+      if (m.canonical.length > (best?.canonical.length ?? -1) && m.canonical.every((k, i) => canonical[i] === k))
+        best = m;
     }
     if (!best) return { file: rootFile, keys: canonical };
     return { file: best.origin.file, keys: [...best.origin.keys, ...canonical.slice(best.canonical.length)] };

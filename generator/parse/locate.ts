@@ -59,7 +59,14 @@ export function buildLocator(text: string): Locator {
 const pathKey = (path: KeyPath): string => JSON.stringify(path);
 
 const BASIC_ESCAPES: Record<string, string> = {
-  b: '\b', t: '\t', n: '\n', f: '\f', r: '\r', e: '\x1b', '"': '"', '\\': '\\',
+  b: '\b',
+  t: '\t',
+  n: '\n',
+  f: '\f',
+  r: '\r',
+  e: '\x1b',
+  '"': '"',
+  '\\': '\\',
 };
 // A bare value (number, boolean, date) runs until one of these; dates may contain a space.
 const VALUE_END = new Set([',', ']', '}', '#', '\r', '\n']);

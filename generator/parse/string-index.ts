@@ -16,7 +16,8 @@ export function indexWithin(chars: readonly string[], start: number, offset: num
   if (quote !== '"' && quote !== "'") {
     let decoded = 0;
     let i = start;
-    while (i < chars.length && !NOT_BARE.has(chars[i]) && decoded + chars[i].length <= offset) decoded += chars[i++].length;
+    while (i < chars.length && !NOT_BARE.has(chars[i]) && decoded + chars[i].length <= offset)
+      decoded += chars[i++].length;
     return i;
   }
   const multi = chars[start + 1] === quote && chars[start + 2] === quote;

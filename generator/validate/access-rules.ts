@@ -32,7 +32,8 @@ export function checkAccessRules(ctx: CompileContext, bp: Blueprint): void {
         if (!rule.condition) return;
         const at = ctx.declaredAt.get(rule) ?? ['auth', 'permissions', role, kind];
         const targets = rule.entity === '*' ? bp.entities : bp.entities.filter((e) => e.name === rule.entity);
-        for (const entity of targets) requireSql(ctx, entity, [...at, 'condition'], rule.condition.condition, columnsOf(entity));
+        for (const entity of targets)
+          requireSql(ctx, entity, [...at, 'condition'], rule.condition.condition, columnsOf(entity));
       });
     }
   }
@@ -43,12 +44,23 @@ function columnsOf(entity: Entity): Map<string, ColumnType> {
   return new Map<string, ColumnType>(entity.fields.map((f) => [f.name, f.unknownType === undefined ? f.type : 'Text']));
 }
 
-function requireSql(ctx: CompileContext, entity: Entity, at: KeyPath, condition: Condition, columns: Map<string, ColumnType>): void {
+function requireSql(
+  ctx: CompileContext,
+  entity: Entity,
+  at: KeyPath,
+  condition: Condition,
+  columns: Map<string, ColumnType>,
+): void {
   // A name in the condition that does not resolve has its own error.
   if (ctx.failed(at) || conditionToSql(condition, PROBE_ACTOR, columns) !== undefined) return;
-  ctx.report('READ_RULE_NOT_SQL', at, `this condition filters ${entity.name} rows in the database but cannot be expressed in SQL`, {
-    hint: 'compare fields of the record itself with literals or actor values (==, !=, <, >, in, contains, &&, ||, !); paths through relations, JSON fields and arithmetic on fields are not supported here',
-  });
+  ctx.report(
+    'READ_RULE_NOT_SQL',
+    at,
+    `this condition filters ${entity.name} rows in the database but cannot be expressed in SQL`,
+    {
+      hint: 'compare fields of the record itself with literals or actor values (==, !=, <, >, in, contains, &&, ||, !); paths through relations, JSON fields and arithmetic on fields are not supported here',
+    },
+  );
 }
 
 function usesOwner(condition: Condition): boolean {

@@ -7,7 +7,10 @@ import { initSync, parse } from 'es-module-lexer';
 initSync();
 
 /** Export names of a JS/TS module source (`default` included), or an error message. */
-export function moduleExports(source: string, fileName: string): { ok: true; names: string[] } | { ok: false; message: string } {
+export function moduleExports(
+  source: string,
+  fileName: string,
+): { ok: true; names: string[] } | { ok: false; message: string } {
   try {
     const loader = /\.[cm]?tsx?$/.test(fileName) ? (fileName.endsWith('x') ? 'tsx' : 'ts') : 'js';
     const { code } = transformSync(source, { loader, format: 'esm', sourcefile: fileName });
@@ -15,6 +18,9 @@ export function moduleExports(source: string, fileName: string): { ok: true; nam
     return { ok: true, names: exports.map((e) => e.n) };
   } catch (err) {
     const first = (err as { errors?: Array<{ text: string; location?: { line: number } }> }).errors?.[0];
-    return { ok: false, message: first ? `${first.text}${first.location ? ` (line ${first.location.line})` : ''}` : String(err) };
+    return {
+      ok: false,
+      message: first ? `${first.text}${first.location ? ` (line ${first.location.line})` : ''}` : String(err),
+    };
   }
 }

@@ -107,7 +107,9 @@ function recordFields(condition: Condition): string[] {
 function recordPaths(condition: Condition): string[][] {
   switch (condition.kind) {
     case 'match':
-      return condition.pairs.flatMap(({ left, right }) => [left, right].flatMap((o) => (o.kind === 'record' ? [o.keys] : [])));
+      return condition.pairs.flatMap(({ left, right }) =>
+        [left, right].flatMap((o) => (o.kind === 'record' ? [o.keys] : [])),
+      );
     case 'and':
     case 'or':
       return condition.items.flatMap(recordPaths);
@@ -121,7 +123,10 @@ function recordPaths(condition: Condition): string[][] {
 /** The fields a list action filters on: its query parameters and its path parameters. */
 function filters(action: SkillAction): Array<{ field: string; at: KeyPath }> {
   const byQuery = action.query.map((q) => ({ field: q.field, at: [...action.path, 'query', q.name] }));
-  const byPath = pathParams(action.route).map((p) => ({ field: action.mapParams[p] ?? p, at: [...action.path, 'path'] }));
+  const byPath = pathParams(action.route).map((p) => ({
+    field: action.mapParams[p] ?? p,
+    at: [...action.path, 'path'],
+  }));
   return [...byQuery, ...byPath];
 }
 
@@ -139,7 +144,9 @@ function checkFilter(
   if (!field || !read || ctx.failed([...field.path, 'access', 'read'])) return;
   const condition = read.condition;
   if (conditionReadsRecord(condition)) {
-    const columns = new Map<string, ColumnType>(entity.fields.map((f) => [f.name, f.unknownType === undefined ? f.type : 'Text']));
+    const columns = new Map<string, ColumnType>(
+      entity.fields.map((f) => [f.name, f.unknownType === undefined ? f.type : 'Text']),
+    );
     if (conditionToSql(condition, PROBE_ACTOR, columns) !== undefined) return;
     const message = `${skill.name}.${action.name} filters on ${entity.name}.${name}, whose read rule then limits the filter in the database, but cannot be expressed in SQL`;
     ctx.report('READ_RULE_NOT_SQL', at, message, {
@@ -170,7 +177,8 @@ function callers(bp: Blueprint, skill: Skill, action: SkillAction): Array<(c: Co
 
 /** A table condition that compares `$currentUser.role`, which ANY_PERSON cannot leave unknown. */
 function mentionsRole(condition: Condition): boolean {
-  if (condition.kind === 'match') return condition.pairs.some(({ left, right }) => [left, right].some((o) => o.kind === 'actor' && o.key === 'role'));
+  if (condition.kind === 'match')
+    return condition.pairs.some(({ left, right }) => [left, right].some((o) => o.kind === 'actor' && o.key === 'role'));
   if (condition.kind === 'and' || condition.kind === 'or') return condition.items.some(mentionsRole);
   return false;
 }

@@ -28,7 +28,11 @@ const obj = (properties: Record<string, Schema>, required: string[] = [], extra:
   ...extra,
 });
 const tableOf = (item: Schema): Schema => ({ type: 'object', additionalProperties: item });
-const listOf = (item: Schema, minItems?: number): Schema => ({ type: 'array', items: item, ...(minItems ? { minItems } : {}) });
+const listOf = (item: Schema, minItems?: number): Schema => ({
+  type: 'array',
+  items: item,
+  ...(minItems ? { minItems } : {}),
+});
 
 const field = obj(
   {
@@ -113,7 +117,14 @@ const service = obj(
   {
     $defs: {
       value: obj(
-        { type: nonEmptyStr, required: bool, values: nonEmptyStrList, fields: tableOf(VALUE_REF), items: VALUE_REF, allowUnknown: bool },
+        {
+          type: nonEmptyStr,
+          required: bool,
+          values: nonEmptyStrList,
+          fields: tableOf(VALUE_REF),
+          items: VALUE_REF,
+          allowUnknown: bool,
+        },
         ['type'],
       ),
     },
@@ -132,7 +143,14 @@ const plugin = obj(
 );
 
 const skillQueryParam = obj(
-  { type: nonEmptyStr, field: nonEmptyStr, values: nonEmptyStrList, required: bool, default: { type: ['string', 'number', 'boolean'] }, description: str },
+  {
+    type: nonEmptyStr,
+    field: nonEmptyStr,
+    values: nonEmptyStrList,
+    required: bool,
+    default: { type: ['string', 'number', 'boolean'] },
+    description: str,
+  },
   ['type'],
 );
 
@@ -154,10 +172,24 @@ const skillAction = obj(
   ['name', 'method', 'path'],
 );
 
-const skill = obj({ description: str, auth: enumOf('required', 'none'), actions: { type: 'array', items: skillAction } }, ['actions']);
+const skill = obj(
+  { description: str, auth: enumOf('required', 'none'), actions: { type: 'array', items: skillAction } },
+  ['actions'],
+);
 
 /** Workflow step types; which keys each reads is STEP_KEYS (validate/declarations/workflow-steps.ts). */
-export const STEP_TYPES = ['query', 'command', 'notify', 'webhook', 'email', 'plugin', 'service', 'condition', 'loop', 'delay'] as const;
+export const STEP_TYPES = [
+  'query',
+  'command',
+  'notify',
+  'webhook',
+  'email',
+  'plugin',
+  'service',
+  'condition',
+  'loop',
+  'delay',
+] as const;
 
 const templateValue: Schema = {};
 const STEP_REF: Schema = { $ref: '#/$defs/step' };
@@ -252,7 +284,19 @@ const LOOKUP_KEYS: Record<string, Schema> = {
 };
 
 export const FORM_FIELD_TYPES = [
-  'text', 'textarea', 'email', 'password', 'number', 'select', 'checkbox', 'radio', 'file', 'date', 'datetime', 'hidden', 'lookup',
+  'text',
+  'textarea',
+  'email',
+  'password',
+  'number',
+  'select',
+  'checkbox',
+  'radio',
+  'file',
+  'date',
+  'datetime',
+  'hidden',
+  'lookup',
 ] as const;
 
 const formField = obj(
@@ -264,7 +308,10 @@ const formField = obj(
     placeholder: str,
     default: {},
     options: { type: 'array' },
-    optionsFrom: obj({ query: nonEmptyStr, value: nonEmptyStr, label: nonEmptyStr, emptyLabel: str }, ['query', 'label']),
+    optionsFrom: obj({ query: nonEmptyStr, value: nonEmptyStr, label: nonEmptyStr, emptyLabel: str }, [
+      'query',
+      'label',
+    ]),
     rows: num,
     accept: strList,
     pattern: str,
@@ -287,11 +334,24 @@ const formSection = obj(
   },
   ['fields'],
 );
-const formInteraction = obj({ validation: enumOf('inline', 'summary', 'none'), save_behavior: enumOf('standard', 'optimistic') });
+const formInteraction = obj({
+  validation: enumOf('inline', 'summary', 'none'),
+  save_behavior: enumOf('standard', 'optimistic'),
+});
 
-const pageTemplate = obj({ engine: enumOf('handlebars', 'liquid'), source: str, type: enumOf('file', 'inline') }, ['source']);
+const pageTemplate = obj({ engine: enumOf('handlebars', 'liquid'), source: str, type: enumOf('file', 'inline') }, [
+  'source',
+]);
 /** Slots of the built-in layouts a `layoutSlots` template may replace. */
-export const LAYOUT_SLOTS = ['list.header', 'list.body', 'list.empty', 'detail.main', 'detail.related', 'form.form', 'dashboard.widgets'];
+export const LAYOUT_SLOTS = [
+  'list.header',
+  'list.body',
+  'list.empty',
+  'detail.main',
+  'detail.related',
+  'form.form',
+  'dashboard.widgets',
+];
 
 const actionBarAction = obj(
   {
@@ -322,7 +382,9 @@ const board = obj(
     orderBy: nonEmptyStr,
     columns: listOf(column, 1),
     card: obj({ title: nonEmptyStr, description: nonEmptyStr, href: str, fields: nonEmptyStrList }, ['title']),
-    move: obj({ workflow: nonEmptyStr, payloadField: nonEmptyStr, successMessage: str, errorMessage: str }, ['workflow']),
+    move: obj({ workflow: nonEmptyStr, payloadField: nonEmptyStr, successMessage: str, errorMessage: str }, [
+      'workflow',
+    ]),
   },
   ['query', 'groupBy', 'columns', 'card'],
 );
@@ -411,10 +473,7 @@ const apiKey = obj(
 );
 
 const permissionEntry: Schema = {
-  oneOf: [
-    nonEmptyStr,
-    obj({ entity: nonEmptyStr, actions: nonEmptyStrList, condition }, ['entity', 'actions']),
-  ],
+  oneOf: [nonEmptyStr, obj({ entity: nonEmptyStr, actions: nonEmptyStrList, condition }, ['entity', 'actions'])],
 };
 
 const auth = obj({
@@ -424,7 +483,9 @@ const auth = obj({
   trustedOrigins: strList,
   session: obj({ duration: { type: 'integer', minimum: 1 }, idle_timeout: { type: 'integer', minimum: 1 } }),
   apiKeys: { type: 'array', items: apiKey },
-  permissions: tableOf(obj({ allow: { type: 'array', items: permissionEntry }, deny: { type: 'array', items: permissionEntry } })),
+  permissions: tableOf(
+    obj({ allow: { type: 'array', items: permissionEntry }, deny: { type: 'array', items: permissionEntry } }),
+  ),
   pages: obj({ signIn: pageTemplate, signUp: pageTemplate, signOut: pageTemplate, loginRequired: pageTemplate }),
 });
 
@@ -433,7 +494,12 @@ const notifications = obj({
   adapters: { type: 'array', items: obj({ name: nonEmptyStr, type: nonEmptyStr, config: anyTable }, ['name', 'type']) },
 });
 
-const project = obj({ name: nonEmptyStr, version: str, description: str, runtime: obj({ min_version: nonEmptyStr }, ['min_version']) });
+const project = obj({
+  name: nonEmptyStr,
+  version: str,
+  description: str,
+  runtime: obj({ min_version: nonEmptyStr }, ['min_version']),
+});
 
 export const SECTION_SCHEMAS: Record<string, Schema> = {
   entity,

@@ -4,7 +4,15 @@
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
 import type { Diagnostic } from '../diagnostics.ts';
 import { formatPath } from '../diagnostics.ts';
-import { ARRAY_FORMS, canonicalOf, NAMED_KINDS, PRESENTATIONAL_KEYS, SINGLETON_KINDS, type ParsedBlueprint, type Section } from '../parse/load.ts';
+import {
+  ARRAY_FORMS,
+  canonicalOf,
+  NAMED_KINDS,
+  PRESENTATIONAL_KEYS,
+  SINGLETON_KINDS,
+  type ParsedBlueprint,
+  type Section,
+} from '../parse/load.ts';
 import type { KeyPath } from '../parse/locate.ts';
 import { didYouMean } from '../suggest.ts';
 import { SECTION_SCHEMAS } from './schema.ts';
@@ -21,7 +29,13 @@ function validatorFor(kind: string): ValidateFunction {
   return v;
 }
 
-const TOP_LEVEL_KEYS = ['imports', ...SINGLETON_KINDS, ...NAMED_KINDS, ...Object.keys(ARRAY_FORMS), ...PRESENTATIONAL_KEYS];
+const TOP_LEVEL_KEYS = [
+  'imports',
+  ...SINGLETON_KINDS,
+  ...NAMED_KINDS,
+  ...Object.keys(ARRAY_FORMS),
+  ...PRESENTATIONAL_KEYS,
+];
 
 export function checkShapes(bp: ParsedBlueprint): Diagnostic[] {
   const out: Diagnostic[] = [];
@@ -49,7 +63,8 @@ function mapErrors(bp: ParsedBlueprint, section: Section, errors: ErrorObject[])
   const isAlternatives = (e: ErrorObject) => e.keyword === 'oneOf' || e.keyword === 'anyOf';
   const alternativePaths = errors.filter(isAlternatives).map((e) => e.instancePath);
   const kept = errors.filter(
-    (e) => isAlternatives(e) || !alternativePaths.some((p) => e.instancePath === p || e.instancePath.startsWith(`${p}/`)),
+    (e) =>
+      isAlternatives(e) || !alternativePaths.some((p) => e.instancePath === p || e.instancePath.startsWith(`${p}/`)),
   );
   const seen = new Set<string>();
   const out: Diagnostic[] = [];
@@ -68,7 +83,8 @@ function mapErrors(bp: ParsedBlueprint, section: Section, errors: ErrorObject[])
       });
       continue;
     }
-    const path = e.keyword === 'required' ? [...keys, String((e.params as { missingProperty: string }).missingProperty)] : keys;
+    const path =
+      e.keyword === 'required' ? [...keys, String((e.params as { missingProperty: string }).missingProperty)] : keys;
     const id = `${formatPath(path)}|${e.keyword}`;
     if (seen.has(id)) continue;
     seen.add(id);
@@ -77,7 +93,10 @@ function mapErrors(bp: ParsedBlueprint, section: Section, errors: ErrorObject[])
       severity: 'error',
       path: formatPath(path),
       message: describe(e),
-      hint: e.keyword === 'enum' && typeof e.data === 'string' ? didYouMean(e.data, (e.params as { allowedValues: string[] }).allowedValues) : undefined,
+      hint:
+        e.keyword === 'enum' && typeof e.data === 'string'
+          ? didYouMean(e.data, (e.params as { allowedValues: string[] }).allowedValues)
+          : undefined,
       location: bp.locate(e.keyword === 'required' ? keys : path),
     });
   }

@@ -87,7 +87,8 @@ export function planWrite(outDir: string, files: Map<string, string>, scaffold: 
     if (existing === undefined) plan.write.push(file);
     else if (existing.equals(Buffer.from(content))) plan.unchanged.push(file);
     else if (!manifest?.files[file]) plan.conflicts.push({ file, reason: 'exists and was not written by bp' });
-    else if (manifest.files[file] !== sha256(existing)) plan.conflicts.push({ file, reason: 'was edited after bp wrote it' });
+    else if (manifest.files[file] !== sha256(existing))
+      plan.conflicts.push({ file, reason: 'was edited after bp wrote it' });
     else plan.write.push(file);
   }
   for (const [file, hash] of Object.entries(manifest?.files ?? {})) {

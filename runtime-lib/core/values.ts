@@ -113,6 +113,7 @@ export function parseDateTime(value: string): Date | undefined {
 export type TextProblem = 'CONTROL_CHARACTER' | 'LONE_SURROGATE';
 
 /** Anything `textProblem` must look at closely: C0 controls, DEL, C1 controls, surrogates. */
+// eslint-disable-next-line no-control-regex -- control characters are what it looks for
 const SUSPECT = /[\u0000-\u001f\u007f-\u009f\ud800-\udfff]/;
 
 /**
@@ -148,6 +149,7 @@ function loneSurrogateAt(text: string, i: number): boolean {
 export type JsonProblem = 'NUL_CHARACTER' | 'LONE_SURROGATE' | 'OUT_OF_RANGE';
 
 /** What `jsonProblem` must look at closely in a string: NUL and surrogates. */
+// eslint-disable-next-line no-control-regex -- NUL is what it looks for
 const JSON_SUSPECT = /[\u0000\ud800-\udfff]/;
 
 /**

@@ -218,4 +218,3 @@ export function referenceConflict(): AppError {
 export function databaseBusy(cause: unknown): AppError {
   return new AppError('DATABASE_BUSY', 'the database is busy', { retryAfter: 1, cause });
 }
-

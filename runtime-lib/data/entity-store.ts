@@ -593,8 +593,8 @@ export class EntityStore {
    */
   private changeReturningOld(key: RecordKey, filter: Exclude<RowFilter, false>, draft: Changes): Query {
     const where = filter === true ? '' : ` AND (${filter.sql})`;
-    const returning = (this.returningOldClause ??=
-      `RETURNING WITH (OLD AS bp_old, NEW AS bp_new) ${this.returnedColumns().map(selected).join(', ')}`);
+    const columns = () => this.returnedColumns().map(selected).join(', ');
+    const returning = (this.returningOldClause ??= `RETURNING WITH (OLD AS bp_old, NEW AS bp_new) ${columns()}`);
     return {
       mode: 'get',
       sql: `${this.updateOf(draft.changed)}${where} ${returning}`,
@@ -706,10 +706,10 @@ export class EntityStore {
   /** Rows whose `field` equals `value`, without access checks (relation loading for conditions). */
   *fetchWhere(field: string, value: unknown, limit: number): Work<Row[]> {
     if (!this.byName.has(field)) return [];
-    const rows = yield* all(
-      `${this.sql.select} WHERE "${field}" = ? ORDER BY ${this.sql.orderBy} LIMIT ?`,
-      [value, limit],
-    );
+    const rows = yield* all(`${this.sql.select} WHERE "${field}" = ? ORDER BY ${this.sql.orderBy} LIMIT ?`, [
+      value,
+      limit,
+    ]);
     return rows.map((r) => decodeRow(this.decoded, r));
   }
 
@@ -768,7 +768,10 @@ export class EntityStore {
    */
   private equalities(actor: Actor, where: NonNullable<ListQuery['where']>): { sql: string; params: unknown[] } {
     // Refused before the values are looked at: a 400 about a value is no answer about the field.
-    const readable = this.access.comparableWhere(actor, where.map((w) => w.field));
+    const readable = this.access.comparableWhere(
+      actor,
+      where.map((w) => w.field),
+    );
     const issues: ErrorDetail[] = [];
     const parts: string[] = [];
     const params: unknown[] = [];

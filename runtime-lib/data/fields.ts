@@ -22,7 +22,6 @@ import {
 
 export type Row = Record<string, unknown>;
 
-
 export interface FieldSpec {
   name: string;
   type: FieldType;

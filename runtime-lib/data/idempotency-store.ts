@@ -248,13 +248,7 @@ export class IdempotencyStore {
    * the key since this one's lookup (on another instance), this one is refused with the answer
    * that request would give, and its change rolls back with it.
    */
-  *remember(
-    scope: string,
-    operation: string,
-    key: string,
-    requestHash: string,
-    response: StoredResponse,
-  ): Work<void> {
+  *remember(scope: string, operation: string, key: string, requestHash: string, response: StoredResponse): Work<void> {
     const now = this.now();
     const { changes } = yield* run(SQL.insertDone, [
       ...[scope, operation, key, requestHash, ...stored(response)],
@@ -293,13 +287,7 @@ export class IdempotencyStore {
    * without waiting: it goes with COMMIT.
    */
   *finish(claim: Claim, response: StoredResponse): Work<void> {
-    yield* later(SQL.complete, [
-      ...stored(response),
-      claim.scope,
-      claim.operation,
-      claim.key,
-      claim.id,
-    ]);
+    yield* later(SQL.complete, [...stored(response), claim.scope, claim.operation, claim.key, claim.id]);
   }
 
   /**

@@ -144,10 +144,7 @@ export class GroupCommit {
    * failed, until COMMIT answers or the group fails as such. Every write then stands done,
    * failed or alone (to run again); `broken` says why the connection cannot be used again.
    */
-  private async commitTogether(
-    wire: Wire,
-    group: Write[],
-  ): Promise<{ standings: Standing[]; broken: unknown }> {
+  private async commitTogether(wire: Wire, group: Write[]): Promise<{ standings: Standing[]; broken: unknown }> {
     const standings: Standing[] = group.map(() => ({ state: 'pending' }));
     let opening = [this.control(wire, 'BEGIN'), this.utility(wire, LOCK_TIMEOUT)];
     for (;;) {

@@ -541,8 +541,7 @@ export class PostgresDatabase implements Database {
  * the table the server's error names, if any).
  */
 export type Outcome =
-  | { ok: true; value: unknown; command: string }
-  | { ok: false; failure: unknown; broken: unknown; table?: string };
+  { ok: true; value: unknown; command: string } | { ok: false; failure: unknown; broken: unknown; table?: string };
 
 /** A unit of work's own connection: its `pg` client, its wire, and what is in flight on it. */
 interface Linked {

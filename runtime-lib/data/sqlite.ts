@@ -467,9 +467,7 @@ function workOf(work: unknown): Work<unknown> {
   )
     return work as Work<unknown>;
   handleIfThenable(work);
-  throw new Error(
-    'a unit of work must be a generator (a function*), not a promise, an async generator or a value',
-  );
+  throw new Error('a unit of work must be a generator (a function*), not a promise, an async generator or a value');
 }
 
 const MODES: ReadonlySet<unknown> = new Set(['get', 'all', 'run', 'later', 'together']);

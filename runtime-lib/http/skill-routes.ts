@@ -278,12 +278,7 @@ interface FieldValue {
   value: unknown;
 }
 
-function crudAction(
-  skill: SkillSpec,
-  action: SkillActionSpec,
-  store: EntityStore,
-  idempotency: IdempotencyStore,
-): Run {
+function crudAction(skill: SkillSpec, action: SkillActionSpec, store: EntityStore, idempotency: IdempotencyStore): Run {
   const { spec } = store;
   const fields = new Map(spec.fields.map((f) => [f.name, f]));
   const operation = `skill:${skill.name}.${action.name}`;

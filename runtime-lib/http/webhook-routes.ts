@@ -128,7 +128,7 @@ function verify(
   if (authorization !== undefined) {
     const match = /^Bearer (.+)$/i.exec(authorization);
     if (match && sameText(match[1], secret)) return 'bearer';
-    throw new AppError('UNAUTHENTICATED', 'the bearer token is not this webhook\'s secret');
+    throw new AppError('UNAUTHENTICATED', "the bearer token is not this webhook's secret");
   }
   const signature = header(req, 'x-webhook-signature');
   const timestamp = header(req, 'x-webhook-timestamp');

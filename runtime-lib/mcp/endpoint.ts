@@ -58,7 +58,9 @@ export function mcpRouter(options: McpOptions): Router {
     ));
   const router = Router({ caseSensitive: true, strict: true });
   router.all('/mcp', matched('mcp'), admit(trusted), jsonBody, async (req, res) => {
-    await (await load())(options.info, tools, req as ApiRequest, res);
+    await (
+      await load()
+    )(options.info, tools, req as ApiRequest, res);
   });
   return router;
 }

@@ -278,8 +278,6 @@ class Steps {
     }
   }
 
-
-
   private *oneInTransaction(step: StepSpec, at: string, scope: Scope, later: Deferred[]): Work<unknown> {
     this.count();
     switch (step.type) {
@@ -626,4 +624,3 @@ function notSupported(step: StepSpec): AppError {
     `${step.name ? `step "${step.name}": ` : ''}${step.type} steps do not run in this version of the app`,
   );
 }
-

@@ -34,26 +34,29 @@ export function entityEventHook(workflows: readonly WorkflowSpec[]): ChangeHook 
     (byEvent.get(`${entity}.update`) ?? []).some(
       (spec) => spec.trigger?.kind !== 'entity' || mightHold(spec.trigger.condition, entity, set),
     );
-  return Object.assign(function* (ctx: RequestContext, change: RecordChange): Work<void> {
-    // The condition reads before.* and after.*; a precondition, the run's context (trigger.after.*).
-    const data = eventData(change);
-    const started = (byEvent.get(`${change.entity}.${change.event}`) ?? []).filter(
-      (spec) =>
-        conditionHolds(spec.trigger?.kind === 'entity' ? spec.trigger.condition : {}, data) &&
-        conditionHolds(spec.precondition ?? {}, runContext({ kind: 'entity', ...data })),
-    );
-    const chain = ctx.workflowChain ?? [];
-    for (const spec of started) {
-      if (chain.length >= MAX_WORKFLOW_DEPTH) {
-        throw new AppError(
-          'WORKFLOW_DEPTH_EXCEEDED',
-          `entity events started ${[...chain, spec.name].join(' -> ')}: ` +
-            `more than ${MAX_WORKFLOW_DEPTH} workflows in a chain`,
-        );
+  return Object.assign(
+    function* (ctx: RequestContext, change: RecordChange): Work<void> {
+      // The condition reads before.* and after.*; a precondition, the run's context (trigger.after.*).
+      const data = eventData(change);
+      const started = (byEvent.get(`${change.entity}.${change.event}`) ?? []).filter(
+        (spec) =>
+          conditionHolds(spec.trigger?.kind === 'entity' ? spec.trigger.condition : {}, data) &&
+          conditionHolds(spec.precondition ?? {}, runContext({ kind: 'entity', ...data })),
+      );
+      const chain = ctx.workflowChain ?? [];
+      for (const spec of started) {
+        if (chain.length >= MAX_WORKFLOW_DEPTH) {
+          throw new AppError(
+            'WORKFLOW_DEPTH_EXCEEDED',
+            `entity events started ${[...chain, spec.name].join(' -> ')}: ` +
+              `more than ${MAX_WORKFLOW_DEPTH} workflows in a chain`,
+          );
+        }
+        yield* insertJob(spec.name, EVENT_OWNER, ctx.actor, { kind: 'entity', ...data, chain }, ctx.trace);
       }
-      yield* insertJob(spec.name, EVENT_OWNER, ctx.actor, { kind: 'entity', ...data, chain }, ctx.trace);
-    }
-  }, { mayAct });
+    },
+    { mayAct },
+  );
 }
 
 /**

@@ -15,9 +15,9 @@ const T = `"${FIRED_TABLE}"`;
 export function* fireOnce(key: string, keepMs: number): Work<boolean> {
   const now = Date.now();
   yield* run(`DELETE FROM ${T} WHERE "expiresAt" < ?`, [now]);
-  const { changes } = yield* run(
-    `INSERT INTO ${T} ("key", "expiresAt") VALUES (?, ?) ON CONFLICT ("key") DO NOTHING`,
-    [key, now + keepMs],
-  );
+  const { changes } = yield* run(`INSERT INTO ${T} ("key", "expiresAt") VALUES (?, ?) ON CONFLICT ("key") DO NOTHING`, [
+    key,
+    now + keepMs,
+  ]);
   return changes > 0;
 }

@@ -41,7 +41,7 @@ export function isBlockedAddress(address: string): boolean {
 function blockedV4(n: number): boolean {
   return BLOCKED_V4.some(([first, bits]) => {
     const mask = bits === 0 ? 0 : (0xffffffff << (32 - bits)) >>> 0;
-    return ((n & mask) >>> 0) === v4Number(first);
+    return (n & mask) >>> 0 === v4Number(first);
   });
 }
 

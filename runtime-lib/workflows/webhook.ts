@@ -166,44 +166,47 @@ function send(
       request?.destroy();
       finish(new Error(`no answer within ${timeoutMs / 1000} s`));
     }, timeoutMs);
-    resolveTarget(url, options.blockPrivate).then((target) => {
-      if (done) return;
-      // The checked address, whatever the system resolver would answer now.
-      const lookup: LookupFunction = (_host, opts, callback) => {
-        if (opts.all) (callback as (e: null, a: typeof target[]) => void)(null, [target]);
-        else callback(null, target.address, target.family);
-      };
-      const client = url.protocol === 'https:' ? https : http;
-      request = client.request(url, {
-        method,
-        lookup,
-        agent: false,
-        headers: {
-          ...headers,
-          'idempotency-key': idempotencyKey,
-          'user-agent': 'bp-app-webhook',
-          ...(payload ? { 'content-type': 'application/json', 'content-length': payload.length } : {}),
-        },
-      });
-      request.on('error', (err) => finish(err));
-      request.on('response', (res) => {
-        const chunks: Buffer[] = [];
-        let size = 0;
-        res.on('data', (chunk: Buffer) => {
-          size += chunk.length;
-          if (size > MAX_RESPONSE_BYTES) {
-            res.destroy();
-            finish(new AppError('WEBHOOK_STEP_REJECTED', `${method} ${url.host}: the response is over 1 MB`));
-          } else chunks.push(chunk);
+    resolveTarget(url, options.blockPrivate).then(
+      (target) => {
+        if (done) return;
+        // The checked address, whatever the system resolver would answer now.
+        const lookup: LookupFunction = (_host, opts, callback) => {
+          if (opts.all) (callback as (e: null, a: (typeof target)[]) => void)(null, [target]);
+          else callback(null, target.address, target.family);
+        };
+        const client = url.protocol === 'https:' ? https : http;
+        request = client.request(url, {
+          method,
+          lookup,
+          agent: false,
+          headers: {
+            ...headers,
+            'idempotency-key': idempotencyKey,
+            'user-agent': 'bp-app-webhook',
+            ...(payload ? { 'content-type': 'application/json', 'content-length': payload.length } : {}),
+          },
         });
-        res.on('error', (err) => finish(err));
-        res.on('end', () => {
-          const text = Buffer.concat(chunks).toString();
-          finish(undefined, { status: res.statusCode ?? 0, headers: res.headers, text });
+        request.on('error', (err) => finish(err));
+        request.on('response', (res) => {
+          const chunks: Buffer[] = [];
+          let size = 0;
+          res.on('data', (chunk: Buffer) => {
+            size += chunk.length;
+            if (size > MAX_RESPONSE_BYTES) {
+              res.destroy();
+              finish(new AppError('WEBHOOK_STEP_REJECTED', `${method} ${url.host}: the response is over 1 MB`));
+            } else chunks.push(chunk);
+          });
+          res.on('error', (err) => finish(err));
+          res.on('end', () => {
+            const text = Buffer.concat(chunks).toString();
+            finish(undefined, { status: res.statusCode ?? 0, headers: res.headers, text });
+          });
         });
-      });
-      request.end(payload);
-    }, (err: unknown) => finish(err as Error));
+        request.end(payload);
+      },
+      (err: unknown) => finish(err as Error),
+    );
   });
 }
 

@@ -19,7 +19,11 @@ export interface RunResult {
 
 /** Runs the real `bp` CLI. */
 export function bp(args: string[], cwd = ROOT): RunResult {
-  const r = spawnSync(process.execPath, [BP, ...args], { cwd, encoding: 'utf8', env: { ...process.env, NO_COLOR: '1' } });
+  const r = spawnSync(process.execPath, [BP, ...args], {
+    cwd,
+    encoding: 'utf8',
+    env: { ...process.env, NO_COLOR: '1' },
+  });
   return { status: r.status, stdout: r.stdout, stderr: r.stderr };
 }
 
@@ -60,7 +64,11 @@ export const DEV_COMMAND = ['--import', 'tsx', 'src/server.ts'];
 export const START_COMMAND = [...START_NODE_FLAGS, 'scripts/start.js', 'server'];
 
 /** Starts the app (by default `npm run dev`'s command) on a free port and waits until it listens. */
-export async function startApp(appDir: string, env: Record<string, string> = {}, args = DEV_COMMAND): Promise<RunningApp> {
+export async function startApp(
+  appDir: string,
+  env: Record<string, string> = {},
+  args = DEV_COMMAND,
+): Promise<RunningApp> {
   const child = spawn(process.execPath, args, {
     cwd: appDir,
     env: { ...process.env, PORT: '0', ...env },
@@ -134,9 +142,20 @@ export async function readResponse(res: Response): Promise<HttpResponse> {
 }
 
 /** Adds a person with the generated app's users command (`npm run users -- add ...`), the password piped on stdin. */
-export function addUser(appDir: string, env: Record<string, string>, email: string, password: string, roles: string[] = []): void {
+export function addUser(
+  appDir: string,
+  env: Record<string, string>,
+  email: string,
+  password: string,
+  roles: string[] = [],
+): void {
   const args = ['--import', 'tsx', 'src/users.ts', 'add', '--email', email, ...roles.flatMap((r) => ['--role', r])];
-  const r = spawnSync(process.execPath, args, { cwd: appDir, encoding: 'utf8', env: { ...process.env, ...env }, input: `${password}\n` });
+  const r = spawnSync(process.execPath, args, {
+    cwd: appDir,
+    encoding: 'utf8',
+    env: { ...process.env, ...env },
+    input: `${password}\n`,
+  });
   if (r.status !== 0) throw new Error(`users add failed (${r.status}): ${r.stdout}${r.stderr}`);
 }
 
@@ -147,7 +166,11 @@ export interface Session {
 
 /** Signs in over the JSON login route and returns the session cookie and its CSRF token. */
 export async function login(base: string, email: string, password: string): Promise<Session> {
-  const res = await fetch(`${base}/api/auth/login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email, password }) });
+  const res = await fetch(`${base}/api/auth/login`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ email, password }),
+  });
   const body = (await res.json()) as { csrfToken: string };
   if (res.status !== 200) throw new Error(`login failed: ${res.status} ${JSON.stringify(body)}`);
   const cookie = (res.headers.get('set-cookie') ?? '').split(';')[0];
@@ -165,7 +188,12 @@ export function freshKey(): string {
  * Polls a workflow job (GET /api/jobs/<id>, as the credential in `headers`) until it has finished,
  * completed or failed; every 50 ms, `tries` times at most.
  */
-export async function jobFinished<T = Record<string, unknown>>(base: string, headers: Record<string, string>, url: string, tries = 100): Promise<T> {
+export async function jobFinished<T = Record<string, unknown>>(
+  base: string,
+  headers: Record<string, string>,
+  url: string,
+  tries = 100,
+): Promise<T> {
   for (let i = 0; i < tries; i++) {
     const res = await request(base, 'GET', url, { headers });
     if (res.status !== 200) throw new Error(`GET ${url} answered ${res.status}: ${res.text}`);

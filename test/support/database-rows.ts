@@ -52,12 +52,23 @@ export async function appRows(databaseUrl: string, appDir: string): Promise<AppR
     ...rows,
     // PostgreSQL's count is a bigint, which `pg` reads as text.
     count: async (table, where, params) =>
-      Number((await rows.get(`SELECT COUNT(*) AS "n" FROM "${table}"${where === undefined ? '' : ` WHERE ${where}`}`, params))?.n),
+      Number(
+        (
+          await rows.get(
+            `SELECT COUNT(*) AS "n" FROM "${table}"${where === undefined ? '' : ` WHERE ${where}`}`,
+            params,
+          )
+        )?.n,
+      ),
   };
 }
 
 /** Runs `use` with a connection of its own, opened for it and closed after: it sees what was committed. */
-export async function withAppRows<T>(databaseUrl: string, appDir: string, use: (rows: AppRows) => Promise<T>): Promise<T> {
+export async function withAppRows<T>(
+  databaseUrl: string,
+  appDir: string,
+  use: (rows: AppRows) => Promise<T>,
+): Promise<T> {
   const rows = await appRows(databaseUrl, appDir);
   try {
     return await use(rows);
@@ -98,6 +109,9 @@ function sqliteRows(databaseUrl: string, appDir: string): Driver {
  */
 export function plain(row: Row): Row {
   return Object.fromEntries(
-    Object.entries(row).map(([k, v]) => [k, v instanceof Date ? v.toISOString() : typeof v === 'bigint' ? Number(v) : v]),
+    Object.entries(row).map(([k, v]) => [
+      k,
+      v instanceof Date ? v.toISOString() : typeof v === 'bigint' ? Number(v) : v,
+    ]),
   );
 }

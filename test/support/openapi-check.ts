@@ -7,7 +7,10 @@ import addFormats from 'ajv-formats';
 import { isEmail } from '../../runtime-lib/core/values.ts';
 import type { HttpResponse } from './apps.ts';
 
-type Doc = { paths: Record<string, Record<string, { responses: Record<string, unknown> }>>; components: { responses: Record<string, unknown> } };
+type Doc = {
+  paths: Record<string, Record<string, { responses: Record<string, unknown> }>>;
+  components: { responses: Record<string, unknown> };
+};
 
 export class OpenApiChecker {
   private readonly ajv = new Ajv2020({ strict: false, allErrors: true });
@@ -26,7 +29,10 @@ export class OpenApiChecker {
     const op = this.doc.paths[pathTemplate]?.[method.toLowerCase()];
     if (!op) throw new Error(`no operation ${method} ${pathTemplate} in openapi.json`);
     let response = op.responses[String(res.status)] as { $ref?: string; content?: Record<string, unknown> } | undefined;
-    if (!response) throw new Error(`${method} ${pathTemplate} answered ${res.status}, which openapi.json does not declare: ${res.text}`);
+    if (!response)
+      throw new Error(
+        `${method} ${pathTemplate} answered ${res.status}, which openapi.json does not declare: ${res.text}`,
+      );
     let pointer = `#/paths/${escape(pathTemplate)}/${method.toLowerCase()}/responses/${res.status}`;
     if (response.$ref) {
       pointer = response.$ref;
@@ -39,7 +45,9 @@ export class OpenApiChecker {
     const validate = this.ajv.getSchema(`openapi${pointer}/content/application~1json/schema`);
     if (!validate) throw new Error(`cannot resolve schema at ${pointer}`);
     if (!validate(res.body)) {
-      throw new Error(`${method} ${pathTemplate} ${res.status} body does not fit openapi.json: ${this.ajv.errorsText(validate.errors)}\n${res.text}`);
+      throw new Error(
+        `${method} ${pathTemplate} ${res.status} body does not fit openapi.json: ${this.ajv.errorsText(validate.errors)}\n${res.text}`,
+      );
     }
   }
 }

@@ -58,7 +58,7 @@ async function startServer(): Promise<Server> {
     await pg.initialise();
     await pg.start();
   } catch (err) {
-    throw new Error(`embedded PostgreSQL did not start: ${(err as Error).message}\n${log}`);
+    throw new Error(`embedded PostgreSQL did not start: ${(err as Error).message}\n${log}`, { cause: err });
   }
   process.once('exit', () => {
     // The server is a child process; on exit only synchronous work runs, so it is killed here
@@ -147,7 +147,8 @@ export async function enableTls(): Promise<() => Promise<void>> {
     }
   };
   await configure(settings.map((setting) => `ALTER SYSTEM SET ${setting}`));
-  return () => configure(['ALTER SYSTEM RESET ssl', 'ALTER SYSTEM RESET ssl_cert_file', 'ALTER SYSTEM RESET ssl_key_file']);
+  return () =>
+    configure(['ALTER SYSTEM RESET ssl', 'ALTER SYSTEM RESET ssl_cert_file', 'ALTER SYSTEM RESET ssl_key_file']);
 }
 
 export interface TripCounter {

@@ -11,7 +11,10 @@ export function prismaMigrationsList(migrationsDir: string) {
     .sort();
   return {
     baseDir: migrationsDir,
-    lockfile: { path: 'migration_lock.toml', content: readFileSync(join(migrationsDir, 'migration_lock.toml'), 'utf8') },
+    lockfile: {
+      path: 'migration_lock.toml',
+      content: readFileSync(join(migrationsDir, 'migration_lock.toml'), 'utf8'),
+    },
     shadowDbInitScript: '',
     migrationDirectories: names.map((name) => ({
       path: name,

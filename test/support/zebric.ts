@@ -28,7 +28,9 @@ export function shown(d: Diagnostic): string {
  */
 export function diagnosticsOf(fixture: string, options: { publicEntities?: boolean } = {}): string[] {
   const all = validateBlueprint(path.join(ZEBRIC, fixture, 'app.toml'), nodeSourceHost()).diagnostics;
-  const kept = options.publicEntities ? all : all.filter((d) => d.code !== 'PUBLIC_ENTITY' && d.code !== 'COMMAND_WITHOUT_AUTH');
+  const kept = options.publicEntities
+    ? all
+    : all.filter((d) => d.code !== 'PUBLIC_ENTITY' && d.code !== 'COMMAND_WITHOUT_AUTH');
   return kept.map(shown);
 }
 
@@ -45,12 +47,20 @@ const SESSION_SECRET = 'zebric-fixture-session-secret-0123456789';
  * Generates a fixture, type-checks the app in strict mode, and builds it on `database` (migrated
  * as `npm start` does), served over HTTP with every response checked against its openapi.json.
  */
-export async function bootFixture(database: DatabaseKind, fixture: string, env: Record<string, string>, key: string): Promise<ZebricApp> {
+export async function bootFixture(
+  database: DatabaseKind,
+  fixture: string,
+  env: Record<string, string>,
+  key: string,
+): Promise<ZebricApp> {
   const appDir = path.join(freshDir(`zebric-${fixture}-${database}`), 'app');
   generate(path.join(ZEBRIC, fixture, 'app.toml'), appDir);
   const tsc = typecheck(appDir);
   expect(tsc.stdout + tsc.stderr, 'the generated app type-checks').to.equal('');
-  const app = await bootOnDatabase(appDir, await databaseUrl(database, `zebric_${fixture}`), { SESSION_SECRET, ...env });
+  const app = await bootOnDatabase(appDir, await databaseUrl(database, `zebric_${fixture}`), {
+    SESSION_SECRET,
+    ...env,
+  });
   return { app, api: new Api(() => app.url, appDir, key), appDir };
 }
 

@@ -18,7 +18,12 @@
  * comparison no database's lower() gives the same everywhere. The lower() index stays for the
  * lookups of sign-in; where it folds, the key folds too.
  */
-export function emailKeyColumn(field: { name: string; type: string; unique: boolean; primaryKey: boolean }): string | undefined {
+export function emailKeyColumn(field: {
+  name: string;
+  type: string;
+  unique: boolean;
+  primaryKey: boolean;
+}): string | undefined {
   return field.type === 'Email' && field.unique && !field.primaryKey ? `_bp_key_${field.name}` : undefined;
 }
 
@@ -80,7 +85,9 @@ export function withEmailIndexes(sql: string, before: readonly EmailIndex[], aft
   const drops = before.filter((i) => !has.has(emailIndexName(i)));
   const creates = after.filter((i) => !had.has(emailIndexName(i)) || dropped.has(i.table));
   if (drops.length === 0 && creates.length === 0) return sql;
-  const dropSql = drops.map((i) => `-- DropIndex (unique e-mail, any letter case)\nDROP INDEX "${emailIndexName(i)}";\n`);
+  const dropSql = drops.map(
+    (i) => `-- DropIndex (unique e-mail, any letter case)\nDROP INDEX "${emailIndexName(i)}";\n`,
+  );
   const createSql = creates.map(
     (i) =>
       `-- CreateIndex (unique e-mail, any letter case)\n` +

@@ -178,7 +178,8 @@ export async function checkSchema(schema: string): Promise<string[]> {
     );
     return [];
   } catch (error) {
-    if (!(error instanceof Error) || (error as Error & { code?: unknown }).code !== SCHEMA_VALIDATION_ERROR) throw error;
+    if (!(error instanceof Error) || (error as Error & { code?: unknown }).code !== SCHEMA_VALIDATION_ERROR)
+      throw error;
     return error.message
       .split(/^(?=error: )/m)
       .map(trimLineEnds)
@@ -205,5 +206,9 @@ function errorMessage(error: unknown): string {
 }
 
 function trimLineEnds(text: string): string {
-  return text.split('\n').map((line) => line.trimEnd()).join('\n').trimEnd();
+  return text
+    .split('\n')
+    .map((line) => line.trimEnd())
+    .join('\n')
+    .trimEnd();
 }

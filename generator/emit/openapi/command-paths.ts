@@ -3,7 +3,16 @@
 import { inputRefTarget } from '../../model/keys.ts';
 import type { Blueprint, Command, CommandInput, Entity, Field, Rule } from '../../model/types.ts';
 import { idParameter } from './entity-paths.ts';
-import { errorResponse, IDEMPOTENCY_HEADER, json, ref, RUN_ID_HEADER, schemeNames, TRACE_HEADER, type Schema } from './common.ts';
+import {
+  errorResponse,
+  IDEMPOTENCY_HEADER,
+  json,
+  ref,
+  RUN_ID_HEADER,
+  schemeNames,
+  TRACE_HEADER,
+  type Schema,
+} from './common.ts';
 import { fieldSchema } from './schemas.ts';
 
 function conditionText(rule: Rule | undefined): string | undefined {
@@ -24,7 +33,17 @@ export function commandPath(bp: Blueprint, command: Command): Record<string, Sch
     properties: Object.fromEntries(
       command.input.map((i) => [
         i.name,
-        { ...fieldSchema(bp, { ...i, ref: inputRef(bp, command, i), nullable: false, primaryKey: false, commandOnly: false, access: {} } as unknown as Field), ...(i.description ? { description: i.description } : {}) },
+        {
+          ...fieldSchema(bp, {
+            ...i,
+            ref: inputRef(bp, command, i),
+            nullable: false,
+            primaryKey: false,
+            commandOnly: false,
+            access: {},
+          } as unknown as Field),
+          ...(i.description ? { description: i.description } : {}),
+        },
       ]),
     ),
     required: command.input.filter((i) => i.required).map((i) => i.name),
@@ -41,15 +60,17 @@ export function commandPath(bp: Blueprint, command: Command): Record<string, Sch
         ...(conditionText(command.policy) ? { 'x-policy': conditionText(command.policy) } : {}),
         ...(conditionText(command.availableWhen) ? { 'x-available-when': conditionText(command.availableWhen) } : {}),
         'x-scopes': [...command.scopes],
-        ...(schemes.length ? { security: schemes.map((name) => ({ [name]: name === 'apiKey' ? [...command.scopes] : [] })) } : {}),
-        parameters: [
-          idParameter(entity),
-          IDEMPOTENCY_HEADER,
-          RUN_ID_HEADER,
-        ],
+        ...(schemes.length
+          ? { security: schemes.map((name) => ({ [name]: name === 'apiKey' ? [...command.scopes] : [] })) }
+          : {}),
+        parameters: [idParameter(entity), IDEMPOTENCY_HEADER, RUN_ID_HEADER],
         requestBody: { required: command.input.some((i) => i.required), content: json(inputSchema) },
         responses: {
-          '200': { description: `The ${entity.name} after the command`, headers: TRACE_HEADER, content: json(ref(entity.name)) },
+          '200': {
+            description: `The ${entity.name} after the command`,
+            headers: TRACE_HEADER,
+            content: json(ref(entity.name)),
+          },
           '400': errorResponse('BadWriteRequest'),
           '401': errorResponse('Unauthenticated'),
           '403': errorResponse('Forbidden'),

@@ -4,15 +4,32 @@
 import { accessRule } from '../../model/access-defaults.ts';
 import type { Blueprint, Entity, Rule } from '../../model/types.ts';
 import { keySchema } from './schemas.ts';
-import { errorResponse, IDEMPOTENCY_HEADER, json, OFFSET_SCHEMA, ref, RUN_ID_HEADER, schemeNames, TRACE_HEADER, type Schema } from './common.ts';
+import {
+  errorResponse,
+  IDEMPOTENCY_HEADER,
+  json,
+  OFFSET_SCHEMA,
+  ref,
+  RUN_ID_HEADER,
+  schemeNames,
+  TRACE_HEADER,
+  type Schema,
+} from './common.ts';
 
 /** A rule that lets every caller through: `public` or `true`. */
 function isOpen(rule: Rule | undefined): boolean {
-  return rule !== undefined && (rule.condition.kind === 'public' || (rule.condition.kind === 'const' && rule.condition.value));
+  return (
+    rule !== undefined &&
+    (rule.condition.kind === 'public' || (rule.condition.kind === 'const' && rule.condition.value))
+  );
 }
 
 /** Security requirements of one operation: any credential, plus anonymous when its rule is public. */
-function securityFor(bp: Blueprint, entity: Entity, action: 'read' | 'create' | 'update' | 'delete'): Schema[] | undefined {
+function securityFor(
+  bp: Blueprint,
+  entity: Entity,
+  action: 'read' | 'create' | 'update' | 'delete',
+): Schema[] | undefined {
   const schemes = schemeNames(bp);
   if (schemes.length === 0) return undefined;
   const open = isOpen(accessRule(bp, entity, action));
@@ -66,7 +83,12 @@ export function entityPaths(bp: Blueprint, entity: Entity): Record<string, Schem
         tags: [n],
         summary: `List ${n} records, ordered by id`,
         parameters: [
-          { name: 'limit', in: 'query', required: false, schema: { type: 'integer', minimum: 1, maximum: 1000, default: 100 } },
+          {
+            name: 'limit',
+            in: 'query',
+            required: false,
+            schema: { type: 'integer', minimum: 1, maximum: 1000, default: 100 },
+          },
           { name: 'offset', in: 'query', required: false, schema: OFFSET_SCHEMA },
         ],
         responses: {
@@ -82,7 +104,10 @@ export function entityPaths(bp: Blueprint, entity: Entity): Record<string, Schem
         parameters: [IDEMPOTENCY_HEADER, RUN_ID_HEADER],
         requestBody: body(`${n}Create`),
         responses: {
-          '201': { ...ok(`The stored ${n}`, ref(n)), headers: { ...TRACE_HEADER, Location: { schema: { type: 'string' } } } },
+          '201': {
+            ...ok(`The stored ${n}`, ref(n)),
+            headers: { ...TRACE_HEADER, Location: { schema: { type: 'string' } } },
+          },
           ...writeErrors,
         },
       }),
@@ -93,7 +118,11 @@ export function entityPaths(bp: Blueprint, entity: Entity): Record<string, Schem
         operationId: `get${n}`,
         tags: [n],
         summary: `Get one ${n}`,
-        responses: { '200': ok(`The ${n}`, ref(n)), '404': errorResponse('NotFound'), '503': errorResponse('ServiceUnavailable') },
+        responses: {
+          '200': ok(`The ${n}`, ref(n)),
+          '404': errorResponse('NotFound'),
+          '503': errorResponse('ServiceUnavailable'),
+        },
       }),
       put: secured('update', {
         operationId: `update${n}`,

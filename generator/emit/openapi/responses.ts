@@ -4,7 +4,9 @@
 import type { Blueprint } from '../../model/types.ts';
 import { ref, TRACE_HEADER, type Schema } from './common.ts';
 
-const RETRY_AFTER = { 'Retry-After': { description: 'Seconds to wait before retrying', schema: { type: 'integer', minimum: 0 } } };
+const RETRY_AFTER = {
+  'Retry-After': { description: 'Seconds to wait before retrying', schema: { type: 'integer', minimum: 0 } },
+};
 
 const ERROR_RESPONSES: Record<string, { description: string; codes: string[]; retry?: true }> = {
   BadRequest: {
@@ -16,12 +18,25 @@ const ERROR_RESPONSES: Record<string, { description: string; codes: string[]; re
     description: 'Malformed or invalid, or an API key sent no Idempotency-Key (IDEMPOTENCY_KEY_REQUIRED)',
     codes: ['VALIDATION_FAILED', 'INVALID_JSON', 'INVALID_QUERY', 'IDEMPOTENCY_KEY_REQUIRED'],
   },
-  Unauthenticated: { description: 'No valid credential: sign in, or send Authorization: Bearer <API key>', codes: ['UNAUTHENTICATED'] },
-  Forbidden: { description: 'Not allowed', codes: ['FORBIDDEN', 'INSUFFICIENT_SCOPE', 'CSRF_FAILED', 'PROTECTED_FIELD_MUTATION'] },
+  Unauthenticated: {
+    description: 'No valid credential: sign in, or send Authorization: Bearer <API key>',
+    codes: ['UNAUTHENTICATED'],
+  },
+  Forbidden: {
+    description: 'Not allowed',
+    codes: ['FORBIDDEN', 'INSUFFICIENT_SCOPE', 'CSRF_FAILED', 'PROTECTED_FIELD_MUTATION'],
+  },
   NotFound: { description: 'No such record or route', codes: ['NOT_FOUND', 'ROUTE_NOT_FOUND'] },
   Conflict: {
     description: 'A conflict with stored data or state',
-    codes: ['UNIQUE_CONFLICT', 'REFERENCE_CONFLICT', 'STATE_CONFLICT', 'COMMAND_UNAVAILABLE', 'IDEMPOTENCY_KEY_REUSE', 'IDEMPOTENCY_KEY_IN_PROGRESS'],
+    codes: [
+      'UNIQUE_CONFLICT',
+      'REFERENCE_CONFLICT',
+      'STATE_CONFLICT',
+      'COMMAND_UNAVAILABLE',
+      'IDEMPOTENCY_KEY_REUSE',
+      'IDEMPOTENCY_KEY_IN_PROGRESS',
+    ],
   },
   PayloadTooLarge: { description: 'The body exceeds the size limit', codes: ['PAYLOAD_TOO_LARGE'] },
   UnsupportedMediaType: { description: 'The body is not application/json', codes: ['UNSUPPORTED_MEDIA_TYPE'] },
@@ -32,8 +47,15 @@ const ERROR_RESPONSES: Record<string, { description: string; codes: string[]; re
     codes: ['DATABASE_BUSY', 'STORAGE_UNAVAILABLE'],
     retry: true,
   },
-  TooManyRequests: { description: 'Too many failed attempts; retry after Retry-After seconds', codes: ['TOO_MANY_ATTEMPTS'], retry: true },
-  InternalError: { description: 'An unexpected failure, for example a command handler that threw', codes: ['INTERNAL_ERROR'] },
+  TooManyRequests: {
+    description: 'Too many failed attempts; retry after Retry-After seconds',
+    codes: ['TOO_MANY_ATTEMPTS'],
+    retry: true,
+  },
+  InternalError: {
+    description: 'An unexpected failure, for example a command handler that threw',
+    codes: ['INTERNAL_ERROR'],
+  },
 };
 
 export function errorResponses(bp: Blueprint): Record<string, Schema> {

@@ -80,57 +80,64 @@ function refSchema(target: { entity: Entity; field: Field } | undefined): Schema
 
 /** `entity`: the field's own, whose indexes may limit its text (model/indexes.ts indexedTextMaxBytes). */
 export function fieldSchema(bp: Blueprint, field: Field, entity?: Entity): Schema {
-  let s: Schema = {};
+  let s: Schema;
   if (field.primaryKey) s = keySchema(field.type);
-  else switch (field.type) {
-    case 'ULID':
-      s = { type: 'string', pattern: ULID_PATTERN };
-      break;
-    case 'UUID':
-      s = { type: 'string', format: 'uuid' };
-      break;
-    case 'Email':
-      // idn-email: the app takes addresses in any script (Élise@exämple.de), which JSON Schema's
-      // `email` (RFC 5321, ASCII only) would call invalid.
-      s = { ...EMAIL_SCHEMA };
-      break;
-    case 'Integer':
-      s = { ...INTEGER };
-      break;
-    case 'Float':
-      s = { type: 'number' };
-      break;
-    case 'Boolean':
-      s = { type: 'boolean' };
-      break;
-    case 'Date':
-      s = { type: 'string', format: 'date' };
-      break;
-    case 'DateTime':
-      s = { type: 'string', format: 'date-time' };
-      break;
-    case 'JSON':
-      s = {};
-      break;
-    case 'Text':
-    case 'LongText':
-      s = { type: 'string', ...(field.required ? { minLength: 1 } : {}), pattern: textPattern(field.type === 'LongText', field.required) };
-      break;
-    case 'Enum':
-      s = { type: 'string', enum: [...(field.values ?? [])] };
-      break;
-    case 'Ref': {
-      const target = refTarget(bp, field);
-      s = refSchema(target);
-      s.description = target ? `${target.entity.name}.${target.field.name} of an existing ${target.entity.name}` : 'The id of an existing record';
-      break;
+  else
+    switch (field.type) {
+      case 'ULID':
+        s = { type: 'string', pattern: ULID_PATTERN };
+        break;
+      case 'UUID':
+        s = { type: 'string', format: 'uuid' };
+        break;
+      case 'Email':
+        // idn-email: the app takes addresses in any script (Élise@exämple.de), which JSON Schema's
+        // `email` (RFC 5321, ASCII only) would call invalid.
+        s = { ...EMAIL_SCHEMA };
+        break;
+      case 'Integer':
+        s = { ...INTEGER };
+        break;
+      case 'Float':
+        s = { type: 'number' };
+        break;
+      case 'Boolean':
+        s = { type: 'boolean' };
+        break;
+      case 'Date':
+        s = { type: 'string', format: 'date' };
+        break;
+      case 'DateTime':
+        s = { type: 'string', format: 'date-time' };
+        break;
+      case 'JSON':
+        s = {};
+        break;
+      case 'Text':
+      case 'LongText':
+        s = {
+          type: 'string',
+          ...(field.required ? { minLength: 1 } : {}),
+          pattern: textPattern(field.type === 'LongText', field.required),
+        };
+        break;
+      case 'Enum':
+        s = { type: 'string', enum: [...(field.values ?? [])] };
+        break;
+      case 'Ref': {
+        const target = refTarget(bp, field);
+        s = refSchema(target);
+        s.description = target
+          ? `${target.entity.name}.${target.field.name} of an existing ${target.entity.name}`
+          : 'The id of an existing record';
+        break;
+      }
+      case 'file':
+        s = { type: 'string', format: 'uri-reference' };
+        break;
+      default:
+        s = { type: 'string' };
     }
-    case 'file':
-      s = { type: 'string', format: 'uri-reference' };
-      break;
-    default:
-      s = { type: 'string' };
-  }
   const maxBytes = entity && indexedTextMaxBytes(bp, entity, field);
   if (field.nullable && field.type !== 'JSON') {
     s.type = [...(Array.isArray(s.type) ? s.type : [s.type]), 'null'];
@@ -141,7 +148,8 @@ export function fieldSchema(bp: Blueprint, field: Field, entity?: Entity): Schem
     field.access.read ? 'Shown only to actors its read rule allows.' : undefined,
     field.access.write ? 'Written only by actors its write rule allows.' : undefined,
     field.commandOnly ? `Command-only: changed only by ${field.commands?.join(', ') ?? 'commands'}.` : undefined,
-    maxBytes === undefined ? undefined : `At most ${maxBytes} bytes long in UTF-8 (an index holds it).`]
+    maxBytes === undefined ? undefined : `At most ${maxBytes} bytes long in UTF-8 (an index holds it).`,
+  ]
     .filter(Boolean)
     .join(' ');
   if (notes) s.description = s.description ? `${s.description as string}. ${notes}` : notes;
@@ -152,10 +160,18 @@ export function fieldSchema(bp: Blueprint, field: Field, entity?: Entity): Schem
 export function entitySchemas(bp: Blueprint, entity: Entity): Record<string, Schema> {
   // Ids are the server's (ULID, UUID) or the database's (Integer); a Text id may come with a create.
   const clientKey = entity.primaryKey.type === 'Text';
-  const all = Object.fromEntries(entity.fields.map((f) => [f.name, f.primaryKey && !clientKey ? { ...fieldSchema(bp, f, entity), readOnly: true } : fieldSchema(bp, f, entity)]));
+  const all = Object.fromEntries(
+    entity.fields.map((f) => [
+      f.name,
+      f.primaryKey && !clientKey ? { ...fieldSchema(bp, f, entity), readOnly: true } : fieldSchema(bp, f, entity),
+    ]),
+  );
   const writable = entity.fields.filter((f) => !f.primaryKey && !f.commandOnly);
   const input = Object.fromEntries(writable.map((f) => [f.name, fieldSchema(bp, f, entity)]));
-  const key = { ...fieldSchema(bp, entity.primaryKey, entity), description: 'The Text id; when absent, a ULID is generated.' };
+  const key = {
+    ...fieldSchema(bp, entity.primaryKey, entity),
+    description: 'The Text id; when absent, a ULID is generated.',
+  };
   const createInput = clientKey ? { [entity.primaryKey.name]: key, ...input } : input;
   return {
     [entity.name]: {
@@ -203,7 +219,7 @@ export const SESSION_SCHEMA: Schema = {
           type: 'object',
           properties: {
             kind: { type: 'string' },
-            type: { type: 'string', description: 'The kind under Zebric\'s name' },
+            type: { type: 'string', description: "The kind under Zebric's name" },
             id: { type: 'string' },
             effectiveId: { type: 'string', description: 'delegatedBy when set, else id' },
             email: { type: 'string' },
@@ -214,7 +230,10 @@ export const SESSION_SCHEMA: Schema = {
       ],
     },
     // API keys skip CSRF (runtime-lib/auth/email/routes.ts): they are given no token.
-    csrfToken: { type: ['string', 'null'], description: 'The CSRF token of mutations; null for an API key, which needs none' },
+    csrfToken: {
+      type: ['string', 'null'],
+      description: 'The CSRF token of mutations; null for an API key, which needs none',
+    },
   },
   required: ['actor', 'csrfToken'],
 };
@@ -236,7 +255,10 @@ export const ERROR_SCHEMA: Schema = {
       properties: {
         code: { type: 'string', enum: Object.keys(ERROR_CODES) },
         message: { type: 'string' },
-        retryable: { type: 'boolean', description: 'Retry (same Idempotency-Key, honouring Retry-After) only when true.' },
+        retryable: {
+          type: 'boolean',
+          description: 'Retry (same Idempotency-Key, honouring Retry-After) only when true.',
+        },
         details: {
           type: 'array',
           items: {
@@ -262,7 +284,10 @@ export const AUDIT_SCHEMAS: Record<string, Schema> = {
     properties: {
       id: { type: 'string' },
       at: { type: 'string', format: 'date-time' },
-      operation: { type: 'string', description: '"Entity.create|update|delete", "command:Name", or "command:Name:<handler action>"' },
+      operation: {
+        type: 'string',
+        description: '"Entity.create|update|delete", "command:Name", or "command:Name:<handler action>"',
+      },
       entity: { type: 'string' },
       recordId: { type: 'string' },
       actorId: { type: 'string' },
@@ -277,7 +302,21 @@ export const AUDIT_SCHEMAS: Record<string, Schema> = {
       },
       detail: { type: ['object', 'null'] },
     },
-    required: ['id', 'at', 'operation', 'entity', 'recordId', 'actorId', 'credentialId', 'delegatedBy', 'agentRunId', 'idempotencyKey', 'traceId', 'changes', 'detail'],
+    required: [
+      'id',
+      'at',
+      'operation',
+      'entity',
+      'recordId',
+      'actorId',
+      'credentialId',
+      'delegatedBy',
+      'agentRunId',
+      'idempotencyKey',
+      'traceId',
+      'changes',
+      'detail',
+    ],
     additionalProperties: false,
   },
   AuditList: {

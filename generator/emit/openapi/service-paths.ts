@@ -12,7 +12,9 @@ export const META_PATHS: Record<string, Schema> = {
       operationId: 'getOpenApi',
       tags: ['Meta'],
       summary: 'This OpenAPI description',
-      responses: { '200': { description: 'OpenAPI 3.1 document', content: { 'application/json': { schema: { type: 'object' } } } } },
+      responses: {
+        '200': { description: 'OpenAPI 3.1 document', content: { 'application/json': { schema: { type: 'object' } } } },
+      },
     },
   },
   // Probes for orchestrators: no credentials, nothing about the app beyond "ok".
@@ -47,14 +49,23 @@ export function authPaths(bp: Blueprint): Record<string, Schema> {
       'application/json': {
         schema: {
           type: 'object',
-          properties: { email: EMAIL_SCHEMA, password: { type: 'string', minLength: 12, maxLength: 1024 }, _csrf: FORM_ONLY_CSRF },
+          properties: {
+            email: EMAIL_SCHEMA,
+            password: { type: 'string', minLength: 12, maxLength: 1024 },
+            _csrf: FORM_ONLY_CSRF,
+          },
           required: ['email', 'password'],
         },
       },
       'application/x-www-form-urlencoded': {
         schema: {
           type: 'object',
-          properties: { email: { type: 'string' }, password: { type: 'string' }, _csrf: { type: 'string' }, next: { type: 'string' } },
+          properties: {
+            email: { type: 'string' },
+            password: { type: 'string' },
+            _csrf: { type: 'string' },
+            next: { type: 'string' },
+          },
           required: ['email', 'password'],
         },
       },
@@ -76,7 +87,12 @@ export function authPaths(bp: Blueprint): Record<string, Schema> {
       description: noKey,
       security: open,
       requestBody: records ? signupBody(bp, credentials) : credentials,
-      responses: { '201': { description: 'Signed up and signed in', content: session }, '400': errorResponse('BadRequest'), '403': errorResponse('Forbidden'), '409': errorResponse('Conflict') },
+      responses: {
+        '201': { description: 'Signed up and signed in', content: session },
+        '400': errorResponse('BadRequest'),
+        '403': errorResponse('Forbidden'),
+        '409': errorResponse('Conflict'),
+      },
     },
   };
   return {
@@ -130,9 +146,18 @@ function signupBody(bp: Blueprint, credentials: { content: Record<string, { sche
   const records = bp.auth.userRecords as NonNullable<Blueprint['auth']['userRecords']>;
   const user = bp.entities.find((e) => e.name === records.entity) as Entity;
   const fields = user.fields.filter(
-    (f) => !f.primaryKey && !f.commandOnly && !records.roleFields.includes(f.name) && f.name !== records.loginField && f.type !== 'file' && !f.access.write,
+    (f) =>
+      !f.primaryKey &&
+      !f.commandOnly &&
+      !records.roleFields.includes(f.name) &&
+      f.name !== records.loginField &&
+      f.type !== 'file' &&
+      !f.access.write,
   );
-  const json = credentials.content['application/json'].schema as { properties: Record<string, Schema>; required: string[] };
+  const json = credentials.content['application/json'].schema as {
+    properties: Record<string, Schema>;
+    required: string[];
+  };
   return {
     required: true,
     content: {
@@ -159,9 +184,19 @@ export function auditPath(bp: Blueprint): Record<string, Schema> {
         summary: 'The audit trail of one record, newest first (for actors who may read the record)',
         ...(schemes.length ? { security: schemes.map((name) => ({ [name]: [] })) } : {}),
         parameters: [
-          { name: 'entity', in: 'query', required: true, schema: { type: 'string', enum: bp.entities.map((e) => e.name) } },
+          {
+            name: 'entity',
+            in: 'query',
+            required: true,
+            schema: { type: 'string', enum: bp.entities.map((e) => e.name) },
+          },
           { name: 'recordId', in: 'query', required: true, schema: { type: 'string' } },
-          { name: 'limit', in: 'query', required: false, schema: { type: 'integer', minimum: 1, maximum: 1000, default: 100 } },
+          {
+            name: 'limit',
+            in: 'query',
+            required: false,
+            schema: { type: 'integer', minimum: 1, maximum: 1000, default: 100 },
+          },
           { name: 'offset', in: 'query', required: false, schema: OFFSET_SCHEMA },
         ],
         responses: {

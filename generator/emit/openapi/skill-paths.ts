@@ -6,7 +6,17 @@ import type { Blueprint, Entity, Skill, SkillAction } from '../../model/types.ts
 import { pathParams } from '../../../runtime-lib/core/path-params.ts';
 import { requiredBodyKeys, startedByHand } from '../../model/workflows.ts';
 import { actionRisk } from '../../model/action-risk.ts';
-import { errorResponse, IDEMPOTENCY_HEADER, json, OFFSET_SCHEMA, ref, RUN_ID_HEADER, schemeNames, TRACE_HEADER, type Schema } from './common.ts';
+import {
+  errorResponse,
+  IDEMPOTENCY_HEADER,
+  json,
+  OFFSET_SCHEMA,
+  ref,
+  RUN_ID_HEADER,
+  schemeNames,
+  TRACE_HEADER,
+  type Schema,
+} from './common.ts';
 import { entitySchemas, fieldSchema, keySchema } from './schemas.ts';
 
 export const SKILL_INDEX_PATH: Record<string, Schema> = {
@@ -58,7 +68,13 @@ function operation(bp: Blueprint, skill: Skill, action: SkillAction, entity: Ent
   const params = pathParams(action.route);
   const pathParameters = params.map((p) => {
     const field = action.mapParams[p] ?? p;
-    return { name: p, in: 'path', required: true, description: `${n}.${field}`, schema: paramSchema(bp, entity, field) };
+    return {
+      name: p,
+      in: 'path',
+      required: true,
+      description: `${n}.${field}`,
+      schema: paramSchema(bp, entity, field),
+    };
   });
   const queryParams =
     action.action === 'list'
@@ -90,22 +106,38 @@ function operation(bp: Blueprint, skill: Skill, action: SkillAction, entity: Ent
     list: { '200': ok(`A page of ${n} records`, ref(`${n}List`)) },
     get: { '200': ok(`The ${n}`, ref(n)), '404': errorResponse('NotFound') },
     create: {
-      '201': { ...ok(`The stored ${n}`, ref(n)), headers: { ...TRACE_HEADER, Location: { schema: { type: 'string' } } } },
+      '201': {
+        ...ok(`The stored ${n}`, ref(n)),
+        headers: { ...TRACE_HEADER, Location: { schema: { type: 'string' } } },
+      },
       '409': errorResponse('Conflict'),
       '422': errorResponse('UnprocessableEntity'),
     },
-    update: { '200': ok(`The updated ${n}`, ref(n)), '404': errorResponse('NotFound'), '409': errorResponse('Conflict'), '422': errorResponse('UnprocessableEntity') },
-    delete: { '204': { description: 'Deleted', headers: TRACE_HEADER }, '404': errorResponse('NotFound'), '409': errorResponse('Conflict') },
+    update: {
+      '200': ok(`The updated ${n}`, ref(n)),
+      '404': errorResponse('NotFound'),
+      '409': errorResponse('Conflict'),
+      '422': errorResponse('UnprocessableEntity'),
+    },
+    delete: {
+      '204': { description: 'Deleted', headers: TRACE_HEADER },
+      '404': errorResponse('NotFound'),
+      '409': errorResponse('Conflict'),
+    },
   }[action.action as string] as Record<string, Schema>;
   return {
     ...identity(bp, skill, action),
     parameters: [...pathParameters, ...queryParams, ...(mutation ? [IDEMPOTENCY_HEADER, RUN_ID_HEADER] : [])],
-    ...(action.action === 'create' || action.action === 'update' ? { requestBody: requestBody(bp, action, entity, params) } : {}),
+    ...(action.action === 'create' || action.action === 'update'
+      ? { requestBody: requestBody(bp, action, entity, params) }
+      : {}),
     responses: {
       ...responses,
       '400': errorResponse(mutation ? 'BadWriteRequest' : 'BadRequest'),
       ...(schemes.length ? { '401': errorResponse('Unauthenticated'), '403': errorResponse('Forbidden') } : {}),
-      ...(mutation && action.action !== 'delete' ? { '413': errorResponse('PayloadTooLarge'), '415': errorResponse('UnsupportedMediaType') } : {}),
+      ...(mutation && action.action !== 'delete'
+        ? { '413': errorResponse('PayloadTooLarge'), '415': errorResponse('UnsupportedMediaType') }
+        : {}),
       '503': errorResponse('ServiceUnavailable'),
     },
   };
@@ -177,7 +209,15 @@ function workflowOperation(bp: Blueprint, skill: Skill, action: SkillAction, ent
     properties: Object.fromEntries(
       Object.entries(action.body).map(([name, type]) => {
         const nullable = !required.includes(name);
-        const { description: _, ...schema } = fieldSchema(bp, { name, type, required: !nullable, nullable, primaryKey: false, commandOnly: false, access: {} } as unknown as Entity['fields'][number]);
+        const { description: _, ...schema } = fieldSchema(bp, {
+          name,
+          type,
+          required: !nullable,
+          nullable,
+          primaryKey: false,
+          commandOnly: false,
+          access: {},
+        } as unknown as Entity['fields'][number]);
         return [name, nullable || type !== 'JSON' ? schema : { ...schema, not: { type: 'null' } }];
       }),
     ),
@@ -224,7 +264,8 @@ export function skillPaths(bp: Blueprint): Record<string, Schema> {
       const workflow = bp.workflows.find((w) => w.name === action.workflow);
       let op: Schema | undefined;
       if (workflow && startedByHand(workflow)) op = workflowOperation(bp, skill, action, entity);
-      else if (entity && action.action !== undefined && action.workflow === undefined) op = operation(bp, skill, action, entity);
+      else if (entity && action.action !== undefined && action.workflow === undefined)
+        op = operation(bp, skill, action, entity);
       if (!op) continue;
       const item = (paths[action.route] ??= {});
       item[action.method.toLowerCase()] = op;

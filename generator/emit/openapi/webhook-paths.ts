@@ -59,7 +59,11 @@ function operation(workflow: Workflow): Schema {
             success: { type: 'boolean' },
             job: {
               type: 'object',
-              properties: { id: { type: 'string' }, workflow: { type: 'string' }, status: { type: 'string', enum: ['pending'] } },
+              properties: {
+                id: { type: 'string' },
+                workflow: { type: 'string' },
+                status: { type: 'string', enum: ['pending'] },
+              },
               required: ['id', 'workflow', 'status'],
             },
           },
@@ -70,7 +74,9 @@ function operation(workflow: Workflow): Schema {
       ...(secretEnv ? { '401': errorResponse('Unauthenticated') } : {}),
       '409': conflict(
         secretEnv ? ['WORKFLOW_PRECONDITION_FAILED', 'WEBHOOK_REPLAYED'] : ['WORKFLOW_PRECONDITION_FAILED'],
-        secretEnv ? 'The precondition does not hold, or the signed delivery was already received' : 'The precondition does not hold',
+        secretEnv
+          ? 'The precondition does not hold, or the signed delivery was already received'
+          : 'The precondition does not hold',
       ),
       '413': errorResponse('PayloadTooLarge'),
       '415': errorResponse('UnsupportedMediaType'),

@@ -20,9 +20,14 @@ export function checkCommand(ctx: CompileContext, section: Section & { value: Ra
   }
   effect(ctx, at, name, raw);
   if (typeof raw.handler === 'string' && !parseHandler(raw.handler, section.origin.file.absPath)) {
-    ctx.report('INVALID_HANDLER', [...at, 'handler'], `handler "${raw.handler}" is not "path/to/module.ts" or "path/to/module.ts#exportName"`, {
-      hint: 'e.g. handler = "./handlers/tickets.ts#closeTicket"',
-    });
+    ctx.report(
+      'INVALID_HANDLER',
+      [...at, 'handler'],
+      `handler "${raw.handler}" is not "path/to/module.ts" or "path/to/module.ts#exportName"`,
+      {
+        hint: 'e.g. handler = "./handlers/tickets.ts#closeTicket"',
+      },
+    );
   }
   checkCondition(ctx, [...at, 'policy'], raw.policy, COMMAND_ROOTS);
   checkCondition(ctx, [...at, 'availableWhen'], raw.availableWhen, COMMAND_ROOTS);
@@ -43,7 +48,8 @@ function checkInput(ctx: CompileContext, at: KeyPath, name: string, def: Raw): v
 /** Spec 2.3 rule 1: a command changes something, through mutations or a handler. */
 function effect(ctx: CompileContext, at: KeyPath, name: string, raw: Raw): void {
   // Malformed mutations already have a shape error; "neither" would be a second report.
-  const noMutations = raw.mutations === undefined || (isTable(raw.mutations) && Object.keys(raw.mutations).length === 0);
+  const noMutations =
+    raw.mutations === undefined || (isTable(raw.mutations) && Object.keys(raw.mutations).length === 0);
   if (raw.handler === undefined && noMutations) {
     ctx.report('COMMAND_WITHOUT_EFFECT', at, `command "${name}" has neither mutations nor a handler`, {
       hint: 'add mutations = { field = value } or handler = "./handlers/file.ts#name"',

@@ -16,7 +16,11 @@ export function checkIdentifier(ctx: CompileContext, at: KeyPath, name: string, 
     return false;
   }
   if (!IDENTIFIER.test(name)) {
-    ctx.report('INVALID_NAME', at, `${what} name "${name}" must start with a letter and use only letters, digits and _`);
+    ctx.report(
+      'INVALID_NAME',
+      at,
+      `${what} name "${name}" must start with a letter and use only letters, digits and _`,
+    );
     return false;
   }
   return true;
@@ -28,7 +32,9 @@ export function checkMimeTypes(ctx: CompileContext, at: KeyPath, accept: unknown
   list(accept).forEach((mime, i) => {
     if (typeof mime !== 'string' || MIME_TYPE.test(mime)) return;
     ctx.report('INVALID_MIME_TYPE', [...at, i], `accept entry "${mime}" is not a MIME type`, {
-      hint: mime.startsWith('.') ? 'accept lists MIME types such as "application/pdf", not file extensions' : 'write type/subtype, e.g. "image/png"',
+      hint: mime.startsWith('.')
+        ? 'accept lists MIME types such as "application/pdf", not file extensions'
+        : 'write type/subtype, e.g. "image/png"',
     });
   });
 }

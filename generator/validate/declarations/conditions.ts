@@ -16,7 +16,10 @@ export function checkCondition(ctx: CompileContext, at: KeyPath, value: unknown,
   for (const issue of result.issues) {
     const keys = [...at, ...issue.keys];
     const source = valueAt(value, issue.keys);
-    const parsed = typeof source === 'string' && issue.message.startsWith('expression does not parse') ? parseExpression(source, roots) : undefined;
+    const parsed =
+      typeof source === 'string' && issue.message.startsWith('expression does not parse')
+        ? parseExpression(source, roots)
+        : undefined;
     if (parsed && !parsed.ok) {
       // The position says where; the message need not repeat it as a column of the expression.
       ctx.report('INVALID_CONDITION', keys, `expression does not parse: ${parsed.error.message}`, {

@@ -17,12 +17,15 @@ import { checkCondition } from './conditions.ts';
 export function checkEntity(ctx: CompileContext, name: string, raw: Raw, entityNames: readonly string[]): void {
   const at: KeyPath = ['entity', name];
   checkIdentifier(ctx, at, name, 'entity');
-  const fields = list(raw.fields).flatMap((f, i) => (isTable(f) ? [{ raw: f, at: [...at, 'fields', i] as KeyPath }] : []));
+  const fields = list(raw.fields).flatMap((f, i) =>
+    isTable(f) ? [{ raw: f, at: [...at, 'fields', i] as KeyPath }] : [],
+  );
   for (const field of fields) checkField(ctx, field.at, field.raw, entityNames);
   const counted = uniqueFields(ctx, fields);
   primaryKeys(ctx, name, at, counted);
   const access = table(raw.access);
-  for (const action of ['read', 'create', 'update', 'delete'] as const) checkCondition(ctx, [...at, 'access', action], access[action], ACCESS_ROOTS);
+  for (const action of ['read', 'create', 'update', 'delete'] as const)
+    checkCondition(ctx, [...at, 'access', action], access[action], ACCESS_ROOTS);
 }
 
 type FieldDeclaration = { raw: Raw; at: KeyPath };
@@ -79,28 +82,46 @@ function checkField(ctx: CompileContext, at: KeyPath, raw: Raw, entityNames: rea
 
 function primaryKeyType(ctx: CompileContext, at: KeyPath, raw: Raw, name: string, type: FieldType): void {
   if (raw.primary_key === true && !isKeyType(type)) {
-    ctx.report('INVALID_PRIMARY_KEY', [...at, 'type'], `primary key "${name}" must be ULID, UUID, Text or Integer, not ${type}`);
+    ctx.report(
+      'INVALID_PRIMARY_KEY',
+      [...at, 'type'],
+      `primary key "${name}" must be ULID, UUID, Text or Integer, not ${type}`,
+    );
   }
 }
 
 function enumValues(ctx: CompileContext, at: KeyPath, raw: Raw, name: string, type: FieldType): void {
   if (type !== 'Enum') {
-    if (raw.values !== undefined) ctx.report('OPTION_NOT_APPLICABLE', [...at, 'values'], `"values" applies only to Enum fields, not ${type}`);
+    if (raw.values !== undefined)
+      ctx.report('OPTION_NOT_APPLICABLE', [...at, 'values'], `"values" applies only to Enum fields, not ${type}`);
     return;
   }
   const values = strList(raw.values);
   if (values.length === 0) {
-    ctx.report('ENUM_WITHOUT_VALUES', raw.values === undefined ? at : [...at, 'values'], `Enum field "${name}" has no values`, {
-      hint: 'add values = ["a", "b"]',
-    });
+    ctx.report(
+      'ENUM_WITHOUT_VALUES',
+      raw.values === undefined ? at : [...at, 'values'],
+      `Enum field "${name}" has no values`,
+      {
+        hint: 'add values = ["a", "b"]',
+      },
+    );
   } else if (new Set(values).size !== values.length) {
     ctx.report('DUPLICATE_ENUM_VALUE', [...at, 'values'], `Enum field "${name}" lists a value twice`);
   }
 }
 
-function refTarget(ctx: CompileContext, at: KeyPath, raw: Raw, name: string, type: FieldType, entityNames: readonly string[]): void {
+function refTarget(
+  ctx: CompileContext,
+  at: KeyPath,
+  raw: Raw,
+  name: string,
+  type: FieldType,
+  entityNames: readonly string[],
+): void {
   if (type !== 'Ref') {
-    if (raw.ref !== undefined) ctx.report('OPTION_NOT_APPLICABLE', [...at, 'ref'], `"ref" applies only to Ref fields, not ${type}`);
+    if (raw.ref !== undefined)
+      ctx.report('OPTION_NOT_APPLICABLE', [...at, 'ref'], `"ref" applies only to Ref fields, not ${type}`);
     return;
   }
   if (typeof raw.ref !== 'string') {
@@ -124,6 +145,9 @@ function fieldDefault(ctx: CompileContext, at: KeyPath, raw: Raw, type: FieldTyp
   const values = type === 'Enum' ? strList(raw.values) : undefined;
   // An Enum without values already has its error; every default would "not fit" it.
   if (raw.default === undefined || (type === 'Enum' && values?.length === 0)) return;
-  const problem = defaultProblem(type, raw.default, values, { primaryKey: raw.primary_key === true, required: raw.required === true });
+  const problem = defaultProblem(type, raw.default, values, {
+    primaryKey: raw.primary_key === true,
+    required: raw.required === true,
+  });
   if (problem) ctx.report('INVALID_DEFAULT', [...at, 'default'], problem);
 }

@@ -9,7 +9,8 @@ import { triggerForms } from '../../model/build-sections.ts';
 import { list, namedSections, singleSection, table } from '../../model/raw.ts';
 
 export function notGenerated(ctx: CompileContext): void {
-  const warn = (keys: (string | number)[], message: string) => ctx.report('NOT_GENERATED', keys, message, { severity: 'warning' });
+  const warn = (keys: (string | number)[], message: string) =>
+    ctx.report('NOT_GENERATED', keys, message, { severity: 'warning' });
   for (const { name } of namedSections(ctx.parsed, 'service')) {
     warn(
       ['service', name],
@@ -19,11 +20,14 @@ export function notGenerated(ctx: CompileContext): void {
   }
   for (const { name, value } of namedSections(ctx.parsed, 'plugin')) {
     // A disabled plugin is skipped by Zebric too: there is nothing missing to warn about.
-    if (value.enabled !== false) warn(['plugin', name], `plugin "${name}" is accepted but not loaded: the generated app has no plugin host yet`);
+    if (value.enabled !== false)
+      warn(['plugin', name], `plugin "${name}" is accepted but not loaded: the generated app has no plugin host yet`);
   }
   // A skill action starts a workflow by hand, also one a webhook or a schedule starts (the app
   // serves it: runtime/http/skill-routes.ts); one that entity events start runs only on them.
-  const triggers = new Map(namedSections(ctx.parsed, 'workflow').map(({ name, value }) => [name, triggerForms(table(value.trigger))]));
+  const triggers = new Map(
+    namedSections(ctx.parsed, 'workflow').map(({ name, value }) => [name, triggerForms(table(value.trigger))]),
+  );
   for (const { name, value } of namedSections(ctx.parsed, 'skill')) {
     list(value.actions).forEach((raw, i) => {
       const action = table(raw);
@@ -33,7 +37,7 @@ export function notGenerated(ctx: CompileContext): void {
         warn(
           ['skill', name, 'actions', i, 'workflow'],
           `skill action ${label} starts workflow "${String(action.workflow)}", which its entity event ` +
-            'starts, not a caller: the action\'s route is not served',
+            "starts, not a caller: the action's route is not served",
         );
       }
     });
@@ -47,11 +51,17 @@ export function notGenerated(ctx: CompileContext): void {
   const auth = singleSection(ctx.parsed, 'auth');
   list(auth.providers).forEach((provider, i) => {
     if (typeof provider === 'string' && provider !== '' && provider !== 'email') {
-      warn(['auth', 'providers', i], `auth provider "${provider}" is accepted but not generated yet: only "email" signs people in`);
+      warn(
+        ['auth', 'providers', i],
+        `auth provider "${provider}" is accepted but not generated yet: only "email" signs people in`,
+      );
     }
   });
   if (auth.pages !== undefined) {
-    warn(['auth', 'pages'], '[auth.pages] is accepted but not used yet: the generated app serves its own sign-in and sign-up pages');
+    warn(
+      ['auth', 'pages'],
+      '[auth.pages] is accepted but not used yet: the generated app serves its own sign-in and sign-up pages',
+    );
   }
   list(table(singleSection(ctx.parsed, 'notifications')).adapters).forEach((raw, i) => {
     const { name, type } = table(raw);
@@ -66,7 +76,12 @@ export function notGenerated(ctx: CompileContext): void {
 }
 
 /** Per step, nested ones (then, else, do) included: a plugin action the app must register. */
-function stepWarnings(warn: (keys: (string | number)[], message: string) => void, workflow: string, at: (string | number)[], steps: unknown): void {
+function stepWarnings(
+  warn: (keys: (string | number)[], message: string) => void,
+  workflow: string,
+  at: (string | number)[],
+  steps: unknown,
+): void {
   list(steps).forEach((raw, i) => {
     const step = table(raw);
     const here = [...at, i];

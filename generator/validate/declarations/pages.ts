@@ -22,7 +22,8 @@ export function checkPage(ctx: CompileContext, route: string, raw: Raw): void {
     });
   }
   for (const key of PRESENTATIONAL) {
-    if (raw[key] !== undefined) ctx.report('IGNORED_KEY', [...at, key], `"${key}" is presentational and is ignored`, { severity: 'warning' });
+    if (raw[key] !== undefined)
+      ctx.report('IGNORED_KEY', [...at, key], `"${key}" is presentational and is ignored`, { severity: 'warning' });
   }
 }
 
@@ -35,7 +36,11 @@ function checkFormField(ctx: CompileContext, at: KeyPath, f: Raw): void {
     });
   }
   if (f.optionsFrom !== undefined && f.type !== 'select') {
-    ctx.report('OPTION_NOT_APPLICABLE', [...at, 'optionsFrom'], `"optionsFrom" applies only to select fields, not ${typeof f.type === 'string' ? f.type : 'text'}`);
+    ctx.report(
+      'OPTION_NOT_APPLICABLE',
+      [...at, 'optionsFrom'],
+      `"optionsFrom" applies only to select fields, not ${typeof f.type === 'string' ? f.type : 'text'}`,
+    );
   }
   if (typeof f.pattern === 'string') {
     try {
@@ -43,7 +48,11 @@ function checkFormField(ctx: CompileContext, at: KeyPath, f: Raw): void {
       new RegExp(f.pattern);
     } catch (err) {
       const reason = (err as Error).message.replace(/^Invalid regular expression: \/.*\/[a-z]*: /s, '');
-      ctx.report('INVALID_PATTERN', [...at, 'pattern'], `pattern of field "${name}" is not a regular expression: ${reason}`);
+      ctx.report(
+        'INVALID_PATTERN',
+        [...at, 'pattern'],
+        `pattern of field "${name}" is not a regular expression: ${reason}`,
+      );
     }
   }
 }

@@ -14,17 +14,27 @@ export function checkProject(ctx: CompileContext, raw: Raw): void {
   const at = ['project', 'runtime', 'min_version'];
   const m = /^v?(\d+)\.(\d+)(?:\.\d+)?(?:[-+][0-9A-Za-z.-]*)?$/.exec(minVersion);
   if (!m) {
-    ctx.report('RUNTIME_VERSION', at, `min_version "${minVersion}" is not a version (major.minor or major.minor.patch)`, {
-      severity: 'warning',
-      hint: 'e.g. min_version = "0.6.0"',
-    });
+    ctx.report(
+      'RUNTIME_VERSION',
+      at,
+      `min_version "${minVersion}" is not a version (major.minor or major.minor.patch)`,
+      {
+        severity: 'warning',
+        hint: 'e.g. min_version = "0.6.0"',
+      },
+    );
     return;
   }
   const [major, minor] = [Number(m[1]), Number(m[2])];
   if (major > FOLLOWS.major || (major === FOLLOWS.major && minor > FOLLOWS.minor)) {
-    ctx.report('RUNTIME_VERSION', at, `the blueprint asks for Zebric ${minVersion} or later; bp follows the ${FOLLOWS.major}.${FOLLOWS.minor} grammar`, {
-      severity: 'warning',
-      hint: 'keys added after 0.6 are reported as unknown; lower min_version if the blueprint uses none',
-    });
+    ctx.report(
+      'RUNTIME_VERSION',
+      at,
+      `the blueprint asks for Zebric ${minVersion} or later; bp follows the ${FOLLOWS.major}.${FOLLOWS.minor} grammar`,
+      {
+        severity: 'warning',
+        hint: 'keys added after 0.6 are reported as unknown; lower min_version if the blueprint uses none',
+      },
+    );
   }
 }

@@ -28,8 +28,10 @@ function checkValue(ctx: CompileContext, at: KeyPath, value: unknown): void {
       hint: didYouMean(type, VALUE_TYPES) ?? `value types: ${VALUE_TYPES.join(', ')}`,
     });
   }
-  if (type === 'Object' && value.fields === undefined) ctx.report('MISSING_KEY', [...at, 'fields'], 'an Object value needs fields');
-  if (type === 'Array' && value.items === undefined) ctx.report('MISSING_KEY', [...at, 'items'], 'an Array value needs items');
+  if (type === 'Object' && value.fields === undefined)
+    ctx.report('MISSING_KEY', [...at, 'fields'], 'an Object value needs fields');
+  if (type === 'Array' && value.items === undefined)
+    ctx.report('MISSING_KEY', [...at, 'items'], 'an Array value needs items');
   for (const [field, inner] of Object.entries(table(value.fields))) checkValue(ctx, [...at, 'fields', field], inner);
   if (value.items !== undefined) checkValue(ctx, [...at, 'items'], value.items);
 }

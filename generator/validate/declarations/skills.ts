@@ -21,16 +21,28 @@ function checkAction(ctx: CompileContext, at: KeyPath, a: Raw): void {
     ctx.report(
       'INVALID_RISK',
       [...at, 'risk'],
-      method === 'GET' ? `a GET skill action reads, so its risk is "read", not "${risk}"` : `a ${method} skill action changes data, so its risk cannot be "read"`,
-      { hint: method === 'GET' ? 'write risk = "read", or leave it out' : 'write risk = "write", "destructive" or "external", or leave it out' },
+      method === 'GET'
+        ? `a GET skill action reads, so its risk is "read", not "${risk}"`
+        : `a ${method} skill action changes data, so its risk cannot be "read"`,
+      {
+        hint:
+          method === 'GET'
+            ? 'write risk = "read", or leave it out'
+            : 'write risk = "write", "destructive" or "external", or leave it out',
+      },
     );
   }
   for (const [param, def] of Object.entries(table(a.query))) {
     const type = isTable(def) ? text(def.type) : '';
     if (isTable(def) && typeof def.type === 'string' && !isInputType(type)) {
-      ctx.report('UNKNOWN_FIELD_TYPE', [...at, 'query', param, 'type'], `unknown type "${type}" for query parameter "${param}"`, {
-        hint: didYouMean(type, FIELD_TYPES) ?? `types: ${FIELD_TYPES.filter((t) => t !== 'file').join(', ')}`,
-      });
+      ctx.report(
+        'UNKNOWN_FIELD_TYPE',
+        [...at, 'query', param, 'type'],
+        `unknown type "${type}" for query parameter "${param}"`,
+        {
+          hint: didYouMean(type, FIELD_TYPES) ?? `types: ${FIELD_TYPES.filter((t) => t !== 'file').join(', ')}`,
+        },
+      );
     }
   }
 }

@@ -17,9 +17,15 @@ type StepType = (typeof STEP_TYPES)[number];
 const COMMON = ['type', 'name', 'assignTo'];
 
 const STEP_KEYS: Record<StepType, { keys: string[]; required: Array<[key: string, message?: string]> }> = {
-  query: { keys: ['entity', 'action', 'where', 'data'], required: [['entity'], ['action', 'a query step needs action (create, update, delete or find)']] },
+  query: {
+    keys: ['entity', 'action', 'where', 'data'],
+    required: [['entity'], ['action', 'a query step needs action (create, update, delete or find)']],
+  },
   command: { keys: ['command', 'recordId', 'input'], required: [['command'], ['recordId']] },
-  notify: { keys: ['adapter', 'channel', 'to', 'subject', 'body', 'message', 'template', 'params', 'metadata'], required: [] },
+  notify: {
+    keys: ['adapter', 'channel', 'to', 'subject', 'body', 'message', 'template', 'params', 'metadata'],
+    required: [],
+  },
   webhook: { keys: ['url', 'method', 'headers', 'body', 'payload'], required: [['url']] },
   email: { keys: ['to', 'subject', 'body', 'template'], required: [['to'], ['subject']] },
   plugin: { keys: ['plugin', 'action_name', 'params'], required: [['plugin'], ['action_name']] },
@@ -40,7 +46,8 @@ const SPELLINGS: Partial<Record<StepType, [string, string]>> = {
 /** "a notify step", "an email step". */
 const aStep = (type: StepType): string => `${/^[aeiou]/.test(type) ? 'an' : 'a'} ${type} step`;
 
-const isStepType = (type: unknown): type is StepType => typeof type === 'string' && (STEP_TYPES as readonly string[]).includes(type);
+const isStepType = (type: unknown): type is StepType =>
+  typeof type === 'string' && (STEP_TYPES as readonly string[]).includes(type);
 
 export function checkSteps(ctx: CompileContext, at: KeyPath, steps: unknown): void {
   list(steps).forEach((step, i) => {
@@ -57,19 +64,29 @@ function checkStep(ctx: CompileContext, at: KeyPath, step: Raw): void {
   for (const key of Object.keys(step)) {
     if (own.includes(key)) continue;
     const ofOther = STEP_TYPES.some((t) => STEP_KEYS[t].keys.includes(key));
-    ctx.report('UNKNOWN_KEY', [...at, key], ofOther ? `"${key}" is not a key of ${aStep(type)} and is ignored` : `unknown key "${key}" is ignored`, {
-      severity: 'warning',
-      hint: didYouMean(key, own),
-    });
+    ctx.report(
+      'UNKNOWN_KEY',
+      [...at, key],
+      ofOther ? `"${key}" is not a key of ${aStep(type)} and is ignored` : `unknown key "${key}" is ignored`,
+      {
+        severity: 'warning',
+        hint: didYouMean(key, own),
+      },
+    );
   }
   for (const [key, message] of required) {
     if (step[key] === undefined) ctx.report('MISSING_KEY', [...at, key], message ?? `${aStep(type)} needs ${key}`);
   }
   const spellings = SPELLINGS[type];
   if (spellings && step[spellings[0]] !== undefined && step[spellings[1]] !== undefined) {
-    ctx.report('CONFLICTING_OPTIONS', [...at, spellings[1]], `${aStep(type)} takes ${spellings[0]} or ${spellings[1]}, not both`, {
-      hint: `${spellings[1]} is another spelling of ${spellings[0]}; keep one`,
-    });
+    ctx.report(
+      'CONFLICTING_OPTIONS',
+      [...at, spellings[1]],
+      `${aStep(type)} takes ${spellings[0]} or ${spellings[1]}, not both`,
+      {
+        hint: `${spellings[1]} is another spelling of ${spellings[0]}; keep one`,
+      },
+    );
   }
   if (type === 'condition') checkConditionOperators(ctx, [...at, 'if'], step.if, true);
   for (const branch of ['then', 'else', 'do'] as const) {

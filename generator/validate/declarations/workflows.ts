@@ -20,15 +20,21 @@ export function checkWorkflow(ctx: CompileContext, name: string, raw: Raw): void
       'a trigger is exactly one of { manual = true }, { entity, event }, { webhook = "/webhooks/..." } or { schedule = "<cron>" }',
     );
   } else if (forms[0] === 'entity') {
-    if (t.entity === undefined || t.event === undefined) ctx.report('INVALID_TRIGGER', at, 'an entity trigger needs both entity and event');
+    if (t.entity === undefined || t.event === undefined)
+      ctx.report('INVALID_TRIGGER', at, 'an entity trigger needs both entity and event');
   } else if (forms[0] === 'manual' && t.manual !== true) {
     ctx.report('INVALID_TRIGGER', [...at, 'manual'], 'manual must be true when given');
   } else if (forms[0] === 'schedule' && typeof t.schedule === 'string') {
     const problem = cronProblem(t.schedule);
     if (problem) {
-      ctx.report('INVALID_SCHEDULE', [...at, 'schedule'], `schedule "${t.schedule}" is not a cron expression: ${problem}`, {
-        hint: 'five fields (minute hour day-of-month month day-of-week), six with seconds first, or @hourly, @daily, @weekly, @monthly, @yearly',
-      });
+      ctx.report(
+        'INVALID_SCHEDULE',
+        [...at, 'schedule'],
+        `schedule "${t.schedule}" is not a cron expression: ${problem}`,
+        {
+          hint: 'five fields (minute hour day-of-month month day-of-week), six with seconds first, or @hourly, @daily, @weekly, @monthly, @yearly',
+        },
+      );
     }
   }
   checkConditionOperators(ctx, ['workflow', name, 'precondition'], raw.precondition, false);

@@ -62,16 +62,29 @@ export function actorKeyProblem(
     // `actor.name` is `actor.metadata.name`: only `$currentUser.<key>` falls back to the metadata.
     const own = closest(key, ACTOR_KEYS);
     const nested = own === undefined ? closest(key, metadata) : undefined;
-    const hint = own !== undefined ? `did you mean "${own}"?` : nested !== undefined ? `did you mean "metadata.${nested}"?` : hintFor(key, ACTOR_KEYS);
+    const hint =
+      own !== undefined
+        ? `did you mean "${own}"?`
+        : nested !== undefined
+          ? `did you mean "metadata.${nested}"?`
+          : hintFor(key, ACTOR_KEYS);
     return { index: 0, message: `the actor has no "${key}"`, hint };
   }
   if (key !== 'metadata') return undefined;
   if (inner === undefined) {
     if (form !== 'mutation') return undefined;
-    return { index: 0, message: 'actor.metadata is a table: name one of its keys', hint: `metadata keys: ${metadata.join(', ')}` };
+    return {
+      index: 0,
+      message: 'actor.metadata is a table: name one of its keys',
+      hint: `metadata keys: ${metadata.join(', ')}`,
+    };
   }
   if (metadata.includes(inner)) return undefined;
-  return { index: 1, message: `the actor's metadata has no "${inner}"`, hint: hintFor(inner, metadata, 'metadata keys') };
+  return {
+    index: 1,
+    message: `the actor's metadata has no "${inner}"`,
+    hint: hintFor(inner, metadata, 'metadata keys'),
+  };
 }
 
 function hintFor(key: string, known: readonly string[], what = 'actor keys'): string {

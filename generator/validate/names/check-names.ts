@@ -47,19 +47,28 @@ export function conditionNameRules(ctx: CompileContext, bp: Blueprint): void {
   }
 }
 
-function checkName(ctx: CompileContext, bp: Blueprint, paths: RecordPaths, at: KeyPath, ref: NameRef, scope: Scope): void {
+function checkName(
+  ctx: CompileContext,
+  bp: Blueprint,
+  paths: RecordPaths,
+  at: KeyPath,
+  ref: NameRef,
+  scope: Scope,
+): void {
   const report = (code: string, index: number, message: string, hint?: string) =>
     ctx.report(code, [...at, ...ref.at], message, { hint, within: { offset: ref.offsets[index], part: ref.part } });
   const key = ref.keys[0];
   if (key === undefined) return;
-  const actorProblem = ref.root === 'actor' ? actorKeyProblem(bp, ref.keys, ref.currentUser ? 'currentUser' : 'expression') : undefined;
+  const actorProblem =
+    ref.root === 'actor' ? actorKeyProblem(bp, ref.keys, ref.currentUser ? 'currentUser' : 'expression') : undefined;
   if (actorProblem) {
     report('UNKNOWN_ACTOR_KEY', actorProblem.index, actorProblem.message, actorProblem.hint);
   } else if (ref.root === 'actor') {
     return;
   } else if (ref.root === 'input' && scope.command && !scope.command.input.some((i) => i.name === key)) {
     const inputs = scope.command.input.map((i) => i.name);
-    const hint = didYouMean(key, inputs) ?? (inputs.length ? `inputs: ${inputs.join(', ')}` : 'the command declares no input');
+    const hint =
+      didYouMean(key, inputs) ?? (inputs.length ? `inputs: ${inputs.join(', ')}` : 'the command declares no input');
     report('UNKNOWN_INPUT', 0, `command "${scope.command.name}" has no input "${key}"`, hint);
   } else if (ref.root === 'record' && scope.records.length) {
     const problem = recordProblem(paths, scope, ref.keys);

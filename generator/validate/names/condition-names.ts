@@ -29,7 +29,8 @@ export function conditionNames(source: Rule['source']): NameRef[] {
   const walk = (value: unknown, at: (string | number)[]): void => {
     if (typeof value === 'string') {
       if (SHORTHANDS.has(value)) return;
-      for (const p of expressionPaths(value)) out.push({ root: p.root, keys: p.keys, at, part: 'value', offsets: p.offsets });
+      for (const p of expressionPaths(value))
+        out.push({ root: p.root, keys: p.keys, at, part: 'value', offsets: p.offsets });
       return;
     }
     if (!isTable(value)) return;
@@ -47,7 +48,14 @@ export function conditionNames(source: Rule['source']): NameRef[] {
 }
 
 function currentUser(text: string, at: (string | number)[], part: 'key' | 'value'): NameRef {
-  return { root: 'actor', keys: [text.slice(CURRENT_USER.length)], at, part, offsets: [CURRENT_USER.length], currentUser: true };
+  return {
+    root: 'actor',
+    keys: [text.slice(CURRENT_USER.length)],
+    at,
+    part,
+    offsets: [CURRENT_USER.length],
+    currentUser: true,
+  };
 }
 
 function recordPath(text: string, at: (string | number)[]): NameRef {

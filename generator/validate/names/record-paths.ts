@@ -47,24 +47,40 @@ export class RecordPaths {
     const relation = relations.find((r) => r.name === first);
     const isRelation = relation !== undefined || entity.relations.some((r) => r.name === first);
     if (isRelation && !loadsRelations) {
-      return { index: 0, message: `"${first}" is a relation of ${entity.name}; only a command's policy and availableWhen load relations` };
+      return {
+        index: 0,
+        message: `"${first}" is a relation of ${entity.name}; only a command's policy and availableWhen load relations`,
+      };
     }
     if (relation) {
       const target = relation.target;
       if (keys.length === 1) {
-        return { index: 0, message: `"${first}" is a relation of ${entity.name}; read a field of it, e.g. ${first}.${target.primaryKey?.name ?? 'id'}` };
+        return {
+          index: 0,
+          message: `"${first}" is a relation of ${entity.name}; read a field of it, e.g. ${first}.${target.primaryKey?.name ?? 'id'}`,
+        };
       }
       const targetField = target.fields.find((f) => f.name === keys[1]);
       if (!targetField) return { index: 1, ...noField(target, keys[1]) };
       return deeper(targetField, keys, 2);
     }
     const candidates = [...entity.fields.map((f) => f.name), ...(loadsRelations ? relations.map((r) => r.name) : [])];
-    return { index: 0, message: `entity "${entity.name}" has no field "${first}"`, hint: didYouMean(first, candidates) };
+    return {
+      index: 0,
+      message: `entity "${entity.name}" has no field "${first}"`,
+      hint: didYouMean(first, candidates),
+    };
   }
 }
 
 function noField(entity: Entity, name: string): Omit<PathProblem, 'index'> {
-  return { message: `entity "${entity.name}" has no field "${name}"`, hint: didYouMean(name, entity.fields.map((f) => f.name)) };
+  return {
+    message: `entity "${entity.name}" has no field "${name}"`,
+    hint: didYouMean(
+      name,
+      entity.fields.map((f) => f.name),
+    ),
+  };
 }
 
 /** Keys after a field: only a JSON value (or a field of unknown type) has any. */

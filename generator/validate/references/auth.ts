@@ -13,7 +13,10 @@ export function permissionPatterns(ctx: CompileContext, bp: Blueprint): void {
         const at = ctx.declaredAt.get(rule) ?? ['auth', 'permissions', role, kind];
         if (rule.entity !== '*' && !entityNamed(bp, rule.entity)) unknownEntity(ctx, bp, at, rule.entity);
         for (const a of rule.actions) {
-          if (!actions.includes(a)) ctx.report('INVALID_PERMISSION', at, `"${a}" is not an entity action (read, create, update, delete or *)`, { hint: didYouMean(a, actions) });
+          if (!actions.includes(a))
+            ctx.report('INVALID_PERMISSION', at, `"${a}" is not an entity action (read, create, update, delete or *)`, {
+              hint: didYouMean(a, actions),
+            });
         }
       });
     }
@@ -25,8 +28,14 @@ export function apiKeyNames(ctx: CompileContext, bp: Blueprint): void {
   const credentials = new Set<string>();
   for (const key of bp.auth.apiKeys) {
     const at = ctx.declaredAt.get(key) ?? ['auth', 'apiKeys'];
-    if (keyNames.has(key.name)) ctx.report('DUPLICATE_DEFINITION', [...at, 'name'], `two API keys are named "${key.name}"`);
-    if (credentials.has(key.credentialId)) ctx.report('DUPLICATE_DEFINITION', [...at, 'credentialId'], `credential id "${key.credentialId}" is used by two API keys`);
+    if (keyNames.has(key.name))
+      ctx.report('DUPLICATE_DEFINITION', [...at, 'name'], `two API keys are named "${key.name}"`);
+    if (credentials.has(key.credentialId))
+      ctx.report(
+        'DUPLICATE_DEFINITION',
+        [...at, 'credentialId'],
+        `credential id "${key.credentialId}" is used by two API keys`,
+      );
     keyNames.add(key.name);
     credentials.add(key.credentialId);
   }
@@ -40,7 +49,12 @@ export function apiKeyNames(ctx: CompileContext, bp: Blueprint): void {
 export function peopleKey(ctx: CompileContext, bp: Blueprint): void {
   const people = bp.auth.userRecords && entityNamed(bp, bp.auth.userRecords.entity);
   if (!people || people.primaryKey?.type !== 'Integer') return;
-  ctx.report('INVALID_PRIMARY_KEY', [...people.primaryKey.path, 'type'], `people sign in as ${people.name} records, so its key cannot be Integer`, {
-    hint: 'give it a ULID, UUID or Text key: a person\'s id is text in sessions, conditions and audit records',
-  });
+  ctx.report(
+    'INVALID_PRIMARY_KEY',
+    [...people.primaryKey.path, 'type'],
+    `people sign in as ${people.name} records, so its key cannot be Integer`,
+    {
+      hint: "give it a ULID, UUID or Text key: a person's id is text in sessions, conditions and audit records",
+    },
+  );
 }

@@ -28,11 +28,17 @@ export function commandMutations(ctx: CompileContext, bp: Blueprint): void {
         unknownField(ctx, entity, at, name);
         continue;
       }
-      if (field.primaryKey) ctx.report('INVALID_MUTATION', at, `command "${command.name}" cannot change the primary key`);
+      if (field.primaryKey)
+        ctx.report('INVALID_MUTATION', at, `command "${command.name}" cannot change the primary key`);
       if (field.commandOnly && field.commands && !field.commands.includes(command.name)) {
-        ctx.report('PROTECTED_FIELD_MUTATION', at, `field "${name}" may be written only by ${field.commands.join(', ')}`, {
-          hint: `add "${command.name}" to the field's commands list`,
-        });
+        ctx.report(
+          'PROTECTED_FIELD_MUTATION',
+          at,
+          `field "${name}" may be written only by ${field.commands.join(', ')}`,
+          {
+            hint: `add "${command.name}" to the field's commands list`,
+          },
+        );
       }
       mutationValueType(ctx, bp, at, field, value);
     }
@@ -40,7 +46,14 @@ export function commandMutations(ctx: CompileContext, bp: Blueprint): void {
 }
 
 /** `input.<k>`, `record.<k>` and `actor.<k>` must name something; reported at the name. */
-function mutationValueNames(ctx: CompileContext, bp: Blueprint, command: Command, entity: Entity, at: KeyPath, value: MutationValue): void {
+function mutationValueNames(
+  ctx: CompileContext,
+  bp: Blueprint,
+  command: Command,
+  entity: Entity,
+  at: KeyPath,
+  value: MutationValue,
+): void {
   if (value.kind !== 'ref') return;
   const within = { offset: value.root.length + 1, part: 'value' as const };
   if (value.root === 'input' && !command.input.some((i) => i.name === value.key)) {
@@ -50,16 +63,22 @@ function mutationValueNames(ctx: CompileContext, bp: Blueprint, command: Command
     });
   }
   if (value.root === 'record' && !fieldNamed(entity, value.key)) {
-    ctx.report('UNKNOWN_FIELD', at, `mutation reads record.${value.key}, but entity "${entity.name}" has no field "${value.key}"`, {
-      hint: didYouMean(value.key, names(entity.fields)),
-      within,
-    });
+    ctx.report(
+      'UNKNOWN_FIELD',
+      at,
+      `mutation reads record.${value.key}, but entity "${entity.name}" has no field "${value.key}"`,
+      {
+        hint: didYouMean(value.key, names(entity.fields)),
+        within,
+      },
+    );
   }
   const keys = value.key.split('.');
   const problem = value.root === 'actor' ? actorKeyProblem(bp, keys, 'mutation') : undefined;
   if (problem) {
     const offset = within.offset + keys.slice(0, problem.index).reduce((sum, k) => sum + k.length + 1, 0);
-    const message = problem.index === 0 && keys.length === 1 ? `actor.${value.key} is not part of the actor` : problem.message;
+    const message =
+      problem.index === 0 && keys.length === 1 ? `actor.${value.key} is not part of the actor` : problem.message;
     ctx.report('UNKNOWN_ACTOR_KEY', at, message, {
       hint: problem.hint,
       within: { ...within, offset },
@@ -75,12 +94,21 @@ function mutationValueType(ctx: CompileContext, bp: Blueprint, at: KeyPath, fiel
   }
   const expected = value.kind === 'literal' ? expectedLiteral(field.type, value.value, field.values) : undefined;
   if (value.kind === 'literal' && expected) {
-    ctx.report('INVALID_MUTATION', at, `${showLiteral(value.value)} does not fit ${field.type} field "${field.name}": expected ${expected}`);
+    ctx.report(
+      'INVALID_MUTATION',
+      at,
+      `${showLiteral(value.value)} does not fit ${field.type} field "${field.name}": expected ${expected}`,
+    );
   } else if (value.kind === 'literal' && field.type === 'Ref') {
     // A literal id must be one the Ref's target can hold (a broken Ref has its own error).
     const target = refTarget(bp, field);
     const problem = target && refValueProblem(target, value.value);
-    if (problem) ctx.report('INVALID_MUTATION', at, `${showLiteral(value.value)} does not fit field "${field.name}", a ${problem}`);
+    if (problem)
+      ctx.report(
+        'INVALID_MUTATION',
+        at,
+        `${showLiteral(value.value)} does not fit field "${field.name}", a ${problem}`,
+      );
   }
 }
 
@@ -91,9 +119,14 @@ export function commandHandlers(ctx: CompileContext, bp: Blueprint): void {
     const { file, exportName } = command.handler;
     const real = ctx.host.realPath(file);
     if (!isInside(ctx.parsed.rootDir, real ?? path.resolve(file))) {
-      ctx.report('HANDLER_OUTSIDE_ROOT', at, `handler "${command.handler.source}" leaves the blueprint's root folder ${ctx.host.display(ctx.parsed.rootDir)}`, {
-        hint: 'keep handler modules in the folder of the root blueprint or below it',
-      });
+      ctx.report(
+        'HANDLER_OUTSIDE_ROOT',
+        at,
+        `handler "${command.handler.source}" leaves the blueprint's root folder ${ctx.host.display(ctx.parsed.rootDir)}`,
+        {
+          hint: 'keep handler modules in the folder of the root blueprint or below it',
+        },
+      );
       continue;
     }
     const source = real === undefined ? undefined : ctx.host.readFile(real);
@@ -107,9 +140,14 @@ export function commandHandlers(ctx: CompileContext, bp: Blueprint): void {
     if (!exports.ok) {
       ctx.report('HANDLER_UNREADABLE', at, `handler ${ctx.host.display(file)} does not parse: ${exports.message}`);
     } else if (!exports.names.includes(exportName)) {
-      ctx.report('HANDLER_EXPORT_MISSING', at, `${ctx.host.display(file)} has no ${exportName === 'default' ? 'default export' : `export "${exportName}"`}`, {
-        hint: exports.names.length ? `it exports ${exports.names.join(', ')}` : 'it exports nothing',
-      });
+      ctx.report(
+        'HANDLER_EXPORT_MISSING',
+        at,
+        `${ctx.host.display(file)} has no ${exportName === 'default' ? 'default export' : `export "${exportName}"`}`,
+        {
+          hint: exports.names.length ? `it exports ${exports.names.join(', ')}` : 'it exports nothing',
+        },
+      );
     }
   }
 }
@@ -119,9 +157,14 @@ export function operationIds(ctx: CompileContext, bp: Blueprint): void {
   for (const c of bp.commands) {
     const other = seen.get(c.operationId);
     if (other) {
-      ctx.report('OPERATION_ID_COLLISION', c.path, `commands "${other.name}" and "${c.name}" share the operation id "${c.operationId}"`, {
-        hint: 'an operation id is the snake_case form of the command name; rename one of them',
-      });
+      ctx.report(
+        'OPERATION_ID_COLLISION',
+        c.path,
+        `commands "${other.name}" and "${c.name}" share the operation id "${c.operationId}"`,
+        {
+          hint: 'an operation id is the snake_case form of the command name; rename one of them',
+        },
+      );
     }
     seen.set(c.operationId, c);
   }

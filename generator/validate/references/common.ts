@@ -7,8 +7,10 @@ import { didYouMean } from '../../suggest.ts';
 
 export type ReferenceRule = (ctx: CompileContext, bp: Blueprint) => void;
 
-export const entityNamed = (bp: Blueprint, name: string): Entity | undefined => bp.entities.find((e) => e.name === name);
-export const fieldNamed = (entity: Entity, name: string): Field | undefined => entity.fields.find((f) => f.name === name);
+export const entityNamed = (bp: Blueprint, name: string): Entity | undefined =>
+  bp.entities.find((e) => e.name === name);
+export const fieldNamed = (entity: Entity, name: string): Field | undefined =>
+  entity.fields.find((f) => f.name === name);
 export const names = <T extends { name: string }>(items: readonly T[]): string[] => items.map((i) => i.name);
 
 export function unknownEntity(ctx: CompileContext, bp: Blueprint, at: KeyPath, name: string, what = 'entity'): void {
@@ -16,5 +18,7 @@ export function unknownEntity(ctx: CompileContext, bp: Blueprint, at: KeyPath, n
 }
 
 export function unknownField(ctx: CompileContext, entity: Entity, at: KeyPath, name: string): void {
-  ctx.report('UNKNOWN_FIELD', at, `entity "${entity.name}" has no field "${name}"`, { hint: didYouMean(name, names(entity.fields)) });
+  ctx.report('UNKNOWN_FIELD', at, `entity "${entity.name}" has no field "${name}"`, {
+    hint: didYouMean(name, names(entity.fields)),
+  });
 }

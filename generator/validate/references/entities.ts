@@ -13,7 +13,12 @@ export function entityCollections(ctx: CompileContext, bp: Blueprint): void {
   const seen = new Map<string, string>();
   for (const e of bp.entities) {
     const other = seen.get(e.collection);
-    if (other) ctx.report('DUPLICATE_COLLECTION', e.path, `entities "${other}" and "${e.name}" would both be served at /api/${e.collection}`);
+    if (other)
+      ctx.report(
+        'DUPLICATE_COLLECTION',
+        e.path,
+        `entities "${other}" and "${e.name}" would both be served at /api/${e.collection}`,
+      );
     seen.set(e.collection, e.name);
   }
 }
@@ -35,11 +40,20 @@ export function refTargets(ctx: CompileContext, bp: Blueprint): void {
       const targetField = fieldNamed(target, field.ref.field);
       if (!targetField) unknownField(ctx, target, [...field.path, 'ref'], field.ref.field);
       else if (!targetField.unique) {
-        ctx.report('REF_NOT_UNIQUE', [...field.path, 'ref'], `Ref to ${target.name}.${targetField.name}, which is neither the primary key nor unique`);
+        ctx.report(
+          'REF_NOT_UNIQUE',
+          [...field.path, 'ref'],
+          `Ref to ${target.name}.${targetField.name}, which is neither the primary key nor unique`,
+        );
       } else if (field.default?.kind === 'value' && targetField.unknownType === undefined) {
         // The default is an id of the target: it must be one its key (or unique field) can hold.
         const problem = refValueProblem({ entity: target, field: targetField }, field.default.value);
-        if (problem) ctx.report('INVALID_DEFAULT', [...field.path, 'default'], `default ${showLiteral(field.default.value)} does not fit the ${problem}`);
+        if (problem)
+          ctx.report(
+            'INVALID_DEFAULT',
+            [...field.path, 'default'],
+            `default ${showLiteral(field.default.value)} does not fit the ${problem}`,
+          );
       }
     }
   }
@@ -54,7 +68,12 @@ export function relations(ctx: CompileContext, bp: Blueprint): void {
         continue;
       }
       if (rel.type === 'manyToMany') {
-        if (!rel.through) ctx.report('MISSING_KEY', [...rel.path, 'through'], `manyToMany relation "${rel.name}" needs through = "JoinEntity"`);
+        if (!rel.through)
+          ctx.report(
+            'MISSING_KEY',
+            [...rel.path, 'through'],
+            `manyToMany relation "${rel.name}" needs through = "JoinEntity"`,
+          );
         else if (!entityNamed(bp, rel.through)) unknownEntity(ctx, bp, [...rel.path, 'through'], rel.through);
         continue;
       }
@@ -70,7 +89,11 @@ export function relations(ctx: CompileContext, bp: Blueprint): void {
       // A key of unknown type or with a broken Ref has its own error; the relation follows it.
       else if (!hasOwnError(bp, key)) foreignKey(ctx, rel, holder, key, pointee);
       if (fieldNamed(entity, rel.name)) {
-        ctx.report('INVALID_RELATION', rel.path, `relation "${rel.name}" has the same name as a field of ${entity.name}`);
+        ctx.report(
+          'INVALID_RELATION',
+          rel.path,
+          `relation "${rel.name}" has the same name as a field of ${entity.name}`,
+        );
       }
     }
   }
@@ -86,7 +109,11 @@ function foreignKey(ctx: CompileContext, rel: Relation, holder: Entity, key: Fie
   const shown = `${holder.name}.${key.name}`;
   if (key.type === 'Ref') {
     if (key.ref?.entity !== pointee.name) {
-      ctx.report('INVALID_RELATION', at, `${shown} is a Ref to ${key.ref?.entity}, not to ${pointee.name}: it cannot hold this ${rel.type} relation`);
+      ctx.report(
+        'INVALID_RELATION',
+        at,
+        `${shown} is a Ref to ${key.ref?.entity}, not to ${pointee.name}: it cannot hold this ${rel.type} relation`,
+      );
     }
     return;
   }
@@ -99,19 +126,28 @@ function foreignKey(ctx: CompileContext, rel: Relation, holder: Entity, key: Fie
   const parentKey = pointee.primaryKey;
   // A parent without a primary key has its own error.
   if (!parentKey?.primaryKey || parentKey.unknownType !== undefined) return;
-  const fits = isIntegerKey(parentKey.type) ? key.type === 'Integer' : key.type === 'Text' || key.type === 'ULID' || key.type === 'UUID';
+  const fits = isIntegerKey(parentKey.type)
+    ? key.type === 'Integer'
+    : key.type === 'Text' || key.type === 'ULID' || key.type === 'UUID';
   if (!fits) {
-    ctx.report('INVALID_RELATION', at, `${shown} is ${key.type}: it cannot hold ids of ${pointee.name} (${parentKey.type})`, {
-      hint: isIntegerKey(parentKey.type)
-        ? `make it a Ref to ${pointee.name}, or an Integer field`
-        : `make it a Ref to ${pointee.name}, or a Text, ULID or UUID field`,
-    });
+    ctx.report(
+      'INVALID_RELATION',
+      at,
+      `${shown} is ${key.type}: it cannot hold ids of ${pointee.name} (${parentKey.type})`,
+      {
+        hint: isIntegerKey(parentKey.type)
+          ? `make it a Ref to ${pointee.name}, or an Integer field`
+          : `make it a Ref to ${pointee.name}, or a Text, ULID or UUID field`,
+      },
+    );
   }
 }
 
 /** A field of unknown type, or a Ref whose target is missing or unknown: reported with the field. */
 function hasOwnError(bp: Blueprint, field: Field): boolean {
-  return field.unknownType !== undefined || (field.type === 'Ref' && (!field.ref || !entityNamed(bp, field.ref.entity)));
+  return (
+    field.unknownType !== undefined || (field.type === 'Ref' && (!field.ref || !entityNamed(bp, field.ref.entity)))
+  );
 }
 
 /** Index names share SQLite's one namespace with tables and the other indexes. */
@@ -123,13 +159,17 @@ const INDEX_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
  */
 export function indexes(ctx: CompileContext, bp: Blueprint): void {
   // SQLite compares names ignoring the case of ASCII letters.
-  const taken = new Map<string, string>(bp.entities.map((e) => [e.name.toLowerCase(), `the table of entity ${e.name}`]));
+  const taken = new Map<string, string>(
+    bp.entities.map((e) => [e.name.toLowerCase(), `the table of entity ${e.name}`]),
+  );
   const take = (name: string, what: string) => taken.set(name.toLowerCase(), what);
   for (const entity of bp.entities) {
     // The indexes bp writes for the fields, as Prisma names them.
     for (const f of entity.fields) {
-      if (f.unique && !f.primaryKey) take(indexName(entity, { fields: [f.name], unique: true }), `the unique index of ${entity.name}.${f.name}`);
-      else if (f.index && !f.unique) take(indexName(entity, { fields: [f.name], unique: false }), `the index of ${entity.name}.${f.name}`);
+      if (f.unique && !f.primaryKey)
+        take(indexName(entity, { fields: [f.name], unique: true }), `the unique index of ${entity.name}.${f.name}`);
+      else if (f.index && !f.unique)
+        take(indexName(entity, { fields: [f.name], unique: false }), `the index of ${entity.name}.${f.name}`);
     }
   }
   for (const entity of bp.entities) {
@@ -137,18 +177,32 @@ export function indexes(ctx: CompileContext, bp: Blueprint): void {
       if (!indexFields(ctx, entity, index)) return;
       const redundant = redundancy(entity, index);
       if (redundant) {
-        ctx.report('REDUNDANT_INDEX', index.path, `this index adds nothing: ${redundant}; it is not generated`, { severity: 'warning' });
+        ctx.report('REDUNDANT_INDEX', index.path, `this index adds nothing: ${redundant}; it is not generated`, {
+          severity: 'warning',
+        });
         return;
       }
       const name = indexName(entity, index);
       const at: KeyPath = index.name === undefined ? index.path : [...index.path, 'name'];
       const other = taken.get(name.toLowerCase());
       if (!INDEX_NAME.test(name)) {
-        ctx.report('INVALID_INDEX', at, `index name "${name}" may hold only letters, digits and _, and not start with a digit`);
+        ctx.report(
+          'INVALID_INDEX',
+          at,
+          `index name "${name}" may hold only letters, digits and _, and not start with a digit`,
+        );
       } else if (/^(sqlite_|_bp_)/i.test(name)) {
-        ctx.report('INVALID_INDEX', at, `index name "${name}" is reserved: names starting with sqlite_ are SQLite's, with _bp_ bp's`);
+        ctx.report(
+          'INVALID_INDEX',
+          at,
+          `index name "${name}" is reserved: names starting with sqlite_ are SQLite's, with _bp_ bp's`,
+        );
       } else if (other) {
-        ctx.report('DUPLICATE_DEFINITION', at, `index name "${name}" is already ${other}: tables and indexes share one namespace`);
+        ctx.report(
+          'DUPLICATE_DEFINITION',
+          at,
+          `index name "${name}" is already ${other}: tables and indexes share one namespace`,
+        );
       }
       take(name, `the name of ${entity.name}'s index ${i}`);
     });
@@ -163,7 +217,11 @@ function indexedDefault(ctx: CompileContext, bp: Blueprint, entity: Entity, fiel
   const most = indexedTextMaxBytes(bp, entity, field);
   const bytes = Buffer.byteLength(value);
   if (most === undefined || bytes <= most) return;
-  ctx.report('INVALID_DEFAULT', [...field.path, 'default'], `default is ${bytes} bytes long in UTF-8; an index holds ${field.name}, which takes at most ${most}`);
+  ctx.report(
+    'INVALID_DEFAULT',
+    [...field.path, 'default'],
+    `default is ${bytes} bytes long in UTF-8; an index holds ${field.name}, which takes at most ${most}`,
+  );
 }
 
 /** Reports what is wrong with the fields of an index; true when they are all fine. */
@@ -191,7 +249,9 @@ export function protection(ctx: CompileContext, bp: Blueprint): void {
     entity.protection.fields.forEach((name, i) => {
       if (!fieldNamed(entity, name)) unknownField(ctx, entity, [...entity.path, 'protection', 'fields', i], name);
     });
-    entity.protection.commands?.forEach((name, i) => checkCommandOf(ctx, bp, entity, [...entity.path, 'protection', 'commands', i], name));
+    entity.protection.commands?.forEach((name, i) =>
+      checkCommandOf(ctx, bp, entity, [...entity.path, 'protection', 'commands', i], name),
+    );
     for (const field of entity.fields) {
       if (field.commandOnly && field.primaryKey) {
         ctx.report('INVALID_PROTECTION', field.path, 'a primary key cannot be command-only: it is generated');
@@ -200,7 +260,12 @@ export function protection(ctx: CompileContext, bp: Blueprint): void {
       const at = field.commands && ctx.declaredAt.get(field.commands);
       if (!field.commands || !at) continue;
       if (!field.commandOnly) {
-        ctx.report('OPTION_NOT_APPLICABLE', at, `"commands" of field "${field.name}" applies only to write = "command-only" fields`, { severity: 'warning' });
+        ctx.report(
+          'OPTION_NOT_APPLICABLE',
+          at,
+          `"commands" of field "${field.name}" applies only to write = "command-only" fields`,
+          { severity: 'warning' },
+        );
       }
       field.commands.forEach((name, i) => checkCommandOf(ctx, bp, entity, [...at, i], name));
     }
@@ -209,8 +274,15 @@ export function protection(ctx: CompileContext, bp: Blueprint): void {
 
 function checkCommandOf(ctx: CompileContext, bp: Blueprint, entity: Entity, at: KeyPath, name: string): void {
   const command = bp.commands.find((c) => c.name === name);
-  if (!command) ctx.report('UNKNOWN_COMMAND', at, `command "${name}" does not exist`, { hint: didYouMean(name, names(bp.commands)) });
+  if (!command)
+    ctx.report('UNKNOWN_COMMAND', at, `command "${name}" does not exist`, {
+      hint: didYouMean(name, names(bp.commands)),
+    });
   else if (command.entity !== entity.name) {
-    ctx.report('COMMAND_OF_OTHER_ENTITY', at, `command "${name}" belongs to entity "${command.entity}", not "${entity.name}"`);
+    ctx.report(
+      'COMMAND_OF_OTHER_ENTITY',
+      at,
+      `command "${name}" belongs to entity "${command.entity}", not "${entity.name}"`,
+    );
   }
 }

@@ -23,7 +23,9 @@ function queryEntity(ctx: CompileContext, bp: Blueprint, page: Page, name: strin
   if (!query && at) {
     const queries = page.queries.map((q) => q.name);
     ctx.report('UNKNOWN_QUERY', at, `page "${page.route}" has no query "${name}"`, {
-      hint: didYouMean(name, queries) ?? (queries.length ? `its queries: ${queries.join(', ')}` : 'declare it under [page."<path>".query.<name>]'),
+      hint:
+        didYouMean(name, queries) ??
+        (queries.length ? `its queries: ${queries.join(', ')}` : 'declare it under [page."<path>".query.<name>]'),
     });
   }
   return query && entityNamed(bp, query.entity);
@@ -35,7 +37,9 @@ function checkField(ctx: CompileContext, entity: Entity | undefined, at: KeyPath
 
 function checkWorkflow(ctx: CompileContext, bp: Blueprint, at: KeyPath, name: unknown): void {
   if (typeof name === 'string' && !bp.workflows.some((w) => w.name === name)) {
-    ctx.report('UNKNOWN_WORKFLOW', at, `workflow "${name}" does not exist`, { hint: didYouMean(name, names(bp.workflows)) });
+    ctx.report('UNKNOWN_WORKFLOW', at, `workflow "${name}" does not exist`, {
+      hint: didYouMean(name, names(bp.workflows)),
+    });
   }
 }
 
@@ -86,7 +90,8 @@ export function boardReferences(ctx: CompileContext, bp: Blueprint, page: Page):
   const board = written(ctx, page).board;
   if (!isTable(board)) return;
   const at: KeyPath = [...page.path, 'board'];
-  const entity = typeof board.query === 'string' ? queryEntity(ctx, bp, page, board.query, [...at, 'query']) : undefined;
+  const entity =
+    typeof board.query === 'string' ? queryEntity(ctx, bp, page, board.query, [...at, 'query']) : undefined;
   const card = table(board.card);
   // A path's first segment is a field; a dotted path reads a field of what it refers to.
   const root = (p: unknown) => (typeof p === 'string' ? p.split('.')[0] : undefined);
@@ -100,7 +105,9 @@ export function boardReferences(ctx: CompileContext, bp: Blueprint, page: Page):
     if (nested === undefined) return checkField(ctx, entity, fieldAt, first);
     const relation = entity?.relations.find((r) => r.name === first);
     if (entity && !relation) {
-      ctx.report('UNKNOWN_RELATION', fieldAt, `entity "${entity.name}" has no relation "${first}"`, { hint: didYouMean(first, names(entity.relations)) });
+      ctx.report('UNKNOWN_RELATION', fieldAt, `entity "${entity.name}" has no relation "${first}"`, {
+        hint: didYouMean(first, names(entity.relations)),
+      });
     }
     checkField(ctx, relation && entityNamed(bp, relation.entity), fieldAt, nested);
   });
@@ -135,7 +142,12 @@ export function routeLinks(ctx: CompileContext, bp: Blueprint): void {
     if (typeof link !== 'string' || !link.startsWith('/')) return;
     const wanted = segments(link);
     if (wanted.length === 0 || routes.some((r) => sameRoute(wanted, r))) return;
-    ctx.report('UNKNOWN_ROUTE', at, `no page serves "${link}"`, { hint: didYouMean(link.split('?')[0], bp.pages.map((p) => p.route)) });
+    ctx.report('UNKNOWN_ROUTE', at, `no page serves "${link}"`, {
+      hint: didYouMean(
+        link.split('?')[0],
+        bp.pages.map((p) => p.route),
+      ),
+    });
   };
   for (const page of bp.pages) {
     const raw = written(ctx, page);

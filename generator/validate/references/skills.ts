@@ -14,9 +14,14 @@ export function skillActions(ctx: CompileContext, bp: Blueprint): void {
   // Jobs are polled at GET /api/jobs/<id> (spec 4.4): an entity whose routes are /api/jobs would take it.
   const jobs = bp.entities.find((e) => e.collection === 'jobs');
   if (jobs && startsJobs(bp)) {
-    ctx.report('DUPLICATE_ROUTE', ['entity', jobs.name], `entity "${jobs.name}" is served at /api/jobs, where workflow jobs are polled (GET /api/jobs/<id>)`, {
-      hint: `rename the entity (its routes follow its name), or start no workflow from a skill action`,
-    });
+    ctx.report(
+      'DUPLICATE_ROUTE',
+      ['entity', jobs.name],
+      `entity "${jobs.name}" is served at /api/jobs, where workflow jobs are polled (GET /api/jobs/<id>)`,
+      {
+        hint: `rename the entity (its routes follow its name), or start no workflow from a skill action`,
+      },
+    );
   }
   for (const workflow of bp.workflows) {
     if (workflow.trigger.kind !== 'webhook') continue;
@@ -30,12 +35,22 @@ export function skillActions(ctx: CompileContext, bp: Blueprint): void {
     const seenNames = new Set<string>();
     for (const action of skill.actions) {
       const at = action.path;
-      if (seenNames.has(action.name)) ctx.report('DUPLICATE_DEFINITION', [...at, 'name'], `skill "${skill.name}" has two actions named "${action.name}"`);
+      if (seenNames.has(action.name))
+        ctx.report(
+          'DUPLICATE_DEFINITION',
+          [...at, 'name'],
+          `skill "${skill.name}" has two actions named "${action.name}"`,
+        );
       seenNames.add(action.name);
       if (action.route && action.method) {
         const routeKey = `${action.method} ${action.route.replace(/\{[^}]*\}/g, '{}')}`;
         const clash = routes.get(routeKey);
-        if (clash) ctx.report('DUPLICATE_ROUTE', [...at, 'path'], `${action.method} ${action.route} is also the route of ${clash}`);
+        if (clash)
+          ctx.report(
+            'DUPLICATE_ROUTE',
+            [...at, 'path'],
+            `${action.method} ${action.route} is also the route of ${clash}`,
+          );
         routes.set(routeKey, `${skill.name}.${action.name}`);
       }
 
@@ -51,7 +66,9 @@ export function skillActions(ctx: CompileContext, bp: Blueprint): void {
         ctx.report('MISSING_KEY', [...at, 'entity'], `CRUD skill action "${action.name}" needs entity`);
       }
       if (action.workflow !== undefined && !bp.workflows.some((w) => w.name === action.workflow)) {
-        ctx.report('UNKNOWN_WORKFLOW', [...at, 'workflow'], `workflow "${action.workflow}" does not exist`, { hint: didYouMean(action.workflow, names(bp.workflows)) });
+        ctx.report('UNKNOWN_WORKFLOW', [...at, 'workflow'], `workflow "${action.workflow}" does not exist`, {
+          hint: didYouMean(action.workflow, names(bp.workflows)),
+        });
       }
       skillActionParams(ctx, action, entity);
       for (const param of action.query) {
@@ -74,23 +91,41 @@ export function skillActions(ctx: CompileContext, bp: Blueprint): void {
 }
 
 /** Every `{param}` of the path names a field (through mapParams or by its own name), and only those. */
-function skillActionParams(ctx: CompileContext, action: Blueprint['skills'][number]['actions'][number], entity: Entity | undefined): void {
+function skillActionParams(
+  ctx: CompileContext,
+  action: Blueprint['skills'][number]['actions'][number],
+  entity: Entity | undefined,
+): void {
   const at = action.path;
   const params = [...action.route.matchAll(/\{([^}]*)\}/g)].map((m) => m[1]);
   for (const p of params) {
     if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(p)) {
-      ctx.report('INVALID_PATH_PARAM', [...at, 'path'], `path parameter {${p}} of ${action.route} must be an identifier`);
+      ctx.report(
+        'INVALID_PATH_PARAM',
+        [...at, 'path'],
+        `path parameter {${p}} of ${action.route} must be an identifier`,
+      );
     } else if (entity && action.mapParams[p] === undefined && !fieldNamed(entity, p)) {
-      ctx.report('UNKNOWN_PATH_PARAM', [...at, 'path'], `path parameter {${p}} is not a field of entity "${entity.name}" and has no mapParams entry`, {
-        hint: `map it to a field: mapParams = { ${p} = "${entity.primaryKey?.name ?? 'id'}" }`,
-      });
+      ctx.report(
+        'UNKNOWN_PATH_PARAM',
+        [...at, 'path'],
+        `path parameter {${p}} is not a field of entity "${entity.name}" and has no mapParams entry`,
+        {
+          hint: `map it to a field: mapParams = { ${p} = "${entity.primaryKey?.name ?? 'id'}" }`,
+        },
+      );
     }
   }
   const identifiesRecord = action.action === 'get' || action.action === 'update' || action.action === 'delete';
   if (identifiesRecord && action.route && params.length === 0) {
-    ctx.report('MISSING_PATH_PARAM', [...at, 'path'], `a "${action.action}" skill action needs a {param} in its path to find the record`, {
-      hint: `e.g. path = "${action.route.replace(/\/$/, '')}/{id}"`,
-    });
+    ctx.report(
+      'MISSING_PATH_PARAM',
+      [...at, 'path'],
+      `a "${action.action}" skill action needs a {param} in its path to find the record`,
+      {
+        hint: `e.g. path = "${action.route.replace(/\/$/, '')}/{id}"`,
+      },
+    );
   } else if (
     identifiesRecord &&
     entity?.primaryKey &&
@@ -100,15 +135,29 @@ function skillActionParams(ctx: CompileContext, action: Blueprint['skills'][numb
   ) {
     // The record is found by its id: one parameter must name the primary key.
     const key = entity.primaryKey.name;
-    ctx.report('MISSING_PATH_PARAM', [...at, 'path'], `no path parameter of ${action.route} names ${entity.name}'s id (${key}), so the "${action.action}" action cannot find the record`, {
-      hint: `map one to it: mapParams = { ${params[params.length - 1]} = "${key}" }`,
-    });
+    ctx.report(
+      'MISSING_PATH_PARAM',
+      [...at, 'path'],
+      `no path parameter of ${action.route} names ${entity.name}'s id (${key}), so the "${action.action}" action cannot find the record`,
+      {
+        hint: `map one to it: mapParams = { ${params[params.length - 1]} = "${key}" }`,
+      },
+    );
   }
   for (const [param, fieldName] of Object.entries(action.mapParams)) {
     if (action.route && !params.includes(param)) {
-      ctx.report('UNKNOWN_PATH_PARAM', [...at, 'mapParams', param], `mapParams names {${param}}, which is not a parameter of ${action.route}`, {
-        hint: didYouMean(param, params) ?? (params.length ? `path parameters: ${params.map((p) => `{${p}}`).join(', ')}` : 'the path has no parameters'),
-      });
+      ctx.report(
+        'UNKNOWN_PATH_PARAM',
+        [...at, 'mapParams', param],
+        `mapParams names {${param}}, which is not a parameter of ${action.route}`,
+        {
+          hint:
+            didYouMean(param, params) ??
+            (params.length
+              ? `path parameters: ${params.map((p) => `{${p}}`).join(', ')}`
+              : 'the path has no parameters'),
+        },
+      );
     }
     if (entity && !fieldNamed(entity, fieldName)) unknownField(ctx, entity, [...at, 'mapParams', param], fieldName);
   }

@@ -28,7 +28,12 @@ function collectLater(steps: WorkflowStep[], later: Map<string, string>): void {
   }
 }
 
-function checkInTransaction(ctx: CompileContext, fallback: KeyPath, steps: WorkflowStep[], later: Map<string, string>): void {
+function checkInTransaction(
+  ctx: CompileContext,
+  fallback: KeyPath,
+  steps: WorkflowStep[],
+  later: Map<string, string>,
+): void {
   for (const step of steps) {
     if (AFTER_COMMIT.has(step.type)) continue;
     const at = ctx.declaredAt.get(step) ?? fallback;
@@ -48,7 +53,9 @@ function checkInTransaction(ctx: CompileContext, fallback: KeyPath, steps: Workf
           [...at, key],
           `variables.${name} is the result of a ${type} step, which runs after this transactional workflow commits: ` +
             `it does not exist while this step runs`,
-          { hint: `read it in a step that runs after the commit (notify, email, webhook, plugin), or make the workflow not transactional` },
+          {
+            hint: `read it in a step that runs after the commit (notify, email, webhook, plugin), or make the workflow not transactional`,
+          },
         );
       }
     }
@@ -72,5 +79,7 @@ function variablesRead(value: unknown): Set<string> {
 function pathsOf(condition: unknown): string[] {
   if (Array.isArray(condition)) return condition.flatMap(pathsOf);
   if (condition === null || typeof condition !== 'object') return [];
-  return Object.entries(condition).flatMap(([key, value]) => (key === '$and' || key === '$or' ? pathsOf(value) : [key]));
+  return Object.entries(condition).flatMap(([key, value]) =>
+    key === '$and' || key === '$or' ? pathsOf(value) : [key],
+  );
 }

@@ -12,15 +12,23 @@ import { actionBarReferences, boardReferences, formReferences, routeLinks, widge
 export function workflowReferences(ctx: CompileContext, bp: Blueprint): void {
   const adapters = bp.notifications.adapters.map((a) => a.name);
   if (bp.notifications.default && !adapters.includes(bp.notifications.default)) {
-    ctx.report('UNKNOWN_ADAPTER', ['notifications', 'default'], `notification adapter "${bp.notifications.default}" is not declared`, {
-      hint: didYouMean(bp.notifications.default, adapters),
-    });
+    ctx.report(
+      'UNKNOWN_ADAPTER',
+      ['notifications', 'default'],
+      `notification adapter "${bp.notifications.default}" is not declared`,
+      {
+        hint: didYouMean(bp.notifications.default, adapters),
+      },
+    );
   }
   // Services are not in the model yet (nothing generates them); their declarations are.
-  const services = new Map(namedSections(ctx.parsed, 'service').map((s) => [s.name, Object.keys(table(s.value.operations))]));
+  const services = new Map(
+    namedSections(ctx.parsed, 'service').map((s) => [s.name, Object.keys(table(s.value.operations))]),
+  );
   const refs: StepRefs = { bp, adapters, services };
   for (const wf of bp.workflows) {
-    if (wf.trigger.kind === 'entity' && !entityNamed(bp, wf.trigger.entity)) unknownEntity(ctx, bp, [...wf.path, 'trigger', 'entity'], wf.trigger.entity);
+    if (wf.trigger.kind === 'entity' && !entityNamed(bp, wf.trigger.entity))
+      unknownEntity(ctx, bp, [...wf.path, 'trigger', 'entity'], wf.trigger.entity);
     stepReferences(ctx, refs, wf.path, wf.steps);
   }
 }
@@ -43,17 +51,30 @@ function stepReferences(ctx: CompileContext, refs: StepRefs, fallback: KeyPath, 
       for (const key of ['where', 'data'] as const) {
         const values = s[key];
         if (!entity || !isTable(values)) continue;
-        for (const name of Object.keys(values)) if (!fieldNamed(entity, name)) unknownField(ctx, entity, [...at, key, name], name);
+        for (const name of Object.keys(values))
+          if (!fieldNamed(entity, name)) unknownField(ctx, entity, [...at, key, name], name);
       }
-    } else if (step.type === 'command' && typeof s.command === 'string' && !bp.commands.some((c) => c.name === s.command)) {
-      ctx.report('UNKNOWN_COMMAND', [...at, 'command'], `command "${s.command}" does not exist`, { hint: didYouMean(s.command, names(bp.commands)) });
+    } else if (
+      step.type === 'command' &&
+      typeof s.command === 'string' &&
+      !bp.commands.some((c) => c.name === s.command)
+    ) {
+      ctx.report('UNKNOWN_COMMAND', [...at, 'command'], `command "${s.command}" does not exist`, {
+        hint: didYouMean(s.command, names(bp.commands)),
+      });
     } else if (step.type === 'notify') {
       const adapter = typeof s.adapter === 'string' ? s.adapter : bp.notifications.default;
-      if (adapter === undefined) ctx.report('UNKNOWN_ADAPTER', at, 'a notify step needs adapter, or [notifications] needs default');
+      if (adapter === undefined)
+        ctx.report('UNKNOWN_ADAPTER', at, 'a notify step needs adapter, or [notifications] needs default');
       else if (!adapters.includes(adapter)) {
-        ctx.report('UNKNOWN_ADAPTER', [...at, typeof s.adapter === 'string' ? 'adapter' : 'type'], `notification adapter "${adapter}" is not declared`, {
-          hint: didYouMean(adapter, adapters) ?? 'declare it under [[notifications.adapters]]',
-        });
+        ctx.report(
+          'UNKNOWN_ADAPTER',
+          [...at, typeof s.adapter === 'string' ? 'adapter' : 'type'],
+          `notification adapter "${adapter}" is not declared`,
+          {
+            hint: didYouMean(adapter, adapters) ?? 'declare it under [[notifications.adapters]]',
+          },
+        );
       }
     } else if (step.type === 'service' && typeof s.service === 'string') {
       const operations = services.get(s.service);
@@ -62,9 +83,14 @@ function stepReferences(ctx: CompileContext, refs: StepRefs, fallback: KeyPath, 
           hint: didYouMean(s.service, [...services.keys()]) ?? 'declare it under [service.<name>]',
         });
       } else if (typeof s.operation === 'string' && !operations.includes(s.operation)) {
-        ctx.report('UNKNOWN_SERVICE', [...at, 'operation'], `service "${s.service}" has no operation "${s.operation}"`, {
-          hint: didYouMean(s.operation, operations),
-        });
+        ctx.report(
+          'UNKNOWN_SERVICE',
+          [...at, 'operation'],
+          `service "${s.service}" has no operation "${s.operation}"`,
+          {
+            hint: didYouMean(s.operation, operations),
+          },
+        );
       }
     }
     for (const branch of Object.values(step.branches)) stepReferences(ctx, refs, at, branch);
@@ -73,7 +99,8 @@ function stepReferences(ctx: CompileContext, refs: StepRefs, fallback: KeyPath, 
 
 export function pageReferences(ctx: CompileContext, bp: Blueprint): void {
   for (const page of bp.pages) {
-    if (!page.route.startsWith('/')) ctx.report('INVALID_PAGE_PATH', page.path, `page path "${page.route}" must start with "/"`);
+    if (!page.route.startsWith('/'))
+      ctx.report('INVALID_PAGE_PATH', page.path, `page path "${page.route}" must start with "/"`);
     for (const q of page.queries) {
       const at: KeyPath = [...page.path, 'query', q.name];
       const entity = entityNamed(bp, q.entity);
@@ -81,11 +108,15 @@ export function pageReferences(ctx: CompileContext, bp: Blueprint): void {
         unknownEntity(ctx, bp, [...at, 'entity'], q.entity);
         continue;
       }
-      for (const key of Object.keys(q.where)) if (!fieldNamed(entity, key)) unknownField(ctx, entity, [...at, 'where', key], key);
-      for (const o of q.orderBy) if (!fieldNamed(entity, o.field)) unknownField(ctx, entity, [...at, 'orderBy', o.field], o.field);
+      for (const key of Object.keys(q.where))
+        if (!fieldNamed(entity, key)) unknownField(ctx, entity, [...at, 'where', key], key);
+      for (const o of q.orderBy)
+        if (!fieldNamed(entity, o.field)) unknownField(ctx, entity, [...at, 'orderBy', o.field], o.field);
       q.include.forEach((rel, i) => {
         if (!entity.relations.some((r) => r.name === rel)) {
-          ctx.report('UNKNOWN_RELATION', [...at, 'include', i], `entity "${entity.name}" has no relation "${rel}"`, { hint: didYouMean(rel, names(entity.relations)) });
+          ctx.report('UNKNOWN_RELATION', [...at, 'include', i], `entity "${entity.name}" has no relation "${rel}"`, {
+            hint: didYouMean(rel, names(entity.relations)),
+          });
         }
       });
     }

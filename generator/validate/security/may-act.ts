@@ -59,7 +59,13 @@ export function apiKeyActor(key: ApiKey): ActorFacts {
  * 'no' when the app refuses `action` on every record; undefined when a rule it depends on has an
  * error (already reported: guessing its meaning would only add noise).
  */
-export function mayAct(ctx: CompileContext, bp: Blueprint, entity: Entity, action: EntityAction, actor: ActorFacts): Tri | undefined {
+export function mayAct(
+  ctx: CompileContext,
+  bp: Blueprint,
+  entity: Entity,
+  action: EntityAction,
+  actor: ActorFacts,
+): Tri | undefined {
   if (ctx.failed([...entity.path, 'access']) || ctx.failed(['auth', 'permissions'])) return undefined;
   const rule = accessRule(bp, entity, action);
   return and([rule ? mayHold(rule.condition, actor) : 'yes', permitted(bp, entity, action, actor)]);
@@ -78,7 +84,10 @@ function permitted(bp: Blueprint, entity: Entity, action: EntityAction, actor: A
     or(
       roles
         .flatMap((role) => (Object.hasOwn(permissions, role) ? permissions[role][kind] : []))
-        .filter((r) => (r.entity === '*' || r.entity === entity.name) && (r.actions.includes('*') || r.actions.includes(action)))
+        .filter(
+          (r) =>
+            (r.entity === '*' || r.entity === entity.name) && (r.actions.includes('*') || r.actions.includes(action)),
+        )
         .map((r) => (r.condition ? mayHold(r.condition.condition, actor) : 'yes')),
     );
   return and([holds('allow'), not(holds('deny'))]);

@@ -20,7 +20,13 @@ export interface StartableAction {
 const may = (t: Tri | undefined): boolean => t !== undefined && t !== 'no';
 
 /** The entity action a CRUD skill action performs. */
-const CRUD: Record<NonNullable<SkillAction['action']>, EntityAction> = { list: 'read', get: 'read', create: 'create', update: 'update', delete: 'delete' };
+const CRUD: Record<NonNullable<SkillAction['action']>, EntityAction> = {
+  list: 'read',
+  get: 'read',
+  create: 'create',
+  update: 'update',
+  delete: 'delete',
+};
 
 /**
  * The skill actions `actor` may call that change something or start a workflow: CRUD actions
@@ -38,7 +44,8 @@ export function startableActions(ctx: CompileContext, bp: Blueprint, actor: Acto
         const workflow = bp.workflows.find((w) => w.name === action.workflow);
         if (!workflow || workflow.trigger.kind === 'entity') continue;
         const key = entity?.primaryKey.name;
-        const readsRecord = key !== undefined && pathParams(action.route).some((p) => (action.mapParams[p] ?? p) === key);
+        const readsRecord =
+          key !== undefined && pathParams(action.route).some((p) => (action.mapParams[p] ?? p) === key);
         if (readsRecord && !may(mayAct(ctx, bp, entity!, 'read', actor))) continue;
         found.push({ skill, action, risk });
       } else if (action.action !== undefined && entity && CRUD[action.action] !== 'read') {
@@ -54,7 +61,9 @@ export function runnableCommands(ctx: CompileContext, bp: Blueprint, actor: Acto
   return bp.commands.filter((command) => {
     const entity = bp.entities.find((e) => e.name === command.entity);
     if (!entity || ctx.failed(command.path)) return false;
-    const conditions = [command.policy, command.availableWhen].flatMap((rule) => (rule ? [mayHold(rule.condition, actor)] : []));
+    const conditions = [command.policy, command.availableWhen].flatMap((rule) =>
+      rule ? [mayHold(rule.condition, actor)] : [],
+    );
     return may(mayAct(ctx, bp, entity, 'read', actor)) && may(and(conditions));
   });
 }
@@ -63,14 +72,23 @@ export function runnableCommands(ctx: CompileContext, bp: Blueprint, actor: Acto
  * The workflows `actor` may start: those of the skill actions it may call, and those started by
  * an entity event on a write it may make. Each with how it starts.
  */
-export function startableWorkflows(ctx: CompileContext, bp: Blueprint, actor: ActorFacts, actions: readonly StartableAction[]): string[] {
+export function startableWorkflows(
+  ctx: CompileContext,
+  bp: Blueprint,
+  actor: ActorFacts,
+  actions: readonly StartableAction[],
+): string[] {
   return bp.workflows.flatMap((workflow) => {
     const { trigger } = workflow;
     if (trigger.kind === 'entity') {
       const entity = bp.entities.find((e) => e.name === trigger.entity);
-      return entity && may(mayAct(ctx, bp, entity, trigger.event, actor)) ? [`${workflow.name} (on ${trigger.entity} ${trigger.event})`] : [];
+      return entity && may(mayAct(ctx, bp, entity, trigger.event, actor))
+        ? [`${workflow.name} (on ${trigger.entity} ${trigger.event})`]
+        : [];
     }
-    const by = actions.filter((a) => a.action.workflow === workflow.name).map((a) => `${a.skill.name}.${a.action.name}`);
+    const by = actions
+      .filter((a) => a.action.workflow === workflow.name)
+      .map((a) => `${a.skill.name}.${a.action.name}`);
     return by.length ? [`${workflow.name} (by ${by.join(', ')})`] : [];
   });
 }

@@ -3,7 +3,12 @@
 // only the running app knows, such as a new account's id). Known parts are evaluated with the
 // app's own semantics (runtime-lib/rules), so "no" here means the app refuses.
 
-import { checkCondition, type Condition, type ConditionActor, type Operand } from '../../../runtime-lib/rules/conditions.ts';
+import {
+  checkCondition,
+  type Condition,
+  type ConditionActor,
+  type Operand,
+} from '../../../runtime-lib/rules/conditions.ts';
 import { evaluate, readPath } from '../../../runtime-lib/rules/expression-eval.ts';
 import type { BinaryOp, Expr } from '../../../runtime-lib/rules/expression-parse.ts';
 
@@ -19,8 +24,10 @@ type Value = { known: true; value: unknown } | { known: false };
 const UNKNOWN: Value = { known: false };
 const known = (value: unknown): Value => ({ known: true, value });
 
-export const and = (items: Tri[]): Tri => (items.includes('no') ? 'no' : items.every((t) => t === 'yes') ? 'yes' : 'maybe');
-export const or = (items: Tri[]): Tri => (items.includes('yes') ? 'yes' : items.every((t) => t === 'no') ? 'no' : 'maybe');
+export const and = (items: Tri[]): Tri =>
+  items.includes('no') ? 'no' : items.every((t) => t === 'yes') ? 'yes' : 'maybe';
+export const or = (items: Tri[]): Tri =>
+  items.includes('yes') ? 'yes' : items.every((t) => t === 'no') ? 'no' : 'maybe';
 export const not = (t: Tri): Tri => (t === 'yes' ? 'no' : t === 'no' ? 'yes' : 'maybe');
 
 /** For an authenticated actor: whether `condition` holds, with the record unknown. */
@@ -46,8 +53,11 @@ export function mayHold(condition: Condition, actor: ActorFacts): Tri {
 
 function pairHolds(pair: { left: Operand; right: Operand }, actor: ActorFacts): Tri {
   const operands = [pair.left, pair.right];
-  const values = operands.map((o): Value => (o.kind === 'record' ? UNKNOWN : o.kind === 'actor' ? currentUser(actor, o.key) : known(o.value)));
-  if (values.every((v) => v.known)) return checkCondition({ kind: 'match', pairs: [pair] }, { actor: actor.values, record: null }) ? 'yes' : 'no';
+  const values = operands.map((o): Value =>
+    o.kind === 'record' ? UNKNOWN : o.kind === 'actor' ? currentUser(actor, o.key) : known(o.value),
+  );
+  if (values.every((v) => v.known))
+    return checkCondition({ kind: 'match', pairs: [pair] }, { actor: actor.values, record: null }) ? 'yes' : 'no';
   // `$currentUser.role` matches one of the actor's roles: none, and nothing can match.
   const role = currentUser(actor, 'role') as { value: unknown };
   if (operands.some((o) => o.kind === 'actor' && o.key === 'role') && role.value === undefined) return 'no';
@@ -60,7 +70,8 @@ function pairHolds(pair: { left: Operand; right: Operand }, actor: ActorFacts): 
  * the first role, any other key the actor's own, else its metadata's.
  */
 function currentUser(actor: ActorFacts, key: string): Value {
-  if (key === 'id') return actor.unknown.has('effectiveId') ? UNKNOWN : known(actor.values.effectiveId ?? actor.values.id);
+  if (key === 'id')
+    return actor.unknown.has('effectiveId') ? UNKNOWN : known(actor.values.effectiveId ?? actor.values.id);
   if (key === 'role') return known(actor.values.role ?? actor.values.roles[0]);
   if (actor.unknown.has(key)) return UNKNOWN;
   if (actor.values[key] !== undefined) return known(actor.values[key]);

@@ -29,10 +29,15 @@ export function checkSecurity(ctx: CompileContext, bp: Blueprint): void {
 function unsignedWebhooks(ctx: CompileContext, bp: Blueprint): void {
   for (const workflow of bp.workflows) {
     if (workflow.trigger.kind !== 'webhook' || workflow.trigger.secretEnv !== undefined) continue;
-    ctx.report('UNSIGNED_WEBHOOK', [...workflow.path, 'trigger', 'webhook'], `anyone may POST to ${workflow.trigger.route} and start ${workflow.name}`, {
-      severity: 'warning',
-      hint: 'add webhookSecretEnv = "<VARIABLE>" naming the environment variable that holds the secret its callers prove they know; without it the steps run as an anonymous caller',
-    });
+    ctx.report(
+      'UNSIGNED_WEBHOOK',
+      [...workflow.path, 'trigger', 'webhook'],
+      `anyone may POST to ${workflow.trigger.route} and start ${workflow.name}`,
+      {
+        severity: 'warning',
+        hint: 'add webhookSecretEnv = "<VARIABLE>" naming the environment variable that holds the secret its callers prove they know; without it the steps run as an anonymous caller',
+      },
+    );
   }
 }
 
@@ -40,20 +45,30 @@ function publicEntities(ctx: CompileContext, bp: Blueprint): void {
   for (const { entity, actions } of publicActions(bp)) {
     const model = bp.entities.find((e) => e.name === entity);
     if (!model || ctx.failed([...model.path, 'access'])) continue;
-    ctx.report('PUBLIC_ENTITY', model.path, `the blueprint has no [auth], so anyone may ${listActions(actions)} ${entity} records`, {
-      severity: 'warning',
-      hint: 'add [auth] (people or API keys) and access rules, or write the rules you mean, e.g. access = { read = "public", create = false }',
-    });
+    ctx.report(
+      'PUBLIC_ENTITY',
+      model.path,
+      `the blueprint has no [auth], so anyone may ${listActions(actions)} ${entity} records`,
+      {
+        severity: 'warning',
+        hint: 'add [auth] (people or API keys) and access rules, or write the rules you mean, e.g. access = { read = "public", create = false }',
+      },
+    );
   }
 }
 
 function commandsWithoutAuth(ctx: CompileContext, bp: Blueprint): void {
   if (bp.auth.declared) return;
   for (const command of bp.commands) {
-    ctx.report('COMMAND_WITHOUT_AUTH', command.path, `the blueprint has no [auth], so nobody can run ${command.name}: a command needs a signed-in person or an API key`, {
-      severity: 'warning',
-      hint: 'add [auth] with providers = ["email"] or [[auth.apiKeys]]',
-    });
+    ctx.report(
+      'COMMAND_WITHOUT_AUTH',
+      command.path,
+      `the blueprint has no [auth], so nobody can run ${command.name}: a command needs a signed-in person or an API key`,
+      {
+        severity: 'warning',
+        hint: 'add [auth] with providers = ["email"] or [[auth.apiKeys]]',
+      },
+    );
   }
 }
 
@@ -71,15 +86,22 @@ function writableRoleFields(ctx: CompileContext, bp: Blueprint): void {
   for (const name of records.roleFields) {
     const field = user.fields.find((f) => f.name === name);
     if (!field || field.commandOnly || field.access.write) continue;
-    ctx.report('ROLE_FIELD_WRITABLE', field.path, `${user.name}.${name} gives its person roles, and a person who signs up may update ${user.name} records: they could give themselves any role`, {
-      severity: 'warning',
-      hint: `make it write = "command-only", or give it access = { write = "actor.roles contains 'admin'" }`,
-    });
+    ctx.report(
+      'ROLE_FIELD_WRITABLE',
+      field.path,
+      `${user.name}.${name} gives its person roles, and a person who signs up may update ${user.name} records: they could give themselves any role`,
+      {
+        severity: 'warning',
+        hint: `make it write = "command-only", or give it access = { write = "actor.roles contains 'admin'" }`,
+      },
+    );
   }
 }
 
 function listActions(actions: readonly string[]): string {
-  return actions.length < 2 ? actions.join('') : `${actions.slice(0, -1).join(', ')} and ${actions[actions.length - 1]}`;
+  return actions.length < 2
+    ? actions.join('')
+    : `${actions.slice(0, -1).join(', ')} and ${actions[actions.length - 1]}`;
 }
 
 /** Writes `actor` may make, per entity: `Comment (create, update, delete)`. */
@@ -108,7 +130,9 @@ function openSignup(ctx: CompileContext, bp: Blueprint): void {
   const workflows = startableWorkflows(ctx, bp, actor, actions);
   const may = [
     ...(writes.length ? [`write ${writes.join(', ')}`] : []),
-    ...(actions.length ? [`call skill actions ${actions.map((a) => `${a.skill.name}.${a.action.name} (${a.risk})`).join(', ')}`] : []),
+    ...(actions.length
+      ? [`call skill actions ${actions.map((a) => `${a.skill.name}.${a.action.name} (${a.risk})`).join(', ')}`]
+      : []),
     ...(commands.length ? [`run commands ${commands.map((c) => `${c.name} (${c.entity})`).join(', ')}`] : []),
     ...(workflows.length ? [`start workflows ${workflows.join(', ')}`] : []),
   ];
@@ -116,19 +140,30 @@ function openSignup(ctx: CompileContext, bp: Blueprint): void {
   const written = singleSection(ctx.parsed, 'auth').signup !== undefined;
   const roles = actor.values.roles;
   const who = roles.length ? `roles: ${roles.join(', ')}` : 'no roles';
-  ctx.report('OPEN_SIGNUP', written ? ['auth', 'signup'] : ['auth'], `anyone may sign up, and a new account (${who}) may ${may.join('; ')}`, {
-    severity: 'warning',
-    hint: 'set auth.signup = false and add people with the users command, or require a role in these rules',
-  });
+  ctx.report(
+    'OPEN_SIGNUP',
+    written ? ['auth', 'signup'] : ['auth'],
+    `anyone may sign up, and a new account (${who}) may ${may.join('; ')}`,
+    {
+      severity: 'warning',
+      hint: 'set auth.signup = false and add people with the users command, or require a role in these rules',
+    },
+  );
   for (const { skill, action, risk } of actions) {
     if (risk !== 'external' && risk !== 'destructive') continue;
     const what = risk === 'external' ? 'reaches outside the app' : 'destroys data';
-    ctx.report('OPEN_SIGNUP_RISK', action.path, `anyone who signs up (${who}) may call ${skill.name}.${action.name}, which ${what} (risk "${risk}"): its scopes hold API keys, not people`, {
-      severity: 'warning',
-      hint: action.workflow !== undefined
-        ? 'set auth.signup = false and add people with the users command: a workflow action admits every signed-in person'
-        : `set auth.signup = false, or require a role in ${action.entity}'s access rule for ${action.action}`,
-    });
+    ctx.report(
+      'OPEN_SIGNUP_RISK',
+      action.path,
+      `anyone who signs up (${who}) may call ${skill.name}.${action.name}, which ${what} (risk "${risk}"): its scopes hold API keys, not people`,
+      {
+        severity: 'warning',
+        hint:
+          action.workflow !== undefined
+            ? 'set auth.signup = false and add people with the users command: a workflow action admits every signed-in person'
+            : `set auth.signup = false, or require a role in ${action.entity}'s access rule for ${action.action}`,
+      },
+    );
   }
 }
 

@@ -59,6 +59,7 @@ function readHiddenLines(input: Input, prompts: Writable, questions: string[]): 
     };
     const onData = (chunk: Buffer | string): void => {
       // Escape sequences (arrow keys and the like) are not part of a password.
+      // eslint-disable-next-line no-control-regex -- ESC starts the sequences removed here
       const text = String(chunk).replace(/\x1b\[[0-9;]*[A-Za-z~]|\x1b./g, '');
       for (const ch of text) {
         // A pasted "\r\n" ends one line, not two.

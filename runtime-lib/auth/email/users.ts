@@ -81,9 +81,7 @@ export function* userById(id: string): Work<UserRow | undefined> {
 
 /** `email` as normalizeEmail gives it: the table holds addresses in that form. */
 export function* userByEmail(email: string): Work<UserRow | undefined> {
-  return (yield* get(`SELECT ${USER_COLUMNS} FROM "${USERS_TABLE}" WHERE "email" = ?`, [email])) as
-    | UserRow
-    | undefined;
+  return (yield* get(`SELECT ${USER_COLUMNS} FROM "${USERS_TABLE}" WHERE "email" = ?`, [email])) as UserRow | undefined;
 }
 
 /** A person with no roles, as sign-up makes them. */

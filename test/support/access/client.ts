@@ -16,15 +16,30 @@ export interface UserSpec {
 /** `node --import tsx src/users.ts add ...` in the app folder, as `npm run users -- add` runs it, the password piped. */
 export function addUser(appDir: string, env: Record<string, string>, user: UserSpec): Promise<string> {
   const fields = Object.entries(user.fields ?? {}).flatMap(([name, value]) => ['--field', `${name}=${value}`]);
-  const args = ['--import', 'tsx', 'src/users.ts', 'add', '--email', user.email, ...fields, ...user.roles.flatMap((r) => ['--role', r])];
+  const args = [
+    '--import',
+    'tsx',
+    'src/users.ts',
+    'add',
+    '--email',
+    user.email,
+    ...fields,
+    ...user.roles.flatMap((r) => ['--role', r]),
+  ];
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, args, { cwd: appDir, env: { ...process.env, ...env }, stdio: ['pipe', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, args, {
+      cwd: appDir,
+      env: { ...process.env, ...env },
+      stdio: ['pipe', 'pipe', 'pipe'],
+    });
     child.stdin.end(`${user.password}\n`);
     let out = '';
     child.stdout.on('data', (d: Buffer) => (out += d.toString()));
     child.stderr.on('data', (d: Buffer) => (out += d.toString()));
     child.on('error', reject);
-    child.on('exit', (code) => (code === 0 ? resolve(out) : reject(new Error(`users add ${user.email} exited with ${code}: ${out}`))));
+    child.on('exit', (code) =>
+      code === 0 ? resolve(out) : reject(new Error(`users add ${user.email} exited with ${code}: ${out}`)),
+    );
   });
 }
 
@@ -42,7 +57,11 @@ export interface SignedIn {
 
 /** JSON sign-in; keeps the session cookie and the token the answer carries. */
 export async function signIn(base: string, cookieName: string, email: string, password: string): Promise<SignedIn> {
-  const res = await fetch(`${base}/api/auth/login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email, password }) });
+  const res = await fetch(`${base}/api/auth/login`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ email, password }),
+  });
   const text = await res.text();
   if (res.status !== 200) throw new Error(`sign-in of ${email} failed: ${res.status} ${text}`);
   const cookie = setCookie(res, cookieName);
@@ -68,6 +87,7 @@ export class CookieClient {
     method: string,
     url: string,
     send: { json?: unknown; form?: Record<string, string>; headers?: Record<string, string> } = {},
+    // eslint-disable-next-line @typescript-eslint/no-explicit-any -- tests read answers' fields directly
   ): Promise<{ status: number; headers: Headers; text: string; body: any }> {
     const headers: Record<string, string> = { ...send.headers };
     if (this.cookies.size && headers.cookie === undefined) headers.cookie = this.cookieHeader;
@@ -95,11 +115,17 @@ export class CookieClient {
 /** `bp generate` without blocking the event loop, so several apps can be prepared at once. */
 export function generateApp(bpPath: string, blueprint: string, outDir: string, cwd: string): Promise<void> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [bpPath, 'generate', blueprint, '-o', outDir], { cwd, env: { ...process.env, NO_COLOR: '1' }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [bpPath, 'generate', blueprint, '-o', outDir], {
+      cwd,
+      env: { ...process.env, NO_COLOR: '1' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let out = '';
     child.stdout.on('data', (d: Buffer) => (out += d.toString()));
     child.stderr.on('data', (d: Buffer) => (out += d.toString()));
     child.on('error', reject);
-    child.on('exit', (code) => (code === 0 ? resolve() : reject(new Error(`bp generate ${blueprint} failed (${code}):\n${out}`))));
+    child.on('exit', (code) =>
+      code === 0 ? resolve() : reject(new Error(`bp generate ${blueprint} failed (${code}):\n${out}`)),
+    );
   });
 }

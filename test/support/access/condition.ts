@@ -4,12 +4,25 @@
 // Independent of runtime-lib/rules on purpose (see expression.ts); anything it does not know
 // throws OracleUnsupported.
 
-import { ACTOR_KEYS, type Expr, evaluate, OracleUnsupported, parseExpression, pathsIn, type Scope, step, UNKNOWN } from './expression.ts';
+import {
+  ACTOR_KEYS,
+  type Expr,
+  evaluate,
+  OracleUnsupported,
+  parseExpression,
+  pathsIn,
+  type Scope,
+  step,
+  UNKNOWN,
+} from './expression.ts';
 
 export type Tri = boolean | 'depends';
 export type Source = boolean | string | Record<string, unknown>;
 
-type Side = { from: 'actor'; key: string } | { from: 'record'; keys: string[] } | { from: 'value'; value: string | number | boolean };
+type Side =
+  | { from: 'actor'; key: string }
+  | { from: 'record'; keys: string[] }
+  | { from: 'value'; value: string | number | boolean };
 
 export type Cond =
   | { kind: 'const'; value: boolean }
@@ -24,7 +37,8 @@ export type ConditionActor = Readonly<Record<string, unknown>> & { roles: readon
 const CURRENT_USER = '$currentUser.';
 
 function side(text: string, isKey: boolean): Side {
-  if (text.startsWith(CURRENT_USER) && /^[A-Za-z_]\w*$/.test(text.slice(CURRENT_USER.length))) return { from: 'actor', key: text.slice(CURRENT_USER.length) };
+  if (text.startsWith(CURRENT_USER) && /^[A-Za-z_]\w*$/.test(text.slice(CURRENT_USER.length)))
+    return { from: 'actor', key: text.slice(CURRENT_USER.length) };
   if (text.startsWith('$')) throw new OracleUnsupported(`reference "${text}"`);
   if (!isKey) return { from: 'value', value: text };
   if (!/^[A-Za-z_]\w*(\.[A-Za-z_]\w*)*$/.test(text)) throw new OracleUnsupported(`record path "${text}"`);
@@ -37,12 +51,14 @@ export function parseCondition(source: Source): Cond {
     if (source === 'public' || source === 'authenticated' || source === 'owner') return { kind: source };
     return { kind: 'expr', expr: parseExpression(source), source };
   }
-  if (typeof source !== 'object' || source === null || Array.isArray(source)) throw new OracleUnsupported(`condition ${JSON.stringify(source)}`);
+  if (typeof source !== 'object' || source === null || Array.isArray(source))
+    throw new OracleUnsupported(`condition ${JSON.stringify(source)}`);
   const entries = Object.entries(source);
   if (entries.length === 0) throw new OracleUnsupported('an empty table');
   const [first] = entries;
   if (first[0] === 'or' || first[0] === 'and') {
-    if (entries.length !== 1 || !Array.isArray(first[1]) || first[1].length === 0) throw new OracleUnsupported(`"${first[0]}" table ${JSON.stringify(source)}`);
+    if (entries.length !== 1 || !Array.isArray(first[1]) || first[1].length === 0)
+      throw new OracleUnsupported(`"${first[0]}" table ${JSON.stringify(source)}`);
     return { kind: first[0], items: (first[1] as Source[]).map(parseCondition) };
   }
   const pairs = entries.map(([key, value]): [Side, Side] => {
@@ -64,7 +80,8 @@ const UNMODELLED = ['credentialId', 'displayName', 'scopes', 'delegatedBy'];
  * key the actor's own, else its metadata's (a person's record).
  */
 function actorValue(actor: ConditionActor, key: string): unknown {
-  if (UNMODELLED.includes(key)) throw new OracleUnsupported(`$currentUser.${key} is not modelled (only ${ACTOR_KEYS.join(', ')} and metadata)`);
+  if (UNMODELLED.includes(key))
+    throw new OracleUnsupported(`$currentUser.${key} is not modelled (only ${ACTOR_KEYS.join(', ')} and metadata)`);
   if (key === 'id') return step(actor, 'effectiveId') ?? step(actor, 'id');
   const own = ACTOR_KEYS.includes(key) ? step(actor, key) : undefined;
   return own !== undefined ? own : step(step(actor, 'metadata'), key);
@@ -73,7 +90,8 @@ function actorValue(actor: ConditionActor, key: string): unknown {
 function sideValue(s: Side, actor: ConditionActor, scope: Scope): unknown {
   if (s.from === 'value') return s.value;
   if (s.from === 'actor') return actorValue(actor, s.key);
-  if (s.keys.length !== 1) throw new OracleUnsupported(`record path "${s.keys.join('.')}" (only a field of the record)`);
+  if (s.keys.length !== 1)
+    throw new OracleUnsupported(`record path "${s.keys.join('.')}" (only a field of the record)`);
   return scope.record === UNKNOWN ? UNKNOWN : step(scope.record, s.keys[0]);
 }
 
@@ -88,7 +106,8 @@ function pairHolds(pair: [Side, Side], scope: Scope): Tri {
   const roleAt = pair.findIndex(isRole);
   if (roleAt !== -1) {
     const other = values[1 - roleAt];
-    if (isRole(pair[1 - roleAt]) || Array.isArray(other)) throw new OracleUnsupported('$currentUser.role compared with a list');
+    if (isRole(pair[1 - roleAt]) || Array.isArray(other))
+      throw new OracleUnsupported('$currentUser.role compared with a list');
     return !missing(other) && actor!.roles.includes(other as string);
   }
   // Missing values never match; a list matches by membership.
@@ -100,7 +119,8 @@ function pairHolds(pair: [Side, Side], scope: Scope): Tri {
   return a === b;
 }
 
-const and3 = (a: Tri, b: Tri): Tri => (a === false || b === false ? false : a === true && b === true ? true : 'depends');
+const and3 = (a: Tri, b: Tri): Tri =>
+  a === false || b === false ? false : a === true && b === true ? true : 'depends';
 const or3 = (a: Tri, b: Tri): Tri => (a === true || b === true ? true : a === false && b === false ? false : 'depends');
 
 /** Whether the condition holds: true / false, or 'depends' when it reads an UNKNOWN record. */
@@ -159,7 +179,12 @@ export function roleLiterals(cond: Cond): string[] {
   switch (cond.kind) {
     case 'pairs':
       return cond.pairs.flatMap(([l, r]) =>
-        [[l, r], [r, l]].flatMap(([a, b]) => (a.from === 'actor' && isRoleKey(a.key) && b.from === 'value' && typeof b.value === 'string' ? [b.value] : [])),
+        [
+          [l, r],
+          [r, l],
+        ].flatMap(([a, b]) =>
+          a.from === 'actor' && isRoleKey(a.key) && b.from === 'value' && typeof b.value === 'string' ? [b.value] : [],
+        ),
       );
     case 'and':
     case 'or':
@@ -172,8 +197,10 @@ export function roleLiterals(cond: Cond): string[] {
 }
 
 function exprRoleLiterals(expr: Expr): string[] {
-  const isRoles = (e: Expr) => e.kind === 'path' && e.root === 'actor' && e.keys.length === 1 && (e.keys[0] === 'role' || e.keys[0] === 'roles');
-  const strings = (e: Expr): string[] => (e.kind === 'value' && typeof e.value === 'string' ? [e.value] : e.kind === 'list' ? e.items.flatMap(strings) : []);
+  const isRoles = (e: Expr) =>
+    e.kind === 'path' && e.root === 'actor' && e.keys.length === 1 && (e.keys[0] === 'role' || e.keys[0] === 'roles');
+  const strings = (e: Expr): string[] =>
+    e.kind === 'value' && typeof e.value === 'string' ? [e.value] : e.kind === 'list' ? e.items.flatMap(strings) : [];
   switch (expr.kind) {
     case 'op':
       return [

@@ -21,7 +21,14 @@ export const ROOTS = ['actor', 'record', 'input', 'workflow', 'now'] as const;
 export type Root = (typeof ROOTS)[number];
 
 /** Operators by binding strength, loosest first (the contract's list); all left-associative. */
-const LEVELS = [['||'], ['&&'], ['==', '!=', 'contains', 'in'], ['>', '>=', '<', '<='], ['+', '-'], ['*', '/', '%']] as const;
+const LEVELS = [
+  ['||'],
+  ['&&'],
+  ['==', '!=', 'contains', 'in'],
+  ['>', '>=', '<', '<='],
+  ['+', '-'],
+  ['*', '/', '%'],
+] as const;
 type Op = (typeof LEVELS)[number][number];
 
 export type Expr =
@@ -34,10 +41,36 @@ export type Expr =
 // ---------------------------------------------------------------------------------------------
 // Tokens
 
-type Token = { type: 'number' | 'string' | 'name' | 'symbol' | 'end'; text: string; value?: string | number; at: number };
+type Token = {
+  type: 'number' | 'string' | 'name' | 'symbol' | 'end';
+  text: string;
+  value?: string | number;
+  at: number;
+};
 
 // Two-character symbols first, so that `>=` is not read as `>` then `=`.
-const SYMBOLS = ['||', '&&', '==', '!=', '>=', '<=', '>', '<', '+', '-', '*', '/', '%', '!', '(', ')', '[', ']', ',', '.'];
+const SYMBOLS = [
+  '||',
+  '&&',
+  '==',
+  '!=',
+  '>=',
+  '<=',
+  '>',
+  '<',
+  '+',
+  '-',
+  '*',
+  '/',
+  '%',
+  '!',
+  '(',
+  ')',
+  '[',
+  ']',
+  ',',
+  '.',
+];
 
 function tokenize(source: string): Token[] {
   const tokens: Token[] = [];
@@ -205,7 +238,16 @@ export function pathsIn(expr: Expr): Array<{ root: Root; keys: string[] }> {
  * Actor keys the oracle knows the value of (the matrix's actors carry exactly these): bp's, and
  * Zebric's `type`, `effectiveId` and `metadata`.
  */
-export const ACTOR_KEYS: readonly string[] = ['id', 'kind', 'roles', 'role', 'email', 'type', 'effectiveId', 'metadata'];
+export const ACTOR_KEYS: readonly string[] = [
+  'id',
+  'kind',
+  'roles',
+  'role',
+  'email',
+  'type',
+  'effectiveId',
+  'metadata',
+];
 
 export interface Scope {
   /** undefined: no authenticated actor. */
@@ -232,7 +274,8 @@ function readPath(path: { root: Root; keys: string[] }, scope: Scope): unknown {
   }
   if (path.root === 'record') {
     // The oracle sees flat rows: a relation path would read undefined where the app loads the relation.
-    if (path.keys.length !== 1) throw new OracleUnsupported(`record path "${path.keys.join('.')}" (only a field of the record)`);
+    if (path.keys.length !== 1)
+      throw new OracleUnsupported(`record path "${path.keys.join('.')}" (only a field of the record)`);
     return scope.record === UNKNOWN ? UNKNOWN : step(scope.record, path.keys[0]);
   }
   throw new OracleUnsupported(`the ${path.root} root has no value in an entity access rule the oracle knows`);
@@ -302,14 +345,16 @@ function order(op: '>' | '>=' | '<' | '<=', a: unknown, b: unknown): boolean {
   // A missing value never satisfies a comparison.
   if (missing(a) || missing(b)) return false;
   const bothNumbers = typeof a === 'number' && typeof b === 'number';
-  if (!bothNumbers && !(typeof a === 'string' && typeof b === 'string')) throw new OracleUnsupported(`${op} on ${typeof a} and ${typeof b}`);
+  if (!bothNumbers && !(typeof a === 'string' && typeof b === 'string'))
+    throw new OracleUnsupported(`${op} on ${typeof a} and ${typeof b}`);
   const [x, y] = [a as number | string, b as number | string];
   return op === '>' ? x > y : op === '>=' ? x >= y : op === '<' ? x < y : x <= y;
 }
 
 function arithmetic(op: '+' | '-' | '*' | '/' | '%', a: unknown, b: unknown): unknown {
   if (missing(a) || missing(b)) return undefined;
-  if (typeof a !== 'number' || typeof b !== 'number') throw new OracleUnsupported(`${op} on ${typeof a} and ${typeof b}`);
+  if (typeof a !== 'number' || typeof b !== 'number')
+    throw new OracleUnsupported(`${op} on ${typeof a} and ${typeof b}`);
   if ((op === '/' || op === '%') && b === 0) throw new OracleUnsupported(`${op} by zero`);
   return op === '+' ? a + b : op === '-' ? a - b : op === '*' ? a * b : op === '/' ? a / b : a % b;
 }

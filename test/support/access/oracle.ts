@@ -23,7 +23,15 @@
 // so sharing it would mirror its bugs. The reader throws on any rule shape it does not know.
 
 import type { Blueprint, Entity, Rule } from '../../../generator/model/types.ts';
-import { type Cond, type ConditionActor, decide, parseCondition, recordPaths as condRecordPaths, roleLiterals, type Tri } from './condition.ts';
+import {
+  type Cond,
+  type ConditionActor,
+  decide,
+  parseCondition,
+  recordPaths as condRecordPaths,
+  roleLiterals,
+  type Tri,
+} from './condition.ts';
 import { UNKNOWN } from './expression.ts';
 
 export type Operation = 'list' | 'get' | 'create' | 'update' | 'delete';
@@ -56,7 +64,8 @@ export interface Expected {
 
 type Record_ = Record<string, unknown>;
 
-const and3 = (a: Tri, b: Tri): Tri => (a === false || b === false ? false : a === true && b === true ? true : 'depends');
+const and3 = (a: Tri, b: Tri): Tri =>
+  a === false || b === false ? false : a === true && b === true ? true : 'depends';
 const or3 = (a: Tri, b: Tri): Tri => (a === true || b === true ? true : a === false && b === false ? false : 'depends');
 const not3 = (a: Tri): Tri => (a === 'depends' ? 'depends' : !a);
 
@@ -71,7 +80,8 @@ function conditionOf(rule: Rule): Cond {
 const AUTHENTICATED = parseCondition('authenticated');
 const PUBLIC = parseCondition('public');
 
-const conditionActor = (actor: OracleActor): ConditionActor | undefined => (actor.kind === 'anonymous' ? undefined : { ...actor });
+const conditionActor = (actor: OracleActor): ConditionActor | undefined =>
+  actor.kind === 'anonymous' ? undefined : { ...actor };
 
 /** Whether `rule` holds for the actor whatever the record is (true/false), or depends on it. */
 function forActor(cond: Cond, actor: OracleActor): Tri {
@@ -101,9 +111,11 @@ export function rolesUsed(model: Blueprint): string[] {
   }
   for (const entity of model.entities) {
     rules.push(...Object.values(entity.access).flatMap((r) => (r ? [r] : [])));
-    for (const field of entity.fields) rules.push(...[field.access.read, field.access.write].flatMap((r) => (r ? [r] : [])));
+    for (const field of entity.fields)
+      rules.push(...[field.access.read, field.access.write].flatMap((r) => (r ? [r] : [])));
   }
-  for (const command of model.commands) rules.push(...[command.policy, command.availableWhen].flatMap((r) => (r ? [r] : [])));
+  for (const command of model.commands)
+    rules.push(...[command.policy, command.availableWhen].flatMap((r) => (r ? [r] : [])));
   for (const rule of rules) roleLiterals(conditionOf(rule)).forEach((r) => roles.add(r));
   return [...roles].sort();
 }
@@ -126,11 +138,16 @@ export class Oracle {
   private permissionRules(entity: Entity, action: Action, actor: OracleActor) {
     const permissions = this.model.auth.permissions;
     if (!permissions) return undefined;
-    const matches = (r: { entity: string; actions: string[] }) => (r.entity === '*' || r.entity === entity.name) && (r.actions.includes('*') || r.actions.includes(action));
+    const matches = (r: { entity: string; actions: string[] }) =>
+      (r.entity === '*' || r.entity === entity.name) && (r.actions.includes('*') || r.actions.includes(action));
     const roleless = ['anonymous', 'public'].find((r) => Object.hasOwn(permissions, r));
     const roles = actor.kind !== 'anonymous' && actor.roles.length ? actor.roles : roleless ? [roleless] : [];
-    const allow = roles.flatMap((role) => (Object.hasOwn(permissions, role) ? permissions[role].allow.filter(matches) : []));
-    const deny = roles.flatMap((role) => (Object.hasOwn(permissions, role) ? permissions[role].deny.filter(matches) : []));
+    const allow = roles.flatMap((role) =>
+      Object.hasOwn(permissions, role) ? permissions[role].allow.filter(matches) : [],
+    );
+    const deny = roles.flatMap((role) =>
+      Object.hasOwn(permissions, role) ? permissions[role].deny.filter(matches) : [],
+    );
     return { allow, deny };
   }
 

@@ -24,7 +24,13 @@ import { OpenApiChecker } from '../openapi-check.ts';
 export type Rec = Record<string, unknown>;
 
 export interface ErrorBody {
-  error: { code: string; message: string; retryable: boolean; details?: Array<{ field?: string; code: string; message: string }>; traceId: string };
+  error: {
+    code: string;
+    message: string;
+    retryable: boolean;
+    details?: Array<{ field?: string; code: string; message: string }>;
+    traceId: string;
+  };
 }
 
 type Db = Database.Database;
@@ -68,7 +74,12 @@ export interface BootOptions {
 }
 
 /** What the generated app's createApp returns, as these helpers use it. */
-type BuiltApp = { listen(port: number, host: string): Server; events: InProcessApp['events']; traces: InProcessApp['traces']; close(): Promise<void> };
+type BuiltApp = {
+  listen(port: number, host: string): Server;
+  events: InProcessApp['events'];
+  traces: InProcessApp['traces'];
+  close(): Promise<void>;
+};
 
 /**
  * Serves a built app on a free port and collects every event its EventBus delivers; `close`
@@ -97,20 +108,38 @@ async function serve(built: BuiltApp, release: () => Promise<void>) {
  * Builds the generated app in this process with `createApp({ db, appDir, env, ... })`, after
  * applying its migrations to `data/<dbName>`, and serves it on a free port.
  */
-export async function bootInProcess(appDir: string, env: Record<string, string>, options: BootOptions = {}): Promise<InProcessApp> {
+export async function bootInProcess(
+  appDir: string,
+  env: Record<string, string>,
+  options: BootOptions = {},
+): Promise<InProcessApp> {
   const dbName = options.dbName ?? 'app.db';
   const load = async <T>(file: string): Promise<T> => (await import(pathToFileURL(path.join(appDir, file)).href)) as T;
   const { createApp } = await load<{ createApp: (o: Rec) => BuiltApp }>('src/app.ts');
-  const { TraceStore } = await load<{ TraceStore: new (max: number, maxAgeMs: number) => unknown }>('src/runtime/observe/tracing.ts');
-  const { openSqlite } = await load<{ openSqlite: (url: string, base: string, o?: BootOptions['database']) => SqliteDatabase }>('src/runtime/data/sqlite.ts');
-  const { applyMigrations } = await load<{ applyMigrations: (db: Db, dir: string) => unknown }>('src/runtime/data/migrate.ts');
+  const { TraceStore } = await load<{ TraceStore: new (max: number, maxAgeMs: number) => unknown }>(
+    'src/runtime/observe/tracing.ts',
+  );
+  const { openSqlite } = await load<{
+    openSqlite: (url: string, base: string, o?: BootOptions['database']) => SqliteDatabase;
+  }>('src/runtime/data/sqlite.ts');
+  const { applyMigrations } = await load<{ applyMigrations: (db: Db, dir: string) => unknown }>(
+    'src/runtime/data/migrate.ts',
+  );
   const dbFile = path.join(appDir, 'data', dbName);
   const database = openSqlite(`file:${dbFile}`, appDir, options.database);
   const db = database.connection;
   applyMigrations(db, path.join(appDir, 'prisma', 'migrations'));
   const warnings: string[] = [];
   const traces = options.traces && new TraceStore(options.traces.max, options.traces.maxAgeMs);
-  const built = createApp({ db: database, appDir, env, services: options.services, traces, delegate: options.delegate, warn: (m: string) => warnings.push(m) });
+  const built = createApp({
+    db: database,
+    appDir,
+    env,
+    services: options.services,
+    traces,
+    delegate: options.delegate,
+    warn: (m: string) => warnings.push(m),
+  });
   const served = await serve(built, () => database.close());
   return { ...served, appDir, dbFile, db, database, warnings, load };
 }
@@ -148,7 +177,9 @@ export async function bootOnDatabase(
   options: Pick<BootOptions, 'services' | 'delegate'> = {},
 ): Promise<AppOnDatabase> {
   const load = async <T>(file: string): Promise<T> => (await import(pathToFileURL(path.join(appDir, file)).href)) as T;
-  const { openDatabase } = await load<{ openDatabase: (dir: string, env: Record<string, string>) => Promise<{ db: AnyDatabase }> }>('src/runtime/data/open.ts');
+  const { openDatabase } = await load<{
+    openDatabase: (dir: string, env: Record<string, string>) => Promise<{ db: AnyDatabase }>;
+  }>('src/runtime/data/open.ts');
   const { createApp } = await load<{ createApp: (o: Rec) => BuiltApp }>('src/app.ts');
   const { db: database } = await openDatabase(appDir, { DATABASE_URL: databaseUrl });
   const warnings: string[] = [];
@@ -180,7 +211,12 @@ export function committedRow(dbFile: string, table: string, id: string): Rec | u
 }
 
 /** `npm run users -- ...` of the generated app, against the database of `databaseUrl`; `stdin` is piped (the password of `add`). */
-export function usersCli(appDir: string, databaseUrl: string, args: string[], stdin = ''): { status: number | null; stdout: string; stderr: string } {
+export function usersCli(
+  appDir: string,
+  databaseUrl: string,
+  args: string[],
+  stdin = '',
+): { status: number | null; stdout: string; stderr: string } {
   const r = spawnSync(process.execPath, ['--import', 'tsx', 'src/users.ts', ...args], {
     cwd: appDir,
     encoding: 'utf8',
@@ -217,13 +253,24 @@ export class Api {
     this.openapi = new OpenApiChecker(path.join(appDir, 'openapi.json'));
   }
 
-  async call(method: string, template: string, urlPath: string, json?: unknown, options: CallOptions = {}): Promise<HttpResponse> {
+  async call(
+    method: string,
+    template: string,
+    urlPath: string,
+    json?: unknown,
+    options: CallOptions = {},
+  ): Promise<HttpResponse> {
     const headers: Record<string, string> = { ...options.headers };
     const key = options.key === undefined ? (options.session ? null : this.defaultKey) : options.key;
     if (key !== null) headers.authorization = `Bearer ${key}`;
     if (options.idem !== undefined) headers['idempotency-key'] = options.idem;
     if (options.session) Object.assign(headers, options.session.headers(method));
-    const send = options.raw !== undefined ? { body: options.raw, headers: { 'content-type': 'application/json', ...headers } } : json === undefined ? { headers } : { json, headers };
+    const send =
+      options.raw !== undefined
+        ? { body: options.raw, headers: { 'content-type': 'application/json', ...headers } }
+        : json === undefined
+          ? { headers }
+          : { json, headers };
     const res = await request(this.base(), method, urlPath, send);
     if (options.session) options.session.remember(res);
     this.openapi.check(method, template, res);
@@ -240,7 +287,10 @@ export class Api {
   }
 
   async create(collection: string, body: Rec, options: CallOptions = {}): Promise<Rec> {
-    const res = await this.call('POST', `/api/${collection}`, `/api/${collection}`, body, { idem: `create-${Math.random()}`, ...options });
+    const res = await this.call('POST', `/api/${collection}`, `/api/${collection}`, body, {
+      idem: `create-${Math.random()}`,
+      ...options,
+    });
     expect(res.status, res.text).to.equal(201);
     return res.body as Rec;
   }
