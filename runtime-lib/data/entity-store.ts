@@ -9,18 +9,7 @@ import type { Actor } from '../core/actor.ts';
 import { andFilters, type RowFilter } from '../rules/condition-sql.ts';
 import { AppError, type ErrorDetail } from '../core/errors.ts';
 import type { Dialect } from '../core/dialect.ts';
-import {
-  all,
-  type Database,
-  get,
-  later,
-  type Outcome,
-  type Query,
-  run,
-  type RunResult,
-  together,
-  type Work,
-} from './database.ts';
+import { all, type Database, get, later, type Outcome, type Query, run, together, type Work } from './database.ts';
 import { keyProblem, type KeyType, recordKey, type RecordKey, ulid, uuid } from '../core/ids.ts';
 import {
   bodyProblems,
@@ -30,7 +19,6 @@ import {
   defaultNow,
   encodeField,
   type FieldSpec,
-  keyAssignments,
   protectedError,
   type Row,
   rowKeys,
@@ -38,8 +26,8 @@ import {
   validationError,
 } from './fields.ts';
 import type { ActiveTrace } from '../observe/tracing.ts';
-import { KeyTaken, keyInsertSelecting, type WriteTail } from './idempotency-store.ts';
-import { changesJson, recordJson } from './json-sql.ts';
+import { EntityUpdates } from './entity-updates.ts';
+import type { WriteTail } from './idempotency-store.ts';
 
 export interface EntitySpec {
   name: string;
@@ -136,14 +124,6 @@ export interface CommandRef {
   entity: string;
 }
 
-/** `expression AS "name"`, an item of a select list. */
-function selected([expression, name]: readonly [string, string]): string {
-  return `${expression} AS "${name}"`;
-}
-
-/** Shapes of one-statement changes kept per entity: enough for every set of fields its routes and commands write. */
-const MAX_ONE_STATEMENTS = 256;
-
 /** A record created, updated or deleted, as the write's own unit of work tells it. */
 export interface RecordChange {
   entity: string;
@@ -209,12 +189,8 @@ export class EntityStore {
   private readonly byName = new Map<string, FieldSpec>();
   /** Only fields whose stored form differs from their JSON form are converted when read. */
   private readonly decoded: FieldSpec[];
-  /** The RETURNING clause of changeReturningOld, made at its first use. */
-  private returningOldClause: string | undefined;
-  /** The texts of changeInOneStatement's statements, by shape. */
-  private readonly oneStatements = new Map<string, string>();
-  /** returnedColumns, made at its first use. */
-  private returnedColumnList: ReadonlyArray<readonly [string, string]> | undefined;
+  /** The texts of its UPDATEs, the one statement's among them. */
+  private readonly updates: EntityUpdates;
 
   constructor(
     readonly db: Database,
@@ -225,6 +201,9 @@ export class EntityStore {
     this.sql = spec.sql[db.dialect];
     for (const f of spec.fields) this.byName.set(f.name, f);
     this.decoded = spec.fields.filter((f) => f.type === 'Boolean' || f.type === 'JSON' || f.type === 'DateTime');
+    const { table, columns, rowFromValues } = this.sql;
+    const target = { table, columns, rowFromValues, primaryKey: spec.primaryKey, fields: spec.fields };
+    this.updates = new EntityUpdates({ ...target, byName: this.byName, decoded: this.decoded }, audit);
     // A Ref to an Integer key holds numbers: its conditions compare as the Integer column it is.
     const columnType = (f: FieldSpec) => (f.type === 'Ref' && f.ref?.idType === 'Integer' ? 'Integer' : f.type);
     this.access = new Access(spec.access, new Map(spec.fields.map((f) => [f.name, columnType(f)])), db.dialect);
@@ -408,7 +387,7 @@ export class EntityStore {
       changed.push(f.name);
     }
     this.rejectUnknown(input, issues);
-    // The key columns' values go after those of `changed`, as updateOf sets them (fields.ts).
+    // The key columns' values go after those of `changed`, as the UPDATE sets them (fields.ts, entity-updates.ts).
     values.push(...changedKeys(this.byName, changed, values));
     return { values, changed, issues };
   }
@@ -440,18 +419,18 @@ export class EntityStore {
     // read and locked first, so that the checks on it still come before the database's refusal.
     const oneStatement = this.db.returningOld && !draft.changed.some((name) => this.byName.get(name)?.unique);
     const change: Query[] = oneStatement
-      ? [this.changeReturningOld(key, filter, draft)]
+      ? [this.updates.changeReturningOld(key, filter, draft)]
       : [
           this.loadQuery(key, filter, { lock: true }),
           {
             mode: this.sql.rowFromValues ? 'run' : 'get',
-            sql: this.updateSql(draft.changed),
+            sql: this.updates.updateSql(draft.changed),
             params: [...draft.values, key],
           },
         ];
     const outcomes = yield* together(...first, ...change);
     const answers = outcomes.slice(first.length);
-    const [loaded, updated] = oneStatement ? this.splitOldAndNew(answers[0]) : answers;
+    const [loaded, updated] = oneStatement ? this.updates.splitOldAndNew(answers[0]) : answers;
     if (how.first) how.first.check(outcomes[0]);
     if (!loaded.ok) throw loaded.failure;
     if (!loaded.value) throw how.reread ? how.reread.missing() : this.notFound(id);
@@ -462,21 +441,16 @@ export class EntityStore {
     const plan = this.planUpdate(ctx, current, changes, { command: how.command, checkFieldRules: own, changes: draft });
     if (own) this.checkRowRules(ctx, plan);
     if (!updated.ok) throw updated.failure;
-    const after = this.rowAfter(current, draft.changed, draft.values, updated.value);
+    const after = this.updates.rowAfter(current, draft.changed, draft.values, updated.value);
     if (!after) throw this.notFound(id);
     return yield* this.recordUpdate(ctx, plan, after, how.operation, how.detail);
   }
 
   /**
-   * The change of record `key` as the unit's one statement, committed on its own
-   * (Query.commitsAlone; PostgreSQL 18, whose UPDATE returns the row as it was): the UPDATE, whose
-   * WHERE holds the caller's check (the update rule, or a command's policy and availableWhen) and
-   * which returns the row as it was and as it is, with its audit record and the key's record
-   * (`tail.key`) written from what it returns, their JSON made by PostgreSQL with the API's values
-   * (data/json-sql.ts). Returns the row as changed, `tail.done`
-   * set; undefined when the statement changed nothing (no such record, or a check refused), or
-   * cannot decide all the plain path would (see oneStatementCheck): the caller takes the plain
-   * path, which says why.
+   * The change of record `key` as the unit's one statement (EntityUpdates.changeInOneStatement),
+   * its UPDATE's WHERE holding the caller's check (the update rule, or a command's policy and
+   * availableWhen). Undefined when the statement changed nothing, or cannot decide all the plain
+   * path would (see oneStatementCheck): the caller takes the plain path, which says why.
    */
   private *changeInOneStatement(
     ctx: RequestContext,
@@ -492,61 +466,8 @@ export class EntityStore {
     if (where === false) return undefined;
     const entry = { ...correlation(ctx), entity: this.spec.name, operation: how.operation, detail: how.detail };
     // The values of the clauses that write the audit record and the key's record, if any.
-    const audit = this.audit?.valuesOf({ ...entry, recordId: String(key) });
-    const kept = tail.key?.valuesOf(200);
-    const params = [...draft.values, key, ...(where === true ? [] : where.params), ...(audit ?? []), ...(kept ?? [])];
-    // The text is made once per shape: the same text each time also spares hashing it anew.
-    const shape = `${draft.changed.join(',')}\0${where === true ? '' : where.sql}\0${audit ? 1 : 0}${kept ? 1 : 0}`;
-    let sql = this.oneStatements.get(shape);
-    if (sql === undefined) {
-      sql = this.oneStatementSql(draft.changed, where, { audit: audit !== undefined, key: kept !== undefined });
-      if (this.oneStatements.size < MAX_ONE_STATEMENTS) this.oneStatements.set(shape, sql);
-    }
-    const [outcome] = yield* together({ mode: 'get', sql, params, commitsAlone: true });
-    if (!outcome.ok) {
-      // No unique field changes: a unique constraint refusing the statement is the key's row.
-      const conflict = outcome.failure instanceof AppError && outcome.failure.code === 'UNIQUE_CONFLICT';
-      throw tail.key && conflict ? new KeyTaken() : outcome.failure;
-    }
-    if (!outcome.value) return undefined;
-    tail.done = true;
-    const [loaded, updated] = this.splitOldAndNew(outcome) as Array<{ value: unknown }>;
-    const before = decodeRow(this.decoded, loaded.value as Row);
-    return this.rowAfter(before, draft.changed, draft.values, updated.value) as Row;
-  }
-
-  /** The text of changeInOneStatement's statement: the UPDATE, then the INSERTs of the audit and key records. */
-  private oneStatementSql(
-    changed: readonly string[],
-    where: Exclude<RowFilter, false>,
-    writes: { audit: boolean; key: boolean },
-  ): string {
-    const fields = this.spec.fields;
-    const returning = [
-      ...this.returnedColumns().map(selected),
-      `${changesJson(fields, new Set(changed), 'bp_old', 'bp_new')} AS "bp_changes"`,
-      `${recordJson(fields, 'bp_new')} AS "bp_body"`,
-    ];
-    const clauses = [
-      `bp_u AS (${this.updateOf(changed)}${where === true ? '' : ` AND (${where.sql})`} ` +
-        `RETURNING WITH (OLD AS bp_old, NEW AS bp_new) ${returning.join(', ')})`,
-    ];
-    if (writes.audit && this.audit) clauses.push(`bp_audit AS (${this.audit.insertSelecting('bp_u', 'bp_changes')})`);
-    if (writes.key) clauses.push(`bp_key AS (${keyInsertSelecting('bp_u', 'bp_body')})`);
-    const row = this.returnedColumns().map(([, name]) => `"${name}"`);
-    return `WITH ${clauses.join(', ')} SELECT ${row.join(', ')} FROM bp_u`;
-  }
-
-  /**
-   * What an UPDATE returning the row as it was returns (splitOldAndNew reads it), as
-   * [expression, name]: each column as it was, by its name; where the database makes part of the
-   * row (EntitySql.rowFromValues), each as it is too, as `new.<name>`.
-   */
-  private returnedColumns(): ReadonlyArray<readonly [string, string]> {
-    return (this.returnedColumnList ??= [
-      ...this.spec.fields.map((f) => [`bp_old."${f.name}"`, f.name] as const),
-      ...(this.sql.rowFromValues ? [] : this.spec.fields.map((f) => [`bp_new."${f.name}"`, `new.${f.name}`] as const)),
-    ]);
+    const writes = { audit: this.audit?.valuesOf({ ...entry, recordId: String(key) }), key: tail.key?.valuesOf(200) };
+    return yield* this.updates.changeInOneStatement(key, where, draft, writes, tail);
   }
 
   /**
@@ -566,7 +487,7 @@ export class EntityStore {
     if (how.first || how.reread || this.access.hasFieldReadRules) return undefined;
     if (draft.changed.some((name) => this.byName.get(name)?.unique)) return undefined;
     if (this.onChange) {
-      const set = this.withChanges({}, draft.changed, draft.values);
+      const set = this.updates.withChanges({}, draft.changed, draft.values);
       if (this.onChange.mayAct?.(this.spec.name, set) !== false) return undefined;
     }
     const refused = (f: FieldSpec | undefined) => f?.commandOnly && !this.commandMayWrite(f, how.command);
@@ -584,51 +505,12 @@ export class EntityStore {
   }
 
   /**
-   * The UPDATE of `draft` to record `key` through `filter` that returns the row as it was before
-   * (columns by name) and, where the database makes part of the row (EntitySql.rowFromValues),
-   * the row it left (each column as `new.<name>`): PostgreSQL 18 and later (Database.returningOld).
-   * It waits for the row's lock as `FOR UPDATE` would, and a row another transaction changed
-   * meanwhile is re-read and filtered again before it is changed, under READ COMMITTED as under
-   * the lock: what it returns is the row it replaced.
-   */
-  private changeReturningOld(key: RecordKey, filter: Exclude<RowFilter, false>, draft: Changes): Query {
-    const where = filter === true ? '' : ` AND (${filter.sql})`;
-    const columns = () => this.returnedColumns().map(selected).join(', ');
-    const returning = (this.returningOldClause ??= `RETURNING WITH (OLD AS bp_old, NEW AS bp_new) ${columns()}`);
-    return {
-      mode: 'get',
-      sql: `${this.updateOf(draft.changed)}${where} ${returning}`,
-      params: [...draft.values, key, ...(filter === true ? [] : filter.params)],
-    };
-  }
-
-  /**
-   * The outcome of changeReturningOld as the two statements it stands for answer: the row as it
-   * was, and the UPDATE's own answer (rows changed, or the row it left). A failure, or no row
-   * (not found, thrown before the UPDATE's answer is read), answers for both.
-   */
-  private splitOldAndNew(outcome: Outcome): [Outcome, Outcome] {
-    if (!outcome.ok || !outcome.value) return [outcome, outcome];
-    const row = outcome.value as Row;
-    if (this.sql.rowFromValues) return [outcome, { ok: true, value: { changes: 1 } }];
-    const [before, after]: [Row, Row] = [{}, {}];
-    for (const f of this.spec.fields) {
-      before[f.name] = row[f.name];
-      after[f.name] = row[`new.${f.name}`];
-    }
-    return [
-      { ok: true, value: before },
-      { ok: true, value: after },
-    ];
-  }
-
-  /**
    * Holds the row rules for the record as `plan` leaves it (Access.checkWrite): for the actor's
    * own writes, not for a command's declared mutations, which its `policy` governs.
    */
   checkRowRules(ctx: RequestContext, plan: UpdatePlan): void {
     if (plan.changed.length === 0) return;
-    const after = this.withChanges(plan.before, plan.changed, plan.values);
+    const after = this.updates.withChanges(plan.before, plan.changed, plan.values);
     this.access.checkWrite(ctx.actor, plan.before, after, plan.changed);
   }
 
@@ -638,10 +520,10 @@ export class EntityStore {
     let after = plan.before;
     if (plan.changed.length) {
       yield* this.checkRefs(Object.fromEntries(plan.changed.map((name, i) => [name, plan.values[i]])), plan.changed);
-      const sql = this.updateSql(plan.changed);
+      const sql = this.updates.updateSql(plan.changed);
       const params = [...plan.values, plan.id];
       const result = this.sql.rowFromValues ? yield* run(sql, params) : yield* get(sql, params);
-      const row = this.rowAfter(plan.before, plan.changed, plan.values, result);
+      const row = this.updates.rowAfter(plan.before, plan.changed, plan.values, result);
       if (!row) throw this.notFound(plan.id);
       after = row;
     }
@@ -660,36 +542,6 @@ export class EntityStore {
     yield* this.recordAudit(ctx, { operation, recordId: String(plan.id), changes, detail });
     yield* this.changed(ctx, 'update', plan.before, after);
     return after;
-  }
-
-  /** The UPDATE of the `changed` columns only: one statement per distinct set of fields. */
-  private updateSql(changed: readonly string[]): string {
-    const update = this.updateOf(changed);
-    return this.sql.rowFromValues ? update : `${update} RETURNING ${this.sql.columns}`;
-  }
-
-  /** `UPDATE <table> SET <field> = ?, ... WHERE <primary key> = ?`: how every change of a row starts. */
-  private updateOf(changed: readonly string[]): string {
-    const assignments = [...changed.map((name) => `"${name}" = ?`), ...keyAssignments(this.byName, changed)].join(', ');
-    return `UPDATE ${this.sql.table} SET ${assignments} WHERE "${this.spec.primaryKey}" = ?`;
-  }
-
-  /**
-   * The row an UPDATE setting `changed` to `values` left, undefined when it changed none: where
-   * the database stores a row exactly as written (EntitySql.rowFromValues), `before` (the row as
-   * locked) with the values; else the row the UPDATE returned.
-   */
-  private rowAfter(before: Row, changed: readonly string[], values: readonly unknown[], result: unknown) {
-    if (!this.sql.rowFromValues) return result ? decodeRow(this.decoded, result as Row) : undefined;
-    if ((result as RunResult).changes === 0) return undefined;
-    return this.withChanges(before, changed, values);
-  }
-
-  /** `before` with `changed` set to `values` (their stored forms), as the API reads a row. */
-  private withChanges(before: Row, changed: readonly string[], values: readonly unknown[]): Row {
-    const stored: Row = {};
-    changed.forEach((name, i) => (stored[name] = values[i]));
-    return { ...before, ...decodeRow(this.decoded, stored) };
   }
 
   /**
@@ -722,7 +574,7 @@ export class EntityStore {
    */
   private checkUniqueWrites(actor: Actor, written: readonly string[], record: Row, values?: readonly unknown[]): void {
     if (!this.access.hasFieldReadRules || !written.some(this.isUnique)) return;
-    const after = values === undefined ? record : this.withChanges(record, written, values);
+    const after = values === undefined ? record : this.updates.withChanges(record, written, values);
     this.access.checkUniqueWrites(actor, written, this.isUnique, after);
   }
 

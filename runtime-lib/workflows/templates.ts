@@ -14,6 +14,11 @@ export function setOwn(target: Record<string, unknown>, key: string, value: unkn
   Object.defineProperty(target, key, { value, enumerable: true, writable: true, configurable: true });
 }
 
+/** Sets `name` on `target` as its own property (a step named `__proto__` included), unless there is no value. */
+export function define(target: Record<string, unknown>, name: unknown, value: unknown): void {
+  if (typeof name === 'string' && value !== undefined) setOwn(target, name, value);
+}
+
 /** Every string inside `value` (objects and arrays included) with its templates resolved. */
 export function resolveTemplates(value: unknown, context: unknown): unknown {
   if (typeof value === 'string') return resolveString(value, context);
