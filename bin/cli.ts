@@ -73,9 +73,10 @@ async function generate(blueprint: string, opts: { out: string; check?: boolean 
     throw new ExitCode(1);
   }
   applyWrite(outDir, files, scaffold, plan, pkg.version);
+  const removed = plan.remove.length ? `, ${plan.remove.length} removed` : '';
   const created = plan.scaffold.length ? `, created for you to edit: ${plan.scaffold.join(', ')}` : '';
   console.log(
-    `generated ${opts.out}: ${plan.write.length} written, ${plan.unchanged.length} unchanged${plan.remove.length ? `, ${plan.remove.length} removed` : ''}${created}`,
+    `generated ${opts.out}: ${plan.write.length} written, ${plan.unchanged.length} unchanged${removed}${created}`,
   );
 }
 
