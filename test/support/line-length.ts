@@ -2,10 +2,10 @@
 // Prettier wraps code at printWidth 120 (.prettierrc.json) but leaves strings and comments alone, so
 // this catches what it cannot. Prints `file:line: N columns` for each line over and exits 1 if any.
 //
-// Checked: TypeScript, JavaScript and Handlebars under git. Left out:
+// Checked: TypeScript, JavaScript (with bin/bp, the CLI's launcher) and Handlebars under git. Left out:
 // - test/golden/: generated trees, compared byte for byte with the generator's output;
-// - test/fixtures/invalid/: blueprints wrong on purpose, left as written (ESLint and Prettier skip
-//   them too);
+// - test/fixtures/invalid/: blueprints and handlers wrong on purpose, left as written (ESLint and
+//   Prettier skip them too);
 // - TOML blueprints: an inline table `{ ... }` must stay on one line (TOML 1.0), and a step or a
 //   field is one inline table, so many fixture lines are long by the format's grammar.
 
@@ -15,7 +15,7 @@ import * as path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const MAX_COLUMNS = 120;
-const CHECKED = ['*.ts', '*.js', '*.mjs', '*.hbs'];
+const CHECKED = ['*.ts', '*.js', '*.mjs', '*.hbs', 'bin/bp'];
 const LEFT_OUT = ['test/golden/', 'test/fixtures/invalid/'];
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
