@@ -1,5 +1,6 @@
 // One diagnostic type for every stage of the compiler. Each carries a stable code (listed in
-// docs/diagnostics.md, enforced by test/validate.test.ts), the blueprint path it is about, and, where known, the source position.
+// docs/diagnostics.md, enforced by test/validate.test.ts), the blueprint path it is about, and,
+// where known, the source position.
 
 export type Severity = 'error' | 'warning';
 

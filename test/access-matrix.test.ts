@@ -364,7 +364,10 @@ class MatrixApp {
     return this.rows.count(entity.name);
   }
 
-  /** Fields sent when creating: every settable field (seed) or the required ones plus those without write rules (create cells). */
+  /**
+   * Fields sent when creating: every settable field (seed) or the required ones plus those without
+   * write rules (create cells).
+   */
   body(entity: Entity, variant: Variant, forSeed: boolean): Rec {
     const body: Rec = {};
     for (const f of entity.fields) {
@@ -500,7 +503,8 @@ for (const database of DATABASES)
               for (const item of items) {
                 if (!m.oracle.allows(entity, 'read', actor.oracle, item))
                   mismatches.push(
-                    `${actor.label} ${entity.name}.list returned unreadable row ${String(item[entity.primaryKey.name])}`,
+                    `${actor.label} ${entity.name}.list returned unreadable row ` +
+                      `${String(item[entity.primaryKey.name])}`,
                   );
               }
               for (const v of m.variants.get(entity.name)!) {
@@ -587,7 +591,7 @@ for (const database of DATABASES)
           expect(mismatches).to.deep.equal([]);
         });
 
-        it('updates (checked against the stored record) and field write rules; refused ones change nothing', async () => {
+        it('updates (checked against the stored record), field write rules; refused ones change nothing', async () => {
           const mismatches: string[] = [];
           for (const entity of m.model.entities) {
             // A plain field no rule reads, so updating it never changes what the oracle decides.
@@ -608,7 +612,11 @@ for (const database of DATABASES)
                 const rec = m.record(entity, v);
                 const id = rec[entity.primaryKey.name];
                 const attempts: Array<{ column: string; op: Cell['op']; body: Rec }> = [
-                  { column: `${entity.name}${v.label}.update`, op: 'update', body: { [target.name]: sample(target) } },
+                  {
+                    column: `${entity.name}${v.label}.update`,
+                    op: 'update',
+                    body: { [target.name]: sample(target) },
+                  },
                 ];
                 if (v.label === '')
                   for (const f of guarded)
@@ -659,7 +667,8 @@ for (const database of DATABASES)
                 const exists = (await m.row(entity, id)) !== undefined;
                 if (exists !== (res.status !== 204))
                   mismatches.push(
-                    `${actor.label} ${entity.name}${v.label}.delete answered ${res.status} but the row ${exists ? 'is still there' : 'is gone'}`,
+                    `${actor.label} ${entity.name}${v.label}.delete answered ${res.status} but the row ` +
+                      `${exists ? 'is still there' : 'is gone'}`,
                   );
               }
             }
@@ -715,7 +724,8 @@ function printMatrix(fixture: string, cells: Cell[], actorLabels: string[], note
     byEntity.set(entity, [...(byEntity.get(entity) ?? []), col]);
   }
   const lines: string[] = [
-    `\n      ${fixture}: ${cells.length} cells (status; +/- = record listed / field shown; ! = differs from the oracle${note})`,
+    `\n      ${fixture}: ${cells.length} cells (status; +/- = record listed / field shown; ` +
+      `! = differs from the oracle${note})`,
   ];
   const width = Math.max(...actorLabels.map((a) => a.length));
   for (const [, cols] of byEntity) {
@@ -856,52 +866,60 @@ describe('access oracle condition reader (the contract, independently)', () => {
     for (const [source, want] of cases) expect(judge(source, admin, { status: 'open', n: 3 }), source).to.equal(want);
   });
 
-  it('expressions: with no actor, anything reading actor fails closed; the record unknown gives a three-valued answer', () => {
-    const rule = "record.active == true || actor.roles contains 'admin'";
-    expect(judge(rule, undefined, { active: true })).to.equal(false);
-    expect(judge(rule, admin, UNKNOWN)).to.equal(true);
-    expect(judge(rule, agent, UNKNOWN)).to.equal('depends');
-    expect(judge(rule, agent, { active: false })).to.equal(false);
-    expect(judge("record.active == true && actor.roles contains 'admin'", agent, UNKNOWN)).to.equal(false);
-    expect(judge('!(record.active == true)', undefined, UNKNOWN)).to.equal('depends');
-    expect(judge('record.active == true', undefined, { active: true })).to.equal(true);
-  });
+  it(
+    'expressions: with no actor, anything reading actor fails closed; ' +
+      'the record unknown gives a three-valued answer',
+    () => {
+      const rule = "record.active == true || actor.roles contains 'admin'";
+      expect(judge(rule, undefined, { active: true })).to.equal(false);
+      expect(judge(rule, admin, UNKNOWN)).to.equal(true);
+      expect(judge(rule, agent, UNKNOWN)).to.equal('depends');
+      expect(judge(rule, agent, { active: false })).to.equal(false);
+      expect(judge("record.active == true && actor.roles contains 'admin'", agent, UNKNOWN)).to.equal(false);
+      expect(judge('!(record.active == true)', undefined, UNKNOWN)).to.equal('depends');
+      expect(judge('record.active == true', undefined, { active: true })).to.equal(true);
+    },
+  );
 
-  it("Zebric's actor keys: effectiveId, type, metadata; $currentUser.id is the effective id, other keys fall back to the metadata", () => {
-    const person: ConditionActor = {
-      kind: 'user',
-      type: 'user',
-      id: 'u1',
-      effectiveId: 'u1',
-      email: 'a@x.example',
-      roles: ['user'],
-      role: 'user',
-      metadata: { email: 'a@x.example', name: 'Ann', role: 'user', team: 'blue' },
-    };
-    const delegated: ConditionActor = {
-      kind: 'agent',
-      type: 'agent',
-      id: 'agent-1',
-      effectiveId: 'sarah',
-      roles: [],
-      metadata: { name: 'Bot' },
-    };
-    expect(judge("actor.effectiveId == 'sarah' && actor.id == 'agent-1' && actor.type == 'agent'", delegated)).to.equal(
-      true,
-    );
-    expect(judge({ ownerId: '$currentUser.id' }, delegated, { ownerId: 'sarah' })).to.equal(true);
-    expect(judge({ ownerId: '$currentUser.id' }, delegated, { ownerId: 'agent-1' })).to.equal(false);
-    expect(judge('owner', delegated, { ownerId: 'sarah' })).to.equal(true);
-    expect(judge('owner', delegated, { ownerId: 'agent-1' })).to.equal(false);
-    expect(judge({ team: '$currentUser.team' }, person, { team: 'blue' })).to.equal(true);
-    expect(judge({ team: '$currentUser.team' }, delegated, { team: 'blue' }), 'no such metadata: missing').to.equal(
-      false,
-    );
-    expect(judge({ '$currentUser.name': 'Ann', '$currentUser.email': 'a@x.example' }, person)).to.equal(true);
-    expect(judge('record.team == actor.metadata.team', person, UNKNOWN)).to.equal('depends');
-    expect(judge("actor.metadata.name == 'Bot' && actor.metadata.email != 'a@x.example'", delegated)).to.equal(true);
-    expect(judge("actor.type == 'user'", undefined)).to.equal(false);
-  });
+  it(
+    "Zebric's actor keys: effectiveId, type, metadata; " +
+      '$currentUser.id is the effective id, other keys fall back to the metadata',
+    () => {
+      const person: ConditionActor = {
+        kind: 'user',
+        type: 'user',
+        id: 'u1',
+        effectiveId: 'u1',
+        email: 'a@x.example',
+        roles: ['user'],
+        role: 'user',
+        metadata: { email: 'a@x.example', name: 'Ann', role: 'user', team: 'blue' },
+      };
+      const delegated: ConditionActor = {
+        kind: 'agent',
+        type: 'agent',
+        id: 'agent-1',
+        effectiveId: 'sarah',
+        roles: [],
+        metadata: { name: 'Bot' },
+      };
+      expect(
+        judge("actor.effectiveId == 'sarah' && actor.id == 'agent-1' && actor.type == 'agent'", delegated),
+      ).to.equal(true);
+      expect(judge({ ownerId: '$currentUser.id' }, delegated, { ownerId: 'sarah' })).to.equal(true);
+      expect(judge({ ownerId: '$currentUser.id' }, delegated, { ownerId: 'agent-1' })).to.equal(false);
+      expect(judge('owner', delegated, { ownerId: 'sarah' })).to.equal(true);
+      expect(judge('owner', delegated, { ownerId: 'agent-1' })).to.equal(false);
+      expect(judge({ team: '$currentUser.team' }, person, { team: 'blue' })).to.equal(true);
+      expect(judge({ team: '$currentUser.team' }, delegated, { team: 'blue' }), 'no such metadata: missing').to.equal(
+        false,
+      );
+      expect(judge({ '$currentUser.name': 'Ann', '$currentUser.email': 'a@x.example' }, person)).to.equal(true);
+      expect(judge('record.team == actor.metadata.team', person, UNKNOWN)).to.equal('depends');
+      expect(judge("actor.metadata.name == 'Bot' && actor.metadata.email != 'a@x.example'", delegated)).to.equal(true);
+      expect(judge("actor.type == 'user'", undefined)).to.equal(false);
+    },
+  );
 
   it('collects record paths and role literals', () => {
     expect(

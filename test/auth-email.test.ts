@@ -25,7 +25,8 @@ import { CookieClient } from './support/access/client.ts';
 
 /** The tables the app's migrations create; the session DDL is the one the generator emits. */
 const AUTH_DDL = `
-CREATE TABLE "_bp_users" (id TEXT PRIMARY KEY, email TEXT NOT NULL UNIQUE, passwordHash TEXT NOT NULL, roles TEXT NOT NULL DEFAULT '[]', createdAt DATETIME NOT NULL);
+CREATE TABLE "_bp_users" (id TEXT PRIMARY KEY, email TEXT NOT NULL UNIQUE, passwordHash TEXT NOT NULL,
+  roles TEXT NOT NULL DEFAULT '[]', createdAt DATETIME NOT NULL);
 CREATE TABLE "_bp_sessions" (sid TEXT PRIMARY KEY, data TEXT NOT NULL, expiresAt INTEGER NOT NULL,
   userId TEXT REFERENCES "_bp_users" (id) ON DELETE CASCADE);
 CREATE INDEX "_bp_sessions_expiresAt_idx" ON "_bp_sessions"("expiresAt");
@@ -823,7 +824,7 @@ describe('email auth', function () {
       store.close();
     });
 
-    it('names its person in a foreign key: removing them ends their sessions, and none is saved back to life', async () => {
+    it('names its person in a foreign key: removing them ends their sessions; none is saved back to life', async () => {
       const store = new DatabaseSessionStore(app.db, { pruneIntervalMs: 0 });
       const future = new Date(Date.now() + 60_000);
       const set = (sid: string, userId: string) =>
@@ -834,7 +835,8 @@ describe('email auth', function () {
         );
       app.sql
         .prepare(
-          `INSERT INTO _bp_users (id, email, passwordHash, createdAt) VALUES ('p1', 'p1@example.com', 'x', '2024-01-01')`,
+          'INSERT INTO _bp_users (id, email, passwordHash, createdAt) ' +
+            `VALUES ('p1', 'p1@example.com', 'x', '2024-01-01')`,
         )
         .run();
       await set('mine', 'p1');

@@ -62,17 +62,21 @@ describe('auth state in the database', function () {
       };
 
       describe('SigninThrottle', function () {
-        it(`makes the attempt after ${EMAIL_FAILURE_THRESHOLD} failures of one e-mail wait, and counts nothing while it waits`, async () => {
-          const throttle = new SigninThrottle(db, { pruneIntervalMs: 0 });
-          for (let i = 0; i < EMAIL_FAILURE_THRESHOLD; i++)
-            expect(await throttle.attempt('a@x.test', '10.0.0.1')).to.equal(0);
-          const wait = await throttle.attempt('a@x.test', '10.0.0.1');
-          expect(wait).to.be.within(1, 1000);
-          expect(await count('email:a@x.test')).to.equal(EMAIL_FAILURE_THRESHOLD);
-          expect(await count('ip:10.0.0.1')).to.equal(EMAIL_FAILURE_THRESHOLD);
-          // Another e-mail from the same address is not held back by the first one's count.
-          expect(await throttle.attempt('b@x.test', '10.0.0.1')).to.equal(0);
-        });
+        it(
+          `makes the attempt after ${EMAIL_FAILURE_THRESHOLD} failures of one e-mail wait, ` +
+            'and counts nothing while it waits',
+          async () => {
+            const throttle = new SigninThrottle(db, { pruneIntervalMs: 0 });
+            for (let i = 0; i < EMAIL_FAILURE_THRESHOLD; i++)
+              expect(await throttle.attempt('a@x.test', '10.0.0.1')).to.equal(0);
+            const wait = await throttle.attempt('a@x.test', '10.0.0.1');
+            expect(wait).to.be.within(1, 1000);
+            expect(await count('email:a@x.test')).to.equal(EMAIL_FAILURE_THRESHOLD);
+            expect(await count('ip:10.0.0.1')).to.equal(EMAIL_FAILURE_THRESHOLD);
+            // Another e-mail from the same address is not held back by the first one's count.
+            expect(await throttle.attempt('b@x.test', '10.0.0.1')).to.equal(0);
+          },
+        );
 
         it('forgets the e-mail on success and gives the address its attempt back', async () => {
           const throttle = new SigninThrottle(db, { pruneIntervalMs: 0 });
@@ -85,7 +89,7 @@ describe('auth state in the database', function () {
           expect(await count('ip:10.0.0.3'), 'a count back at zero is deleted').to.equal(undefined);
         });
 
-        it(`limits an address over every e-mail it tries (${IP_FAILURE_THRESHOLD}), and sign-up probing with it`, async () => {
+        it(`limits an address over all e-mails it tries (${IP_FAILURE_THRESHOLD}) and its sign-up probes`, async () => {
           const throttle = new SigninThrottle(db, { pruneIntervalMs: 0 });
           for (let i = 0; i < IP_FAILURE_THRESHOLD - 1; i++)
             expect(await throttle.attempt(`p${i}@x.test`, '10.0.0.4')).to.equal(0);
@@ -152,7 +156,9 @@ describe('auth state in the database', function () {
 
         it("ends a person's sessions when they are removed, and saves none back to life", async () => {
           const store = new DatabaseSessionStore(db, { pruneIntervalMs: 0 });
-          const users = `INSERT INTO "_bp_users" ("id", "email", "passwordHash", "roles", "createdAt") VALUES (?, ?, 'x', '[]', ?)`;
+          const users =
+            'INSERT INTO "_bp_users" ("id", "email", "passwordHash", "roles", "createdAt") ' +
+            `VALUES (?, ?, 'x', '[]', ?)`;
           await db.write(() => run(users, ['u1', 'u1@x.test', '2026-01-01T00:00:00.000+00:00']));
           await call((cb) => store.set('mine', session(Date.now() + 60_000, 'u1'), cb));
           const owner = await db.read(get(`SELECT "userId" FROM "_bp_sessions" WHERE "sid" = 'mine'`));

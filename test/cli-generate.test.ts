@@ -194,7 +194,10 @@ describe('bp generate', function () {
     const r = bp(['generate', blueprint, '-o', out]);
     expect(r.status).to.equal(1);
     expect(r.stderr).to.match(
-      /helpdesk\.toml:\d+:\d+ entity\.Ticket\.fields\.2\.type: unknown field type "LongTxt" \[error UNKNOWN_FIELD_TYPE\]/,
+      new RegExp(
+        String.raw`helpdesk\.toml:\d+:\d+ entity\.Ticket\.fields\.2\.type: ` +
+          String.raw`unknown field type "LongTxt" \[error UNKNOWN_FIELD_TYPE\]`,
+      ),
     );
     expect(r.stderr).to.contain('hint: did you mean "LongText"?');
     expect(r.stderr).not.to.match(/\n\s+at /);
@@ -216,9 +219,15 @@ describe('bp generate', function () {
     expect(created.status).to.equal(201);
     await app.stop();
 
+    const withEstimate = fs
+      .readFileSync(blueprint, 'utf8')
+      .replace(
+        '{ name = "body", type = "LongText" },',
+        '{ name = "body", type = "LongText" },\n  { name = "estimate", type = "Integer", default = 1 },',
+      );
     fs.writeFileSync(
       blueprint,
-      `${fs.readFileSync(blueprint, 'utf8').replace('{ name = "body", type = "LongText" },', '{ name = "body", type = "LongText" },\n  { name = "estimate", type = "Integer", default = 1 },')}
+      `${withEstimate}
 [entity.Tag]
 fields = [
   { name = "id", type = "ULID", primary_key = true },

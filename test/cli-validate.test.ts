@@ -47,10 +47,14 @@ describe('bp validate', () => {
     expect(run.status).to.equal(1);
     expect(run.stderr).to.equal(
       [
-        `${file}:8:46 entity.Ticket.access.read: expression does not parse: expected expression after "&&" but found "==" [error INVALID_CONDITION]`,
-        `${file}:9:33 entity.Ticket.access.create: expression does not parse: unexpected character "&" (use "&&") [error INVALID_CONDITION]`,
-        `${file}:13:5 entity.Ticket.access.update: expression does not parse: expected expression after "contains" but found "==" [error INVALID_CONDITION]`,
-        `${file}:17:4 entity.Ticket.access.delete: expression does not parse: unexpected character "$" (in expressions the current user is "actor", e.g. actor.id) [error INVALID_CONDITION]`,
+        `${file}:8:46 entity.Ticket.access.read: expression does not parse: ` +
+          'expected expression after "&&" but found "==" [error INVALID_CONDITION]',
+        `${file}:9:33 entity.Ticket.access.create: expression does not parse: ` +
+          'unexpected character "&" (use "&&") [error INVALID_CONDITION]',
+        `${file}:13:5 entity.Ticket.access.update: expression does not parse: ` +
+          'expected expression after "contains" but found "==" [error INVALID_CONDITION]',
+        `${file}:17:4 entity.Ticket.access.delete: expression does not parse: unexpected character "$" ` +
+          '(in expressions the current user is "actor", e.g. actor.id) [error INVALID_CONDITION]',
         '4 error(s), 0 warning(s)',
         '',
       ].join('\n'),
@@ -79,8 +83,10 @@ describe('bp validate', () => {
       [
         `${file}:3:1 project.verison: unknown key "verison" is ignored [warning UNKNOWN_KEY]`,
         '  hint: did you mean "version"?',
-        `${file}:5:9 entity.Expense: the blueprint has no [auth], so anyone may read, create, update and delete Expense records [warning PUBLIC_ENTITY]`,
-        `  hint: add [auth] (people or API keys) and access rules, or write the rules you mean, e.g. access = { read = "public", create = false }`,
+        `${file}:5:9 entity.Expense: the blueprint has no [auth], so anyone may read, create, ` +
+          'update and delete Expense records [warning PUBLIC_ENTITY]',
+        '  hint: add [auth] (people or API keys) and access rules, or write the rules you mean, ' +
+          'e.g. access = { read = "public", create = false }',
         `${file}:8:36 entity.Expense.fields.1.requird: unknown key "requird" is ignored [warning UNKNOWN_KEY]`,
         '  hint: did you mean "required"?',
         `${file}:11:17 entity.Expense.acess: unknown key "acess" is ignored [warning UNKNOWN_KEY]`,
@@ -100,19 +106,27 @@ describe('bp validate', () => {
     expect(run.stdout).to.equal('');
     expect(run.stderr).to.equal(
       [
-        `${dir}/app.toml:4:9 entity.Expense: the blueprint has no [auth], so anyone may read, create, update and delete Expense records [warning PUBLIC_ENTITY]`,
-        `  hint: add [auth] (people or API keys) and access rules, or write the rules you mean, e.g. access = { read = "public", create = false }`,
-        `${dir}/app.toml:7:38 entity.Expense.fields.1.default: default "zero" does not fit Float: expected a number [error INVALID_DEFAULT]`,
+        `${dir}/app.toml:4:9 entity.Expense: the blueprint has no [auth], so anyone may read, create, ` +
+          'update and delete Expense records [warning PUBLIC_ENTITY]',
+        '  hint: add [auth] (people or API keys) and access rules, or write the rules you mean, ' +
+          'e.g. access = { read = "public", create = false }',
+        `${dir}/app.toml:7:38 entity.Expense.fields.1.default: default "zero" does not fit Float: ` +
+          'expected a number [error INVALID_DEFAULT]',
         `${dir}/app.toml:9:3 entity.Expense.fields.3: Enum field "kind" has no values [error ENUM_WITHOUT_VALUES]`,
         '  hint: add values = ["a", "b"]',
-        `${dir}/app.toml:12:9 entity.Employee: the blueprint has no [auth], so anyone may read, create, update and delete Employee records [warning PUBLIC_ENTITY]`,
-        `  hint: add [auth] (people or API keys) and access rules, or write the rules you mean, e.g. access = { read = "public", create = false }`,
+        `${dir}/app.toml:12:9 entity.Employee: the blueprint has no [auth], so anyone may read, create, ` +
+          'update and delete Employee records [warning PUBLIC_ENTITY]',
+        '  hint: add [auth] (people or API keys) and access rules, or write the rules you mean, ' +
+          'e.g. access = { read = "public", create = false }',
         `${dir}/app.toml:15:20 entity.Employee.fields.1.type: unknown field type "Txt" [error UNKNOWN_FIELD_TYPE]`,
         '  hint: did you mean "Text"?',
-        `${dir}/commands.toml:1:10 command.ApproveExpense: the blueprint has no [auth], so nobody can run ApproveExpense: a command needs a signed-in person or an API key [warning COMMAND_WITHOUT_AUTH]`,
+        `${dir}/commands.toml:1:10 command.ApproveExpense: the blueprint has no [auth], so nobody can run ` +
+          'ApproveExpense: a command needs a signed-in person or an API key [warning COMMAND_WITHOUT_AUTH]',
         '  hint: add [auth] with providers = ["email"] or [[auth.apiKeys]]',
-        `${dir}/commands.toml:3:31 command.ApproveExpense.policy: expression does not parse: expected expression after "contains" [error INVALID_CONDITION]`,
-        `${dir}/commands.toml:4:36 command.ApproveExpense.mutations.approvedAt: entity "Expense" has no field "approvedAt" [error UNKNOWN_FIELD]`,
+        `${dir}/commands.toml:3:31 command.ApproveExpense.policy: expression does not parse: ` +
+          'expected expression after "contains" [error INVALID_CONDITION]',
+        `${dir}/commands.toml:4:36 command.ApproveExpense.mutations.approvedAt: ` +
+          'entity "Expense" has no field "approvedAt" [error UNKNOWN_FIELD]',
         '5 error(s), 3 warning(s)',
         '',
       ].join('\n'),
@@ -124,7 +138,8 @@ describe('bp validate', () => {
     const run = bp('validate', file);
     expect(run.status).to.equal(1);
     expect(run.stderr).to.equal(
-      `${file}:3:32 TOML syntax error: expected comma or end of structure [error TOML_SYNTAX]\n1 error(s), 0 warning(s)\n`,
+      `${file}:3:32 TOML syntax error: expected comma or end of structure [error TOML_SYNTAX]\n` +
+        '1 error(s), 0 warning(s)\n',
     );
     expectNoStackTrace(run);
   });

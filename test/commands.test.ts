@@ -115,7 +115,7 @@ for (const database of DATABASES)
         expect(again.stdout).to.match(/: 0 written, \d+ unchanged\n$/);
       });
 
-      it('answers 404 ROUTE_NOT_FOUND for other spellings and unknown ids, 405 with Allow for other methods', async () => {
+      it('answers 404 ROUTE_NOT_FOUND to other spellings and unknown ids, 405 with Allow to other verbs', async () => {
         const t = await newTicket();
         // Not in openapi.json (there is no such operation), so a plain request rather than api.call.
         const auth = { authorization: `Bearer ${TRIAGE}` };
@@ -225,28 +225,32 @@ for (const database of DATABASES)
         expect(errorOf(res)).to.include({ code: 'NOT_FOUND', retryable: false });
       });
 
-      it('403 FORBIDDEN when the policy fails (ResolveTicket needs record.assigneeId == actor.id), before availableWhen', async () => {
-        // Open and unassigned: both the policy and availableWhen fail; the policy is reported.
-        const open = await newTicket();
-        const res = await expectUntouched(open.id as string, () =>
-          api.command('resolve_ticket', open.id as string, { resolution: 'x' }, { idem: k() }),
-        );
-        expect(res.status).to.equal(403);
-        expect(errorOf(res)).to.include({ code: 'FORBIDDEN', retryable: false });
-        // Started by the triage agent: another agent (a person with the agent role) is not the assignee.
-        const mine = await started();
-        const other = await expectUntouched(mine.id as string, () =>
-          api.command('resolve_ticket', mine.id as string, { resolution: 'x' }, { session: person }),
-        );
-        expect(errorOf(other).code).to.equal('FORBIDDEN');
-        // The admin is no agent: StartTicket's policy refuses, though the ticket is open.
-        const fresh = await newTicket();
-        const byAdmin = await expectUntouched(fresh.id as string, () =>
-          api.command('start_ticket', fresh.id as string, undefined, { session: admin }),
-        );
-        expect(byAdmin.status).to.equal(403);
-        expect(errorOf(byAdmin).code).to.equal('FORBIDDEN');
-      });
+      it(
+        '403 FORBIDDEN when the policy fails (ResolveTicket needs record.assigneeId == actor.id), ' +
+          'before availableWhen',
+        async () => {
+          // Open and unassigned: both the policy and availableWhen fail; the policy is reported.
+          const open = await newTicket();
+          const res = await expectUntouched(open.id as string, () =>
+            api.command('resolve_ticket', open.id as string, { resolution: 'x' }, { idem: k() }),
+          );
+          expect(res.status).to.equal(403);
+          expect(errorOf(res)).to.include({ code: 'FORBIDDEN', retryable: false });
+          // Started by the triage agent: another agent (a person with the agent role) is not the assignee.
+          const mine = await started();
+          const other = await expectUntouched(mine.id as string, () =>
+            api.command('resolve_ticket', mine.id as string, { resolution: 'x' }, { session: person }),
+          );
+          expect(errorOf(other).code).to.equal('FORBIDDEN');
+          // The admin is no agent: StartTicket's policy refuses, though the ticket is open.
+          const fresh = await newTicket();
+          const byAdmin = await expectUntouched(fresh.id as string, () =>
+            api.command('start_ticket', fresh.id as string, undefined, { session: admin }),
+          );
+          expect(byAdmin.status).to.equal(403);
+          expect(errorOf(byAdmin).code).to.equal('FORBIDDEN');
+        },
+      );
 
       it('409 COMMAND_UNAVAILABLE when availableWhen does not hold for the current state', async () => {
         const t = await started();
@@ -464,7 +468,8 @@ for (const database of DATABASES)
         });
         expect(res.status, res.text).to.equal(204);
         const row = (await hd.rows.get(
-          'SELECT "operation", "actorId", "idempotencyKey", "changes" FROM "_bp_audit" WHERE "recordId" = ? ORDER BY "id" DESC LIMIT 1',
+          'SELECT "operation", "actorId", "idempotencyKey", "changes" FROM "_bp_audit" ' +
+            'WHERE "recordId" = ? ORDER BY "id" DESC LIMIT 1',
           [t.id],
         )) as Rec;
         expect(row).to.include({ operation: 'Ticket.delete', actorId: admin.actor.id, idempotencyKey: key });
@@ -522,7 +527,7 @@ for (const database of DATABASES)
         }
       });
 
-      it('records delegatedBy for an actor trusted server code marked as delegated (the executor needs no HTTP)', async () => {
+      it('records delegatedBy for an actor trusted code marks delegated (the executor needs no HTTP)', async () => {
         type Mod = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
         const [
           { executeCommand },
@@ -571,9 +576,11 @@ for (const database of DATABASES)
         const t = await newTicket();
 
         let refused: unknown;
-        await executeCommand(rt, commands.startTicket, { actor: actorMod.ANONYMOUS, recordId: t.id, input: {} }).catch(
-          (e: unknown) => (refused = e),
-        );
+        await executeCommand(rt, commands.startTicket, {
+          actor: actorMod.ANONYMOUS,
+          recordId: t.id,
+          input: {},
+        }).catch((e: unknown) => (refused = e));
         expect(refused).to.include({ code: 'UNAUTHENTICATED', status: 401 });
 
         const result = await executeCommand(rt, commands.startTicket, {
@@ -721,7 +728,7 @@ for (const database of DATABASES)
         .and.to.contain('boom after writing');
     });
 
-    it('refuses a handler write to a command-only field the command is not allowed to write (ctx.db.update)', async () => {
+    it('refuses a handler write to a command-only field the command may not write (ctx.db.update)', async () => {
       const job = await newJob();
       const before = await snapshot(job.id as string);
       const res = await api.command('sneak', job.id as string, undefined, { idem: k() });
@@ -868,7 +875,7 @@ for (const database of DATABASES)
       expect(Date.parse(body.stampedAt as string)).to.be.within(before, Date.now());
     });
 
-    it('20 parallel runs of a handler that yields while others commit: one success, the rest STATE_CONFLICT', async () => {
+    it('20 parallel runs of a handler yielding while others commit: one success, the rest STATE_CONFLICT', async () => {
       // Bump waits 500 ms in its handler, far longer than the 20 requests take to arrive, so all
       // of them load counter 0 before the first commits; the conditional write must then refuse
       // the other 19 instead of losing or doubling an increment.
@@ -889,23 +896,27 @@ for (const database of DATABASES)
       expect(await trailOf(job.id as string)).to.deep.equal(['command:Bump', 'Job.create']);
     });
 
-    it('answers 422 REFERENCE_NOT_FOUND for a Ref written from input that names no record, as openapi.json declares', async () => {
-      const job = await newJob();
-      const before = await snapshot(job.id as string);
-      const res = await api.command(
-        'assign',
-        job.id as string,
-        { customerId: '11111111-1111-4111-8111-111111111111' },
-        { idem: k() },
-      );
-      expect(res.status).to.equal(422);
-      expect(errorOf(res)).to.include({ code: 'REFERENCE_NOT_FOUND', retryable: false });
-      expect(await snapshot(job.id as string)).to.deep.equal(before);
-      const customer = await api.create('customers', { name: 'Real Co' });
-      const ok = await api.command('assign', job.id as string, { customerId: customer.id }, { idem: k() });
-      expect(ok.status).to.equal(200);
-      expect((ok.body as Rec).customerId).to.equal(customer.id);
-    });
+    it(
+      'answers 422 REFERENCE_NOT_FOUND for a Ref written from input that names no record, ' +
+        'as openapi.json declares',
+      async () => {
+        const job = await newJob();
+        const before = await snapshot(job.id as string);
+        const res = await api.command(
+          'assign',
+          job.id as string,
+          { customerId: '11111111-1111-4111-8111-111111111111' },
+          { idem: k() },
+        );
+        expect(res.status).to.equal(422);
+        expect(errorOf(res)).to.include({ code: 'REFERENCE_NOT_FOUND', retryable: false });
+        expect(await snapshot(job.id as string)).to.deep.equal(before);
+        const customer = await api.create('customers', { name: 'Real Co' });
+        const ok = await api.command('assign', job.id as string, { customerId: customer.id }, { idem: k() });
+        expect(ok.status).to.equal(200);
+        expect((ok.body as Rec).customerId).to.equal(customer.id);
+      },
+    );
 
     it('answers 415 for a body that is not JSON and 413 for one over 1 MB, as openapi.json declares', async () => {
       const job = await newJob();
@@ -957,7 +968,8 @@ describe('operation id collisions', () => {
     expect(run.status).to.equal(1);
     expect(run.stdout).to.equal('');
     expect(run.stderr).to.contain(
-      'commands "REOPENTicket" and "ReopenTicket" share the operation id "reopen_ticket" [error OPERATION_ID_COLLISION]',
+      'commands "REOPENTicket" and "ReopenTicket" share the operation id "reopen_ticket" ' +
+        '[error OPERATION_ID_COLLISION]',
     );
     expect(run.stderr).to.contain(
       'hint: an operation id is the snake_case form of the command name; rename one of them',

@@ -151,7 +151,8 @@ describe('conditions', () => {
             {
               keys: ['status'],
               message:
-                'value of "status" must be a string, number or boolean, got a table (quote dotted paths: "status.<field>" = ...)',
+                'value of "status" must be a string, number or boolean, ' +
+                'got a table (quote dotted paths: "status.<field>" = ...)',
             },
           ],
         ],
@@ -223,7 +224,8 @@ describe('conditions', () => {
             {
               keys: [],
               message:
-                'expression does not parse: unknown root "usr" (expected one of actor, record, input, workflow, now) at column 1',
+                'expression does not parse: unknown root "usr" ' +
+                '(expected one of actor, record, input, workflow, now) at column 1',
             },
           ],
         ],
@@ -269,7 +271,8 @@ describe('conditions', () => {
           {
             keys: ['status'],
             message:
-              'value of "status" must be a string, number or boolean, got a table (quote dotted paths: "status.<field>" = ...)',
+              'value of "status" must be a string, number or boolean, ' +
+              'got a table (quote dotted paths: "status.<field>" = ...)',
           },
         ]);
       });

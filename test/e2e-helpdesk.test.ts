@@ -508,7 +508,7 @@ for (const database of DATABASES)
         expect(errorOf(res).details?.[0]).to.include({ field: 'id', code: 'READ_ONLY' });
       });
 
-      it('refuses an update its rule forbids (403) and changes nothing, though the change was sent with the read', async () => {
+      it('refuses an update its rule forbids (403), changing nothing, though sent with the read', async () => {
         // The reporter key (role viewer) may read tickets but not update them: the rule is checked on
         // the record as locked, after the UPDATE that travelled with the lock, which rolls back.
         const headers = { authorization: `Bearer ${ENV.REPORTER_API_KEY}`, 'idempotency-key': freshKey() };

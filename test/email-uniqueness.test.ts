@@ -99,52 +99,56 @@ describe('unique Email fields: one comparison on both databases', function () {
 
   for (const database of DATABASES) {
     describe(database, () => {
-      it('refuses É/é, K (Kelvin)/k, composed/decomposed é and ẞ/ß as one address, on create and update; ß and ss are two', async () => {
-        const appDir = path.join(freshDir(`email-unique-${database}`), 'app');
-        generate(HELPDESK, appDir);
-        const app = await startApp(appDir, { ...ENV, DATABASE_URL: await databaseUrl(database, 'email_unique') });
-        try {
-          expectCreated(await customer(app, 'élise@exämple.de'), 'élise@exämple.de');
-          expectTaken(await customer(app, 'ÉLISE@EXÄMPLE.DE'), 'É beside é');
-          expectTaken(await customer(app, 'E\u0301lise@exämple.de'), 'a decomposed É beside é');
-          expectCreated(await customer(app, 'kim@kelvin.io'), 'kim@kelvin.io');
-          expectTaken(await customer(app, `${KELVIN}im@kelvin.io`), 'the Kelvin sign beside k');
-          expectCreated(await customer(app, 'straße@beispiel.de'), 'straße@beispiel.de');
-          expectTaken(await customer(app, `STRA${CAPITAL_SHARP_S}E@beispiel.de`), 'ẞ beside ß');
-          // Lower case never makes ß "ss": two addresses.
-          expectCreated(await customer(app, 'strasse@beispiel.de'), 'strasse@beispiel.de');
-          const other = expectCreated(await customer(app, 'other@example.com'), 'other@example.com');
-          expectTaken(
-            await send(app, 'PUT', `/api/customers/${other}`, { email: 'Élise@Exämple.de' }),
-            'an update to É',
-          );
-          expectTaken(
-            await send(app, 'PUT', `/api/customers/${other}`, { email: `${KELVIN}IM@KELVIN.IO` }),
-            'an update to K',
-          );
-          // Its own address in another case is its own.
-          const renamed = await send(app, 'PUT', `/api/customers/${other}`, { email: 'OTHER@example.com' });
-          expect(renamed.status, renamed.text).to.equal(200);
-          expect(renamed.body).to.include({ email: 'OTHER@example.com' });
-          const list = await request(app.url, 'GET', '/api/customers?limit=100', {
-            headers: { authorization: `Bearer ${AGENT_KEY}` },
-          });
-          const emails = (list.body as { items: Rec[] }).items.map((c) => c.email).sort();
-          expect(emails).to.deep.equal(
-            [
-              'OTHER@example.com',
-              'kim@kelvin.io',
-              'strasse@beispiel.de',
-              'straße@beispiel.de',
-              'élise@exämple.de',
-            ].sort(),
-          );
-        } finally {
-          await app.stop();
-        }
-      });
+      it(
+        'refuses É/é, K (Kelvin)/k, composed/decomposed é and ẞ/ß as one address, on create and update; ' +
+          'ß and ss are two',
+        async () => {
+          const appDir = path.join(freshDir(`email-unique-${database}`), 'app');
+          generate(HELPDESK, appDir);
+          const app = await startApp(appDir, { ...ENV, DATABASE_URL: await databaseUrl(database, 'email_unique') });
+          try {
+            expectCreated(await customer(app, 'élise@exämple.de'), 'élise@exämple.de');
+            expectTaken(await customer(app, 'ÉLISE@EXÄMPLE.DE'), 'É beside é');
+            expectTaken(await customer(app, 'E\u0301lise@exämple.de'), 'a decomposed É beside é');
+            expectCreated(await customer(app, 'kim@kelvin.io'), 'kim@kelvin.io');
+            expectTaken(await customer(app, `${KELVIN}im@kelvin.io`), 'the Kelvin sign beside k');
+            expectCreated(await customer(app, 'straße@beispiel.de'), 'straße@beispiel.de');
+            expectTaken(await customer(app, `STRA${CAPITAL_SHARP_S}E@beispiel.de`), 'ẞ beside ß');
+            // Lower case never makes ß "ss": two addresses.
+            expectCreated(await customer(app, 'strasse@beispiel.de'), 'strasse@beispiel.de');
+            const other = expectCreated(await customer(app, 'other@example.com'), 'other@example.com');
+            expectTaken(
+              await send(app, 'PUT', `/api/customers/${other}`, { email: 'Élise@Exämple.de' }),
+              'an update to É',
+            );
+            expectTaken(
+              await send(app, 'PUT', `/api/customers/${other}`, { email: `${KELVIN}IM@KELVIN.IO` }),
+              'an update to K',
+            );
+            // Its own address in another case is its own.
+            const renamed = await send(app, 'PUT', `/api/customers/${other}`, { email: 'OTHER@example.com' });
+            expect(renamed.status, renamed.text).to.equal(200);
+            expect(renamed.body).to.include({ email: 'OTHER@example.com' });
+            const list = await request(app.url, 'GET', '/api/customers?limit=100', {
+              headers: { authorization: `Bearer ${AGENT_KEY}` },
+            });
+            const emails = (list.body as { items: Rec[] }).items.map((c) => c.email).sort();
+            expect(emails).to.deep.equal(
+              [
+                'OTHER@example.com',
+                'kim@kelvin.io',
+                'strasse@beispiel.de',
+                'straße@beispiel.de',
+                'élise@exämple.de',
+              ].sort(),
+            );
+          } finally {
+            await app.stop();
+          }
+        },
+      );
 
-      it('upgrades an app generated before the key: a migration adds it, the app fills it at start, and it holds', async () => {
+      it('upgrades an app made before the key: a migration adds it, the app fills it at start; it holds', async () => {
         const url = await databaseUrl(database, 'email_upgrade');
         const appDir = await upgradedApp(`email-upgrade-${database}`, url, ['Élise@upgrade.de', 'Bob@upgrade.de']);
         const added = fs.readFileSync(
@@ -177,19 +181,23 @@ describe('unique Email fields: one comparison on both databases', function () {
     });
   }
 
-  it('SQLite: an app whose old data holds one address twice (É and é) refuses to start after the upgrade, naming them', async () => {
-    const url = 'file:./data/conflict.db';
-    // The old app's index on lower() folds A to Z only: both are stored.
-    const appDir = await upgradedApp('email-upgrade-conflict', url, ['Élise@dup.de', 'élise@dup.de']);
-    const start = spawnSync(process.execPath, ['--import', 'tsx', 'src/server.ts'], {
-      cwd: appDir,
-      env: { ...process.env, ...ENV, DATABASE_URL: url, PORT: '0' },
-      encoding: 'utf8',
-      timeout: 60_000,
-    });
-    expect(start.status, start.stdout + start.stderr).to.not.equal(0);
-    expect(start.stderr).to.include(
-      'Customer.email is unique, yet holds one address more than once: "Élise@dup.de" = "élise@dup.de"',
-    );
-  });
+  it(
+    'SQLite: an app whose old data holds one address twice (É and é) ' +
+      'refuses to start after the upgrade, naming them',
+    async () => {
+      const url = 'file:./data/conflict.db';
+      // The old app's index on lower() folds A to Z only: both are stored.
+      const appDir = await upgradedApp('email-upgrade-conflict', url, ['Élise@dup.de', 'élise@dup.de']);
+      const start = spawnSync(process.execPath, ['--import', 'tsx', 'src/server.ts'], {
+        cwd: appDir,
+        env: { ...process.env, ...ENV, DATABASE_URL: url, PORT: '0' },
+        encoding: 'utf8',
+        timeout: 60_000,
+      });
+      expect(start.status, start.stdout + start.stderr).to.not.equal(0);
+      expect(start.stderr).to.include(
+        'Customer.email is unique, yet holds one address more than once: "Élise@dup.de" = "élise@dup.de"',
+      );
+    },
+  );
 });

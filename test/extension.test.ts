@@ -45,7 +45,8 @@ function teamEdits(source: string): string {
     .concat(
       '\n// Logs every request once answered, when its actor is known.\n' +
         'function logRequests(...[req, res, next]: Parameters<Middleware>): void {\n' +
-        "  res.on('finish', () => console.log(`request ${req.method} ${req.url} ${res.statusCode} ${req.actor?.id}`));\n" +
+        "  res.on('finish', () => " +
+        'console.log(`request ${req.method} ${req.url} ${res.statusCode} ${req.actor?.id}`));\n' +
         '  next();\n' +
         '}\n',
     );

@@ -303,39 +303,43 @@ describe('SQLite database: units of work and group commit', () => {
       await usable();
     });
 
-    it('fails the group when even ROLLBACK fails, hides its writes from reads, and rolls it back before the next group', async () => {
-      // A statement left unfinished keeps the connection busy: RELEASE, ROLLBACK TO and ROLLBACK
-      // all fail until it is closed.
-      let open: IterableIterator<unknown> | undefined;
-      try {
-        const results = await Promise.all([
-          settle(db.write(insert('a'))),
-          settle(
-            db.write(function* () {
-              yield* insertWork('b');
-              open = db.connection.prepare('SELECT "name" FROM "item"').iterate();
-              open.next();
-              return 'left a statement open';
-            }),
-          ),
-        ]);
-        expect(results.map((r) => r.ok)).to.deep.equal([false, false]);
-        expect(String(errorOf(results[0]).message)).to.match(/busy/);
-        expect(committed()).to.deep.equal([]);
-        // While the statement stays open, the dead transaction cannot be rolled back: reads are refused.
-        const early = await settle(db.read(count()));
-        expect(String(errorOf(early).message)).to.match(/could not be rolled back yet/);
-      } finally {
-        open?.return?.();
-      }
-      // The failed ROLLBACK left the transaction open, holding the writes of the failed group.
-      expect(db.connection.inTransaction).to.equal(true);
-      // A read never sees them: it rolls the dead transaction back first.
-      expect(await db.read(count())).to.equal(0);
-      expect(db.connection.inTransaction).to.equal(false);
-      expect(await db.write(insert('after'))).to.be.a('number');
-      expect(committed()).to.deep.equal(['after']);
-    });
+    it(
+      'fails the group when even ROLLBACK fails, hides its writes from reads, ' +
+        'and rolls it back before the next group',
+      async () => {
+        // A statement left unfinished keeps the connection busy: RELEASE, ROLLBACK TO and ROLLBACK
+        // all fail until it is closed.
+        let open: IterableIterator<unknown> | undefined;
+        try {
+          const results = await Promise.all([
+            settle(db.write(insert('a'))),
+            settle(
+              db.write(function* () {
+                yield* insertWork('b');
+                open = db.connection.prepare('SELECT "name" FROM "item"').iterate();
+                open.next();
+                return 'left a statement open';
+              }),
+            ),
+          ]);
+          expect(results.map((r) => r.ok)).to.deep.equal([false, false]);
+          expect(String(errorOf(results[0]).message)).to.match(/busy/);
+          expect(committed()).to.deep.equal([]);
+          // While the statement stays open, the dead transaction cannot be rolled back: reads are refused.
+          const early = await settle(db.read(count()));
+          expect(String(errorOf(early).message)).to.match(/could not be rolled back yet/);
+        } finally {
+          open?.return?.();
+        }
+        // The failed ROLLBACK left the transaction open, holding the writes of the failed group.
+        expect(db.connection.inTransaction).to.equal(true);
+        // A read never sees them: it rolls the dead transaction back first.
+        expect(await db.read(count())).to.equal(0);
+        expect(db.connection.inTransaction).to.equal(false);
+        expect(await db.write(insert('after'))).to.be.a('number');
+        expect(committed()).to.deep.equal(['after']);
+      },
+    );
 
     it('rolls a dead transaction back before the next group', async () => {
       let open: IterableIterator<unknown> | undefined;
@@ -357,7 +361,7 @@ describe('SQLite database: units of work and group commit', () => {
       expect(committed()).to.deep.equal(['after']);
     });
 
-    it('fails the group with DATABASE_BUSY when another connection holds the write lock past the deadline', async () => {
+    it('fails the group with DATABASE_BUSY if another connection holds the write lock past the deadline', async () => {
       await db.close();
       db = openSqlite(`file:${file}`, '/', { busyTimeoutMs: 60 });
       const holder = new Database(file);
@@ -523,7 +527,7 @@ describe('SQLite database: units of work and group commit', () => {
       expect(refused).to.have.length(5);
     });
 
-    it('refuses an async function, an async generator or a value that slipped through, handling its rejection', async () => {
+    it('refuses an async function or generator, or a value that slipped through, handling its rejection', async () => {
       type Unit = () => Work<unknown>;
       let asyncRanOn = false;
       const results = await Promise.all([
@@ -705,7 +709,7 @@ describe('SQLite database: units of work and group commit', () => {
         },
       ],
     ] as const) {
-      it(`fails the whole write when its ${name} fails, whatever the write does with that: nothing of it commits`, async () => {
+      it(`fails the whole write when its ${name} fails, whatever the write does with that: none commits`, async () => {
         const seen: unknown[] = [];
         const results = await Promise.all([
           settle(db.write(insert('a'))),

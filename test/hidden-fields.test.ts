@@ -2,10 +2,11 @@
 // (test/fixtures/hidden-fields), on SQLite and on PostgreSQL. Employee.salary and Employee.taxId
 // are readable by role hr only, Employee.review by the record's owner or hr. The walk goes through
 // the record and the list routes, the audit trail, a skill list's query and path parameters,
-// a skill get, commands (their answers, an availableWhen that compares), workflow jobs (their results and failures), MCP tools and unique
-// conflicts, as a self-made account and as an API key without hr: no answer holds a hidden value,
-// and no answer differs with a guess of it. The same walk as an hr person or the hr key sees the
-// values (the positive control: the walk would see them if they leaked).
+// a skill get, commands (their answers, an availableWhen that compares), workflow jobs (their
+// results and failures), MCP tools and unique conflicts, as a self-made account and as an API key
+// without hr: no answer holds a hidden value, and no answer differs with a guess of it. The same
+// walk as an hr person or the hr key sees the values (the positive control: the walk would see
+// them if they leaked).
 
 import * as path from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -240,7 +241,7 @@ for (const database of DATABASES)
       expect(ok(await as(hr, 'GET', `/api/employees/${sam.id}`))).to.include({ name: 'Sam' });
     });
 
-    it('a command whose availableWhen reads a hidden field through a relation runs for those who may read it only', async () => {
+    it('a command whose availableWhen reads a hidden field via a relation runs only for its readers', async () => {
       const sam = (ok(await as(hr, 'GET', '/api/skills/people/staff?name=Sam')).items as Rec[])[0];
       const bonusOf = async (employee: Rec) =>
         ok(await as(hr, 'POST', '/api/bonuss', { employeeId: employee.id }), 201);
@@ -261,7 +262,7 @@ for (const database of DATABASES)
       expect(ok(await as(hr, 'GET', `/api/bonuss/${eveBonus.id}`))).to.include({ amount: 5 });
     });
 
-    it('a unique field the writer may not read is refused before the database could say the value is taken', async () => {
+    it('a unique field the writer may not read is refused before the database can say the value is taken', async () => {
       // hr, who may read taxId, hears that it is taken.
       const taken = await as(hr, 'POST', '/api/employees', { name: 'Copy', taxId: TAX_ID });
       expect(taken.status, taken.text).to.equal(409);

@@ -276,27 +276,31 @@ for (const kind of DATABASES)
     });
 
     describe('in flight', () => {
-      it('answers a duplicate while the first still runs with 409 IDEMPOTENCY_KEY_IN_PROGRESS, retryable, Retry-After', async () => {
-        const j = await newJob();
-        const key = k('slow');
-        // Bump's handler waits 500 ms: the second request arrives while the first holds the key.
-        const results = await Promise.all([
-          bump(j.id as string, key, { waitMs: 500 }),
-          bump(j.id as string, key, { waitMs: 500 }),
-        ]);
-        const ok = results.filter((r) => r.status === 200);
-        const busy = results.filter((r) => r.status === 409);
-        expect(ok).to.have.length(1);
-        expect(busy).to.have.length(1);
-        expect(errorOf(busy[0])).to.include({ code: 'IDEMPOTENCY_KEY_IN_PROGRESS', retryable: true });
-        expect(busy[0].headers.get('retry-after')).to.equal('1');
-        // Retrying as told gets the first request's answer; the handler ran once.
-        const retry = await bump(j.id as string, key, { waitMs: 500 });
-        expect(retry.status).to.equal(200);
-        expect(replayed(retry)).to.equal('true');
-        expect(retry.body).to.deep.equal(ok[0].body);
-        expect((await job(j.id as string)).counter).to.equal(1);
-      });
+      it(
+        'answers a duplicate while the first still runs with 409 IDEMPOTENCY_KEY_IN_PROGRESS, ' +
+          'retryable, Retry-After',
+        async () => {
+          const j = await newJob();
+          const key = k('slow');
+          // Bump's handler waits 500 ms: the second request arrives while the first holds the key.
+          const results = await Promise.all([
+            bump(j.id as string, key, { waitMs: 500 }),
+            bump(j.id as string, key, { waitMs: 500 }),
+          ]);
+          const ok = results.filter((r) => r.status === 200);
+          const busy = results.filter((r) => r.status === 409);
+          expect(ok).to.have.length(1);
+          expect(busy).to.have.length(1);
+          expect(errorOf(busy[0])).to.include({ code: 'IDEMPOTENCY_KEY_IN_PROGRESS', retryable: true });
+          expect(busy[0].headers.get('retry-after')).to.equal('1');
+          // Retrying as told gets the first request's answer; the handler ran once.
+          const retry = await bump(j.id as string, key, { waitMs: 500 });
+          expect(retry.status).to.equal(200);
+          expect(replayed(retry)).to.equal('true');
+          expect(retry.body).to.deep.equal(ok[0].body);
+          expect((await job(j.id as string)).counter).to.equal(1);
+        },
+      );
 
       it('runs an entity write once when copies with one key arrive together (one group commit)', async () => {
         const before = await jobCount();
@@ -381,7 +385,10 @@ for (const kind of DATABASES)
       }) =>
         withAppRows(env.DATABASE_URL, appDir, (rows) =>
           rows.run(
-            'INSERT INTO "_bp_idempotency" ("scope", "operation", "key", "requestHash", "state", "status", "body", "location", "createdAt", "expiresAt") VALUES (?, ?, ?, \'other-input\', ?, 200, \'{"stale":true}\', NULL, ?, ?)',
+            'INSERT INTO "_bp_idempotency" ' +
+              '("scope", "operation", "key", "requestHash", "state", "status", ' +
+              '"body", "location", "createdAt", "expiresAt") ' +
+              `VALUES (?, ?, ?, 'other-input', ?, 200, '{"stale":true}', NULL, ?, ?)`,
             [entry.scope, entry.operation, entry.key, entry.state, entry.createdAt, entry.expiresAt],
           ),
         );
@@ -579,7 +586,7 @@ for (const kind of DATABASES)
         await database?.close();
       });
 
-      it('keeps the key while the command runs, renewing its lease: a retry long after is 409, and it runs once', async () => {
+      it('keeps the key while the command runs, renewing its lease: a late retry is 409; it runs once', async () => {
         const gate = new Gate();
         // Renewed every 20 ms of real time, while the clock moves 10 s at a time: a lapse would show.
         const rt = runtime(gate, { renewEveryMs: 20 });
@@ -603,7 +610,10 @@ for (const kind of DATABASES)
         }
         const retry = await hold(rt, job.id as string, key);
         expect(retry.ok).to.equal(false);
-        expect(retry.ok ? undefined : retry.error).to.include({ code: 'IDEMPOTENCY_KEY_IN_PROGRESS', retryable: true });
+        expect(retry.ok ? undefined : retry.error).to.include({
+          code: 'IDEMPOTENCY_KEY_IN_PROGRESS',
+          retryable: true,
+        });
         gate.open();
         const done = await first;
         expect(done.ok && done.value).to.deep.include({ status: 200, replayed: false });
@@ -614,33 +624,37 @@ for (const kind of DATABASES)
         expect(await keyRow(key)).to.include({ state: 'done', claimId: null, leaseExpiresAt: null });
       });
 
-      it('lets a retry take the key over once the lease lapsed, and fences the first runner out: it commits nothing', async () => {
-        const gate = new Gate();
-        const rt = runtime(gate);
-        const job = await newJob();
-        const key = k('taken-over');
-        gate.holds = 1;
-        const first = hold(rt, job.id as string, key);
-        await gate.reached();
-        // 31 s pass without a renewal (due every 10 s of real time): to everyone else, the first
-        // runner's process died. The retry takes the key over and runs.
-        skew += 31_000;
-        const retry = await hold(rt, job.id as string, key);
-        expect(retry.ok && retry.value).to.deep.include({ status: 200, replayed: false });
-        // The first runner comes back: its claim is no longer the key's, so its work is refused.
-        gate.open();
-        const fenced = await first;
-        expect(fenced.ok).to.equal(false);
-        expect(fenced.ok ? undefined : fenced.error).to.include({
-          code: 'IDEMPOTENCY_KEY_IN_PROGRESS',
-          retryable: true,
-        });
-        expect(await trail(job.id as string)).to.deep.equal(['command:Hold', 'command:Hold:job.held']);
-        // The key keeps the retry's answer: the fenced-out failure recorded nothing over it.
-        const again = await hold(rt, job.id as string, key);
-        expect(again.ok && again.value).to.deep.include({ status: 200, replayed: true });
-        expect(again.ok && again.value.body).to.deep.equal(retry.ok && retry.value.body);
-      });
+      it(
+        'lets a retry take the key over once the lease lapsed, and fences the first runner out: ' +
+          'it commits nothing',
+        async () => {
+          const gate = new Gate();
+          const rt = runtime(gate);
+          const job = await newJob();
+          const key = k('taken-over');
+          gate.holds = 1;
+          const first = hold(rt, job.id as string, key);
+          await gate.reached();
+          // 31 s pass without a renewal (due every 10 s of real time): to everyone else, the first
+          // runner's process died. The retry takes the key over and runs.
+          skew += 31_000;
+          const retry = await hold(rt, job.id as string, key);
+          expect(retry.ok && retry.value).to.deep.include({ status: 200, replayed: false });
+          // The first runner comes back: its claim is no longer the key's, so its work is refused.
+          gate.open();
+          const fenced = await first;
+          expect(fenced.ok).to.equal(false);
+          expect(fenced.ok ? undefined : fenced.error).to.include({
+            code: 'IDEMPOTENCY_KEY_IN_PROGRESS',
+            retryable: true,
+          });
+          expect(await trail(job.id as string)).to.deep.equal(['command:Hold', 'command:Hold:job.held']);
+          // The key keeps the retry's answer: the fenced-out failure recorded nothing over it.
+          const again = await hold(rt, job.id as string, key);
+          expect(again.ok && again.value).to.deep.include({ status: 200, replayed: true });
+          expect(again.ok && again.value.body).to.deep.equal(retry.ok && retry.value.body);
+        },
+      );
 
       it('frees the key after a retryable failure, so the same request with the same key runs again', async () => {
         const gate = new Gate();

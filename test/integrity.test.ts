@@ -219,20 +219,24 @@ for (const database of DATABASES)
         expect((await api.get('notes', note.id as string, { session: bob })).authorId).to.equal(idOf(bob));
       });
 
-      it('refuses creating a note for someone else, unless another branch of the read rule lets the creator read it', async () => {
-        const notes = await count('Note');
-        const res = await api.call(
-          'POST',
-          '/api/notes',
-          '/api/notes',
-          { title: 'planted', authorId: idOf(bob) },
-          { session: alice },
-        );
-        expectRowCheck(res, 'read');
-        expect(await count('Note')).to.equal(notes);
-        const byAdmin = await createNote(admin, { authorId: idOf(bob) });
-        expect(byAdmin.authorId).to.equal(idOf(bob));
-      });
+      it(
+        'refuses creating a note for someone else, ' +
+          'unless another branch of the read rule lets the creator read it',
+        async () => {
+          const notes = await count('Note');
+          const res = await api.call(
+            'POST',
+            '/api/notes',
+            '/api/notes',
+            { title: 'planted', authorId: idOf(bob) },
+            { session: alice },
+          );
+          expectRowCheck(res, 'read');
+          expect(await count('Note')).to.equal(notes);
+          const byAdmin = await createNote(admin, { authorId: idOf(bob) });
+          expect(byAdmin.authorId).to.equal(idOf(bob));
+        },
+      );
 
       it('holds the read rule where the update rule allows the change (a task handed to someone else)', async () => {
         const created = await api.call(
@@ -383,7 +387,7 @@ for (const database of DATABASES)
         ['a C1 control (CSI)', '\u009b'],
       ]) {
         for (const [field, type] of TEXT_FIELDS) {
-          it(`refuses ${label} in a ${type} field (${field}) with 400 CONTROL_CHARACTER and stores nothing`, async () => {
+          it(`refuses ${label} in a ${type} field (${field}) with 400 CONTROL_CHARACTER, storing nothing`, async () => {
             const contacts = await count('Contact');
             const res = await postContact(contact({ [field]: valueFor(field, bad) }));
             expect(res.status, res.text).to.equal(400);
@@ -524,7 +528,7 @@ for (const database of DATABASES)
         ['email', ''],
         ['kind', ''],
       ] as const) {
-        it(`refuses ${JSON.stringify(value)} for the required ${field} with 400 REQUIRED on create and update`, async () => {
+        it(`refuses ${JSON.stringify(value)} for required ${field}: 400 REQUIRED on create and update`, async () => {
           const contacts = await count('Contact');
           const res = await postContact(contact({ [field]: value }));
           expect(res.status, res.text).to.equal(400);
@@ -596,7 +600,8 @@ describe('blueprint DateTime defaults that do not exist (finding 5, bp validate)
     const file = path.join(dir, 'leap.toml');
     fs.writeFileSync(
       file,
-      '[entity.Event]\nfields = [\n  { name = "id", type = "ULID", primary_key = true },\n  { name = "at", type = "DateTime", default = "2024-02-29T00:00:00Z" },\n]\n',
+      '[entity.Event]\nfields = [\n  { name = "id", type = "ULID", primary_key = true },\n' +
+        '  { name = "at", type = "DateTime", default = "2024-02-29T00:00:00Z" },\n]\n',
     );
     const r = bp(['validate', file]);
     expect(r.status, r.stderr).to.equal(0);

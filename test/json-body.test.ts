@@ -97,7 +97,7 @@ describe('JSON bodies that are not UTF-8 are refused', function () {
       expect((res.body as Rec).title).to.equal('café ☕ 😀');
     });
 
-    it('answers 400 INVALID_JSON (INVALID_UTF8) on every route that takes a JSON body, and stores nothing', async () => {
+    it('answers 400 INVALID_JSON (INVALID_UTF8) on every route that takes a JSON body; stores nothing', async () => {
       const before = await rows();
       const keyed = () => ({ ...AUTH, 'idempotency-key': freshKey() });
       const routes: Array<[string, string, string, Record<string, string>]> = [
@@ -109,7 +109,8 @@ describe('JSON bodies that are not UTF-8 are refused', function () {
         [
           'POST',
           '/mcp',
-          '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"add_comment","arguments":{"body":{"authorId":"a","body":"BAD"}}}}',
+          '{"jsonrpc":"2.0","id":1,"method":"tools/call",' +
+            '"params":{"name":"add_comment","arguments":{"body":{"authorId":"a","body":"BAD"}}}}',
           { ...AUTH, accept: 'application/json, text/event-stream' },
         ],
         ['POST', '/api/auth/login', '{"email":"person@example.com","password":"passBADword"}', {}],

@@ -47,9 +47,12 @@ describe('literals the app would refuse', () => {
     );
     expect(r.status).to.equal(1);
     expect(r.lines.map((l) => l.replace(/^.*?app\.toml:/, ''))).to.deep.equal([
-      '7:36 entity.Event.fields.1.default: default "a\\u0000b" does not fit Text: expected text without control characters [error INVALID_DEFAULT]',
-      '8:35 entity.Event.fields.2.default: default "two\\nlines" does not fit Text: expected text without control characters [error INVALID_DEFAULT]',
-      '10:39 entity.Event.fields.4.default: default "ding\\u0007" does not fit LongText: expected text without control characters other than tab and line breaks [error INVALID_DEFAULT]',
+      '7:36 entity.Event.fields.1.default: default "a\\u0000b" does not fit Text: ' +
+        'expected text without control characters [error INVALID_DEFAULT]',
+      '8:35 entity.Event.fields.2.default: default "two\\nlines" does not fit Text: ' +
+        'expected text without control characters [error INVALID_DEFAULT]',
+      '10:39 entity.Event.fields.4.default: default "ding\\u0007" does not fit LongText: ' +
+        'expected text without control characters other than tab and line breaks [error INVALID_DEFAULT]',
     ]);
   });
 
@@ -79,8 +82,10 @@ describe('literals the app would refuse', () => {
     );
     expect(r.status).to.equal(1);
     expect(r.lines.map((l) => l.replace(/^.*?app\.toml:\d+:\d+ /, ''))).to.deep.equal([
-      'entity.Event.fields.1.default: default is 2001 bytes long in UTF-8; an index holds code, which takes at most 2000 [error INVALID_DEFAULT]',
-      'entity.Event.fields.2.default: default is 1001 bytes long in UTF-8; an index holds a, which takes at most 1000 [error INVALID_DEFAULT]',
+      'entity.Event.fields.1.default: default is 2001 bytes long in UTF-8; ' +
+        'an index holds code, which takes at most 2000 [error INVALID_DEFAULT]',
+      'entity.Event.fields.2.default: default is 1001 bytes long in UTF-8; ' +
+        'an index holds a, which takes at most 1000 [error INVALID_DEFAULT]',
     ]);
   });
 
@@ -93,7 +98,8 @@ describe('literals the app would refuse', () => {
     expect(r.status).to.equal(1);
     expect(r.lines.map((l) => l.replace(/^.*?app\.toml:/, ''))).to.deep.equal([
       '7:53 entity.Event.fields.1.default: the default of a required field cannot be blank [error INVALID_DEFAULT]',
-      '13:15 command.Ring.mutations.state: "ding\\u0007" does not fit Text field "state": expected text without control characters [error INVALID_MUTATION]',
+      '13:15 command.Ring.mutations.state: "ding\\u0007" does not fit Text field "state": ' +
+        'expected text without control characters [error INVALID_MUTATION]',
     ]);
   });
 });

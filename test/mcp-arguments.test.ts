@@ -65,8 +65,10 @@ name = "drop_task"`,
     expect(found[0].location?.line).to.be.a('number');
     // Named apart (mapParams), the same action is fine.
     const renamed = text.replace(
-      'path = "/api/skills/board/projects/{projectId}/tasks/{taskId}"\nentity = "Task"\naction = "update"\nmapParams = { taskId = "id" }',
-      'path = "/api/skills/board/projects/{project}/tasks/{taskId}"\nentity = "Task"\naction = "update"\nmapParams = { project = "projectId", taskId = "id" }',
+      'path = "/api/skills/board/projects/{projectId}/tasks/{taskId}"\n' +
+        'entity = "Task"\naction = "update"\nmapParams = { taskId = "id" }',
+      'path = "/api/skills/board/projects/{project}/tasks/{taskId}"\n' +
+        'entity = "Task"\naction = "update"\nmapParams = { project = "projectId", taskId = "id" }',
     );
     expect(collisions(renamed)).to.deep.equal([]);
   });
@@ -84,7 +86,8 @@ name = "drop_task"`,
   it('refuses command inputs named recordId or idempotencyKey, at the command', () => {
     const text = MCP_FIXTURE.replace(
       '[command.StartTask.input.note]',
-      '[command.StartTask.input.recordId]\ntype = "Text"\n\n[command.StartTask.input.idempotencyKey]\ntype = "Text"\n\n[command.StartTask.input.note]',
+      '[command.StartTask.input.recordId]\ntype = "Text"\n\n' +
+        '[command.StartTask.input.idempotencyKey]\ntype = "Text"\n\n[command.StartTask.input.note]',
     );
     const found = collisions(text);
     expect(found.map((d) => d.path)).to.deep.equal(['command.StartTask', 'command.StartTask']);

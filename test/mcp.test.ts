@@ -209,7 +209,7 @@ for (const database of DATABASES)
       expect(await tasks('scoped')).to.have.length(0);
     });
 
-    it('runs commands through the executor: availableWhen, policy (FORBIDDEN), nothing changed when refused', async () => {
+    it('runs commands through the executor: availableWhen, policy (FORBIDDEN), no change when refused', async () => {
       const client = await connect(env.PLANNER_API_KEY);
       const task = await createTask('cmd', 'Commanded');
       const started = await call(client, 'start_task', {
@@ -218,7 +218,11 @@ for (const database of DATABASES)
         idempotencyKey: freshKey(),
       });
       expect(started.structuredContent).to.include({ id: task.id, status: 'started', note: 'on it' });
-      const again = await call(client, 'start_task', { recordId: task.id, note: 'twice', idempotencyKey: freshKey() });
+      const again = await call(client, 'start_task', {
+        recordId: task.id,
+        note: 'twice',
+        idempotencyKey: freshKey(),
+      });
       expect(toolError(again).code).to.equal('COMMAND_UNAVAILABLE');
 
       const archived = await call(client, 'archive_task', { recordId: task.id, idempotencyKey: freshKey() });
@@ -227,7 +231,7 @@ for (const database of DATABASES)
       expect(after.body).to.include({ status: 'started', note: 'on it' });
     });
 
-    it('answers bad arguments with the error envelope: a missing idempotencyKey, unknown arguments, prototype keys', async () => {
+    it('answers bad arguments with the error envelope: no idempotencyKey, unknown arguments, __proto__', async () => {
       const client = await connect(env.PLANNER_API_KEY);
       const task = await createTask('args', 'Argued');
       const unkeyed = await call(client, 'start_task', { recordId: task.id, note: 'x' });

@@ -10,18 +10,22 @@ const SCRIPT = [
   '-- CreateTable',
   'CREATE TABLE "Parent" ("id" TEXT NOT NULL PRIMARY KEY);',
   'CREATE TABLE "Thing" (',
-  `    "id" TEXT NOT NULL PRIMARY KEY, "note" TEXT NOT NULL DEFAULT 'a  literal,  with   spaces that must stay exactly as written', ` +
-    `"parentId" TEXT,`,
+  '    "id" TEXT NOT NULL PRIMARY KEY, ' +
+    `"note" TEXT NOT NULL DEFAULT 'a  literal,  with   spaces that must stay exactly as written', ` +
+    '"parentId" TEXT,',
   ...columns.map((c) => `    ${c} TEXT,`),
-  '    CONSTRAINT "Thing_parentId_fkey" FOREIGN KEY ("parentId") REFERENCES "Parent" ("id") ON DELETE SET NULL ON UPDATE CASCADE',
+  '    CONSTRAINT "Thing_parentId_fkey" FOREIGN KEY ("parentId") REFERENCES "Parent" ("id") ' +
+    'ON DELETE SET NULL ON UPDATE CASCADE',
   ');',
   `-- ${'a comment that goes on and on '.repeat(6)}`,
   'CREATE TABLE "new_Thing" ("id" TEXT NOT NULL PRIMARY KEY, "note" TEXT, ' +
     columns.map((c) => `${c} TEXT`).join(', ') +
     ');',
   `INSERT INTO "Parent" ("id") VALUES ('p 1');`,
-  `INSERT INTO "Thing" ("id", "parentId", ${columns.join(', ')}) VALUES ('t''1', 'p 1', ${columns.map((_, i) => `'v ${i}'`).join(', ')});`,
-  `INSERT INTO "new_Thing" ("id", "note", ${columns.join(', ')}) SELECT "id", "note", ${columns.join(', ')} FROM "Thing";`,
+  `INSERT INTO "Thing" ("id", "parentId", ${columns.join(', ')}) ` +
+    `VALUES ('t''1', 'p 1', ${columns.map((_, i) => `'v ${i}'`).join(', ')});`,
+  `INSERT INTO "new_Thing" ("id", "note", ${columns.join(', ')}) ` +
+    `SELECT "id", "note", ${columns.join(', ')} FROM "Thing";`,
 ].join('\n');
 
 function run(sql: string): { tables: unknown; rows: unknown } {

@@ -507,7 +507,8 @@ describe('applyMigrations', () => {
       migrationsDir,
       '20231231000000_seed',
       'CREATE TABLE "Numbers" ("n" INTEGER);\n' +
-        'WITH RECURSIVE c(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM c WHERE n < 300000) INSERT INTO "Numbers" SELECT n FROM c;\n',
+        'WITH RECURSIVE c(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM c WHERE n < 300000) ' +
+        'INSERT INTO "Numbers" SELECT n FROM c;\n',
     );
     const startAt = Date.now() + 1500;
     const child = `

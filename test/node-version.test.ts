@@ -36,7 +36,8 @@ describe('the Node.js version', () => {
       expect(run.status, version).to.equal(3);
       expect(run.stdout, version).to.equal('');
       expect(run.stderr, version).to.equal(
-        `bp needs Node.js 20.19 or later in the 20 line, 22.12 or later in the 22 line, or 24 and later; this is Node.js ${version}\n`,
+        'bp needs Node.js 20.19 or later in the 20 line, 22.12 or later in the 22 line, or 24 and later; ' +
+          `this is Node.js ${version}\n`,
       );
     }
   });

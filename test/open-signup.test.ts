@@ -21,22 +21,31 @@ function bp(...args: string[]): { status: number | null; stdout: string; stderr:
 }
 
 const EXPECTED = [
-  `${FILE}:6:2 auth: anyone may sign up, and a new account (no roles) may write Draft (delete); call skill actions out.send (external), out.discard (destructive); run commands Touch (Draft); start workflows SendOut (by out.send) [warning OPEN_SIGNUP]`,
+  `${FILE}:6:2 auth: anyone may sign up, and a new account (no roles) may write Draft (delete); ` +
+    'call skill actions out.send (external), out.discard (destructive); run commands Touch (Draft); ' +
+    'start workflows SendOut (by out.send) [warning OPEN_SIGNUP]',
   '  hint: set auth.signup = false and add people with the users command, or require a role in these rules',
-  `${FILE}:31:1 skill.out.actions.0: anyone who signs up (no roles) may call out.send, which reaches outside the app (risk "external"): its scopes hold API keys, not people [warning OPEN_SIGNUP_RISK]`,
-  '  hint: set auth.signup = false and add people with the users command: a workflow action admits every signed-in person',
-  `${FILE}:41:1 skill.out.actions.1: anyone who signs up (no roles) may call out.discard, which destroys data (risk "destructive"): its scopes hold API keys, not people [warning OPEN_SIGNUP_RISK]`,
+  `${FILE}:31:1 skill.out.actions.0: anyone who signs up (no roles) may call out.send, ` +
+    'which reaches outside the app (risk "external"): its scopes hold API keys, not people [warning OPEN_SIGNUP_RISK]',
+  '  hint: set auth.signup = false and add people with the users command: ' +
+    'a workflow action admits every signed-in person',
+  `${FILE}:41:1 skill.out.actions.1: anyone who signs up (no roles) may call out.discard, ` +
+    'which destroys data (risk "destructive"): its scopes hold API keys, not people [warning OPEN_SIGNUP_RISK]',
   "  hint: set auth.signup = false, or require a role in Draft's access rule for delete",
   '0 error(s), 3 warning(s)',
   '',
 ];
 
 describe('OPEN_SIGNUP through bp', () => {
-  it('bp validate names the skill actions (with their risk), commands and workflows a new account may start, and warns again for each external or destructive one', () => {
-    const run = bp('validate', FILE);
-    expect(run.status).to.equal(0);
-    expect(run.stderr.split('\n')).to.deep.equal(EXPECTED);
-  });
+  it(
+    'bp validate names the skill actions (with their risk), commands and workflows a new account may start, ' +
+      'and warns again for each external or destructive one',
+    () => {
+      const run = bp('validate', FILE);
+      expect(run.status).to.equal(0);
+      expect(run.stderr.split('\n')).to.deep.equal(EXPECTED);
+    },
+  );
 
   it('bp generate prints the same warnings', () => {
     const out = fs.mkdtempSync(path.join(os.tmpdir(), 'bp-open-signup-'));

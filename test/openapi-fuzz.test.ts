@@ -6,7 +6,8 @@
 // pattern, a required key left out, an unknown key, a query value out of range, a malformed
 // header, an API-key write without Idempotency-Key). The test fails on any 5xx, on an answer the
 // document does not declare or whose body breaks its schema, on an invalid request that is
-// accepted (2xx), and on a valid one refused as malformed (400: the document promised too little). Every failure is collected, so one run shows them all.
+// accepted (2xx), and on a valid one refused as malformed (400: the document promised too
+// little). Every failure is collected, so one run shows them all.
 
 import * as path from 'node:path';
 import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
@@ -402,43 +403,49 @@ for (const database of DATABASES)
       return {};
     }
 
-    it(`answers ${RUNS} generated requests (fixed seed) as documented: no 5xx, declared statuses and bodies, invalid ones refused`, async () => {
-      const ops = operations();
-      const all = fc.integer({ min: 0, max: ops.length - 1 }).chain((i) => requestArb(ops[i]));
-      const requests = fc.sample(all, { seed: SEED, numRuns: RUNS });
-      // One line per kind of problem (operation, caller, breakage, problem), with the first URL that showed it.
-      const failures = new Map<string, string>();
-      const fail = (r: Generated, url: string, problem: string) => {
-        const kind = `${r.op.method} ${r.op.template} as ${r.caller}${r.breaks ? ` (${r.breaks})` : ''}: ${problem.slice(0, 60)}`;
-        if (!failures.has(kind))
-          failures.set(kind, `${r.op.method} ${url} as ${r.caller}${r.breaks ? ` (${r.breaks})` : ''}: ${problem}`);
-      };
-      let invalid = 0;
-      for (const r of requests) {
-        const url = urlOf(r);
-        const sent = {
-          headers: { ...credentials(r.caller), ...r.headers },
-          ...(r.body !== undefined ? { json: r.body } : {}),
+    it(
+      `answers ${RUNS} generated requests (fixed seed) as documented: ` +
+        'no 5xx, declared statuses and bodies, invalid ones refused',
+      async () => {
+        const ops = operations();
+        const all = fc.integer({ min: 0, max: ops.length - 1 }).chain((i) => requestArb(ops[i]));
+        const requests = fc.sample(all, { seed: SEED, numRuns: RUNS });
+        // One line per kind of problem (operation, caller, breakage, problem), with the first URL that showed it.
+        const failures = new Map<string, string>();
+        const fail = (r: Generated, url: string, problem: string) => {
+          const kind =
+            `${r.op.method} ${r.op.template} as ${r.caller}${r.breaks ? ` (${r.breaks})` : ''}: ` +
+            `${problem.slice(0, 60)}`;
+          if (!failures.has(kind))
+            failures.set(kind, `${r.op.method} ${url} as ${r.caller}${r.breaks ? ` (${r.breaks})` : ''}: ${problem}`);
         };
-        const res = await request(app.url, r.op.method, url, sent);
-        if (r.breaks) invalid++;
-        // The trace id differs from one answer to the next.
-        const text = res.text.replace(/"traceId":"[0-9a-f]*"/g, '"traceId":"…"');
-        if (res.status >= 500) fail(r, url, `${res.status} ${text.slice(0, 200)}`);
-        else if (r.breaks && res.status < 300) fail(r, url, `invalid, yet accepted with ${res.status}`);
-        // The document promises less than the app checks: a request it calls valid is refused as malformed.
-        else if (!r.breaks && res.status === 400)
-          fail(r, url, `valid by openapi.json, yet refused: ${text.slice(0, 200)}`);
-        try {
-          api.check(r.op.method, r.op.template, res);
-        } catch (err) {
-          fail(r, url, (err as Error).message.split('\n')[0].replace(res.text, text).slice(0, 300));
+        let invalid = 0;
+        for (const r of requests) {
+          const url = urlOf(r);
+          const sent = {
+            headers: { ...credentials(r.caller), ...r.headers },
+            ...(r.body !== undefined ? { json: r.body } : {}),
+          };
+          const res = await request(app.url, r.op.method, url, sent);
+          if (r.breaks) invalid++;
+          // The trace id differs from one answer to the next.
+          const text = res.text.replace(/"traceId":"[0-9a-f]*"/g, '"traceId":"…"');
+          if (res.status >= 500) fail(r, url, `${res.status} ${text.slice(0, 200)}`);
+          else if (r.breaks && res.status < 300) fail(r, url, `invalid, yet accepted with ${res.status}`);
+          // The document promises less than the app checks: a request it calls valid is refused as malformed.
+          else if (!r.breaks && res.status === 400)
+            fail(r, url, `valid by openapi.json, yet refused: ${text.slice(0, 200)}`);
+          try {
+            api.check(r.op.method, r.op.template, res);
+          } catch (err) {
+            fail(r, url, (err as Error).message.split('\n')[0].replace(res.text, text).slice(0, 300));
+          }
         }
-      }
-      expect([...failures.values()], `${failures.size} kinds of problem in ${RUNS} requests`).to.deep.equal([]);
-      // Both kinds were sent, in fair numbers.
-      expect(invalid).to.be.within(RUNS / 4, (RUNS * 3) / 4);
-    });
+        expect([...failures.values()], `${failures.size} kinds of problem in ${RUNS} requests`).to.deep.equal([]);
+        // Both kinds were sent, in fair numbers.
+        expect(invalid).to.be.within(RUNS / 4, (RUNS * 3) / 4);
+      },
+    );
 
     it('answers a method a path does not serve with 405 and Allow, not 404', async () => {
       const cases: Array<[string, string, string]> = [

@@ -90,18 +90,22 @@ describe('round trips of each write on PostgreSQL (reference app)', function () 
     expect(seen).to.include('BES');
   });
 
-  it('a change a workflow may follow: three (the locking read with the UPDATE; the job; the audit record, the key and COMMIT)', async () => {
-    const tickets: Rec[] = [];
-    for (let i = 0; i < 5; i++) {
-      const ticket = await newTicket();
-      expect((await command('start_ticket', ticket.id)).status).to.equal(200);
-      tickets.push(ticket);
-    }
-    // AnnounceResolution starts when a ticket goes from in_progress to resolved: one statement
-    // cannot tell whether it does, so the change takes the plain way, which waits for the job's insert.
-    const resolve = () => command('resolve_ticket', (tickets.pop() as Rec).id, { resolution: 'toner replaced' });
-    expect(await trips(200, resolve)).to.equal(3);
-  });
+  it(
+    'a change a workflow may follow: three (the locking read with the UPDATE; the job; ' +
+      'the audit record, the key and COMMIT)',
+    async () => {
+      const tickets: Rec[] = [];
+      for (let i = 0; i < 5; i++) {
+        const ticket = await newTicket();
+        expect((await command('start_ticket', ticket.id)).status).to.equal(200);
+        tickets.push(ticket);
+      }
+      // AnnounceResolution starts when a ticket goes from in_progress to resolved: one statement
+      // cannot tell whether it does, so the change takes the plain way, which waits for the job's insert.
+      const resolve = () => command('resolve_ticket', (tickets.pop() as Rec).id, { resolution: 'toner replaced' });
+      expect(await trips(200, resolve)).to.equal(3);
+    },
+  );
 
   it("a command with a handler: the key's claim, the read the handler sees, and two for its change", async () => {
     const resolved: Rec[] = [];

@@ -109,7 +109,10 @@ for (const database of DATABASES) {
         // One statement: the row as it was comes back from the UPDATE itself, locked by it.
         expect(statements).to.have.length(1);
         expect(statements[0]).to.match(
-          /^UPDATE "Card" SET "title" = \? WHERE "id" = \? AND \(.+\) RETURNING WITH \(OLD AS bp_old, NEW AS bp_new\) bp_old\."id" AS "id", /,
+          new RegExp(
+            String.raw`^UPDATE "Card" SET "title" = \? WHERE "id" = \? AND \(.+\) ` +
+              String.raw`RETURNING WITH \(OLD AS bp_old, NEW AS bp_new\) bp_old\."id" AS "id", `,
+          ),
         );
       } else {
         expect(statements).to.have.length(2);
@@ -132,7 +135,12 @@ for (const database of DATABASES) {
         expect(statements).to.have.length(1);
         // With its audit record and its key's record, whose JSON PostgreSQL writes.
         expect(statements[0]).to.match(
-          /^WITH bp_u AS \(UPDATE "Sheet" SET "data" = \? WHERE "id" = \? RETURNING WITH .* bp_new\."data" AS "new\.data", .* AS "bp_body"\), bp_audit AS \(INSERT INTO "_bp_audit" .*\), bp_key AS \(INSERT INTO "_bp_idempotency" .*\) SELECT /,
+          new RegExp(
+            String.raw`^WITH bp_u AS \(UPDATE "Sheet" SET "data" = \? WHERE "id" = \? ` +
+              String.raw`RETURNING WITH .* bp_new\."data" AS "new\.data", .* AS "bp_body"\), ` +
+              String.raw`bp_audit AS \(INSERT INTO "_bp_audit" .*\), ` +
+              String.raw`bp_key AS \(INSERT INTO "_bp_idempotency" .*\) SELECT `,
+          ),
         );
       }
     });
@@ -176,7 +184,7 @@ for (const database of DATABASES) {
       expect(await stored('Card', card.id)).to.include({ status: 'new' });
     });
 
-    it('reads and locks the row first when the change sets a unique field: the rules answer before the database', async () => {
+    it('reads and locks the row first if a unique field changes: the rules answer before the database', async () => {
       await create({ code: `taken-${database}` });
       const locked = await create({ title: 'Locked', locked: true });
       const refused = await write('PUT', `/api/cards/${locked.id}`, { code: `taken-${database}` });

@@ -88,7 +88,8 @@ describe('runtime-lib', () => {
       const db = new Database(':memory:');
       db.pragma('foreign_keys = ON');
       db.exec(
-        'CREATE TABLE a (id TEXT PRIMARY KEY, email TEXT UNIQUE); CREATE TABLE b (id TEXT PRIMARY KEY, aid TEXT NOT NULL REFERENCES a(id) ON DELETE RESTRICT)',
+        'CREATE TABLE a (id TEXT PRIMARY KEY, email TEXT UNIQUE); ' +
+          'CREATE TABLE b (id TEXT PRIMARY KEY, aid TEXT NOT NULL REFERENCES a(id) ON DELETE RESTRICT)',
       );
       db.exec("INSERT INTO a VALUES ('1', 'x@y.z'); INSERT INTO b VALUES ('1', '1')");
       const fail = (sql: string) => {

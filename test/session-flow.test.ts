@@ -140,7 +140,7 @@ for (const database of DATABASES)
       });
     });
 
-    it('refuses a session mutation without the CSRF token (nothing written) and accepts it with the token', async () => {
+    it('refuses a session mutation without the CSRF token (nothing written), accepts it with the token', async () => {
       const { client, token } = await signedUp('csrf');
       const before = await ticketCount();
       for (const headers of [{}, { 'x-csrf-token': 'f'.repeat(64) }, { 'x-csrf-token': '' }] as Array<
@@ -231,25 +231,29 @@ for (const database of DATABASES)
       expect(errorOf(wrong.body).message).to.equal(errorOf(unknown.body).message);
     });
 
-    it('refuses sign-up and sign-in sent with an API key (400 SESSION_WITH_API_KEY), storing no person and no session', async () => {
-      const { email } = await signedUp('keyed');
-      const people = () => rows.count('_bp_users');
-      const sessions = () => rows.count('_bp_sessions');
-      const [peopleBefore, sessionsBefore] = [await people(), await sessions()];
-      const signup = await asTriage('POST', '/api/auth/signup', { email: newEmail('keyed-new'), password: PASSWORD });
-      const login = await asTriage('POST', '/api/auth/login', { email, password: PASSWORD });
-      for (const res of [signup, login]) {
-        expect(res.status, res.text).to.equal(400);
-        expect(errorOf(res.body).code).to.equal('SESSION_WITH_API_KEY');
-        expect(setCookie(new Response(null, { headers: res.headers }), COOKIE), 'no session cookie').to.equal(
-          undefined,
-        );
-      }
-      expect(await people(), 'no person stored').to.equal(peopleBefore);
-      expect(await sessions(), 'no session stored').to.equal(sessionsBefore);
-    });
+    it(
+      'refuses sign-up and sign-in sent with an API key (400 SESSION_WITH_API_KEY), ' +
+        'storing no person and no session',
+      async () => {
+        const { email } = await signedUp('keyed');
+        const people = () => rows.count('_bp_users');
+        const sessions = () => rows.count('_bp_sessions');
+        const [peopleBefore, sessionsBefore] = [await people(), await sessions()];
+        const signup = await asTriage('POST', '/api/auth/signup', { email: newEmail('keyed-new'), password: PASSWORD });
+        const login = await asTriage('POST', '/api/auth/login', { email, password: PASSWORD });
+        for (const res of [signup, login]) {
+          expect(res.status, res.text).to.equal(400);
+          expect(errorOf(res.body).code).to.equal('SESSION_WITH_API_KEY');
+          expect(setCookie(new Response(null, { headers: res.headers }), COOKIE), 'no session cookie').to.equal(
+            undefined,
+          );
+        }
+        expect(await people(), 'no person stored').to.equal(peopleBefore);
+        expect(await sessions(), 'no session stored').to.equal(sessionsBefore);
+      },
+    );
 
-    it('slows down repeated failures: 429 TOO_MANY_ATTEMPTS with Retry-After, even for the right password', async () => {
+    it('slows repeated failures: 429 TOO_MANY_ATTEMPTS with Retry-After, even for the right password', async () => {
       const { email } = await signedUp('slow');
       for (let i = 0; i < 5; i++) {
         const res = await request(app.url, 'POST', '/api/auth/login', {
@@ -263,7 +267,7 @@ for (const database of DATABASES)
       expect(Number(slowed.headers.get('retry-after'))).to.be.within(1, 900);
     });
 
-    it('serves the login page at /login without authentication: HTML, a form posting to the login route, a CSP', async () => {
+    it('serves the login page at /login unauthenticated: HTML, a form posting to the login route, a CSP', async () => {
       const res = await request(app.url, 'GET', '/login');
       expect(res.status).to.equal(200);
       expect(res.headers.get('content-type')).to.match(/^text\/html/);
@@ -284,7 +288,7 @@ for (const database of DATABASES)
       expect(res.text).to.include('<a href="/login?mode=signup">No account yet? Create one</a>');
     });
 
-    it('names the cookie helpdesk.sid (not connect.sid), HttpOnly, SameSite=Lax, not Secure in development', async () => {
+    it('names the cookie helpdesk.sid (not connect.sid): HttpOnly, SameSite=Lax, not Secure in dev', async () => {
       const { email } = await signedUp('cookie');
       const res = await fetch(`${app.url}/api/auth/login`, {
         method: 'POST',
@@ -506,7 +510,7 @@ for (const database of DATABASES)
       expect((await sessionRows()) - before).to.equal(1);
     });
 
-    it('adds no row to _bp_sessions for 10,000 anonymous requests (session, sign-in page, failed sign-ins)', async () => {
+    it('adds no _bp_sessions row for 10,000 anonymous requests (session, sign-in page, failed sign-ins)', async () => {
       const before = await sessionRows();
       const statuses = new Map<string, number>();
       const count = (label: string, status: number) =>

@@ -92,48 +92,56 @@ describe('skill actions (generated app, over HTTP)', function () {
         expect(errorCode(missing.body)).to.equal('NOT_FOUND');
       });
 
-      it('refuses callers without a credential (401) and keys without every scope of the action (403), writing nothing', async () => {
-        const anonymous = await request(app.url, 'GET', '/api/skills/triage/tickets');
-        expect(anonymous.status).to.equal(401);
-        const refused = await request(app.url, 'POST', `/api/skills/triage/tickets/${ticket.id}/comments`, {
-          json: { authorId: 'reporter', body: 'me too' },
-          headers: { ...reporter, 'idempotency-key': freshKey() },
-        });
-        expect(refused.status, refused.text).to.equal(403);
-        expect(errorCode(refused.body)).to.equal('INSUFFICIENT_SCOPE');
-        const comments = await request(app.url, 'GET', '/api/comments', { headers: triage });
-        expect((comments.body as { items: Rec[] }).items.filter((c) => c.body === 'me too')).to.have.length(0);
-      });
-
-      it('creates with the path parameter written into the record, once per Idempotency-Key, audited with the run id', async () => {
-        const key = freshKey();
-        const send = () =>
-          request(app.url, 'POST', `/api/skills/triage/tickets/${ticket.id}/comments`, {
-            // The path names the ticket: a ticketId in the body does not move the comment elsewhere.
-            json: { authorId: 'agent-7', body: 'Looking into it', ticketId: '01ARZ3NDEKTSV4RRFFQ69G5FAV' },
-            headers: { ...triage, 'idempotency-key': key, 'x-agent-run-id': 'run-42' },
+      it(
+        'refuses callers without a credential (401) and keys without every scope of the action (403), ' +
+          'writing nothing',
+        async () => {
+          const anonymous = await request(app.url, 'GET', '/api/skills/triage/tickets');
+          expect(anonymous.status).to.equal(401);
+          const refused = await request(app.url, 'POST', `/api/skills/triage/tickets/${ticket.id}/comments`, {
+            json: { authorId: 'reporter', body: 'me too' },
+            headers: { ...reporter, 'idempotency-key': freshKey() },
           });
-        const first = await send();
-        expect(first.status, first.text).to.equal(201);
-        const comment = first.body as Rec;
-        expect(comment).to.include({ ticketId: ticket.id, authorId: 'agent-7', body: 'Looking into it' });
-        expect(first.headers.get('location')).to.equal(`/api/comments/${comment.id}`);
-        const again = await send();
-        expect(again.status).to.equal(201);
-        expect((again.body as Rec).id).to.equal(comment.id);
-        const trail = await request(app.url, 'GET', `/api/audit?entity=Comment&recordId=${comment.id}`, {
-          headers: triage,
-        });
-        const entries = (trail.body as { items: Rec[] }).items;
-        expect(entries).to.have.length(1);
-        expect(entries[0]).to.include({ operation: 'Comment.create', agentRunId: 'run-42', idempotencyKey: key });
-        const unkeyed = await request(app.url, 'POST', `/api/skills/triage/tickets/${ticket.id}/comments`, {
-          json: { authorId: 'agent-7', body: 'no key' },
-          headers: triage,
-        });
-        expect(unkeyed.status).to.equal(400);
-        expect(errorCode(unkeyed.body)).to.equal('IDEMPOTENCY_KEY_REQUIRED');
-      });
+          expect(refused.status, refused.text).to.equal(403);
+          expect(errorCode(refused.body)).to.equal('INSUFFICIENT_SCOPE');
+          const comments = await request(app.url, 'GET', '/api/comments', { headers: triage });
+          expect((comments.body as { items: Rec[] }).items.filter((c) => c.body === 'me too')).to.have.length(0);
+        },
+      );
+
+      it(
+        'creates with the path parameter written into the record, once per Idempotency-Key, ' +
+          'audited with the run id',
+        async () => {
+          const key = freshKey();
+          const send = () =>
+            request(app.url, 'POST', `/api/skills/triage/tickets/${ticket.id}/comments`, {
+              // The path names the ticket: a ticketId in the body does not move the comment elsewhere.
+              json: { authorId: 'agent-7', body: 'Looking into it', ticketId: '01ARZ3NDEKTSV4RRFFQ69G5FAV' },
+              headers: { ...triage, 'idempotency-key': key, 'x-agent-run-id': 'run-42' },
+            });
+          const first = await send();
+          expect(first.status, first.text).to.equal(201);
+          const comment = first.body as Rec;
+          expect(comment).to.include({ ticketId: ticket.id, authorId: 'agent-7', body: 'Looking into it' });
+          expect(first.headers.get('location')).to.equal(`/api/comments/${comment.id}`);
+          const again = await send();
+          expect(again.status).to.equal(201);
+          expect((again.body as Rec).id).to.equal(comment.id);
+          const trail = await request(app.url, 'GET', `/api/audit?entity=Comment&recordId=${comment.id}`, {
+            headers: triage,
+          });
+          const entries = (trail.body as { items: Rec[] }).items;
+          expect(entries).to.have.length(1);
+          expect(entries[0]).to.include({ operation: 'Comment.create', agentRunId: 'run-42', idempotencyKey: key });
+          const unkeyed = await request(app.url, 'POST', `/api/skills/triage/tickets/${ticket.id}/comments`, {
+            json: { authorId: 'agent-7', body: 'no key' },
+            headers: triage,
+          });
+          expect(unkeyed.status).to.equal(400);
+          expect(errorCode(unkeyed.body)).to.equal('IDEMPOTENCY_KEY_REQUIRED');
+        },
+      );
 
       it('describes each served action in openapi.json: <skill>_<action>, its parameters, scopes and risk', () => {
         const doc = JSON.parse(fs.readFileSync(path.join(appDir, 'openapi.json'), 'utf8')) as {
@@ -207,25 +215,29 @@ describe('skill actions (generated app, over HTTP)', function () {
         ]);
       });
 
-      it('lists with the path parameter and typed query parameters as filters, paged with the declared default limit', async () => {
-        const titles = async (query: string) => {
-          const res = await request(app.url, 'GET', `${base('p1')}${query}`, { headers: viewer });
-          expect(res.status, res.text).to.equal(200);
-          return res.body as { items: Rec[]; limit: number; hasMore: boolean };
-        };
-        const page = await titles('');
-        expect(page.limit).to.equal(2);
-        expect(page.items.map((t) => t.title)).to.deep.equal(['a', 'b']);
-        expect(page.hasMore).to.equal(true);
-        expect((await titles('?limit=10')).items.map((t) => t.title)).to.deep.equal(['a', 'b', 'c']);
-        expect((await titles('?done=false&limit=10')).items.map((t) => t.title)).to.deep.equal(['a', 'c']);
-        expect((await titles('?level=2&limit=10')).items.map((t) => t.title)).to.deep.equal(['b', 'c']);
-        expect((await titles('?level=2&done=false')).items.map((t) => t.title)).to.deep.equal(['c']);
-        for (const bad of ['?done=maybe', '?level=high', '?color=red', '?limit=0']) {
-          const res = await request(app.url, 'GET', `${base('p1')}${bad}`, { headers: viewer });
-          expect(res.status, `${bad}: ${res.text}`).to.equal(400);
-        }
-      });
+      it(
+        'lists with the path parameter and typed query parameters as filters, ' +
+          'paged with the declared default limit',
+        async () => {
+          const titles = async (query: string) => {
+            const res = await request(app.url, 'GET', `${base('p1')}${query}`, { headers: viewer });
+            expect(res.status, res.text).to.equal(200);
+            return res.body as { items: Rec[]; limit: number; hasMore: boolean };
+          };
+          const page = await titles('');
+          expect(page.limit).to.equal(2);
+          expect(page.items.map((t) => t.title)).to.deep.equal(['a', 'b']);
+          expect(page.hasMore).to.equal(true);
+          expect((await titles('?limit=10')).items.map((t) => t.title)).to.deep.equal(['a', 'b', 'c']);
+          expect((await titles('?done=false&limit=10')).items.map((t) => t.title)).to.deep.equal(['a', 'c']);
+          expect((await titles('?level=2&limit=10')).items.map((t) => t.title)).to.deep.equal(['b', 'c']);
+          expect((await titles('?level=2&done=false')).items.map((t) => t.title)).to.deep.equal(['c']);
+          for (const bad of ['?done=maybe', '?level=high', '?color=red', '?limit=0']) {
+            const res = await request(app.url, 'GET', `${base('p1')}${bad}`, { headers: viewer });
+            expect(res.status, `${bad}: ${res.text}`).to.equal(400);
+          }
+        },
+      );
 
       it('gets, updates and deletes the record its {taskId} names, only under its own project (else 404)', async () => {
         const [a] = tasks;

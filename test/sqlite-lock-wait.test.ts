@@ -25,7 +25,10 @@ type Rec = Record<string, unknown>;
 
 const AGENT_KEY = 'triage-key-0123456789abcdef';
 const AUTH = { authorization: `Bearer ${AGENT_KEY}` };
-/** The bound on a read's answer while a write waits: far below the lock's seconds, far above a read's usual milliseconds. */
+/**
+ * The bound on a read's answer while a write waits: far below the lock's seconds, far above a
+ * read's usual milliseconds.
+ */
 const PROMPT_MS = 500;
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -119,31 +122,35 @@ describe("SQLite: a write waiting for another connection's lock does not stop th
     }
   });
 
-  it('answers 503 DATABASE_BUSY at the 5 s deadline, logged with its trace id, stores nothing, and the same request succeeds after', async () => {
-    const release = holdLock();
-    const key = freshKey();
-    try {
-      const start = performance.now();
-      let answeredAt: number | undefined;
-      const pending = create('past the deadline', key).then((res) => ((answeredAt = performance.now() - start), res));
-      await readsStayPrompt(4, 500);
-      const res = await pending;
-      expect(res.status, res.text).to.equal(503);
-      expect(res.headers.get('retry-after')).to.equal('1');
-      const error = (res.body as { error: Rec }).error;
-      expect(error).to.include({ code: 'DATABASE_BUSY', retryable: true });
-      // The lock was still held: the answer came at the write's deadline, not at its release.
-      expect(answeredAt).to.be.within(4900, 5000 + 1000);
-      await sleep(100);
-      expect(app.output()).to.include(`[${String(error.traceId)}] POST /api/tickets: database busy: SQLITE_BUSY`);
-      expect(titles()).to.not.include('past the deadline');
-      await readsStayPrompt(1, 0);
-    } finally {
-      release();
-    }
-    const again = await create('past the deadline', key);
-    expect(again.status, again.text).to.equal(201);
-    expect(again.headers.get('idempotent-replayed')).to.equal(null);
-    expect(titles()).to.include('past the deadline');
-  });
+  it(
+    'answers 503 DATABASE_BUSY at the 5 s deadline, logged with its trace id, stores nothing, ' +
+      'and the same request succeeds after',
+    async () => {
+      const release = holdLock();
+      const key = freshKey();
+      try {
+        const start = performance.now();
+        let answeredAt: number | undefined;
+        const pending = create('past the deadline', key).then((res) => ((answeredAt = performance.now() - start), res));
+        await readsStayPrompt(4, 500);
+        const res = await pending;
+        expect(res.status, res.text).to.equal(503);
+        expect(res.headers.get('retry-after')).to.equal('1');
+        const error = (res.body as { error: Rec }).error;
+        expect(error).to.include({ code: 'DATABASE_BUSY', retryable: true });
+        // The lock was still held: the answer came at the write's deadline, not at its release.
+        expect(answeredAt).to.be.within(4900, 5000 + 1000);
+        await sleep(100);
+        expect(app.output()).to.include(`[${String(error.traceId)}] POST /api/tickets: database busy: SQLITE_BUSY`);
+        expect(titles()).to.not.include('past the deadline');
+        await readsStayPrompt(1, 0);
+      } finally {
+        release();
+      }
+      const again = await create('past the deadline', key);
+      expect(again.status, again.text).to.equal(201);
+      expect(again.headers.get('idempotent-replayed')).to.equal(null);
+      expect(titles()).to.include('past the deadline');
+    },
+  );
 });

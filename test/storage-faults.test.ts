@@ -60,9 +60,11 @@ function snapshot(db: Db): Record<string, Rec[]> {
 function unaudited(db: Db): string[] {
   return db
     .prepare(
-      `SELECT "id" FROM "Ticket" WHERE "id" NOT IN (SELECT "recordId" FROM "_bp_audit" WHERE "operation" = 'Ticket.create')
+      `SELECT "id" FROM "Ticket"
+         WHERE "id" NOT IN (SELECT "recordId" FROM "_bp_audit" WHERE "operation" = 'Ticket.create')
        UNION ALL
-       SELECT "id" FROM "Comment" WHERE "id" NOT IN (SELECT "recordId" FROM "_bp_audit" WHERE "operation" = 'Comment.create')`,
+       SELECT "id" FROM "Comment"
+         WHERE "id" NOT IN (SELECT "recordId" FROM "_bp_audit" WHERE "operation" = 'Comment.create')`,
     )
     .pluck()
     .all() as string[];
@@ -187,24 +189,28 @@ describe('storage faults, health and readiness (generated helpdesk)', function (
     });
     after(async () => hd?.close());
 
-    it('a full database (SQLITE_FULL): 503 STORAGE_UNAVAILABLE, nothing stored, the same keyed requests succeed after', async () => {
-      const writes = await preparedWrites(api);
-      const limit = hd.db.pragma('max_page_count', { simple: true }) as number;
-      const lines = await sendThrough(() => hd.db, hd.url, writes, {
-        code: 'STORAGE_UNAVAILABLE',
-        // VACUUM first gives the free pages back, so the pinned size leaves no room at all.
-        apply: () => {
-          hd.db.exec('VACUUM');
-          hd.db.pragma(`max_page_count = ${hd.db.pragma('page_count', { simple: true }) as number}`);
-        },
-        remove: () => void hd.db.pragma(`max_page_count = ${limit}`),
-        // The probe rewrites its one row in place, which needs no new page: it stays ready.
-        readiness: false,
-      });
-      expect(lines.length).to.equal(writes.length);
-      for (const line of lines)
-        expect(line).to.match(/^\[[0-9a-f]{32}\] (POST|PUT|DELETE) \/api\/\S+: storage unavailable: SQLITE_FULL: /);
-    });
+    it(
+      'a full database (SQLITE_FULL): 503 STORAGE_UNAVAILABLE, nothing stored, ' +
+        'the same keyed requests succeed after',
+      async () => {
+        const writes = await preparedWrites(api);
+        const limit = hd.db.pragma('max_page_count', { simple: true }) as number;
+        const lines = await sendThrough(() => hd.db, hd.url, writes, {
+          code: 'STORAGE_UNAVAILABLE',
+          // VACUUM first gives the free pages back, so the pinned size leaves no room at all.
+          apply: () => {
+            hd.db.exec('VACUUM');
+            hd.db.pragma(`max_page_count = ${hd.db.pragma('page_count', { simple: true }) as number}`);
+          },
+          remove: () => void hd.db.pragma(`max_page_count = ${limit}`),
+          // The probe rewrites its one row in place, which needs no new page: it stays ready.
+          readiness: false,
+        });
+        expect(lines.length).to.equal(writes.length);
+        for (const line of lines)
+          expect(line).to.match(/^\[[0-9a-f]{32}\] (POST|PUT|DELETE) \/api\/\S+: storage unavailable: SQLITE_FULL: /);
+      },
+    );
 
     it('a read-only connection (SQLITE_READONLY): 503 STORAGE_UNAVAILABLE, readiness 503, and back after', async () => {
       const writes = await preparedWrites(api);
@@ -219,7 +225,7 @@ describe('storage faults, health and readiness (generated helpdesk)', function (
         expect(line).to.match(/storage unavailable: SQLITE_READONLY: attempt to write a readonly database$/);
     });
 
-    it('another connection holding the write lock (SQLITE_BUSY): 503 DATABASE_BUSY, readiness 503, and back after', async () => {
+    it("another connection's write lock (SQLITE_BUSY): 503 DATABASE_BUSY, readiness 503, and back after", async () => {
       const writes = await preparedWrites(api);
       let other: Db | undefined;
       const lines = await sendThrough(() => hd.db, hd.url, writes, {
@@ -348,7 +354,7 @@ describe('storage faults, health and readiness (generated helpdesk)', function (
       await app?.stop();
     });
 
-    it('answers 503 STORAGE_UNAVAILABLE (SQLITE_IOERR_WRITE), readiness 503, nothing stored, and recovers', async () => {
+    it('answers 503 STORAGE_UNAVAILABLE (SQLITE_IOERR_WRITE), readiness 503, nothing stored; recovers', async () => {
       const writes = await preparedWrites(api);
       const pid = String(app.process.pid);
       const soft = execFileSync('prlimit', ['--pid', pid, '--fsize', '--raw', '--noheadings', '--output', 'SOFT'], {
@@ -534,7 +540,7 @@ describe('a full disk at each statement of a keyed create (generated venue app)'
     return /^INSERT INTO "(\w+)"/.exec(inserts[inserts.length - 1] ?? '')?.[1];
   };
 
-  it('answers 503 STORAGE_UNAVAILABLE and stores nothing, whichever fails; the same keyed request succeeds after', async () => {
+  it('answers 503 STORAGE_UNAVAILABLE, storing nothing, whichever fails; the keyed request then succeeds', async () => {
     const failed: string[] = [];
     // Room left before the fault (the file otherwise full) moves the statement that meets the
     // full disk along the create of a record with 30,000 bytes of notes: the record's INSERT, its

@@ -163,7 +163,7 @@ for (const database of DATABASES) {
 
     // PostgreSQL refuses a NUL byte in any text it is sent: such an id was a 500 there (404 on
     // SQLite). No record can have an id its create would refuse, so the database is not asked.
-    it('answers 404 for a text id no record can have (a NUL byte, a control character, a leading space, too long)', async () => {
+    it('answers 404 to a text id no record can have (NUL, control character, leading space, too long)', async () => {
       const ids = ['%00', 'a%00b', '%01', '%20leading-space', 'x'.repeat(256)];
       for (const collection of ['owners', 'samples', 'docs']) {
         for (const id of ids) {

@@ -65,20 +65,24 @@ for (const database of DATABASES)
       before(async () => (app = await startApp(appDir, production())));
       after(async () => app?.stop());
 
-      it('believes no forwarded header: 25 sign-ins claiming HTTPS from rotating addresses are refused as plain HTTP, and store nothing', async () => {
-        const before = await stored();
-        for (let i = 0; i < ADDRESS_THRESHOLD + 5; i++) {
-          const res = await login(app, `nobody-${i}@proxy.example`, 'wrong-password-0', {
-            'x-forwarded-for': `203.0.113.${i + 1}`,
-            'x-forwarded-proto': 'https',
-          });
-          expect(res.status, `attempt ${i + 1}: ${res.text}`).to.equal(400);
-          expect(codeOf(res)).to.equal('HTTPS_REQUIRED');
-        }
-        expect(await stored()).to.deep.equal(before);
-      });
+      it(
+        'believes no forwarded header: 25 sign-ins claiming HTTPS from rotating addresses ' +
+          'are refused as plain HTTP, and store nothing',
+        async () => {
+          const before = await stored();
+          for (let i = 0; i < ADDRESS_THRESHOLD + 5; i++) {
+            const res = await login(app, `nobody-${i}@proxy.example`, 'wrong-password-0', {
+              'x-forwarded-for': `203.0.113.${i + 1}`,
+              'x-forwarded-proto': 'https',
+            });
+            expect(res.status, `attempt ${i + 1}: ${res.text}`).to.equal(400);
+            expect(codeOf(res)).to.equal('HTTPS_REQUIRED');
+          }
+          expect(await stored()).to.deep.equal(before);
+        },
+      );
 
-      it('refuses a correct sign-in over plain HTTP with HTTPS_REQUIRED: no cookie, no token, no session row', async () => {
+      it('refuses a correct sign-in over HTTP with HTTPS_REQUIRED: no cookie, no token, no session row', async () => {
         const before = await stored();
         const res = await login(app, 'ada@proxy.example', PASSWORD);
         expect(res.status, res.text).to.equal(400);
@@ -106,13 +110,16 @@ for (const database of DATABASES)
       before(async () => (app = await startApp(appDir, production({ TRUST_PROXY: 'loopback' }))));
       after(async () => app?.stop());
 
-      /** What a proxy forwards: the client's own X-Forwarded-For (anything it likes), then the address the proxy saw. */
+      /**
+       * What a proxy forwards: the client's own X-Forwarded-For (anything it likes), then the
+       * address the proxy saw.
+       */
       const viaProxy = (client: string, claimed: string) => ({
         'x-forwarded-for': `${claimed}, ${client}`,
         'x-forwarded-proto': 'https',
       });
 
-      it('keys throttling on the real client: failures from one client with rotating claimed addresses reach 429', async () => {
+      it('keys throttling on the real client: failures of one client claiming varied addresses reach 429', async () => {
         const statuses: number[] = [];
         for (let i = 0; i < ADDRESS_THRESHOLD + 2; i++) {
           const res = await login(

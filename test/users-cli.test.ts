@@ -16,7 +16,8 @@ import { freshDir, generate, ROOT } from './support/apps.ts';
 
 // The auth tables as the app's migrations create them (same DDL as test/auth-email.test.ts).
 const AUTH_DDL = `
-CREATE TABLE "_bp_users" (id TEXT PRIMARY KEY, email TEXT NOT NULL UNIQUE, passwordHash TEXT NOT NULL, roles TEXT NOT NULL DEFAULT '[]', createdAt DATETIME NOT NULL);
+CREATE TABLE "_bp_users" (id TEXT PRIMARY KEY, email TEXT NOT NULL UNIQUE, passwordHash TEXT NOT NULL,
+  roles TEXT NOT NULL DEFAULT '[]', createdAt DATETIME NOT NULL);
 CREATE TABLE "_bp_sessions" (sid TEXT PRIMARY KEY, data TEXT NOT NULL, expiresAt INTEGER NOT NULL,
   userId TEXT REFERENCES "_bp_users" (id) ON DELETE CASCADE);
 CREATE INDEX "_bp_sessions_expiresAt_idx" ON "_bp_sessions"("expiresAt");

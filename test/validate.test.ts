@@ -79,16 +79,22 @@ const CASES: Array<{ fixture: string; root?: string; expected: Expected[] }> = [
         code: 'RESULT_AFTER_COMMIT',
         path: 'workflow.Sync.steps.1.data',
         message:
-          'variables.crm is the result of a webhook step, which runs after this transactional workflow commits: it does not exist while this step runs',
-        hint: 'read it in a step that runs after the commit (notify, email, webhook, plugin), or make the workflow not transactional',
+          'variables.crm is the result of a webhook step, which runs after this transactional workflow commits: ' +
+          'it does not exist while this step runs',
+        hint:
+          'read it in a step that runs after the commit (notify, email, webhook, plugin), ' +
+          'or make the workflow not transactional',
       },
       {
         at: 'app.toml:13:25',
         code: 'RESULT_AFTER_COMMIT',
         path: 'workflow.Sync.steps.2.if',
         message:
-          'variables.tagged is the result of a plugin step, which runs after this transactional workflow commits: it does not exist while this step runs',
-        hint: 'read it in a step that runs after the commit (notify, email, webhook, plugin), or make the workflow not transactional',
+          'variables.tagged is the result of a plugin step, ' +
+          'which runs after this transactional workflow commits: it does not exist while this step runs',
+        hint:
+          'read it in a step that runs after the commit (notify, email, webhook, plugin), ' +
+          'or make the workflow not transactional',
       },
     ],
   },
@@ -117,7 +123,9 @@ const CASES: Array<{ fixture: string; root?: string; expected: Expected[] }> = [
         code: 'UNKNOWN_FIELD_TYPE',
         path: 'entity.Expense.fields.1.type',
         message: 'unknown field type "Decimal"',
-        hint: 'field types: ULID, UUID, Text, LongText, Email, Integer, Float, Boolean, Date, DateTime, JSON, Enum, Ref, file',
+        hint:
+          'field types: ULID, UUID, Text, LongText, Email, Integer, Float, Boolean, Date, DateTime, JSON, ' +
+          'Enum, Ref, file',
       },
       {
         at: 'app.toml:13:1',
@@ -347,7 +355,9 @@ const CASES: Array<{ fixture: string; root?: string; expected: Expected[] }> = [
         at: 'entities.toml:4:9',
         code: 'DUPLICATE_DEFINITION',
         path: 'entity.Expense',
-        message: `entity "Expense" is defined in ${shown('duplicate-definition/app.toml')} and ${shown('duplicate-definition/entities.toml')}`,
+        message:
+          `entity "Expense" is defined in ${shown('duplicate-definition/app.toml')} and ` +
+          `${shown('duplicate-definition/entities.toml')}`,
         hint: `first defined at ${shown('duplicate-definition/app.toml')}:3`,
       },
     ],
@@ -390,7 +400,8 @@ const CASES: Array<{ fixture: string; root?: string; expected: Expected[] }> = [
         code: 'INVALID_CONDITION',
         path: 'entity.Ticket.access.delete',
         message:
-          'expression does not parse: unexpected character "$" (in expressions the current user is "actor", e.g. actor.id)',
+          'expression does not parse: unexpected character "$" (in expressions the current user is "actor", ' +
+          'e.g. actor.id)',
       },
     ],
   },
@@ -480,7 +491,9 @@ const CASES: Array<{ fixture: string; root?: string; expected: Expected[] }> = [
         at: 'app.toml:6:1',
         code: 'HANDLER_OUTSIDE_ROOT',
         path: 'command.ApproveExpense.handler',
-        message: `handler "../handlers/approve.ts#approve" leaves the blueprint's root folder ${shown('handler-outside-root/app')}`,
+        message:
+          `handler "../handlers/approve.ts#approve" leaves the blueprint's root folder ` +
+          `${shown('handler-outside-root/app')}`,
         hint: 'keep handler modules in the folder of the root blueprint or below it',
       },
     ],
@@ -492,7 +505,9 @@ const CASES: Array<{ fixture: string; root?: string; expected: Expected[] }> = [
         at: 'app.toml:6:1',
         code: 'HANDLER_UNREADABLE',
         path: 'command.ApproveExpense.handler',
-        message: `handler ${shown('handler-unreadable/handlers/approve.ts')} does not parse: Unexpected "export" (line 4)`,
+        message:
+          `handler ${shown('handler-unreadable/handlers/approve.ts')} does not parse: ` +
+          'Unexpected "export" (line 4)',
       },
     ],
   },
@@ -503,7 +518,9 @@ const CASES: Array<{ fixture: string; root?: string; expected: Expected[] }> = [
         at: 'entities.toml:1:12',
         code: 'IMPORT_CYCLE',
         path: 'imports.0',
-        message: `import cycle: ${shown('import-cycle/app.toml')} -> ${shown('import-cycle/entities.toml')} -> ${shown('import-cycle/app.toml')}`,
+        message:
+          `import cycle: ${shown('import-cycle/app.toml')} -> ${shown('import-cycle/entities.toml')} -> ` +
+          `${shown('import-cycle/app.toml')}`,
         hint: 'a fragment may not import, directly or indirectly, a file that imports it',
       },
     ],
@@ -565,7 +582,8 @@ const CASES: Array<{ fixture: string; root?: string; expected: Expected[] }> = [
         code: 'INVALID_DEFAULT',
         path: 'entity.Expense.fields.3.default',
         message:
-          'default "9999-12-31T23:00:00-02:00" does not fit DateTime: expected a date-time from year 0001 to 9999 (in UTC)',
+          'default "9999-12-31T23:00:00-02:00" does not fit DateTime: ' +
+          'expected a date-time from year 0001 to 9999 (in UTC)',
       },
     ],
   },
@@ -689,7 +707,8 @@ const CASES: Array<{ fixture: string; root?: string; expected: Expected[] }> = [
         severity: 'warning',
         path: 'skill.tickets.actions.3.workflow',
         message:
-          'skill action "audit" starts workflow "Audit", which its entity event starts, not a caller: the action\'s route is not served',
+          'skill action "audit" starts workflow "Audit", which its entity event starts, not a caller: ' +
+          "the action's route is not served",
       },
       {
         at: 'app.toml:22:68',
@@ -697,7 +716,8 @@ const CASES: Array<{ fixture: string; root?: string; expected: Expected[] }> = [
         severity: 'warning',
         path: 'workflow.Log.steps.1',
         message:
-          'plugin steps run the action src/extend.ts registers (plugins.crm.log); without it a job of "Log" fails at this step',
+          'plugin steps run the action src/extend.ts registers (plugins.crm.log); ' +
+          'without it a job of "Log" fails at this step',
       },
       {
         at: 'app.toml:28:7',
@@ -780,7 +800,8 @@ const CASES: Array<{ fixture: string; root?: string; expected: Expected[] }> = [
         severity: 'warning',
         path: 'auth',
         message:
-          'anyone may sign up, and a new account (no roles) may write Note (create, update, delete), Ticket (create, update)',
+          'anyone may sign up, and a new account (no roles) may write Note (create, update, delete), ' +
+          'Ticket (create, update)',
         hint: 'set auth.signup = false and add people with the users command, or require a role in these rules',
       },
     ],
@@ -794,7 +815,8 @@ const CASES: Array<{ fixture: string; root?: string; expected: Expected[] }> = [
         severity: 'warning',
         path: 'auth',
         message:
-          'anyone may sign up, and a new account (no roles) may write Draft (delete); call skill actions out.send (external), out.discard (destructive); ' +
+          'anyone may sign up, and a new account (no roles) may write Draft (delete); ' +
+          'call skill actions out.send (external), out.discard (destructive); ' +
           'run commands Touch (Draft); start workflows SendOut (by out.send)',
         hint: 'set auth.signup = false and add people with the users command, or require a role in these rules',
       },
@@ -804,8 +826,11 @@ const CASES: Array<{ fixture: string; root?: string; expected: Expected[] }> = [
         severity: 'warning',
         path: 'skill.out.actions.0',
         message:
-          'anyone who signs up (no roles) may call out.send, which reaches outside the app (risk "external"): its scopes hold API keys, not people',
-        hint: 'set auth.signup = false and add people with the users command: a workflow action admits every signed-in person',
+          'anyone who signs up (no roles) may call out.send, which reaches outside the app (risk "external"): ' +
+          'its scopes hold API keys, not people',
+        hint:
+          'set auth.signup = false and add people with the users command: ' +
+          'a workflow action admits every signed-in person',
       },
       {
         at: 'app.toml:41:1',
@@ -813,7 +838,8 @@ const CASES: Array<{ fixture: string; root?: string; expected: Expected[] }> = [
         severity: 'warning',
         path: 'skill.out.actions.1',
         message:
-          'anyone who signs up (no roles) may call out.discard, which destroys data (risk "destructive"): its scopes hold API keys, not people',
+          'anyone who signs up (no roles) may call out.discard, which destroys data (risk "destructive"): ' +
+          'its scopes hold API keys, not people',
         hint: "set auth.signup = false, or require a role in Draft's access rule for delete",
       },
     ],
@@ -1178,7 +1204,8 @@ const CASES: Array<{ fixture: string; root?: string; expected: Expected[] }> = [
         severity: 'warning',
         path: 'auth.apiKeys.0',
         message:
-          'API key "triage" has scopes, but may write Comment (create, update, delete), Tag (create, update, delete), which declare no scopes.write: its scopes do not limit these writes',
+          'API key "triage" has scopes, but may write Comment (create, update, delete), ' +
+          'Tag (create, update, delete), which declare no scopes.write: its scopes do not limit these writes',
         hint: 'require a scope for writing, e.g. scopes = { write = ["tickets.write"] } on these entities',
       },
       {
@@ -1187,7 +1214,8 @@ const CASES: Array<{ fixture: string; root?: string; expected: Expected[] }> = [
         severity: 'warning',
         path: 'auth.apiKeys.1',
         message:
-          'API key "reporter" has scopes, but may write Comment (create, update, delete), which declare no scopes.write: its scopes do not limit these writes',
+          'API key "reporter" has scopes, but may write Comment (create, update, delete), ' +
+          'which declare no scopes.write: its scopes do not limit these writes',
         hint: 'require a scope for writing, e.g. scopes = { write = ["tickets.write"] } on these entities',
       },
     ],
@@ -1217,14 +1245,18 @@ const CASES: Array<{ fixture: string; root?: string; expected: Expected[] }> = [
         code: 'INVALID_CONDITION',
         path: 'workflow.Watch.trigger.condition."after.status"."$nq"',
         message: '"$nq" is not an operator of a workflow condition',
-        hint: 'an operator table holds only $eq, $ne, $gt, $gte, $lt, $lte; to compare with a table, write one without $ keys',
+        hint:
+          'an operator table holds only $eq, $ne, $gt, $gte, $lt, $lte; ' +
+          'to compare with a table, write one without $ keys',
       },
       {
         at: 'app.toml:10:71',
         code: 'INVALID_CONDITION',
         path: 'workflow.Watch.steps.0.if."$and".0."trigger.after.status"."$gtt"',
         message: '"$gtt" is not an operator of a workflow condition',
-        hint: 'an operator table holds only $eq, $ne, $gt, $gte, $lt, $lte; to compare with a table, write one without $ keys',
+        hint:
+          'an operator table holds only $eq, $ne, $gt, $gte, $lt, $lte; ' +
+          'to compare with a table, write one without $ keys',
       },
     ],
   },
@@ -1285,7 +1317,7 @@ const CASES: Array<{ fixture: string; root?: string; expected: Expected[] }> = [
 ];
 
 describe('validateBlueprint', () => {
-  it('accepts the reference blueprint, warning about its open sign-up, unscoped writes and what is not generated yet', () => {
+  it('accepts the reference blueprint, warning of open sign-up, unscoped writes and what is not generated yet', () => {
     const { diagnostics, model } = validate(path.join(REPO, 'fixtures/helpdesk/helpdesk.toml'));
     const warning = (at: string, code: string, keyPath: string, message: string, hint?: string): Expected => ({
       at: `helpdesk.toml:${at}`,
@@ -1298,15 +1330,17 @@ describe('validateBlueprint', () => {
     const notGenerated = (at: string, keyPath: string, what: string, consequence = 'it never runs') =>
       warning(at, 'NOT_GENERATED', keyPath, `${what} is accepted but not generated yet: ${consequence}`);
     const unscoped = (name: string, writes: string) =>
-      `API key "${name}" has scopes, but may write ${writes}, which declare no scopes.write: its scopes do not limit these writes`;
+      `API key "${name}" has scopes, but may write ${writes}, which declare no scopes.write: ` +
+      'its scopes do not limit these writes';
     const scopeHint = 'require a scope for writing, e.g. scopes = { write = ["tickets.write"] } on these entities';
     expect(diagnostics.map(seen)).to.deep.equal([
       warning(
         '11:2',
         'OPEN_SIGNUP',
         'auth',
-        'anyone may sign up, and a new account (no roles) may write Comment (create, update, delete), Ticket (create); ' +
-          'call skill actions triage.add_comment (write), triage.escalate_ticket (write); start workflows EscalateTicket (by triage.escalate_ticket)',
+        'anyone may sign up, and a new account (no roles) may write Comment (create, update, delete), ' +
+          'Ticket (create); call skill actions triage.add_comment (write), triage.escalate_ticket (write); ' +
+          'start workflows EscalateTicket (by triage.escalate_ticket)',
         'set auth.signup = false and add people with the users command, or require a role in these rules',
       ),
       warning(

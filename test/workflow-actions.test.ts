@@ -31,7 +31,7 @@ const PIN = '/api/skills/notebook/notes/{id}/pin';
 /** The schema of a required Text key: not blank, no control characters. */
 const REQUIRED_TEXT = { type: 'string', minLength: 1, pattern: '^(?!\\s*$)[^\\x00-\\x1f\\x7f-\\x9f]*$' };
 
-describe('workflow actions: keys, required body keys, the 202 job, the skill index (generated app, over HTTP)', function () {
+describe('workflow actions: keys, required body keys, the 202 job, skill index (generated app over HTTP)', function () {
   this.timeout(120_000);
 
   for (const database of DATABASES)
@@ -76,36 +76,40 @@ describe('workflow actions: keys, required body keys, the 202 job, the skill ind
       });
       after(async () => app?.stop());
 
-      it('replays the same 202 and job for the same key and body after the job changed the record; another body is IDEMPOTENCY_KEY_REUSE', async () => {
-        const n = await newNote('replayed');
-        const before = await jobs('Pin');
-        const key = freshKey();
-        const first = await pin(n.id, key, { reason: 'on top' });
-        expect(first.status, first.text).to.equal(202);
-        const { job } = first.body as { job: Job };
-        expect((await jobFinished<Job>(app.url, pinner, job.url)).status).to.equal('completed');
-        expect(await note(n.id)).to.include({ pinned: true, pinNote: 'pinned: on top' });
+      it(
+        'replays the same 202 and job for the same key and body after the job changed the record; ' +
+          'another body is IDEMPOTENCY_KEY_REUSE',
+        async () => {
+          const n = await newNote('replayed');
+          const before = await jobs('Pin');
+          const key = freshKey();
+          const first = await pin(n.id, key, { reason: 'on top' });
+          expect(first.status, first.text).to.equal(202);
+          const { job } = first.body as { job: Job };
+          expect((await jobFinished<Job>(app.url, pinner, job.url)).status).to.equal('completed');
+          expect(await note(n.id)).to.include({ pinned: true, pinNote: 'pinned: on top' });
 
-        // The precondition no longer holds (the note is pinned), yet the key answers first.
-        for (let i = 0; i < 2; i++) {
-          const again = await pin(n.id, key, { reason: 'on top' });
-          expect(again.status, again.text).to.equal(202);
-          expect(again.body).to.deep.equal(first.body);
-          expect(again.headers.get('location')).to.equal(job.url);
-        }
-        for (const other of [{ reason: 'elsewhere' }, {}, { reason: null }, { reason: 5 }, { nope: 1 }, undefined]) {
-          const res = await pin(n.id, key, other);
-          expect(res.status, `${JSON.stringify(other)}: ${res.text}`).to.equal(409);
-          expect(errorOf(res).code).to.equal('IDEMPOTENCY_KEY_REUSE');
-        }
-        // Another key is another request: it meets the precondition.
-        const fresh = await pin(n.id, freshKey(), { reason: 'on top' });
-        expect(fresh.status, fresh.text).to.equal(409);
-        expect(errorOf(fresh).code).to.equal('WORKFLOW_PRECONDITION_FAILED');
-        expect(await jobs('Pin')).to.equal(before + 1);
-      });
+          // The precondition no longer holds (the note is pinned), yet the key answers first.
+          for (let i = 0; i < 2; i++) {
+            const again = await pin(n.id, key, { reason: 'on top' });
+            expect(again.status, again.text).to.equal(202);
+            expect(again.body).to.deep.equal(first.body);
+            expect(again.headers.get('location')).to.equal(job.url);
+          }
+          for (const other of [{ reason: 'elsewhere' }, {}, { reason: null }, { reason: 5 }, { nope: 1 }, undefined]) {
+            const res = await pin(n.id, key, other);
+            expect(res.status, `${JSON.stringify(other)}: ${res.text}`).to.equal(409);
+            expect(errorOf(res).code).to.equal('IDEMPOTENCY_KEY_REUSE');
+          }
+          // Another key is another request: it meets the precondition.
+          const fresh = await pin(n.id, freshKey(), { reason: 'on top' });
+          expect(fresh.status, fresh.text).to.equal(409);
+          expect(errorOf(fresh).code).to.equal('WORKFLOW_PRECONDITION_FAILED');
+          expect(await jobs('Pin')).to.equal(before + 1);
+        },
+      );
 
-      it('answers 20 requests sent at once with one key with 20 identical 202s and one job, then again once it ran', async () => {
+      it('answers 20 concurrent requests with one key: 20 identical 202s, one job; the same once it ran', async () => {
         const n = await newNote('concurrent');
         const before = await jobs('Pin');
         const key = freshKey();
@@ -216,22 +220,26 @@ describe('workflow actions: keys, required body keys, the 202 job, the skill ind
         expect(body('/api/skills/notebook/inbox').schema).to.deep.include({ required: ['subject'] });
       });
 
-      it('serves and documents the skill action of a webhook-started workflow: 202 as documented, 400 without the key it reads', async () => {
-        const send = (json: unknown) =>
-          request(app.url, 'POST', '/api/skills/notebook/inbox', {
-            json,
-            headers: { ...pinner, 'idempotency-key': freshKey() },
-          });
-        const filed = await send({ subject: 'invoice' });
-        expect(filed.status, filed.text).to.equal(202);
-        openapi.check('POST', '/api/skills/notebook/inbox', filed);
-        expect((await jobFinished<Job>(app.url, pinner, (filed.body as { job: Job }).job.url)).status).to.equal(
-          'completed',
-        );
-        const missing = await send({});
-        expect(missing.status, missing.text).to.equal(400);
-        openapi.check('POST', '/api/skills/notebook/inbox', missing);
-      });
+      it(
+        'serves and documents the skill action of a webhook-started workflow: ' +
+          '202 as documented, 400 without the key it reads',
+        async () => {
+          const send = (json: unknown) =>
+            request(app.url, 'POST', '/api/skills/notebook/inbox', {
+              json,
+              headers: { ...pinner, 'idempotency-key': freshKey() },
+            });
+          const filed = await send({ subject: 'invoice' });
+          expect(filed.status, filed.text).to.equal(202);
+          openapi.check('POST', '/api/skills/notebook/inbox', filed);
+          expect((await jobFinished<Job>(app.url, pinner, (filed.body as { job: Job }).job.url)).status).to.equal(
+            'completed',
+          );
+          const missing = await send({});
+          expect(missing.status, missing.text).to.equal(400);
+          openapi.check('POST', '/api/skills/notebook/inbox', missing);
+        },
+      );
 
       it('answers 202 with the job as its documented WorkflowJob, as GET /api/jobs/<id> shows it', async () => {
         const n = await newNote('documented');

@@ -77,7 +77,7 @@ describe('workflow step limits', () => {
     expect(sent).to.deep.equal([]);
   });
 
-  it('does not offer to run a job again once a step of it took effect: the failure is no longer retryable', async () => {
+  it('does not offer to run a job again once one of its steps took effect: the failure is not retryable', async () => {
     const stopping = new AbortController();
     setTimeout(() => stopping.abort(), 50);
     const steps = [

@@ -67,7 +67,9 @@ export default defineExtension({
     billing: {
       charge: async (input: Record<string, unknown>, ctx: { workflow: string; jobId: string }) => {
         console.log('CHARGE ' + JSON.stringify({ input, workflow: ctx.workflow }));
-        return input.customer === 'broken provider' ? { id: 42, status: 'pending' } : { id: 'ch_' + String(input.amount), status: 'paid' };
+        return input.customer === 'broken provider'
+          ? { id: 42, status: 'pending' }
+          : { id: 'ch_' + String(input.amount), status: 'paid' };
       },
     },
   },

@@ -94,11 +94,16 @@ describe('workflow steps: webhook, condition, loop, delay, plugin, email (genera
       `import { defineExtension } from './runtime/http/extension.ts';
 export default defineExtension({
   notifications: {
-    mailer: async (m, config) => console.log(\`MAIL from \${String(config.from)} to \${m.to}: \${m.subject} / \${m.body} / \${m.template}\`),
+    mailer: async (m, config) =>
+      console.log(\`MAIL from \${String(config.from)} to \${m.to}: \${m.subject} / \${m.body} / \${m.template}\`),
   },
   plugins: {
     crm: {
-      tag: async (params, ctx) => ({ tag: \`T-\${(params as { title: string }).title}\`, by: ctx.actor.id, workflow: ctx.workflow }),
+      tag: async (params, ctx) => ({
+        tag: \`T-\${(params as { title: string }).title}\`,
+        by: ctx.actor.id,
+        workflow: ctx.workflow,
+      }),
     },
   },
 });

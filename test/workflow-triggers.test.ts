@@ -53,7 +53,8 @@ for (const database of DATABASES)
       withAppRows(env.DATABASE_URL, appDir, async (db) => (await db.all(sql, params)).map(plain));
     const jobs = (workflow: string) =>
       rows(
-        'SELECT "id", "status", "owner", "actor", "error" FROM "_bp_jobs" WHERE "workflow" = ? ORDER BY "createdAt", "id"',
+        'SELECT "id", "status", "owner", "actor", "error" FROM "_bp_jobs" ' +
+          'WHERE "workflow" = ? ORDER BY "createdAt", "id"',
         workflow,
       );
     /** Waits until every job of `workflow` has finished, and returns them. */
@@ -94,7 +95,7 @@ for (const database of DATABASES)
       expect(t.stdout + t.stderr).to.equal('');
     });
 
-    it('warns at start that a webhook whose secret is unset refuses every delivery, and refuses them (401)', async () => {
+    it('warns at start that a webhook whose secret is unset refuses every delivery; refuses them (401)', async () => {
       expect(app.output()).to.include(
         'webhook /webhooks/unconfigured refuses every delivery (401) until NEVER_SET_SECRET holds its secret',
       );
@@ -106,7 +107,7 @@ for (const database of DATABASES)
       expect(await jobs('Unconfigured')).to.have.length(0);
     });
 
-    it('starts its workflow for a signed delivery: the steps read its body, headers and query, as the app itself', async () => {
+    it('starts its workflow for a signed delivery; steps read its body, headers, query as the app does', async () => {
       const body = JSON.stringify({ kind: 'mail', subject: 'printer on fire' });
       const res = await deliver(body, { ...signed(body), 'x-sender': 'ops@example.com' });
       expect(res.status, res.text).to.equal(202);
@@ -145,27 +146,31 @@ for (const database of DATABASES)
       expect((await messages()).map((m) => m.subject)).to.include('form delivery');
     });
 
-    it('refuses (401) a wrong secret, a wrong or tampered signature, an old timestamp and no proof, storing nothing', async () => {
-      const body = JSON.stringify({ kind: 'mail', subject: 'forged' });
-      const before = (await jobs('Inbound')).length;
-      const old = Math.floor(Date.now() / 1000) - 6 * 60;
-      const attempts: Array<[string, Record<string, string>]> = [
-        [body, { authorization: 'Bearer not-the-secret' }],
-        [body, signed(body, 'another-secret')],
-        [JSON.stringify({ kind: 'mail', subject: 'tampered' }), signed(body)],
-        [body, signed(body, env.INBOUND_SECRET, old)],
-        [body, { ...signed(body), 'x-webhook-timestamp': 'soon' }],
-        [body, { ...signed(body), 'x-webhook-signature': 'md5=abc' }],
-        [body, {}],
-      ];
-      for (const [sent, headers] of attempts) {
-        const res = await deliver(sent, headers);
-        expect(res.status, `${JSON.stringify(headers)}: ${res.text}`).to.equal(401);
-        expect(errorCode(res)).to.equal('UNAUTHENTICATED');
-      }
-      expect(await jobs('Inbound')).to.have.length(before);
-      expect((await messages()).map((m) => m.subject)).to.not.include.members(['forged', 'tampered']);
-    });
+    it(
+      'refuses (401) a wrong secret, a wrong or tampered signature, an old timestamp and no proof, ' +
+        'storing nothing',
+      async () => {
+        const body = JSON.stringify({ kind: 'mail', subject: 'forged' });
+        const before = (await jobs('Inbound')).length;
+        const old = Math.floor(Date.now() / 1000) - 6 * 60;
+        const attempts: Array<[string, Record<string, string>]> = [
+          [body, { authorization: 'Bearer not-the-secret' }],
+          [body, signed(body, 'another-secret')],
+          [JSON.stringify({ kind: 'mail', subject: 'tampered' }), signed(body)],
+          [body, signed(body, env.INBOUND_SECRET, old)],
+          [body, { ...signed(body), 'x-webhook-timestamp': 'soon' }],
+          [body, { ...signed(body), 'x-webhook-signature': 'md5=abc' }],
+          [body, {}],
+        ];
+        for (const [sent, headers] of attempts) {
+          const res = await deliver(sent, headers);
+          expect(res.status, `${JSON.stringify(headers)}: ${res.text}`).to.equal(401);
+          expect(errorCode(res)).to.equal('UNAUTHENTICATED');
+        }
+        expect(await jobs('Inbound')).to.have.length(before);
+        expect((await messages()).map((m) => m.subject)).to.not.include.members(['forged', 'tampered']);
+      },
+    );
 
     it('refuses a replayed signed delivery (409 WEBHOOK_REPLAYED): it starts its workflow once', async () => {
       const body = JSON.stringify({ kind: 'mail', subject: 'once only' });

@@ -80,7 +80,8 @@ describe('workflows as jobs (generated app, over HTTP)', function () {
           `import { defineExtension } from './runtime/http/extension.ts';
 export default defineExtension({
   notifications: {
-    team: async (message, config) => console.log(\`TEAM \${String(config.channel)} (\${message.workflow}): \${message.body}\`),
+    team: async (message, config) =>
+      console.log(\`TEAM \${String(config.channel)} (\${message.workflow}): \${message.body}\`),
   },
 });
 `,
@@ -137,24 +138,28 @@ export default defineExtension({
         ).to.equal(404);
       });
 
-      it('refuses before any job: scopes (403), a body that does not fit (400), an unreadable record (404), the precondition (409)', async () => {
-        const t = await newTask('refusals');
-        const scoped = await submit(t.id, 'bump', { priority: 2 }, viewer);
-        expect(scoped.status).to.equal(403);
-        expect(errorCode(scoped)).to.equal('INSUFFICIENT_SCOPE');
-        for (const body of [{ priority: 'high' }, { priority: 2, extra: true }]) {
-          const bad = await submit(t.id, 'bump', body);
-          expect(bad.status, JSON.stringify(body)).to.equal(400);
-        }
-        const missing = await submit('01ARZ3NDEKTSV4RRFFQ69G5FAV', 'bump', { priority: 2 });
-        expect(missing.status).to.equal(404);
-        const finish = await submit(t.id, 'finish');
-        await jobFinished<Job>(app.url, planner, (finish.body as { job: Job }).job.url);
-        const late = await submit(t.id, 'bump', { priority: 3 });
-        expect(late.status, late.text).to.equal(409);
-        expect(errorCode(late)).to.equal('WORKFLOW_PRECONDITION_FAILED');
-        expect((await task(t.id)).priority).to.equal(1);
-      });
+      it(
+        'refuses before any job: scopes (403), a body that does not fit (400), an unreadable record (404), ' +
+          'the precondition (409)',
+        async () => {
+          const t = await newTask('refusals');
+          const scoped = await submit(t.id, 'bump', { priority: 2 }, viewer);
+          expect(scoped.status).to.equal(403);
+          expect(errorCode(scoped)).to.equal('INSUFFICIENT_SCOPE');
+          for (const body of [{ priority: 'high' }, { priority: 2, extra: true }]) {
+            const bad = await submit(t.id, 'bump', body);
+            expect(bad.status, JSON.stringify(body)).to.equal(400);
+          }
+          const missing = await submit('01ARZ3NDEKTSV4RRFFQ69G5FAV', 'bump', { priority: 2 });
+          expect(missing.status).to.equal(404);
+          const finish = await submit(t.id, 'finish');
+          await jobFinished<Job>(app.url, planner, (finish.body as { job: Job }).job.url);
+          const late = await submit(t.id, 'bump', { priority: 3 });
+          expect(late.status, late.text).to.equal(409);
+          expect(errorCode(late)).to.equal('WORKFLOW_PRECONDITION_FAILED');
+          expect((await task(t.id)).priority).to.equal(1);
+        },
+      );
 
       it('fails a conditional update whose record changed with STATE_CONFLICT, changing nothing', async () => {
         const t = await newTask('original title');
@@ -233,7 +238,7 @@ export default defineExtension({
         for (const t of tasks) expect((await task(t.id)).priority).to.equal(2);
       });
 
-      it('fails a job that was running when its app stopped with JOB_INTERRUPTED (retryable), committing nothing', async () => {
+      it('fails a job running when its app stopped with JOB_INTERRUPTED (retryable), committing nothing', async () => {
         const t = await newTask('interrupted');
         const res = await submit(t.id, 'ponder', { waitMs: 60_000 });
         const url = (res.body as { job: Job }).job.url;
@@ -286,7 +291,8 @@ export default defineExtension({
           headers: { ...planner, 'idempotency-key': freshKey() },
         });
         expect(moved.status, moved.text).to.equal(200);
-        // Echo renames the task, which starts Echo again: four runs add "!", the fifth would start a sixth and is refused.
+        // Echo renames the task, which starts Echo again: four runs add "!", the fifth would start
+        // a sixth and is refused.
         const rows = await withAppRows(env.DATABASE_URL, appDir, async (db) => {
           const jobs = async () =>
             (await db.all(
@@ -305,7 +311,7 @@ export default defineExtension({
         expect(JSON.parse(rows[4].error as string).message).to.include('Echo -> Echo -> Echo -> Echo -> Echo -> Echo');
       });
 
-      it('sends through a sender src/extend.ts registers for an adapter, and fails a job whose adapter has none', async () => {
+      it("sends through an adapter's sender from src/extend.ts; fails a job whose adapter has none", async () => {
         const t = await newTask('loud');
         const shout = await submit(t.id, 'shout');
         expect((await jobFinished<Job>(app.url, planner, (shout.body as { job: Job }).job.url)).status).to.equal(

@@ -103,27 +103,31 @@ describe('docs/zebric-compatibility.md and the NOT_GENERATED warnings', () => {
     }
   });
 
-  it('draws every kind of warning: services, plugins, pages, plugin steps, adapters, entity-started skill actions, providers, auth.pages', () => {
-    const kinds = new Set(
-      warnings.map(
-        (w) =>
-          pathSegments(w)
-            .filter((s) => !/^\d+$/.test(s))
-            .slice(0, 1)
-            .join('.') + (w.includes('steps') ? '.steps' : ''),
-      ),
-    );
-    expect([...kinds].sort()).to.deep.equal([
-      'auth',
-      'notifications',
-      'page',
-      'plugin',
-      'service',
-      'skill',
-      'workflow.steps',
-    ]);
-    expect(warnings.filter((w) => w.startsWith('auth.')).sort()).to.deep.equal(['auth.pages', 'auth.providers.1']);
-  });
+  it(
+    'draws every kind of warning: services, plugins, pages, plugin steps, adapters, ' +
+      'entity-started skill actions, providers, auth.pages',
+    () => {
+      const kinds = new Set(
+        warnings.map(
+          (w) =>
+            pathSegments(w)
+              .filter((s) => !/^\d+$/.test(s))
+              .slice(0, 1)
+              .join('.') + (w.includes('steps') ? '.steps' : ''),
+        ),
+      );
+      expect([...kinds].sort()).to.deep.equal([
+        'auth',
+        'notifications',
+        'page',
+        'plugin',
+        'service',
+        'skill',
+        'workflow.steps',
+      ]);
+      expect(warnings.filter((w) => w.startsWith('auth.')).sort()).to.deep.equal(['auth.pages', 'auth.providers.1']);
+    },
+  );
 
   it('says NOT_GENERATED only in rows some warning is about', () => {
     const stale = claims.filter((row) => !warnings.some((w) => row.patterns.some((p) => about(p, pathSegments(w)))));

@@ -92,7 +92,7 @@ for (const database of DATABASES)
       expect((await api.get('columns', 'doing')).title).to.equal('Doing');
     });
 
-    it('refuses empty, too long, control-character, lone-surrogate and space-padded ids, and "." and ".." (400)', async () => {
+    it('refuses (400) empty, too long, control-character, lone-surrogate, space-padded, "." and ".." ids', async () => {
       const before = await app.rows.count('Column');
       const cases: Array<[unknown, string]> = [
         ['', 'id:INVALID_TYPE'],
@@ -164,7 +164,7 @@ for (const database of DATABASES)
       expect((await api.call('GET', '/api/columns/{id}', '/api/columns/viewer-made')).status).to.equal(404);
     });
 
-    it('applies the Ref default "backlog" and checks Ref values against the Text key (400) and its records (422)', async () => {
+    it('applies the Ref default "backlog"; checks Refs against the Text key (400) and its records (422)', async () => {
       const card = await api.create('cards', { title: 'Write docs' });
       expect(card).to.include({ title: 'Write docs', columnId: 'backlog', reviewColumnId: null });
       expect(card.id).to.match(ULID);
@@ -321,42 +321,46 @@ for (const database of DATABASES)
       expect((await api.get('customers', '1')).name).to.equal('Ada');
     });
 
-    it('checks Refs to Integer keys: numbers only (400), existing records (422), the default 1 (422 until Currency 1 exists)', async () => {
-      const noCurrency = await post('invoices', { customerId: 1, amountCents: 500 });
-      expect(noCurrency.status, noCurrency.text).to.equal(422);
-      expect(problems(noCurrency)).to.deep.equal({
-        code: 'REFERENCE_NOT_FOUND',
-        details: ['currencyId:REFERENCE_NOT_FOUND'],
-      });
-      expect((await post('currencys', { code: 'EUR' })).body).to.deep.equal({ id: 1, code: 'EUR' });
-      const before = await app.rows.count('Invoice');
-      for (const [customerId, detail] of [
-        ['1', 'customerId:INVALID_TYPE'],
-        [1.5, 'customerId:INVALID_TYPE'],
-        [null, 'customerId:REQUIRED'],
-      ] as const) {
-        const res = await post('invoices', { customerId, amountCents: 500 });
-        expect(res.status, res.text).to.equal(400);
-        expect(problems(res)).to.deep.equal({ code: 'VALIDATION_FAILED', details: [detail] });
-      }
-      const missing = await post('invoices', { customerId: 3, amountCents: 500 });
-      expect(missing.status, missing.text).to.equal(422);
-      expect(problems(missing)).to.deep.equal({
-        code: 'REFERENCE_NOT_FOUND',
-        details: ['customerId:REFERENCE_NOT_FOUND'],
-      });
-      expect(await app.rows.count('Invoice')).to.equal(before);
-      const invoice = await post('invoices', { customerId: 1, amountCents: 500 });
-      expect(invoice.status, invoice.text).to.equal(201);
-      expect(invoice.body).to.deep.equal({
-        invoiceNo: 1,
-        customerId: 1,
-        currencyId: 1,
-        amountCents: 500,
-        status: 'open',
-      });
-      expect(invoice.headers.get('location')).to.equal('/api/invoices/1');
-    });
+    it(
+      'checks Refs to Integer keys: numbers only (400), existing records (422), ' +
+        'the default 1 (422 until Currency 1 exists)',
+      async () => {
+        const noCurrency = await post('invoices', { customerId: 1, amountCents: 500 });
+        expect(noCurrency.status, noCurrency.text).to.equal(422);
+        expect(problems(noCurrency)).to.deep.equal({
+          code: 'REFERENCE_NOT_FOUND',
+          details: ['currencyId:REFERENCE_NOT_FOUND'],
+        });
+        expect((await post('currencys', { code: 'EUR' })).body).to.deep.equal({ id: 1, code: 'EUR' });
+        const before = await app.rows.count('Invoice');
+        for (const [customerId, detail] of [
+          ['1', 'customerId:INVALID_TYPE'],
+          [1.5, 'customerId:INVALID_TYPE'],
+          [null, 'customerId:REQUIRED'],
+        ] as const) {
+          const res = await post('invoices', { customerId, amountCents: 500 });
+          expect(res.status, res.text).to.equal(400);
+          expect(problems(res)).to.deep.equal({ code: 'VALIDATION_FAILED', details: [detail] });
+        }
+        const missing = await post('invoices', { customerId: 3, amountCents: 500 });
+        expect(missing.status, missing.text).to.equal(422);
+        expect(problems(missing)).to.deep.equal({
+          code: 'REFERENCE_NOT_FOUND',
+          details: ['customerId:REFERENCE_NOT_FOUND'],
+        });
+        expect(await app.rows.count('Invoice')).to.equal(before);
+        const invoice = await post('invoices', { customerId: 1, amountCents: 500 });
+        expect(invoice.status, invoice.text).to.equal(201);
+        expect(invoice.body).to.deep.equal({
+          invoiceNo: 1,
+          customerId: 1,
+          currencyId: 1,
+          amountCents: 500,
+          status: 'open',
+        });
+        expect(invoice.headers.get('location')).to.equal('/api/invoices/1');
+      },
+    );
 
     it('reads, updates and deletes by Integer id, with the audit trail under the id as text', async () => {
       const created = (await post('invoices', { customerId: 2, amountCents: 700 })).body as Rec;
@@ -401,7 +405,7 @@ for (const database of DATABASES)
       expect((list.body as { items: Rec[] }).items.filter((c) => c.name === 'Alan')).to.have.length(1);
     });
 
-    it('runs commands on Integer ids: the policy loads the customer by its Integer Ref, a Ref input takes a number', async () => {
+    it('commands run on Integer ids: the policy loads the customer by its Ref; Ref inputs are numbers', async () => {
       const paid = await api.command('pay_invoice', '1', undefined, { idem: idem('pay') });
       expect(paid.status, paid.text).to.equal(200);
       expect(paid.body).to.include({ invoiceNo: 1, status: 'paid' });
@@ -436,7 +440,7 @@ for (const database of DATABASES)
       expect(await statusOf('GET', '/api/invoices/{id}', `/api/invoices/${blocked.invoiceNo}`)).to.equal(200);
     });
 
-    it('matches notes to a customer by a plain Integer field (hasMany) for VerifyCustomer, and serves notes', async () => {
+    it('matches notes to a customer by a plain Integer field (hasMany) for VerifyCustomer; serves them', async () => {
       const unverified = await api.command('verify_customer', '4', undefined, { idem: idem('verify') });
       expect(unverified.status, unverified.text).to.equal(403);
       const note = await post('notes', { customerNo: 4, text: 'verified' });
@@ -674,7 +678,7 @@ for (const database of DATABASES)
       expect(del.status, del.text).to.equal(204);
     });
 
-    it('lets PublishArticle through only once a comment on that article approves it (hasMany on a Text key)', async () => {
+    it('lets PublishArticle through only once a comment approves that article (hasMany on a Text key)', async () => {
       await api.create('articles', { slug: 'draft-one', title: 'Draft one' });
       await api.create('articles', { slug: 'draft-two', title: 'Draft two' });
       await comment('Article', 'draft-one', 'note');
@@ -734,7 +738,8 @@ for (const database of DATABASES)
 
     it('validates with one warning: the entry that repeats the primary key', () => {
       expect(diagnosticsOf('indexes')).to.deep.equal([
-        'app.toml:36:3 warning REDUNDANT_INDEX entity.Seat.indexes.4: this index adds nothing: "id" is the primary key, already unique and indexed; it is not generated',
+        'app.toml:36:3 warning REDUNDANT_INDEX entity.Seat.indexes.4: this index adds nothing: ' +
+          '"id" is the primary key, already unique and indexed; it is not generated',
       ]);
     });
 
@@ -757,7 +762,8 @@ for (const database of DATABASES)
       // Every index but the primary key's, as the database itself describes it.
       if (database === 'sqlite') {
         const indexes = await app.rows.all(
-          `SELECT name, sql FROM sqlite_master WHERE type = 'index' AND tbl_name = 'Seat' AND sql IS NOT NULL ORDER BY name`,
+          `SELECT name, sql FROM sqlite_master WHERE type = 'index' AND tbl_name = 'Seat' ` +
+            'AND sql IS NOT NULL ORDER BY name',
         );
         expect(indexes).to.deep.equal([
           {
@@ -771,7 +777,8 @@ for (const database of DATABASES)
         ]);
       } else {
         const indexes = await app.rows.all(
-          `SELECT i.relname AS name, pg_get_indexdef(i.oid) AS sql FROM pg_index x JOIN pg_class i ON i.oid = x.indexrelid
+          `SELECT i.relname AS name, pg_get_indexdef(i.oid) AS sql
+         FROM pg_index x JOIN pg_class i ON i.oid = x.indexrelid
          WHERE x.indrelid = '"Seat"'::regclass AND NOT x.indisprimary ORDER BY i.relname COLLATE "C"`,
         );
         expect(indexes).to.deep.equal([
@@ -790,32 +797,45 @@ for (const database of DATABASES)
       }
     });
 
-    it('answers 409 UNIQUE_CONFLICT naming the fields of a composite unique index, on create and update, storing nothing', async () => {
-      const first = await seat({});
-      expect(first.status, first.text).to.equal(201);
-      const before = await app.rows.count('Seat');
-      const sameSpot = await seat({ code: 'GA-A1-bis' });
-      expect(sameSpot.status, sameSpot.text).to.equal(409);
-      expect(problems(sameSpot)).to.deep.equal({
-        code: 'UNIQUE_CONFLICT',
-        details: ['eventId:UNIQUE', 'row:UNIQUE', 'number:UNIQUE'],
-      });
-      expect((sameSpot.body as { error: { message: string } }).error.message).to.equal(
-        'another record already has this eventId and row and number',
-      );
-      const sameCode = await seat({ number: 2 });
-      expect(problems(sameCode)).to.deep.equal({ code: 'UNIQUE_CONFLICT', details: ['eventId:UNIQUE', 'code:UNIQUE'] });
-      expect(await app.rows.count('Seat')).to.equal(before);
-      // The same seat at another event, or the next seat, is fine.
-      expect((await seat({ eventId: 'matinee' })).status).to.equal(201);
-      const next = await seat({ number: 2, code: 'GA-A2' });
-      expect(next.status, next.text).to.equal(201);
-      const id = (next.body as Rec).id as string;
-      const clash = await api.call('PUT', '/api/seats/{id}', `/api/seats/${id}`, { number: 1 }, { idem: idem('put') });
-      expect(clash.status, clash.text).to.equal(409);
-      expect(problems(clash).details).to.deep.equal(['eventId:UNIQUE', 'row:UNIQUE', 'number:UNIQUE']);
-      expect((await api.get('seats', id)).number).to.equal(2);
-    });
+    it(
+      'answers 409 UNIQUE_CONFLICT naming the fields of a composite unique index, on create and update, ' +
+        'storing nothing',
+      async () => {
+        const first = await seat({});
+        expect(first.status, first.text).to.equal(201);
+        const before = await app.rows.count('Seat');
+        const sameSpot = await seat({ code: 'GA-A1-bis' });
+        expect(sameSpot.status, sameSpot.text).to.equal(409);
+        expect(problems(sameSpot)).to.deep.equal({
+          code: 'UNIQUE_CONFLICT',
+          details: ['eventId:UNIQUE', 'row:UNIQUE', 'number:UNIQUE'],
+        });
+        expect((sameSpot.body as { error: { message: string } }).error.message).to.equal(
+          'another record already has this eventId and row and number',
+        );
+        const sameCode = await seat({ number: 2 });
+        expect(problems(sameCode)).to.deep.equal({
+          code: 'UNIQUE_CONFLICT',
+          details: ['eventId:UNIQUE', 'code:UNIQUE'],
+        });
+        expect(await app.rows.count('Seat')).to.equal(before);
+        // The same seat at another event, or the next seat, is fine.
+        expect((await seat({ eventId: 'matinee' })).status).to.equal(201);
+        const next = await seat({ number: 2, code: 'GA-A2' });
+        expect(next.status, next.text).to.equal(201);
+        const id = (next.body as Rec).id as string;
+        const clash = await api.call(
+          'PUT',
+          '/api/seats/{id}',
+          `/api/seats/${id}`,
+          { number: 1 },
+          { idem: idem('put') },
+        );
+        expect(clash.status, clash.text).to.equal(409);
+        expect(problems(clash).details).to.deep.equal(['eventId:UNIQUE', 'row:UNIQUE', 'number:UNIQUE']);
+        expect((await api.get('seats', id)).number).to.equal(2);
+      },
+    );
 
     it('reads, lists, updates and deletes seats; plain indexes allow repeated values', async () => {
       const a = (await seat({ row: 'B', code: 'GA-B1', holder: 'ada' })).body as Rec;

@@ -49,7 +49,8 @@ const seen = (d: Diagnostic): Expected => ({
 });
 
 const SCHEDULE_HINT =
-  'five fields (minute hour day-of-month month day-of-week), six with seconds first, or @hourly, @daily, @weekly, @monthly, @yearly';
+  'five fields (minute hour day-of-month month day-of-week), six with seconds first, ' +
+  'or @hourly, @daily, @weekly, @monthly, @yearly';
 
 const CASES: Record<string, Expected[]> = {
   'auth-providers': [
@@ -283,7 +284,8 @@ const CASES: Record<string, Expected[]> = {
       '34:1',
       'INVALID_TRIGGER',
       'workflow.Both.trigger',
-      'a trigger is exactly one of { manual = true }, { entity, event }, { webhook = "/webhooks/..." } or { schedule = "<cron>" }',
+      'a trigger is exactly one of { manual = true }, { entity, event }, ' +
+        '{ webhook = "/webhooks/..." } or { schedule = "<cron>" }',
     ),
   ],
   'service-step': [
@@ -316,7 +318,8 @@ const CASES: Record<string, Expected[]> = {
       'UNKNOWN_FIELD_TYPE',
       'service.mailer.operations.send.input.meta.fields.inner.items.type',
       'unknown value type "Bool"',
-      'value types: ULID, UUID, Text, LongText, Email, Integer, Float, Boolean, Date, DateTime, JSON, Enum, Ref, Object, Array',
+      'value types: ULID, UUID, Text, LongText, Email, Integer, Float, Boolean, ' +
+        'Date, DateTime, JSON, Enum, Ref, Object, Array',
     ),
     error('11:1', 'MISSING_KEY', 'service.mailer.operations.send.result.fields', 'an Object value needs fields'),
     error('14:1', 'INVALID_VALUE', 'service.empty.operations', 'must not be empty'),
@@ -368,7 +371,8 @@ const CASES: Record<string, Expected[]> = {
       '19:5',
       'INVALID_VALUE',
       'workflow.W.steps.2.type',
-      'must be one of "query", "command", "notify", "webhook", "email", "plugin", "service", "condition", "loop", "delay"',
+      'must be one of "query", "command", "notify", "webhook", "email", ' +
+        '"plugin", "service", "condition", "loop", "delay"',
       'did you mean "notify"?',
     ),
     error('20:61', 'MISSING_KEY', 'workflow.W.steps.3.then.0.duration', 'a delay step needs duration'),

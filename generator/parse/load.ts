@@ -242,12 +242,13 @@ export function parseBlueprint(rootPath: string, host: SourceHost): ParseResult 
         clash.origin.file === section.origin.file
           ? `twice in ${section.origin.file.display}`
           : `in ${clash.origin.file.display} and ${section.origin.file.display}`;
+      const firstLine = clash.origin.file.locator.locate(clash.origin.keys)?.line ?? 1;
       diagnostics.push({
         code: 'DUPLICATE_DEFINITION',
         severity: 'error',
         path: formatPath(canonicalOf(section)),
         message: `${label} is defined ${files}`,
-        hint: `first defined at ${clash.origin.file.display}:${clash.origin.file.locator.locate(clash.origin.keys)?.line ?? 1}`,
+        hint: `first defined at ${clash.origin.file.display}:${firstLine}`,
         location: where(section.origin.file, section.origin.keys),
       });
       return;

@@ -18,10 +18,13 @@ export function checkAccessRules(ctx: CompileContext, bp: Blueprint): void {
     if (read) requireSql(ctx, entity, [...entity.path, 'access', 'read'], read.condition, columns);
     for (const [action, condition] of Object.entries(entity.access)) {
       if (usesOwner(condition.condition) && !columns.has('userId') && !columns.has('ownerId')) {
-        const message = `"owner" compares the record's userId (or ownerId) with the actor, but ${entity.name} has neither field`;
+        const message =
+          `"owner" compares the record's userId (or ownerId) with the actor, ` + `but ${entity.name} has neither field`;
         ctx.report('OWNER_WITHOUT_FIELD', [...entity.path, 'access', action], message, {
           severity: 'warning',
-          hint: 'add { name = "userId", type = "Ref", ref = "User.id" } or write the rule as { someField = "$currentUser.id" }',
+          hint:
+            'add { name = "userId", type = "Ref", ref = "User.id" } ' +
+            'or write the rule as { someField = "$currentUser.id" }',
         });
       }
     }
@@ -58,7 +61,9 @@ function requireSql(
     at,
     `this condition filters ${entity.name} rows in the database but cannot be expressed in SQL`,
     {
-      hint: 'compare fields of the record itself with literals or actor values (==, !=, <, >, in, contains, &&, ||, !); paths through relations, JSON fields and arithmetic on fields are not supported here',
+      hint:
+        'compare fields of the record itself with literals or actor values (==, !=, <, >, in, contains, &&, ||, !); ' +
+        'paths through relations, JSON fields and arithmetic on fields are not supported here',
     },
   );
 }

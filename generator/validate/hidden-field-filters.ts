@@ -50,10 +50,15 @@ export function checkHiddenFieldFilters(ctx: CompileContext, bp: Blueprint): voi
       if (!field.unique || !read || !conditionReadsRecord(read.condition)) continue;
       const at = [...field.path, 'access', 'read'];
       if (ctx.failed(at)) continue;
-      const message = `${entity.name}.${field.name} is unique and its read rule depends on the record: a write that is refused because the value is taken tells the writer that another record, whose ${field.name} it may not read, holds it`;
+      const message =
+        `${entity.name}.${field.name} is unique and its read rule depends on the record: ` +
+        `a write that is refused because the value is taken tells the writer that another record, ` +
+        `whose ${field.name} it may not read, holds it`;
       ctx.report('UNIQUE_FIELD_READ_RULE', at, message, {
         severity: 'warning',
-        hint: 'make the read rule depend on the actor only (its role), or drop `unique` and check uniqueness in a command that the readers of the field run',
+        hint:
+          'make the read rule depend on the actor only (its role), ' +
+          'or drop `unique` and check uniqueness in a command that the readers of the field run',
       });
     }
   }
@@ -67,10 +72,14 @@ function rulesReadingHiddenFields(ctx: CompileContext, bp: Blueprint): void {
     for (const [action, rule] of Object.entries(entity.access)) {
       const read = recordFields(rule.condition).filter((f) => names.has(f));
       if (!read.length || ctx.failed([...entity.path, 'access', action])) continue;
-      const message = `the ${action} rule of ${entity.name} compares ${read.join(', ')}, which a field read rule hides: the records a caller may ${action} tell how the value compares`;
+      const message =
+        `the ${action} rule of ${entity.name} compares ${read.join(', ')}, which a field read rule hides: ` +
+        `the records a caller may ${action} tell how the value compares`;
       ctx.report('RULE_READS_HIDDEN_FIELD', [...entity.path, 'access', action], message, {
         severity: 'warning',
-        hint: `compare fields every caller of this rule may read, or give ${read.join(', ')} a read rule that holds wherever this one does`,
+        hint:
+          `compare fields every caller of this rule may read, ` +
+          `or give ${read.join(', ')} a read rule that holds wherever this one does`,
       });
     }
   }
@@ -93,7 +102,9 @@ function rulesReadingHiddenFields(ctx: CompileContext, bp: Blueprint): void {
         return target && keys.length > 1 && hidden(target).has(keys[1]) ? [`${keys[0]}.${keys[1]}`] : [];
       });
       if (!read.length) continue;
-      const message = `${command.name}'s ${key} compares ${[...new Set(read)].join(', ')}, which a field read rule hides: callers who may not read it are refused (403), as its answer would tell how the value compares`;
+      const message =
+        `${command.name}'s ${key} compares ${[...new Set(read)].join(', ')}, which a field read rule hides: ` +
+        `callers who may not read it are refused (403), as its answer would tell how the value compares`;
       ctx.report('RULE_READS_HIDDEN_FIELD', [...command.path, key], message, { severity: 'warning' });
     }
   }
@@ -148,14 +159,18 @@ function checkFilter(
       entity.fields.map((f) => [f.name, f.unknownType === undefined ? f.type : 'Text']),
     );
     if (conditionToSql(condition, PROBE_ACTOR, columns) !== undefined) return;
-    const message = `${skill.name}.${action.name} filters on ${entity.name}.${name}, whose read rule then limits the filter in the database, but cannot be expressed in SQL`;
+    const message =
+      `${skill.name}.${action.name} filters on ${entity.name}.${name}, ` +
+      `whose read rule then limits the filter in the database, but cannot be expressed in SQL`;
     ctx.report('READ_RULE_NOT_SQL', at, message, {
       hint: 'compare fields of the record itself with literals or actor values (==, !=, <, >, in, contains, &&, ||, !)',
     });
     return;
   }
   if (callers(bp, skill, action).some((who) => who(condition) !== 'no')) return;
-  const message = `${skill.name}.${action.name} filters on ${entity.name}.${name}, which no caller of the action may read: every call that uses the filter would be refused (403)`;
+  const message =
+    `${skill.name}.${action.name} filters on ${entity.name}.${name}, which no caller of the action may read: ` +
+    `every call that uses the filter would be refused (403)`;
   ctx.report('HIDDEN_FIELD_FILTER', at, message, {
     hint: `drop the filter, or let the action's callers read ${name} (its access.read)`,
   });

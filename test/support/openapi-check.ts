@@ -46,7 +46,8 @@ export class OpenApiChecker {
     if (!validate) throw new Error(`cannot resolve schema at ${pointer}`);
     if (!validate(res.body)) {
       throw new Error(
-        `${method} ${pathTemplate} ${res.status} body does not fit openapi.json: ${this.ajv.errorsText(validate.errors)}\n${res.text}`,
+        `${method} ${pathTemplate} ${res.status} body does not fit openapi.json: ` +
+          `${this.ajv.errorsText(validate.errors)}\n${res.text}`,
       );
     }
   }

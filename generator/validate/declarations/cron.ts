@@ -59,8 +59,10 @@ function itemProblem(item: string, unit: Unit): string | undefined {
   if (bounds.length > 2) return `"${item}" is not a value, range or step`;
   const values = bounds.map((b) => valueOf(b, unit));
   const bad = bounds.find((_, i) => values[i] === undefined);
-  if (bad !== undefined)
-    return `"${bad}" is not a number from ${unit.min} to ${unit.max}${unit.names ? ` or a name (${unit.names[0]}...)` : ''}`;
+  if (bad !== undefined) {
+    const orName = unit.names ? ` or a name (${unit.names[0]}...)` : '';
+    return `"${bad}" is not a number from ${unit.min} to ${unit.max}${orName}`;
+  }
   if (values.length === 2 && (values[0] as number) > (values[1] as number)) return `range "${range}" runs backwards`;
   return undefined;
 }

@@ -68,8 +68,8 @@ export function notGenerated(ctx: CompileContext): void {
     if (typeof type === 'string' && type !== 'console') {
       warn(
         ['notifications', 'adapters', i, 'type'],
-        `notification adapter "${String(name)}" of type "${type}" is not built in: register its sender in src/extend.ts ` +
-          `(notifications.${String(name)}), or notify steps through it fail`,
+        `notification adapter "${String(name)}" of type "${type}" is not built in: ` +
+          `register its sender in src/extend.ts (notifications.${String(name)}), or notify steps through it fail`,
       );
     }
   });

@@ -17,7 +17,8 @@ export function checkWorkflow(ctx: CompileContext, name: string, raw: Raw): void
     ctx.report(
       'INVALID_TRIGGER',
       at,
-      'a trigger is exactly one of { manual = true }, { entity, event }, { webhook = "/webhooks/..." } or { schedule = "<cron>" }',
+      'a trigger is exactly one of { manual = true }, { entity, event }, { webhook = "/webhooks/..." } ' +
+        'or { schedule = "<cron>" }',
     );
   } else if (forms[0] === 'entity') {
     if (t.entity === undefined || t.event === undefined)
@@ -32,7 +33,9 @@ export function checkWorkflow(ctx: CompileContext, name: string, raw: Raw): void
         [...at, 'schedule'],
         `schedule "${t.schedule}" is not a cron expression: ${problem}`,
         {
-          hint: 'five fields (minute hour day-of-month month day-of-week), six with seconds first, or @hourly, @daily, @weekly, @monthly, @yearly',
+          hint:
+            'five fields (minute hour day-of-month month day-of-week), six with seconds first, ' +
+            'or @hourly, @daily, @weekly, @monthly, @yearly',
         },
       );
     }

@@ -57,7 +57,9 @@ export class RecordPaths {
       if (keys.length === 1) {
         return {
           index: 0,
-          message: `"${first}" is a relation of ${entity.name}; read a field of it, e.g. ${first}.${target.primaryKey?.name ?? 'id'}`,
+          message:
+            `"${first}" is a relation of ${entity.name}; ` +
+            `read a field of it, e.g. ${first}.${target.primaryKey?.name ?? 'id'}`,
         };
       }
       const targetField = target.fields.find((f) => f.name === keys[1]);

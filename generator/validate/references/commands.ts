@@ -122,7 +122,8 @@ export function commandHandlers(ctx: CompileContext, bp: Blueprint): void {
       ctx.report(
         'HANDLER_OUTSIDE_ROOT',
         at,
-        `handler "${command.handler.source}" leaves the blueprint's root folder ${ctx.host.display(ctx.parsed.rootDir)}`,
+        `handler "${command.handler.source}" leaves the blueprint's root folder ` +
+          ctx.host.display(ctx.parsed.rootDir),
         {
           hint: 'keep handler modules in the folder of the root blueprint or below it',
         },

@@ -210,7 +210,10 @@ export function indexes(ctx: CompileContext, bp: Blueprint): void {
   for (const entity of bp.entities) for (const field of entity.fields) indexedDefault(ctx, bp, entity, field);
 }
 
-/** A text default longer than its field's share of an index (model/indexes.ts): every write relying on it would fail. */
+/**
+ * A text default longer than its field's share of an index (model/indexes.ts): every write relying
+ * on it would fail.
+ */
 function indexedDefault(ctx: CompileContext, bp: Blueprint, entity: Entity, field: Field): void {
   const value = field.default?.kind === 'value' ? field.default.value : undefined;
   if (typeof value !== 'string') return;

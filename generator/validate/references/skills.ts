@@ -138,7 +138,8 @@ function skillActionParams(
     ctx.report(
       'MISSING_PATH_PARAM',
       [...at, 'path'],
-      `no path parameter of ${action.route} names ${entity.name}'s id (${key}), so the "${action.action}" action cannot find the record`,
+      `no path parameter of ${action.route} names ${entity.name}'s id (${key}), ` +
+        `so the "${action.action}" action cannot find the record`,
       {
         hint: `map one to it: mapParams = { ${params[params.length - 1]} = "${key}" }`,
       },

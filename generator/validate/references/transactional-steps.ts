@@ -54,7 +54,9 @@ function checkInTransaction(
           `variables.${name} is the result of a ${type} step, which runs after this transactional workflow commits: ` +
             `it does not exist while this step runs`,
           {
-            hint: `read it in a step that runs after the commit (notify, email, webhook, plugin), or make the workflow not transactional`,
+            hint:
+              'read it in a step that runs after the commit (notify, email, webhook, plugin), ' +
+              'or make the workflow not transactional',
           },
         );
       }

@@ -1,8 +1,9 @@
 // Warnings about what the rules let an actor do, which the author may not have meant:
 // OPEN_SIGNUP (anyone can sign up and then write, call skill actions, run commands or start
 // workflows), OPEN_SIGNUP_RISK (such a person may call an external or destructive skill action),
-// UNSCOPED_WRITE (an API key's scopes do not limit writes to entities that declare no write scopes), PUBLIC_ENTITY (without [auth], anyone
-// may act on an entity), COMMAND_WITHOUT_AUTH (without [auth], nobody can run a command) and
+// UNSCOPED_WRITE (an API key's scopes do not limit writes to entities that declare no write
+// scopes), PUBLIC_ENTITY (without [auth], anyone may act on an entity), COMMAND_WITHOUT_AUTH
+// (without [auth], nobody can run a command) and
 // ROLE_FIELD_WRITABLE (a person could give themselves roles through their User record). They read
 // the rules three-valued: a rule that depends on the record counts as letting the actor.
 // UNSIGNED_WEBHOOK: a webhook trigger without a secret lets anyone start its workflow.
@@ -35,7 +36,9 @@ function unsignedWebhooks(ctx: CompileContext, bp: Blueprint): void {
       `anyone may POST to ${workflow.trigger.route} and start ${workflow.name}`,
       {
         severity: 'warning',
-        hint: 'add webhookSecretEnv = "<VARIABLE>" naming the environment variable that holds the secret its callers prove they know; without it the steps run as an anonymous caller',
+        hint:
+          'add webhookSecretEnv = "<VARIABLE>" naming the environment variable that holds the secret ' +
+          'its callers prove they know; without it the steps run as an anonymous caller',
       },
     );
   }
@@ -51,7 +54,9 @@ function publicEntities(ctx: CompileContext, bp: Blueprint): void {
       `the blueprint has no [auth], so anyone may ${listActions(actions)} ${entity} records`,
       {
         severity: 'warning',
-        hint: 'add [auth] (people or API keys) and access rules, or write the rules you mean, e.g. access = { read = "public", create = false }',
+        hint:
+          'add [auth] (people or API keys) and access rules, ' +
+          'or write the rules you mean, e.g. access = { read = "public", create = false }',
       },
     );
   }
@@ -63,7 +68,8 @@ function commandsWithoutAuth(ctx: CompileContext, bp: Blueprint): void {
     ctx.report(
       'COMMAND_WITHOUT_AUTH',
       command.path,
-      `the blueprint has no [auth], so nobody can run ${command.name}: a command needs a signed-in person or an API key`,
+      `the blueprint has no [auth], so nobody can run ${command.name}: ` +
+        'a command needs a signed-in person or an API key',
       {
         severity: 'warning',
         hint: 'add [auth] with providers = ["email"] or [[auth.apiKeys]]',
@@ -89,7 +95,8 @@ function writableRoleFields(ctx: CompileContext, bp: Blueprint): void {
     ctx.report(
       'ROLE_FIELD_WRITABLE',
       field.path,
-      `${user.name}.${name} gives its person roles, and a person who signs up may update ${user.name} records: they could give themselves any role`,
+      `${user.name}.${name} gives its person roles, and a person who signs up may update ${user.name} records: ` +
+        'they could give themselves any role',
       {
         severity: 'warning',
         hint: `make it write = "command-only", or give it access = { write = "actor.roles contains 'admin'" }`,
@@ -155,12 +162,14 @@ function openSignup(ctx: CompileContext, bp: Blueprint): void {
     ctx.report(
       'OPEN_SIGNUP_RISK',
       action.path,
-      `anyone who signs up (${who}) may call ${skill.name}.${action.name}, which ${what} (risk "${risk}"): its scopes hold API keys, not people`,
+      `anyone who signs up (${who}) may call ${skill.name}.${action.name}, which ${what} (risk "${risk}"): ` +
+        'its scopes hold API keys, not people',
       {
         severity: 'warning',
         hint:
           action.workflow !== undefined
-            ? 'set auth.signup = false and add people with the users command: a workflow action admits every signed-in person'
+            ? 'set auth.signup = false and add people with the users command: ' +
+              'a workflow action admits every signed-in person'
             : `set auth.signup = false, or require a role in ${action.entity}'s access rule for ${action.action}`,
       },
     );
@@ -176,7 +185,9 @@ function unscopedWrites(ctx: CompileContext, bp: Blueprint): void {
     if (!writes.length) continue;
     // A write scope the key holds, else one it lacks (so the key could not write at all).
     const scope = key.scopes.find((s) => s.endsWith('write')) ?? key.scopes[0].replace(/read$/, 'write');
-    const message = `API key "${key.name}" has scopes, but may write ${writes.join(', ')}, which declare no scopes.write: its scopes do not limit these writes`;
+    const message =
+      `API key "${key.name}" has scopes, but may write ${writes.join(', ')}, which declare no scopes.write: ` +
+      'its scopes do not limit these writes';
     ctx.report('UNSCOPED_WRITE', at, message, {
       severity: 'warning',
       hint: `require a scope for writing, e.g. scopes = { write = ["${scope}"] } on these entities`,

@@ -13,7 +13,10 @@ export interface UserSpec {
   fields?: Record<string, string>;
 }
 
-/** `node --import tsx src/users.ts add ...` in the app folder, as `npm run users -- add` runs it, the password piped. */
+/**
+ * `node --import tsx src/users.ts add ...` in the app folder, as `npm run users -- add` runs it,
+ * the password piped.
+ */
 export function addUser(appDir: string, env: Record<string, string>, user: UserSpec): Promise<string> {
   const fields = Object.entries(user.fields ?? {}).flatMap(([name, value]) => ['--field', `${name}=${value}`]);
   const args = [

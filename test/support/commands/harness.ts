@@ -210,7 +210,10 @@ export function committedRow(dbFile: string, table: string, id: string): Rec | u
   }
 }
 
-/** `npm run users -- ...` of the generated app, against the database of `databaseUrl`; `stdin` is piped (the password of `add`). */
+/**
+ * `npm run users -- ...` of the generated app, against the database of `databaseUrl`; `stdin` is
+ * piped (the password of `add`).
+ */
 export function usersCli(
   appDir: string,
   databaseUrl: string,
@@ -302,7 +305,8 @@ export class Api {
   }
 
   audit(entity: string, recordId: string, query = '', options: CallOptions = {}): Promise<HttpResponse> {
-    const q = `entity=${encodeURIComponent(entity)}&recordId=${encodeURIComponent(recordId)}${query ? `&${query}` : ''}`;
+    const more = query ? `&${query}` : '';
+    const q = `entity=${encodeURIComponent(entity)}&recordId=${encodeURIComponent(recordId)}${more}`;
     return this.call('GET', '/api/audit', `/api/audit?${q}`, undefined, options);
   }
 
