@@ -8,12 +8,8 @@ import { expect } from 'chai';
 import pg from 'pg';
 import { AppError } from '../runtime-lib/core/errors.ts';
 import { all, done, get, later, run, savepoint, together, type Work } from '../runtime-lib/data/database.ts';
-import {
-  openPostgres,
-  postgresOptionsFromEnv,
-  type PostgresDatabase,
-  type PostgresOptions,
-} from '../runtime-lib/data/postgres.ts';
+import { openPostgres, type PostgresDatabase } from '../runtime-lib/data/postgres.ts';
+import { postgresOptionsFromEnv, type PostgresOptions } from '../runtime-lib/data/postgres-options.ts';
 import { ActiveTrace } from '../runtime-lib/observe/tracing.ts';
 import { capturingConsoleError } from './support/commands/harness.ts';
 import { enableTls, freshPostgresDatabase, withCountedPool } from './support/postgres.ts';
