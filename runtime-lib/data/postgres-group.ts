@@ -40,7 +40,7 @@ export const GROUP_LOCK_TIMEOUT = '50ms';
 
 /** A connection lent to one group, and how to give it back (destroyed when broken). */
 export interface Link {
-  connection: Connection;
+  pooled: Connection;
   done(broken: unknown): Promise<void>;
 }
 
@@ -108,7 +108,7 @@ export class GroupCommit {
       for (const write of group) write.answer(this.host.failed(err));
       return;
     }
-    const { standings, broken } = await this.commitTogether(link.connection, group);
+    const { standings, broken } = await this.commitTogether(link.pooled, group);
     await link.done(broken);
     const again: Write[] = [];
     group.forEach((write, i) => {
@@ -131,7 +131,7 @@ export class GroupCommit {
       return;
     }
     const { text, name } = write.prepared;
-    const outcome = await this.host.sent(link.connection.send(text, name, write.values, false), write.mode);
+    const outcome = await this.host.sent(link.pooled.send(text, name, write.values, false), write.mode);
     await link.done(outcome.ok ? undefined : outcome.broken);
     write.answer(outcome);
   }

@@ -68,8 +68,8 @@ export class PostgresDatabase implements Database {
   /** Writes of one statement each, committed together per turn of the event loop. */
   private readonly groups = new GroupCommit({
     connect: async () => {
-      const connection = await this.connection();
-      return { connection, done: (broken) => this.letGo(connection, broken) };
+      const connection = await this.checkOut();
+      return { pooled: connection, done: (broken) => this.letGo(connection, broken) };
     },
     sent: (answer, mode) => this.sent(answer, mode),
     failed: (err) => ({ ok: false, failure: mapPostgresError(err), broken: undefined }),
@@ -198,8 +198,8 @@ export class PostgresDatabase implements Database {
     let link: Linked | undefined;
     const connect = async (): Promise<Linked> => {
       if (!link) {
-        const connection = await this.connection();
-        link = { connection, flight: new Flight() };
+        const connection = await this.checkOut();
+        link = { pooled: connection, flight: new Flight() };
       }
       return link;
     };
@@ -208,7 +208,7 @@ export class PostgresDatabase implements Database {
     // row) then goes as one statement through the group commit (`writeAlone`).
     const held: Held[] = [];
     let begun = !transaction;
-    const begin = ({ connection, flight }: Linked) => {
+    const begin = ({ pooled: connection, flight }: Linked) => {
       if (begun) return;
       begun = true;
       flight.add(this.sent(connection.control('BEGIN'), 'run'));
@@ -222,7 +222,7 @@ export class PostgresDatabase implements Database {
         let step: IteratorResult<Statement, T>;
         if (statement.mode === 'later') {
           if (begun) {
-            const { connection, flight } = await connect();
+            const { pooled: connection, flight } = await connect();
             flight.add(this.send(connection, statement, transaction, this.span(statement, trace)), statement);
           } else held.push(this.hold(statement, trace));
           step = work.next(undefined);
@@ -233,15 +233,13 @@ export class PostgresDatabase implements Database {
           } else {
             const linked = await connect();
             begin(linked);
-            const sent = batch.map((query) =>
-              this.send(linked.connection, query, transaction, this.span(query, trace)),
-            );
+            const sent = batch.map((query) => this.send(linked.pooled, query, transaction, this.span(query, trace)));
             step = work.next((await linked.flight.afterAll(sent)).map(answered));
           }
         } else {
           const linked = await connect();
           begin(linked);
-          const sent = this.send(linked.connection, statement, transaction, this.span(statement, trace));
+          const sent = this.send(linked.pooled, statement, transaction, this.span(statement, trace));
           const outcome = await linked.flight.after(sent);
           step = outcome.ok ? work.next(outcome.value) : work.throw(outcome.failure);
         }
@@ -274,7 +272,7 @@ export class PostgresDatabase implements Database {
     // Set by `connect` (TypeScript does not follow the closure): every statement sent took it.
     const linked = link as Linked | undefined;
     if (!linked) return value;
-    const { connection, flight } = linked;
+    const { pooled: connection, flight } = linked;
     try {
       if (transaction) {
         const span = trace?.startSpan('database.commit', 'database', {});
@@ -298,7 +296,7 @@ export class PostgresDatabase implements Database {
   }
 
   /** A pooled connection: for a unit of work, or for a group (GroupCommit). */
-  private async connection(): Promise<Connection> {
+  private async checkOut(): Promise<Connection> {
     return new Connection(await this.pool.connect());
   }
 
@@ -314,7 +312,7 @@ export class PostgresDatabase implements Database {
    * Ends a unit of work that failed with `err`: every statement sent is answered before the
    * connection is rolled back or released; the first failure among them wins over `err`.
    */
-  private async fail({ connection, flight }: Linked, transaction: boolean, err: unknown): Promise<never> {
+  private async fail({ pooled: connection, flight }: Linked, transaction: boolean, err: unknown): Promise<never> {
     const failure = (await flight.drain()) ?? err;
     let broken = flight.broken ?? connection.broken;
     if (transaction) broken ??= await connection.rollBack();
@@ -426,7 +424,7 @@ export class PostgresDatabase implements Database {
 
 /** A unit of work's own connection, and what is in flight on it. */
 interface Linked {
-  connection: Connection;
+  pooled: Connection;
   flight: Flight;
 }
 
