@@ -478,7 +478,7 @@ describe('PostgreSQL driver (data/postgres.ts)', function () {
   });
 
   describe('what a unit of work sends (data/postgres-connection.ts, pg in pipeline mode)', () => {
-    it('prepares a statement once per connection; BEGIN goes with the first statement, COMMIT with the last', async () => {
+    it('prepares a statement once per connection; BEGIN goes with the first statement, COMMIT the last', async () => {
       await withCountedPool(url, async (pool, counter) => {
         const unit = (id: string) =>
           function* (): Work<unknown> {
@@ -632,7 +632,7 @@ describe('PostgreSQL driver (data/postgres.ts)', function () {
       );
       expect(outcomes.map((o) => o.ok)).to.deep.equal([false, false]);
       expect((outcomes[0].failure as AppError).code).to.equal('UNIQUE_CONFLICT');
-      expect(String(outcomes[1].failure)).to.match(/not run: a statement before it in the same round trip failed/);
+      expect(String(outcomes[1].failure)).to.match(/not run: a statement before it in the same transaction failed/);
       expect(await ids()).to.deep.equal(['t1']);
     });
 

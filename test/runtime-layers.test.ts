@@ -45,7 +45,7 @@ describe('runtime-lib layers', () => {
     expect(violations).to.deep.equal([]);
   });
 
-  it("reaches PostgreSQL through pg's public API only: no pg-protocol, no dist/ path, no private member, no socket", () => {
+  it("uses pg's public API only: no pg-protocol, no dist/ path, no private member, no socket", () => {
     const violations: string[] = [];
     for (const file of modules()) {
       const source = fs.readFileSync(path.join(RUNTIME, file), 'utf8');

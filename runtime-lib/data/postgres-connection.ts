@@ -37,7 +37,7 @@ export type Outcome =
 /** The failure of a statement the server did not run because one before it in its transaction failed. */
 export class SkippedStatement extends Error {
   constructor() {
-    super('not run: a statement before it in the same round trip failed');
+    super('not run: a statement before it in the same transaction failed');
   }
 }
 

@@ -177,12 +177,12 @@ export class PostgresDatabase implements Database {
   }
 
   /**
-   * Runs a unit of work to its end, from its first statement: each statement it yields is queued
+   * Runs a unit of work to its end, from its first statement: each statement it yields is sent
    * at once and, but for `later` ones, awaited, its result sent back in, its failure (mapped to
    * the app's errors) thrown in where it was yielded. Statements sent before a wait leave
-   * together (data/postgres-connection.ts). In a transaction, BEGIN goes ahead of the first statement
-   * and COMMIT after the unit returns, each without a round trip of its own; on any failure the
-   * transaction is rolled back. A write that waits for nothing is one statement without them
+   * together (data/postgres-connection.ts). In a transaction, BEGIN goes ahead of the first
+   * statement and COMMIT after the unit returns, each without a round trip of its own; on any
+   * failure the transaction is rolled back. A write that waits for nothing is one statement without them
    * (`oneStatement`), and so is a first statement that `commitsAlone` (what follows it then begins
    * a transaction of its own): both go through the group commit (data/postgres-group.ts), which
    * commits them with those of other units, and take no connection of the unit's own. The unit's
