@@ -163,7 +163,8 @@ describe('PostgreSQL driver (data/postgres.ts)', function () {
 
     it('sets the timeouts, the name and UTC on every connection', async () => {
       const settings =
-        "SELECT current_setting('statement_timeout') AS st, current_setting('idle_in_transaction_session_timeout') AS it, " +
+        "SELECT current_setting('statement_timeout') AS st, " +
+        "current_setting('idle_in_transaction_session_timeout') AS it, " +
         "current_setting('application_name') AS app, current_setting('TimeZone') AS tz";
       expect(await db.read(get(settings))).to.deep.equal({ st: '10s', it: '30s', app: 'bp-app', tz: 'UTC' });
       const tuned = await open({
@@ -256,7 +257,7 @@ describe('PostgreSQL driver (data/postgres.ts)', function () {
       expect(await ids()).to.deep.equal(['after', 'before', 'dup']);
     });
 
-    it('refuses to report as committed a transaction whose failed statement was caught without a savepoint', async () => {
+    it('refuses to call committed a transaction whose failed statement was caught without a savepoint', async () => {
       await db.write(() => insertTicket('dup'));
       const err = await rejection(
         db.write(function* () {
@@ -362,7 +363,7 @@ describe('PostgreSQL driver (data/postgres.ts)', function () {
       });
     });
 
-    it('writeEach: a statement commits on its own in one trip, without BEGIN or COMMIT; its failure is mapped', async () => {
+    it('writeEach: a statement commits on its own in one trip, no BEGIN or COMMIT; its failure is mapped', async () => {
       await withCountedPool(url, async (counted, counter) => {
         const { changes } = await counted.writeEach(
           run('INSERT INTO "Ticket" (id, title) VALUES (?, ?)', ['w1', 'alone']),
@@ -380,7 +381,7 @@ describe('PostgreSQL driver (data/postgres.ts)', function () {
       });
     });
 
-    it('sends together() statements in one trip and answers each outcome, failures included, without throwing', async () => {
+    it('sends together() statements in one trip and answers each outcome, failures included, unthrown', async () => {
       await db.write(() => insertTicket('t1'));
       await withCountedPool(url, async (counted, counter) => {
         const read = await counted.read(
@@ -446,7 +447,7 @@ describe('PostgreSQL driver (data/postgres.ts)', function () {
       expect(await db.read(get('SELECT 2 AS two'))).to.deep.equal({ two: 2 });
     });
 
-    it('fails the unit with onConflict() when a later statement violates a unique constraint, even with COMMIT', async () => {
+    it('fails the unit with onConflict() when a later statement violates a unique key, even with COMMIT', async () => {
       await db.write(() => insertTicket('t'));
       const taken = () => new AppError('STATE_CONFLICT', 'the id is taken');
       const last = await appError(
@@ -756,7 +757,7 @@ describe('PostgreSQL driver (data/postgres.ts)', function () {
       expect(await quick.read(get('SHOW statement_timeout'))).to.deep.equal({ statement_timeout: '100ms' });
     });
 
-    it('maps a wait for a row lock past the statement timeout to DATABASE_BUSY, leaving the holder to commit', async () => {
+    it('maps a wait for a row lock past the statement timeout to DATABASE_BUSY; the holder commits', async () => {
       await db.write(() => insertTicket('locked'));
       const impatient = await open({ statementTimeoutMs: 150 });
       const holder = db.write(function* () {

@@ -55,7 +55,8 @@ describe('PostgreSQL group commit (data/postgres-group.ts)', function () {
       yield* run('CREATE TABLE "Audit" (id TEXT PRIMARY KEY, "ticketId" TEXT NOT NULL)');
       // Checked at COMMIT: a group's COMMIT can be refused.
       yield* run(
-        'CREATE TABLE "Ref" (id TEXT PRIMARY KEY, "ticketId" TEXT NOT NULL REFERENCES "Ticket" (id) DEFERRABLE INITIALLY DEFERRED)',
+        'CREATE TABLE "Ref" (id TEXT PRIMARY KEY, ' +
+          '"ticketId" TEXT NOT NULL REFERENCES "Ticket" (id) DEFERRABLE INITIALLY DEFERRED)',
       );
     });
   });
@@ -126,7 +127,7 @@ describe('PostgreSQL group commit (data/postgres-group.ts)', function () {
     });
   });
 
-  it('lets a write that waits for a lock held elsewhere step out, run alone and wait: the others commit meanwhile', async () => {
+  it('lets a write waiting for a lock held elsewhere step out, run alone and wait; the others commit', async () => {
     await Promise.all(['l1', 'l2', 'l3'].map((id) => db.write(() => create(id))));
     const holder = new pg.Client({ connectionString: url });
     others.push(holder);
@@ -151,7 +152,7 @@ describe('PostgreSQL group commit (data/postgres-group.ts)', function () {
     expect(await db.read(get(`SELECT n FROM "Ticket" WHERE id = 'l2'`))).to.deep.equal({ n: 11 });
   });
 
-  it("runs each write again alone when the group's COMMIT is refused: each keeps the outcome it has alone", async () => {
+  it("runs each write again alone when the group's COMMIT is refused: each has the outcome it has alone", async () => {
     await withCountedPool(url, async (counted, counter) => {
       const refer = (id: string, ticketId: string) =>
         counted.write(function* () {
@@ -185,7 +186,8 @@ describe('PostgreSQL group commit (data/postgres-group.ts)', function () {
     others.push(killer);
     await killer.connect();
     const { rows } = await killer.query(
-      `SELECT pg_terminate_backend(pid) AS ended FROM pg_stat_activity WHERE query LIKE '%pg_sleep(0.5)%' AND pid <> pg_backend_pid()`,
+      'SELECT pg_terminate_backend(pid) AS ended FROM pg_stat_activity ' +
+        "WHERE query LIKE '%pg_sleep(0.5)%' AND pid <> pg_backend_pid()",
     );
     expect(rows).to.deep.equal([{ ended: true }]);
     for (const outcome of await writes) {
@@ -199,7 +201,7 @@ describe('PostgreSQL group commit (data/postgres-group.ts)', function () {
     expect(await db.write(() => create('k3'))).to.equal('k3');
   });
 
-  it('answers every write of a group STORAGE_UNAVAILABLE when the pool has no connection for it, storing none', async () => {
+  it('answers each write of a group STORAGE_UNAVAILABLE when the pool has no connection for it', async () => {
     const busy = await openPostgres(url, { poolMax: 1, connectionTimeoutMs: 200 });
     try {
       // The pool's one connection is taken for a second: the group waits for it past the timeout.
