@@ -169,7 +169,7 @@ describe('an update or a command in one statement on PostgreSQL', function () {
           const changed = await put(counted, `/api/samples/${id}`, { title, count: 3 }, freshKey());
           expect(changed.status, changed.text).to.equal(200);
         }
-        expect(counter.messages()).to.deep.equal(['BES']);
+        expect(counter.messages()).to.deep.equal(['BDES']);
       } finally {
         await counted.stop();
         await counter.close();

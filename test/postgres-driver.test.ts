@@ -8,12 +8,8 @@ import { expect } from 'chai';
 import pg from 'pg';
 import { AppError } from '../runtime-lib/core/errors.ts';
 import { all, done, get, later, run, savepoint, together, type Work } from '../runtime-lib/data/database.ts';
-import {
-  openPostgres,
-  postgresOptionsFromEnv,
-  type PostgresDatabase,
-  type PostgresOptions,
-} from '../runtime-lib/data/postgres.ts';
+import { openPostgres, type PostgresDatabase } from '../runtime-lib/data/postgres.ts';
+import { postgresOptionsFromEnv, type PostgresOptions } from '../runtime-lib/data/postgres-options.ts';
 import { ActiveTrace } from '../runtime-lib/observe/tracing.ts';
 import { capturingConsoleError } from './support/commands/harness.ts';
 import { enableTls, freshPostgresDatabase, withCountedPool } from './support/postgres.ts';
@@ -167,7 +163,8 @@ describe('PostgreSQL driver (data/postgres.ts)', function () {
 
     it('sets the timeouts, the name and UTC on every connection', async () => {
       const settings =
-        "SELECT current_setting('statement_timeout') AS st, current_setting('idle_in_transaction_session_timeout') AS it, " +
+        "SELECT current_setting('statement_timeout') AS st, " +
+        "current_setting('idle_in_transaction_session_timeout') AS it, " +
         "current_setting('application_name') AS app, current_setting('TimeZone') AS tz";
       expect(await db.read(get(settings))).to.deep.equal({ st: '10s', it: '30s', app: 'bp-app', tz: 'UTC' });
       const tuned = await open({
@@ -260,7 +257,7 @@ describe('PostgreSQL driver (data/postgres.ts)', function () {
       expect(await ids()).to.deep.equal(['after', 'before', 'dup']);
     });
 
-    it('refuses to report as committed a transaction whose failed statement was caught without a savepoint', async () => {
+    it('refuses to call committed a transaction whose failed statement was caught without a savepoint', async () => {
       await db.write(() => insertTicket('dup'));
       const err = await rejection(
         db.write(function* () {
@@ -366,7 +363,7 @@ describe('PostgreSQL driver (data/postgres.ts)', function () {
       });
     });
 
-    it('writeEach: a statement commits on its own in one trip, without BEGIN or COMMIT; its failure is mapped', async () => {
+    it('writeEach: a statement commits on its own in one trip, no BEGIN or COMMIT; its failure is mapped', async () => {
       await withCountedPool(url, async (counted, counter) => {
         const { changes } = await counted.writeEach(
           run('INSERT INTO "Ticket" (id, title) VALUES (?, ?)', ['w1', 'alone']),
@@ -384,7 +381,7 @@ describe('PostgreSQL driver (data/postgres.ts)', function () {
       });
     });
 
-    it('sends together() statements in one trip and answers each outcome, failures included, without throwing', async () => {
+    it('sends together() statements in one trip and answers each outcome, failures included, unthrown', async () => {
       await db.write(() => insertTicket('t1'));
       await withCountedPool(url, async (counted, counter) => {
         const read = await counted.read(
@@ -450,7 +447,7 @@ describe('PostgreSQL driver (data/postgres.ts)', function () {
       expect(await db.read(get('SELECT 2 AS two'))).to.deep.equal({ two: 2 });
     });
 
-    it('fails the unit with onConflict() when a later statement violates a unique constraint, even with COMMIT', async () => {
+    it('fails the unit with onConflict() when a later statement violates a unique key, even with COMMIT', async () => {
       await db.write(() => insertTicket('t'));
       const taken = () => new AppError('STATE_CONFLICT', 'the id is taken');
       const last = await appError(
@@ -481,8 +478,8 @@ describe('PostgreSQL driver (data/postgres.ts)', function () {
     });
   });
 
-  describe('the wire (data/postgres-wire.ts): what a unit of work sends', () => {
-    it('prepares and describes a statement once per connection: afterwards Bind and Execute, one Sync per trip', async () => {
+  describe('what a unit of work sends (data/postgres-connection.ts, pg in pipeline mode)', () => {
+    it('prepares a statement once per connection; BEGIN goes with the first statement, COMMIT the last', async () => {
       await withCountedPool(url, async (pool, counter) => {
         const unit = (id: string) =>
           function* (): Work<unknown> {
@@ -491,18 +488,19 @@ describe('PostgreSQL driver (data/postgres.ts)', function () {
             return before;
           };
         expect(await pool.write(unit('m1'))).to.deep.equal({ n: 0 });
-        // BEGIN prepared (never described) and the read prepared and described, then one Sync;
-        // the insert prepared and described, COMMIT prepared, one Sync.
-        expect(counter.messages()).to.deep.equal(['PBEPDBES', 'PDBEPBES']);
+        // Two trips: BEGIN (a simple query, Q) with the read (Parse, Bind, Describe, Execute,
+        // Sync: pg ends every query with its own Sync); the insert, parsed, with COMMIT.
+        expect(counter.messages()).to.deep.equal(['QPBDES', 'PBDESQ']);
         counter.reset();
+        // On the same connection the statements are not parsed again.
         expect(await pool.write(unit('m2'))).to.deep.equal({ n: 1 });
-        expect(counter.messages()).to.deep.equal(['BEBES', 'BEBES']);
+        expect(counter.messages()).to.deep.equal(['QBDES', 'BDESQ']);
         counter.reset();
-        // Outside a transaction, each statement has its own Sync: it commits on its own.
+        // Outside a transaction each statement commits on its own.
         const read = (id: string) => get('SELECT title FROM "Ticket" WHERE id = ?', [id]);
         expect(await pool.read(read('m1'))).to.deep.equal({ title: 'ticket m1' });
         expect(await pool.read(read('m2'))).to.deep.equal({ title: 'ticket m2' });
-        expect(counter.messages()).to.deep.equal(['PDBES', 'BES']);
+        expect(counter.messages()).to.deep.equal(['PBDES', 'BDES']);
         expect(await ids()).to.deep.equal(['m1', 'm2']);
       });
     });
@@ -515,18 +513,18 @@ describe('PostgreSQL driver (data/postgres.ts)', function () {
           expect((err as pg.DatabaseError).code).to.equal('42P01');
           await db.write(() => run('CREATE TABLE "Later" (id TEXT PRIMARY KEY)'));
           expect(await pool.read(get(missing))).to.deep.equal({ n: 0 });
-          expect(counter.messages()).to.deep.equal(['PDBES', 'PDBES']);
+          expect(counter.messages()).to.deep.equal(['PBDES', 'PBDES']);
         });
       } finally {
         await db.write(() => run('DROP TABLE IF EXISTS "Later"'));
       }
     });
 
-    it('prepares COMMIT again on a connection whose first COMMIT the server skipped after a failure', async () => {
+    it('serves the next write on a connection whose first write failed before its COMMIT', async () => {
       await db.write(() => insertTicket('dup'));
-      // A new connection's first write: BEGIN, the insert, the update and COMMIT are prepared in
-      // one trip (an UPDATE keeps them a transaction), and the insert fails before the server
-      // reaches COMMIT's Parse.
+      // A new connection's first write: BEGIN, the insert, the update and COMMIT in one trip (an
+      // UPDATE keeps them a transaction); the insert fails, the update is refused (25P02) and the
+      // COMMIT rolls back. The statements refused were never parsed: they are parsed next time.
       const one = await open({ poolMax: 1 });
       const failure = await appError(
         one.write(function* () {
@@ -552,8 +550,8 @@ describe('PostgreSQL driver (data/postgres.ts)', function () {
           };
         const trace = new ActiveTrace();
         expect(await pool.write(unit('o1'), trace)).to.equal('o1');
-        // Prepared and described, bound and executed, one Sync: no BEGIN, no COMMIT.
-        expect(counter.messages()).to.deep.equal(['PDBES']);
+        // One statement, parsed, bound and executed: no BEGIN, no COMMIT.
+        expect(counter.messages()).to.deep.equal(['PBDES']);
         expect(trace.spans.map((s) => s.name)).to.deep.equal([
           'database.query',
           'database.query',
@@ -563,7 +561,7 @@ describe('PostgreSQL driver (data/postgres.ts)', function () {
         expect(trace.spans.every((s) => s.endTime >= s.startTime && s.endTime > 0)).to.equal(true);
         counter.reset();
         expect(await pool.write(unit('o2'))).to.equal('o2');
-        expect(counter.messages()).to.deep.equal(['BES']);
+        expect(counter.messages()).to.deep.equal(['BDES']);
         expect(await db.read(all('SELECT id, "ticketId" FROM "Comment" ORDER BY id'))).to.deep.equal([
           { id: 'c-o1', ticketId: 'o1' },
           { id: 'c-o2', ticketId: 'o2' },
@@ -605,7 +603,7 @@ describe('PostgreSQL driver (data/postgres.ts)', function () {
           yield* later('UPDATE "Ticket" SET n = n + 1 WHERE id = ?', ['k1']);
         });
         // BEGIN, the insert, the update and COMMIT in one trip.
-        expect(counter.messages()).to.deep.equal(['PBEPDBEPDBEPBES']);
+        expect(counter.messages()).to.deep.equal(['QPBDESPBDESQ']);
         // Two rows of one table stay two statements as well.
         await pool.write(function* () {
           yield* later('INSERT INTO "Ticket" (id, title) VALUES (?, ?)', ['k2', 'two']);
@@ -616,7 +614,7 @@ describe('PostgreSQL driver (data/postgres.ts)', function () {
           { id: 'k2', n: 0 },
           { id: 'k3', n: 0 },
         ]);
-        expect(counter.messages()[1]).to.match(/^BE.*BES$/);
+        expect(counter.messages()[1]).to.match(/^Q(P?BDES){2}Q$/);
       });
     });
 
@@ -635,11 +633,11 @@ describe('PostgreSQL driver (data/postgres.ts)', function () {
       );
       expect(outcomes.map((o) => o.ok)).to.deep.equal([false, false]);
       expect((outcomes[0].failure as AppError).code).to.equal('UNIQUE_CONFLICT');
-      expect(String(outcomes[1].failure)).to.match(/not run: a statement before it in the same round trip failed/);
+      expect(String(outcomes[1].failure)).to.match(/not run: a statement before it in the same transaction failed/);
       expect(await ids()).to.deep.equal(['t1']);
     });
 
-    it("hands the connection back to pg between units: pg's own queries on it still work", async () => {
+    it("leaves a pooled connection fit for pg's own queries after a unit", async () => {
       const one = await open({ poolMax: 1 });
       await one.write(() => insertTicket('h1'));
       const client = await one.pool.connect();
@@ -653,18 +651,7 @@ describe('PostgreSQL driver (data/postgres.ts)', function () {
       expect(await one.read(get('SELECT count(*) AS n FROM "Ticket"'))).to.deep.equal({ n: 1 });
     });
 
-    it('refuses a connection whose socket it cannot take over from pg, and destroys it: the pool serves on', async () => {
-      const one = await open({ poolMax: 1 });
-      const client = await one.pool.connect();
-      // A second reader of the socket: what a pg whose internals changed could look like.
-      (client as unknown as { connection: { stream: net.Socket } }).connection.stream.on('data', () => {});
-      client.release();
-      const err = await rejection(one.read(get('SELECT 1 AS one')));
-      expect(String(err)).to.match(/cannot take over a PostgreSQL connection with 2 readers/);
-      expect(await one.read(get('SELECT 1 AS one'))).to.deep.equal({ one: 1 });
-    });
-
-    it('runs units over TLS: the wire takes over the TLS socket, and pg has it back between units', async () => {
+    it('runs units over TLS, and the connection serves pg between units', async () => {
       const disableTls = await enableTls();
       try {
         const secure = await open({ poolMax: 1 }, `${url}?sslmode=no-verify`);
@@ -770,7 +757,7 @@ describe('PostgreSQL driver (data/postgres.ts)', function () {
       expect(await quick.read(get('SHOW statement_timeout'))).to.deep.equal({ statement_timeout: '100ms' });
     });
 
-    it('maps a wait for a row lock past the statement timeout to DATABASE_BUSY, leaving the holder to commit', async () => {
+    it('maps a wait for a row lock past the statement timeout to DATABASE_BUSY; the holder commits', async () => {
       await db.write(() => insertTicket('locked'));
       const impatient = await open({ statementTimeoutMs: 150 });
       const holder = db.write(function* () {

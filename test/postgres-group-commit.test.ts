@@ -1,7 +1,8 @@
 // The group commit of the PostgreSQL driver (runtime-lib/data/postgres-group.ts) on a real
 // PostgreSQL: writes of one statement each, sent in one turn of the event loop, commit as one
-// transaction in one round trip; a write that fails is rolled back alone; a write that waits for
-// a lock held elsewhere steps out and runs alone; a group whose connection is lost stores nothing.
+// transaction in one round trip; a write that fails leaves the group, which commits without it,
+// and runs alone; a write that waits for a lock held elsewhere steps out and runs alone; a group
+// whose connection is lost stores nothing.
 
 import { expect } from 'chai';
 import pg from 'pg';
@@ -54,7 +55,8 @@ describe('PostgreSQL group commit (data/postgres-group.ts)', function () {
       yield* run('CREATE TABLE "Audit" (id TEXT PRIMARY KEY, "ticketId" TEXT NOT NULL)');
       // Checked at COMMIT: a group's COMMIT can be refused.
       yield* run(
-        'CREATE TABLE "Ref" (id TEXT PRIMARY KEY, "ticketId" TEXT NOT NULL REFERENCES "Ticket" (id) DEFERRABLE INITIALLY DEFERRED)',
+        'CREATE TABLE "Ref" (id TEXT PRIMARY KEY, ' +
+          '"ticketId" TEXT NOT NULL REFERENCES "Ticket" (id) DEFERRABLE INITIALLY DEFERRED)',
       );
     });
   });
@@ -74,14 +76,14 @@ describe('PostgreSQL group commit (data/postgres-group.ts)', function () {
   const ids = (table = 'Ticket') =>
     db.read(all(`SELECT id FROM "${table}" ORDER BY id`)).then((rows) => rows.map((r) => r.id));
 
-  it('commits the writes of one turn as one transaction in one round trip, each in its savepoint', async () => {
+  it('commits the writes of one turn as one transaction in one round trip', async () => {
     await withCountedPool(url, async (counted, counter) => {
       const written = await Promise.all(['g1', 'g2', 'g3', 'g4'].map((id) => counted.write(() => create(id))));
       expect(written).to.deep.equal(['g1', 'g2', 'g3', 'g4']);
       expect(counter.trips()).to.equal(1);
-      // One Sync for the whole group: BEGIN, the lock bound, then per write SAVEPOINT, the write
-      // and RELEASE, then COMMIT.
-      expect(counter.messages()[0].match(/S/g)).to.have.length(1);
+      // BEGIN with the lock bound (one simple query, Q), each write (parsed the first time on the
+      // connection, then bound and executed, with its own Sync in pg's pipeline mode), COMMIT.
+      expect(counter.messages()[0]).to.match(/^Q(P?BDES){4}Q$/);
       expect(await ids()).to.deep.equal(['g1', 'g2', 'g3', 'g4']);
       expect(await ids('Audit')).to.deep.equal(['a-g1', 'a-g2', 'a-g3', 'a-g4']);
       // Changes to one row in one group run one after the other, as they would alone.
@@ -92,15 +94,16 @@ describe('PostgreSQL group commit (data/postgres-group.ts)', function () {
     });
   });
 
-  it('sends a write alone when it is the only one of its turn: no BEGIN, no savepoint', async () => {
+  it('sends a write alone when it is the only one of its turn: no BEGIN, no COMMIT', async () => {
     await withCountedPool(url, async (counted, counter) => {
       expect(await counted.write(() => create('solo'))).to.equal('solo');
-      // Parse, Describe, Bind, Execute and Sync of the one statement: nothing else.
-      expect(counter.messages()).to.deep.equal(['PDBES']);
+      // One trip: the one statement (Parse, Bind, Describe, Execute, Sync), no simple query (Q)
+      // for a BEGIN or a COMMIT.
+      expect(counter.messages()).to.deep.equal(['PBDES']);
     });
   });
 
-  it('rolls back only the write that fails: the others of its group commit, and it fails as it would alone', async () => {
+  it('commits the others of a group without the write that fails, which fails as it does alone', async () => {
     await db.write(() => create('taken'));
     await withCountedPool(url, async (counted, counter) => {
       const outcomes = await settled(['f1', 'taken', 'f2', 'taken', 'f3'].map((id) => counted.write(() => create(id))));
@@ -112,8 +115,10 @@ describe('PostgreSQL group commit (data/postgres-group.ts)', function () {
         expect(error).to.be.instanceOf(AppError);
         expect((error as AppError).code).to.equal('UNIQUE_CONFLICT');
       }
-      // A trip for the group, and one more after each failure for the writes the server skipped.
-      expect(counter.trips()).to.equal(3);
+      // A trip for the group, one more after each failure for the others (a failure ends the
+      // group's transaction: the statements after it fail with 25P02 and count as not run, the
+      // COMMIT rolls back), then each failed write alone.
+      expect(counter.trips()).to.equal(5);
       expect(await ids()).to.deep.equal(['f1', 'f2', 'f3', 'taken']);
       expect(await ids('Audit')).to.deep.equal(['a-f1', 'a-f2', 'a-f3', 'a-taken']);
       // The connection is clean: the next group commits.
@@ -122,7 +127,7 @@ describe('PostgreSQL group commit (data/postgres-group.ts)', function () {
     });
   });
 
-  it('lets a write that waits for a lock held elsewhere step out, run alone and wait: the others commit meanwhile', async () => {
+  it('lets a write waiting for a lock held elsewhere step out, run alone and wait; the others commit', async () => {
     await Promise.all(['l1', 'l2', 'l3'].map((id) => db.write(() => create(id))));
     const holder = new pg.Client({ connectionString: url });
     others.push(holder);
@@ -147,7 +152,7 @@ describe('PostgreSQL group commit (data/postgres-group.ts)', function () {
     expect(await db.read(get(`SELECT n FROM "Ticket" WHERE id = 'l2'`))).to.deep.equal({ n: 11 });
   });
 
-  it("runs each write again alone when the group's COMMIT is refused: each keeps the outcome it has alone", async () => {
+  it("runs each write again alone when the group's COMMIT is refused: each has the outcome it has alone", async () => {
     await withCountedPool(url, async (counted, counter) => {
       const refer = (id: string, ticketId: string) =>
         counted.write(function* () {
@@ -161,8 +166,8 @@ describe('PostgreSQL group commit (data/postgres-group.ts)', function () {
       expect(outcomes[0]).to.deep.equal({ value: 'c1' });
       expect(((outcomes[1] as { error: unknown }).error as AppError).code).to.equal('REFERENCE_CONFLICT');
       expect(outcomes[2]).to.deep.equal({ value: undefined });
-      // The group's trip, its ROLLBACK, then each write alone.
-      expect(counter.trips()).to.equal(5);
+      // The group's trip (its refused COMMIT ends the transaction), then each write alone.
+      expect(counter.trips()).to.equal(4);
       expect(await ids()).to.deep.equal(['c1']);
       expect(await ids('Ref')).to.deep.equal(['r2']);
     });
@@ -181,7 +186,8 @@ describe('PostgreSQL group commit (data/postgres-group.ts)', function () {
     others.push(killer);
     await killer.connect();
     const { rows } = await killer.query(
-      `SELECT pg_terminate_backend(pid) AS ended FROM pg_stat_activity WHERE query LIKE '%pg_sleep(0.5)%' AND pid <> pg_backend_pid()`,
+      'SELECT pg_terminate_backend(pid) AS ended FROM pg_stat_activity ' +
+        "WHERE query LIKE '%pg_sleep(0.5)%' AND pid <> pg_backend_pid()",
     );
     expect(rows).to.deep.equal([{ ended: true }]);
     for (const outcome of await writes) {
@@ -195,7 +201,7 @@ describe('PostgreSQL group commit (data/postgres-group.ts)', function () {
     expect(await db.write(() => create('k3'))).to.equal('k3');
   });
 
-  it('answers every write of a group STORAGE_UNAVAILABLE when the pool has no connection for it, storing none', async () => {
+  it('answers each write of a group STORAGE_UNAVAILABLE when the pool has no connection for it', async () => {
     const busy = await openPostgres(url, { poolMax: 1, connectionTimeoutMs: 200 });
     try {
       // The pool's one connection is taken for a second: the group waits for it past the timeout.
@@ -221,9 +227,12 @@ describe('PostgreSQL group commit (data/postgres-group.ts)', function () {
       const many = Array.from({ length: MAX_GROUP + 8 }, (_, i) => `m${String(i).padStart(2, '0')}`);
       await Promise.all(many.map((id) => counted.write(() => create(id))));
       expect(counter.trips()).to.equal(2);
-      // Each trip is one group: SAVEPOINT, the write and RELEASE, each Bind and Execute, per write.
-      const writesIn = (trip: string) => (trip.match(/BE/g) ?? []).length;
-      expect(counter.messages().map(writesIn)).to.deep.equal([MAX_GROUP * 3 + 3, 8 * 3 + 3]);
+      // Each trip is one group: BEGIN and COMMIT (two simple queries, Q), and an Execute per write.
+      const writesIn = (trip: string) => [(trip.match(/E/g) ?? []).length, (trip.match(/Q/g) ?? []).length];
+      expect(counter.messages().map(writesIn)).to.deep.equal([
+        [MAX_GROUP, 2],
+        [8, 2],
+      ]);
       expect(await ids()).to.deep.equal(many);
     });
   });

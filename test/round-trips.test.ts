@@ -74,20 +74,20 @@ describe('round trips of each write on PostgreSQL (reference app)', function () 
 
   it('a create: one, and one statement (the insert, its audit record and its key, no BEGIN or COMMIT)', async () => {
     expect(await trips(201, () => send('POST', '/api/tickets', { title: 'one trip' }))).to.equal(1);
-    // Bind and Execute of one prepared statement, and Sync.
-    expect(seen).to.include('BES');
+    // Bind, Describe, Execute and Sync of one prepared statement: no BEGIN or COMMIT (Q).
+    expect(seen).to.include('BDES');
   });
 
   it('an update: one, and one statement (the UPDATE with its checks, its audit record and its key)', async () => {
     const ticket = await newTicket();
     expect(await trips(200, () => send('PUT', `/api/tickets/${ticket.id}`, { title: 'renamed' }))).to.equal(1);
-    expect(seen).to.include('BES');
+    expect(seen).to.include('BDES');
   });
 
   it('a declarative command: one statement, as an update (policy and availableWhen in its WHERE)', async () => {
     const tickets = await Promise.all([1, 2, 3, 4, 5].map(newTicket));
     expect(await trips(200, () => command('start_ticket', (tickets.pop() as Rec).id))).to.equal(1);
-    expect(seen).to.include('BES');
+    expect(seen).to.include('BDES');
   });
 
   it(

@@ -45,6 +45,22 @@ describe('runtime-lib layers', () => {
     expect(violations).to.deep.equal([]);
   });
 
+  it("uses pg's public API only: no pg-protocol, no dist/ path, no private member, no socket", () => {
+    const violations: string[] = [];
+    for (const file of modules()) {
+      const source = fs.readFileSync(path.join(RUNTIME, file), 'utf8');
+      for (const [, spec] of source.matchAll(/(?:from|import\()\s*'([^']+)'/g)) {
+        if (/^pg-protocol(\/|$)/.test(spec) || /(^|\/)dist\//.test(spec)) violations.push(`${file} imports ${spec}`);
+      }
+      if (!/from 'pg'/.test(source)) continue;
+      // What `pg` keeps to itself: members named with an underscore (`_emitMessage`,
+      // `_queryQueue`), and the connection and socket under a client.
+      for (const [found] of source.matchAll(/(?:\.\s*|\[\s*['"])_[A-Za-z]\w*|\.(?:connection|stream)\b/g))
+        violations.push(`${file} uses ${found.replace(/\s+/g, '')}`);
+    }
+    expect(violations).to.deep.equal([]);
+  });
+
   it('lists every folder in its README', () => {
     const readme = fs.readFileSync(path.join(RUNTIME, 'README.md'), 'utf8');
     for (const folder of Object.keys(ALLOWED)) expect(readme).to.include(`| \`${folder}/\` |`);

@@ -35,10 +35,8 @@ export const APP_DEPENDENCIES: Record<string, string> = {
   esbuild: '^0.28.2',
   express: '^5.3.0',
   'express-session': '^1.19.0',
-  // Within their tested minor versions: the runtime writes PostgreSQL's messages on `pg`'s
-  // connections itself (runtime/data/postgres-wire.ts), which relies on how `pg` reads its socket.
-  pg: '~8.23.1',
-  'pg-protocol': '~1.16.1',
+  // The first release tested with the runtime's use of `pg`'s pipeline mode (public API only).
+  pg: '^8.23.1',
 };
 /**
  * Node flags of `npm start`. A young generation of 4 MB semi-spaces (V8's default grows to 16 MB)

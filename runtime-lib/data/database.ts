@@ -48,9 +48,9 @@ export interface Query {
   params: readonly unknown[];
   /**
    * Sent alone as the unit's first statement, it commits on its own: PostgreSQL runs it without a
-   * BEGIN of the unit's, alone or with other units' such statements in one transaction, each in a
-   * savepoint (data/postgres-group.ts), and whatever the unit runs after it goes in a transaction
-   * of its own. Only a statement that is all of the unit's writes when it changes anything may ask
+   * BEGIN of the unit's, alone or with other units' such statements in one transaction, each with
+   * the outcome it has alone (data/postgres-group.ts), and whatever the unit runs after it goes in
+   * a transaction of its own. Only a statement that is all of the unit's writes when it changes anything may ask
    * (EntityStore.lockAndChange). SQLite runs it in the unit's transaction, as any other.
    */
   commitsAlone?: true;

@@ -38,7 +38,8 @@ export async function openDatabase(appDir: string, env: NodeJS.ProcessEnv): Prom
   if (isPostgresUrl(url)) {
     // Loaded only for PostgreSQL: the pg driver costs an app on SQLite about 50 ms of its start
     // and 15 MB of memory (the production build puts these modules in a chunk of their own).
-    const { openPostgres, postgresOptionsFromEnv } = await import('./postgres.ts');
+    const { openPostgres } = await import('./postgres.ts');
+    const { postgresOptionsFromEnv } = await import('./postgres-options.ts');
     const { applyPostgresMigrations } = await import('./postgres-migrate.ts');
     const db = await openPostgres(url, postgresOptionsFromEnv(env));
     const migrations = path.join(appDir, 'prisma', 'postgres', 'migrations');

@@ -1,12 +1,12 @@
-// The PostgreSQL driver: a bounded pool of connections (`pg`), running units of work
-// (data/database.ts) asynchronously on one pooled connection each, whose protocol messages the
-// runtime writes itself (data/postgres-wire.ts). Statements pipeline: each is queued as the unit
-// yields it and everything queued leaves in one write at the unit's next wait, so BEGIN travels
-// with a unit's first statement, `later` statements (an audit record, a key's record) with the
-// next one, and COMMIT with the last; `together` statements go at once. A write that used to take
-// a round trip per statement takes one or two (docs/operations.md, "SQLite or PostgreSQL"), and one that waits
-// for nothing (a create) is one statement, without BEGIN or COMMIT of its own: such statements,
-// from the units of one turn of the event loop, commit together (data/postgres-group.ts).
+// The PostgreSQL driver: a bounded pool of connections (`pg`, in its pipeline mode), running units
+// of work (data/database.ts) asynchronously on one pooled connection each
+// (data/postgres-connection.ts). Statements pipeline: each is sent as the unit yields it, without
+// waiting for the answers of those before, so BEGIN travels with a unit's first statement, `later`
+// statements (an audit record, a key's record) with the next one, and COMMIT with the last;
+// `together` statements go at once. A write that used to take a round trip per statement takes
+// one or two (docs/operations.md, "SQLite or PostgreSQL"), and one that waits for nothing (a
+// create) is one statement, without BEGIN or COMMIT of its own: such statements, from the units of
+// one turn of the event loop, commit together (data/postgres-group.ts).
 //
 // A write is one transaction at READ COMMITTED, PostgreSQL's default. That is enough because the
 // runtime never decides on a row it read without a lock: it re-reads the state a write depends on
@@ -19,130 +19,42 @@
 // before: a unit that yields none (a validation failure, a cached answer), or only a statement that
 // goes through the group commit, takes none of its own. Every connection sets a statement timeout
 // and an idle-in-transaction timeout when it starts (no extra round trip), so neither a slow query
-// nor a transaction stuck between two statements holds its locks for long (the wire ends each round
-// trip of a transaction with a Sync, which arms the idle timeout). Rows come back in the one stored
-// form of data/database.ts, by the type parsers below, which only this driver's rows use: nothing
-// else in the process is affected.
+// nor a transaction stuck between two statements holds its locks for long (each statement ends
+// with a Sync, which arms the idle timeout). Rows come back in the one stored form of
+// data/database.ts (data/postgres-types.ts). The pool's settings: data/postgres-options.ts; its
+// failures as the app's errors: data/postgres-errors.ts.
 
-import { createHash } from 'node:crypto';
 import pg from 'pg';
 import {
   type Database,
-  databaseBusy,
   get,
   laterFailure,
   type Outcome as Answer,
-  referenceConflict,
   type Query,
   type RunResult,
-  sqlText,
   type Statement,
-  storageUnavailable,
-  uniqueConflict,
   type Work,
 } from './database.ts';
 import type { ActiveTrace, SpanHandle } from '../observe/tracing.ts';
-import { fieldOfColumn } from './fields.ts';
+import { Connection, type Outcome, type Result, SkippedStatement } from './postgres-connection.ts';
+import { asError, mapPostgresError, statementError } from './postgres-errors.ts';
 import { GroupCommit } from './postgres-group.ts';
-import { type Result, SkippedStatement, Wire, type WireValue, wireValues } from './postgres-wire.ts';
-
-export interface PostgresOptions {
-  /** Connections the pool opens at most (DATABASE_POOL_MAX, default 10). */
-  poolMax?: number;
-  /** How long a unit of work waits for a connection, pooled or new (DATABASE_CONNECT_TIMEOUT_MS, default 5,000). */
-  connectionTimeoutMs?: number;
-  /** How long one statement may run before PostgreSQL cancels it (DATABASE_STATEMENT_TIMEOUT_MS, default 10,000). */
-  statementTimeoutMs?: number;
-  /** How long a transaction may sit idle between statements before PostgreSQL ends it (default 30,000). */
-  idleInTransactionTimeoutMs?: number;
-  /** The name the connections show in pg_stat_activity (default "bp-app"); the URL's application_name wins. */
-  applicationName?: string;
-}
-
-/** The largest timeout PostgreSQL (a 32-bit integer of milliseconds) and Node's timers accept. */
-const MAX_TIMEOUT_MS = 2_147_483_647;
-const MAX_POOL = 1000;
-
-/** The environment variables of the pool, read by the caller once at start. */
-const ENV_OPTIONS = [
-  ['DATABASE_POOL_MAX', 'poolMax', MAX_POOL],
-  ['DATABASE_CONNECT_TIMEOUT_MS', 'connectionTimeoutMs', MAX_TIMEOUT_MS],
-  ['DATABASE_STATEMENT_TIMEOUT_MS', 'statementTimeoutMs', MAX_TIMEOUT_MS],
-] as const;
-
-/**
- * The pool options set in `env`. A value that is not a whole number in range throws, so a typo
- * refuses to start rather than silently meaning the default.
- */
-export function postgresOptionsFromEnv(env: Readonly<Record<string, string | undefined>>): PostgresOptions {
-  const options: PostgresOptions = {};
-  for (const [name, key, max] of ENV_OPTIONS) {
-    const text = env[name];
-    if (text === undefined) continue;
-    if (!/^\d{1,10}$/.test(text) || Number(text) < 1 || Number(text) > max)
-      throw new Error(`${name} must be a whole number from 1 to ${max} (got "${text}")`);
-    options[key] = Number(text);
-  }
-  return options;
-}
-
-function wholeNumber(name: string, value: number, max: number): number {
-  if (!Number.isInteger(value) || value < 1 || value > max)
-    throw new Error(`${name} must be a whole number from 1 to ${max} (got ${value})`);
-  return value;
-}
+import { poolConfig, type PostgresOptions } from './postgres-options.ts';
+import {
+  type Held as HeldStatement,
+  oneStatement,
+  type Prepared,
+  Statements,
+  type WireValue,
+  wireValues,
+} from './postgres-statements.ts';
 
 /**
  * Opens a pool on the database a `postgres://` or `postgresql://` URL names. No connection is
  * made yet: the first unit of work that runs a statement opens one.
  */
 export async function openPostgres(url: string, options: PostgresOptions = {}): Promise<PostgresDatabase> {
-  if (!/^postgres(?:ql)?:\/\//.test(url)) {
-    // Only the scheme is shown: the rest of a URL may hold a password.
-    throw new Error(
-      `a PostgreSQL DATABASE_URL starts with postgres:// or postgresql:// (got "${/^[^:/]*:?/.exec(url)?.[0]}")`,
-    );
-  }
-  // Query parameters of the URL override the pool's settings in `pg`: a timeout set there would
-  // silently win over the DATABASE_*_MS variables.
-  const conflict = /[?&](statement_timeout|idle_in_transaction_session_timeout)=/.exec(url)?.[1];
-  if (conflict) throw new Error(`DATABASE_URL may not set ${conflict}: use DATABASE_STATEMENT_TIMEOUT_MS`);
-  const pool = new pg.Pool({
-    connectionString: url,
-    max: wholeNumber('the pool size', options.poolMax ?? 10, MAX_POOL),
-    connectionTimeoutMillis: wholeNumber('the connect timeout', options.connectionTimeoutMs ?? 5000, MAX_TIMEOUT_MS),
-    statement_timeout: wholeNumber('the statement timeout', options.statementTimeoutMs ?? 10_000, MAX_TIMEOUT_MS),
-    idle_in_transaction_session_timeout: wholeNumber(
-      'the idle-in-transaction timeout',
-      options.idleInTransactionTimeoutMs ?? 30_000,
-      MAX_TIMEOUT_MS,
-    ),
-    application_name: options.applicationName ?? 'bp-app',
-    // Times with a time zone are converted in the session's zone (and now() is written in it to a
-    // column without one): UTC, whatever the server's default, as the stored form is. The type
-    // parsers read dates in ISO style, whatever the server's DateStyle. A Float reads back as the
-    // number written (shortest exact), even where the server's default asks for fewer digits.
-    options: '-c TimeZone=UTC -c DateStyle=ISO -c extra_float_digits=1',
-    // Finds connections a vanished server or a NAT left dead while idle in the pool.
-    keepAlive: true,
-  });
-  return new PostgresDatabase(pool);
-}
-
-/**
- * Statement texts kept converted (and named), by text. The texts the generator wrote are a few
- * per entity; row filters add one per distinct rule shape. Beyond the bound (a shape that varies
- * per request), texts are converted at each use and run unnamed, so neither this map nor the
- * statements prepared on each connection grow without end.
- */
-const MAX_PREPARED = 1024;
-
-export interface Prepared {
-  text: string;
-  /** The name the statement is prepared under on each connection, when it has one. */
-  name: string | undefined;
-  /** For a plain INSERT, the table it writes (`tableOf`). */
-  table: string | undefined;
+  return new PostgresDatabase(new pg.Pool(poolConfig(url, options)));
 }
 
 /** The first version whose UPDATE returns the row as it was (`RETURNING OLD`): PostgreSQL 18. */
@@ -152,19 +64,16 @@ export class PostgresDatabase implements Database {
   readonly dialect = 'postgres' as const;
   /** False until `identifyServer` finds PostgreSQL 18 or later: set by it alone. */
   private serverReturnsOld = false;
-  private readonly prepared = new Map<string, Prepared>();
+  private readonly statements = new Statements();
   /** Writes of one statement each, committed together per turn of the event loop. */
   private readonly groups = new GroupCommit({
     connect: async () => {
-      const { client, wire } = await this.connection();
-      return { wire, done: (broken) => this.letGo(client, wire, broken) };
+      const connection = await this.checkOut();
+      return { pooled: connection, done: (broken) => this.letGo(connection, broken) };
     },
-    statement: (sql) => this.statement(sql),
     sent: (answer, mode) => this.sent(answer, mode),
     failed: (err) => ({ ok: false, failure: mapPostgresError(err), broken: undefined }),
   });
-  /** The text each statement name stands for: a hash collision must never run the wrong statement. */
-  private readonly named = new Map<string, string>();
   /** Set while an idle connection failed and no new one has connected since: one log line per outage. */
   private idleFailure = false;
   /** Connections open or closing: the pool forgets a connection before it has finished closing. */
@@ -268,12 +177,12 @@ export class PostgresDatabase implements Database {
   }
 
   /**
-   * Runs a unit of work to its end, from its first statement: each statement it yields is queued
+   * Runs a unit of work to its end, from its first statement: each statement it yields is sent
    * at once and, but for `later` ones, awaited, its result sent back in, its failure (mapped to
-   * the app's errors) thrown in where it was yielded. Statements queued before a wait leave
-   * together (data/postgres-wire.ts). In a transaction, BEGIN goes ahead of the first statement
-   * and COMMIT after the unit returns, each without a round trip of its own; on any failure the
-   * transaction is rolled back. A write that waits for nothing is one statement without them
+   * the app's errors) thrown in where it was yielded. Statements sent before a wait leave
+   * together (data/postgres-connection.ts). In a transaction, BEGIN goes ahead of the first
+   * statement and COMMIT after the unit returns, each without a round trip of its own; on any
+   * failure the transaction is rolled back. A write that waits for nothing is one statement without them
    * (`oneStatement`), and so is a first statement that `commitsAlone` (what follows it then begins
    * a transaction of its own): both go through the group commit (data/postgres-group.ts), which
    * commits them with those of other units, and take no connection of the unit's own. The unit's
@@ -289,8 +198,8 @@ export class PostgresDatabase implements Database {
     let link: Linked | undefined;
     const connect = async (): Promise<Linked> => {
       if (!link) {
-        const { client, wire } = await this.connection();
-        link = { client, wire, flight: new Flight(wire, transaction) };
+        const connection = await this.checkOut();
+        link = { pooled: connection, flight: new Flight() };
       }
       return link;
     };
@@ -299,11 +208,12 @@ export class PostgresDatabase implements Database {
     // row) then goes as one statement through the group commit (`writeAlone`).
     const held: Held[] = [];
     let begun = !transaction;
-    const begin = ({ wire, flight }: Linked) => {
+    const begin = ({ pooled: connection, flight }: Linked) => {
       if (begun) return;
       begun = true;
-      flight.add(this.sent(wire.control('BEGIN', false), 'run'));
-      for (const h of held) flight.add(this.queue(wire, h.prepared, 'later', h.values, false, h.span), h.statement);
+      flight.add(this.sent(connection.control('BEGIN'), 'run'));
+      for (const h of held)
+        flight.add(this.queue(connection, h.prepared, 'later', h.values, true, h.span), h.statement);
     };
     let statement = first;
     let value: T;
@@ -312,8 +222,8 @@ export class PostgresDatabase implements Database {
         let step: IteratorResult<Statement, T>;
         if (statement.mode === 'later') {
           if (begun) {
-            const { wire, flight } = await connect();
-            flight.add(this.send(wire, statement, transaction, this.span(statement, trace)), statement);
+            const { pooled: connection, flight } = await connect();
+            flight.add(this.send(connection, statement, transaction, this.span(statement, trace)), statement);
           } else held.push(this.hold(statement, trace));
           step = work.next(undefined);
         } else if (statement.mode === 'together') {
@@ -323,13 +233,13 @@ export class PostgresDatabase implements Database {
           } else {
             const linked = await connect();
             begin(linked);
-            const sent = batch.map((query) => this.send(linked.wire, query, transaction, this.span(query, trace)));
+            const sent = batch.map((query) => this.send(linked.pooled, query, transaction, this.span(query, trace)));
             step = work.next((await linked.flight.afterAll(sent)).map(answered));
           }
         } else {
           const linked = await connect();
           begin(linked);
-          const sent = this.send(linked.wire, statement, transaction, this.span(statement, trace));
+          const sent = this.send(linked.pooled, statement, transaction, this.span(statement, trace));
           const outcome = await linked.flight.after(sent);
           step = outcome.ok ? work.next(outcome.value) : work.throw(outcome.failure);
         }
@@ -362,11 +272,11 @@ export class PostgresDatabase implements Database {
     // Set by `connect` (TypeScript does not follow the closure): every statement sent took it.
     const linked = link as Linked | undefined;
     if (!linked) return value;
-    const { wire, flight } = linked;
+    const { pooled: connection, flight } = linked;
     try {
       if (transaction) {
         const span = trace?.startSpan('database.commit', 'database', {});
-        const outcome = await flight.after(this.sent(wire.control('COMMIT', false), 'run'));
+        const outcome = await flight.after(this.sent(connection.control('COMMIT'), 'run'));
         span?.end(outcome.ok ? undefined : { error: true });
         if (!outcome.ok) throw outcome.failure;
         // A transaction in which a statement failed cannot commit: PostgreSQL answers the COMMIT
@@ -381,28 +291,19 @@ export class PostgresDatabase implements Database {
     } catch (err) {
       return this.fail(linked, transaction, err);
     }
-    await this.letGo(linked.client, wire, flight.broken);
+    await this.letGo(connection, flight.broken);
     return value;
   }
 
-  /** A pooled connection, its wire started: for a unit of work, or for a group (GroupCommit). */
-  private async connection(): Promise<{ client: pg.PoolClient; wire: Wire }> {
-    const client = await this.pool.connect();
-    let wire: Wire;
-    try {
-      wire = Wire.of(client, parserOf);
-    } catch (err) {
-      client.release(asReleaseError(err));
-      throw err;
-    }
-    wire.begin();
-    return { client, wire };
+  /** A pooled connection: for a unit of work, or for a group (GroupCommit). */
+  private async checkOut(): Promise<Connection> {
+    return new Connection(await this.pool.connect());
   }
 
   /** A statement committed on its own, through the group commit; its span ended when answered. */
   private async grouped(query: Query, trace: ActiveTrace | undefined): Promise<Outcome> {
     const span = this.span(query, trace);
-    const outcome = await this.groups.add(this.statement(query.sql), query.mode, wireValues(query.params));
+    const outcome = await this.groups.add(this.statements.of(query.sql), query.mode, wireValues(query.params));
     span?.end(outcome.ok ? undefined : { error: true });
     return outcome;
   }
@@ -411,11 +312,11 @@ export class PostgresDatabase implements Database {
    * Ends a unit of work that failed with `err`: every statement sent is answered before the
    * connection is rolled back or released; the first failure among them wins over `err`.
    */
-  private async fail({ client, wire, flight }: Linked, transaction: boolean, err: unknown): Promise<never> {
+  private async fail({ pooled: connection, flight }: Linked, transaction: boolean, err: unknown): Promise<never> {
     const failure = (await flight.drain()) ?? err;
-    let broken = flight.broken ?? wire.broken;
-    if (transaction) broken ??= await wire.rollBack();
-    await this.letGo(client, wire, broken);
+    let broken = flight.broken ?? connection.broken;
+    if (transaction) broken ??= await connection.rollBack();
+    await this.letGo(connection, broken);
     throw failure;
   }
 
@@ -432,7 +333,7 @@ export class PostgresDatabase implements Database {
     trace: ActiveTrace | undefined,
   ): Promise<T> {
     const span = trace?.startSpan('database.commit', 'database', {});
-    const outcome = await this.groups.add(this.statement(alone.sql), 'run', alone.values);
+    const outcome = await this.groups.add(this.statements.of(alone.sql), 'run', alone.values);
     for (const h of held) h.span?.end(outcome.ok ? undefined : { error: true });
     span?.end(outcome.ok ? undefined : { error: true });
     if (outcome.ok) return value;
@@ -440,42 +341,41 @@ export class PostgresDatabase implements Database {
     throw failed ? laterFailure(failed.statement, outcome.failure) : outcome.failure;
   }
 
-  /** Gives the connection back to `pg` and the pool once every answer owed has come. */
-  private async letGo(client: pg.PoolClient, wire: Wire, broken: unknown): Promise<void> {
-    await wire.settled();
-    wire.release();
-    client.release(asReleaseError(broken ?? wire.broken));
+  /** Gives the connection back to the pool once every answer owed has come; destroys it when broken. */
+  private async letGo(connection: Connection, broken: unknown): Promise<void> {
+    await connection.settled();
+    connection.client.release(asReleaseError(broken ?? connection.broken));
   }
 
   /**
-   * Queues a statement on the connection and resolves with its outcome, never rejecting: the
-   * driver decides when a failure counts. Outside a transaction each statement has its own Sync.
+   * Sends a statement on the connection and resolves with its outcome, never rejecting: the
+   * driver decides when a failure counts. Outside a transaction each statement commits on its own.
    */
   private send(
-    wire: Wire,
+    connection: Connection,
     statement: Statement | Query,
     transaction: boolean,
     span: SpanHandle | undefined,
   ): Promise<Outcome> {
-    const prepared = this.statement(statement.sql);
-    return this.queue(wire, prepared, statement.mode, wireValues(statement.params), !transaction, span);
+    const prepared = this.statements.of(statement.sql);
+    return this.queue(connection, prepared, statement.mode, wireValues(statement.params), transaction, span);
   }
 
-  /** `send` with the statement's text worked out and its parameters in the wire's form. */
+  /** `send` with the statement's text worked out and its parameters in the form sent. */
   private queue(
-    wire: Wire,
+    connection: Connection,
     { text, name }: Prepared,
     mode: Statement['mode'],
     values: WireValue[],
-    ownSync: boolean,
+    transaction: boolean,
     span: SpanHandle | undefined,
   ): Promise<Outcome> {
-    return this.sent(wire.send(text, name, values, ownSync), mode, span);
+    return this.sent(connection.send(text, name, values, transaction), mode, span);
   }
 
-  /** A `later` statement held, its parameters in the wire's form (a bad one throws here). */
+  /** A `later` statement held, its parameters in the form sent (a bad one throws here). */
   private hold(statement: Statement, trace: ActiveTrace | undefined): Held {
-    const prepared = this.statement(statement.sql);
+    const prepared = this.statements.of(statement.sql);
     return { statement, prepared, values: wireValues(statement.params), span: this.span(statement, trace) };
   }
 
@@ -500,24 +400,10 @@ export class PostgresDatabase implements Database {
       (err: unknown): Outcome => {
         span?.end({ error: true });
         const table = err instanceof pg.DatabaseError ? err.table : undefined;
-        return { ok: false, failure: mapPostgresError(err), broken: breaks(err) ? err : undefined, table };
+        const broken = statementError(err) || err instanceof SkippedStatement ? undefined : err;
+        return { ok: false, failure: mapPostgresError(err), broken, table };
       },
     );
-  }
-
-  /** A statement's text in PostgreSQL's form and its name, worked out once per text. */
-  private statement(sql: string): Prepared {
-    let prepared = this.prepared.get(sql);
-    if (prepared) return prepared;
-    const text = sqlText('postgres', sql);
-    const table = tableOf(sql);
-    if (this.prepared.size >= MAX_PREPARED) return { text, name: undefined, table };
-    let name: string | undefined = `bp_${createHash('sha256').update(text).digest('base64url').slice(0, 22)}`;
-    if (this.named.has(name)) name = undefined;
-    else this.named.set(name, text);
-    prepared = { text, name, table };
-    this.prepared.set(sql, prepared);
-    return prepared;
   }
 
   /**
@@ -536,59 +422,15 @@ export class PostgresDatabase implements Database {
   };
 }
 
-/**
- * A statement's answer: its result (and PostgreSQL's command tag), or its failure, mapped (and
- * the table the server's error names, if any).
- */
-export type Outcome =
-  { ok: true; value: unknown; command: string } | { ok: false; failure: unknown; broken: unknown; table?: string };
-
-/** A unit of work's own connection: its `pg` client, its wire, and what is in flight on it. */
+/** A unit of work's own connection, and what is in flight on it. */
 interface Linked {
-  client: pg.PoolClient;
-  wire: Wire;
+  pooled: Connection;
   flight: Flight;
 }
 
-/** A `later` statement held until the unit shows whether it waits for anything (driveOn). */
-interface Held {
-  statement: Statement;
-  prepared: Prepared;
-  values: WireValue[];
+/** A `later` statement held until the unit shows whether it waits for anything (driveOn), with its span. */
+interface Held extends HeldStatement {
   span: SpanHandle | undefined;
-}
-
-/** `INSERT INTO "Table" (columns) VALUES (values)`, and nothing after: the table, quoted. */
-const PLAIN_INSERT = /^INSERT INTO ("(?:[^"]|"")+") \([^()]*\) VALUES \(([^()]|\([^()]*\))*\)$/;
-
-/** The table a plain INSERT writes, unquoted as the server's errors name it; undefined for any other statement. */
-function tableOf(sql: string): string | undefined {
-  const quoted = PLAIN_INSERT.exec(sql)?.[1];
-  return quoted === undefined ? undefined : quoted.slice(1, -1).replaceAll('""', '"');
-}
-
-/**
- * The one statement that does what the held statements do in a transaction, or undefined. A
- * statement alone is itself. Plain INSERTs into different tables become one statement whose
- * data-modifying WITH clauses run them all on one snapshot: none reads what another writes, and a
- * foreign key between them is checked at the statement's end, when all rows are in. PostgreSQL
- * runs the main statement first and then the WITH clauses from the last to the first, so the first
- * held statement is the main one and the others follow in reverse: they run in the unit's order,
- * and of several failures the first is the one reported, as in a transaction (tested). Anything
- * else (an UPDATE, a DELETE, two rows of one table) stays a transaction of its own statements.
- */
-function oneStatement(held: Held[]): { sql: string; values: WireValue[] } | undefined {
-  if (held.length === 1) return { sql: held[0].statement.sql, values: held[0].values };
-  const tables = new Set(held.map((h) => h.prepared.table));
-  if (tables.has(undefined) || tables.size !== held.length) return undefined;
-  // The WITH clauses hold the others from the last to the second (others[i] is held[n - 1 - i]);
-  // the values go in the order of the text, whose placeholders they fill.
-  const others = held.slice(1).reverse();
-  const clauses = others.map((h, i) => `bp_${held.length - i} AS (${h.statement.sql})`);
-  return {
-    sql: `WITH ${clauses.join(', ')} ${held[0].statement.sql}`,
-    values: [...others, held[0]].flatMap((h) => h.values),
-  };
 }
 
 /** An answer as `together` hands it to the unit. */
@@ -605,19 +447,6 @@ class Flight {
   /** The first failure among them: it fails the unit. */
   private failure: { error: unknown } | undefined;
   broken: unknown;
-
-  constructor(
-    private readonly wire: Wire,
-    private readonly transaction: boolean,
-  ) {}
-
-  /**
-   * Writes what was queued since the last wait, in one write (a system call per statement costs
-   * more CPU than the statement's own encoding): called before every wait for an answer.
-   */
-  private flush(): void {
-    this.wire.flush(this.transaction);
-  }
 
   /** A statement sent without waiting: BEGIN, or a `later` statement of the unit. */
   add(outcome: Promise<Outcome>, statement?: Statement): void {
@@ -639,7 +468,6 @@ class Flight {
 
   /** The outcomes of statements sent together after those in flight, as `after`. */
   async afterAll(next: Array<Promise<Outcome>>): Promise<Outcome[]> {
-    this.flush();
     const failure = await this.drain();
     const outcomes = await Promise.all(next);
     for (const outcome of outcomes) this.note(outcome);
@@ -655,7 +483,6 @@ class Flight {
 
   /** Waits for every statement sent; resolves with the first failure among them, if any. */
   async drain(): Promise<unknown> {
-    this.flush();
     const sent = this.sent;
     this.sent = [];
     for (const { outcome, statement } of sent) {
@@ -666,12 +493,6 @@ class Flight {
     }
     return this.failure?.error;
   }
-}
-
-/** Whether a statement's failure leaves its connection unfit for another: all but the server's own errors do. */
-function breaks(err: unknown): boolean {
-  if (err instanceof SkippedStatement) return false;
-  return !(err instanceof pg.DatabaseError) || err.severity === 'FATAL' || err.severity === 'PANIC';
 }
 
 /** What a connection is released with: an Error destroys it (a thrown non-Error is wrapped). */
@@ -700,144 +521,3 @@ function unitOf(unit: () => Work<unknown>): Work<unknown> {
 }
 
 function ignore(): void {}
-
-/** What a caller is rejected with: the app's error for PostgreSQL failures, an Error for anything thrown. */
-function asError(err: unknown): unknown {
-  if (err instanceof Error) return mapPostgresError(err);
-  const what = err === null ? 'null' : typeof err;
-  return new Error(`a unit of work threw ${what}, not an Error`, { cause: err });
-}
-
-// Rows in the stored form (data/database.ts): what SQLite returns for the same columns.
-
-/** `2026-01-02 03:04:05.678`, as PostgreSQL writes a timestamp; the fraction has 0 to 6 digits. */
-const TIMESTAMP = /^(\d{4}-\d\d-\d\d) (\d\d:\d\d:\d\d)(?:\.(\d{1,6}))?$/;
-/** A timestamptz: the same, then the offset of the session's zone: `+00`, `+05:30`, `-03:30:45`. */
-const TIMESTAMPTZ = /^(\d{4}-\d\d-\d\d) (\d\d:\d\d:\d\d)(?:\.(\d{1,6}))?([+-])(\d\d)(?::(\d\d))?(?::(\d\d))?$/;
-
-/** Milliseconds: the fraction padded or cut to 3 digits (the DateTime columns are timestamp(3)). */
-function millis(fraction: string | undefined): string {
-  return fraction === undefined ? '000' : fraction.length >= 3 ? fraction.slice(0, 3) : fraction.padEnd(3, '0');
-}
-
-/** A timestamp (UTC by the schema's convention) as Prisma writes a DateTime in SQLite. */
-function storedTimestamp(text: string): string {
-  const m = TIMESTAMP.exec(text);
-  // Years past 9999, BC dates and infinity have no stored form; the runtime never writes them.
-  return m ? `${m[1]}T${m[2]}.${millis(m[3])}+00:00` : text;
-}
-
-/** A timestamptz converted to UTC, in the same form. */
-function storedTimestamptz(text: string): string {
-  const m = TIMESTAMPTZ.exec(text);
-  if (!m) return text;
-  const [, date, time, fraction, sign, hours, minutes = '00', seconds = '00'] = m;
-  if (hours === '00' && minutes === '00' && seconds === '00') return `${date}T${time}.${millis(fraction)}+00:00`;
-  const offsetMs = (Number(hours) * 3600 + Number(minutes) * 60 + Number(seconds)) * 1000;
-  const utc = Date.parse(`${date}T${time}.${millis(fraction)}Z`) - (sign === '-' ? -offsetMs : offsetMs);
-  if (Number.isNaN(utc)) return text;
-  return `${new Date(utc).toISOString().slice(0, 23)}+00:00`;
-}
-
-function asText(text: string): string {
-  return text;
-}
-
-/** Parsers of text-format values by type OID; every other type keeps pg's own parser. */
-const PARSERS: Record<number, (text: string) => unknown> = {
-  16: (text) => (text === 't' ? 1 : 0), // bool: 1/0, as SQLite stores it
-  20: Number, // int8: COUNT(*), and the epoch-millisecond BigInt columns
-  1700: Number, // numeric
-  1114: storedTimestamp, // timestamp
-  1184: storedTimestamptz, // timestamptz
-  114: asText, // json: the text, parsed (or not) by the runtime as with SQLite
-  3802: asText, // jsonb
-};
-
-/** The parser of a column's text by its type: every type but those above keeps pg's own parser. */
-function parserOf(oid: number): (text: string) => unknown {
-  return PARSERS[oid] ?? pg.types.getTypeParser(oid, 'text');
-}
-
-// Failures, mapped to the errors every driver throws (data/database.ts).
-
-/** SQLSTATEs of waiting on other transactions: the same request can succeed a moment later. */
-const BUSY = new Set([
-  '40001', // serialization_failure
-  '40P01', // deadlock_detected
-  '55P03', // lock_not_available
-  '57014', // query_canceled: the statement timeout
-]);
-
-/** SQLSTATEs of a server that cannot serve now: out of connections, shutting down, out of disk or memory. */
-const UNAVAILABLE = new Set([
-  '53300', // too_many_connections
-  '57P01', // admin_shutdown
-  '57P02', // crash_shutdown
-  '57P03', // cannot_connect_now (starting up, or in recovery)
-  '53100', // disk_full
-  '53200', // out_of_memory
-]);
-
-/** Codes of Node's network errors reaching the server. */
-const NETWORK = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EAI_AGAIN']);
-
-/** Messages of `pg` and `pg-pool` for a connection they could not make or lost (they carry no code). */
-const CONNECTION_LOST = new Set([
-  'timeout exceeded when trying to connect',
-  'Connection terminated due to connection timeout',
-  'Connection terminated unexpectedly',
-  'Client has encountered a connection error and is not queryable',
-]);
-
-/**
- * Turns PostgreSQL's constraint, lock and availability errors into errors a client can act on;
- * anything else (a NOT NULL or CHECK violation, a bad value or statement: the runtime validates
- * first, so these are its bugs) stays as it is and becomes an INTERNAL_ERROR.
- */
-export function mapPostgresError(err: unknown): unknown {
-  if (err instanceof pg.DatabaseError) {
-    const code = err.code ?? '';
-    if (code === '23505') return uniqueConflict(uniqueFields(err));
-    // 23001: a RESTRICT foreign key (Prisma's default for a required relation), since PostgreSQL 18.
-    if (code === '23503' || code === '23001') return referenceConflict();
-    if (BUSY.has(code)) return databaseBusy(err);
-    if (UNAVAILABLE.has(code) || code.startsWith('08')) return storageUnavailable(err);
-    return err;
-  }
-  if (!(err instanceof Error)) return err;
-  const code = (err as { code?: unknown }).code;
-  if (typeof code === 'string' && NETWORK.has(code)) return storageUnavailable(err);
-  return CONNECTION_LOST.has(err.message) ? storageUnavailable(err) : err;
-}
-
-/** An identifier as PostgreSQL prints it in a key: bare (lower case), or double-quoted with `""` for `"`. */
-const IDENTIFIER = String.raw`(?:"(?:[^"]|"")+"|[a-z_][a-z0-9_$]*)`;
-const KEY_COLUMNS = new RegExp(String.raw`^Key \((${IDENTIFIER}(?:, ${IDENTIFIER})*)\)=`);
-const KEY_LOWER = new RegExp(String.raw`^Key \(lower\((${IDENTIFIER})\)\)=`);
-
-function unquote(identifier: string): string {
-  return identifier.startsWith('"') ? identifier.slice(1, -1).replaceAll('""', '"') : identifier;
-}
-
-/**
- * The fields a unique violation names. The detail reads `Key ("a", b)=(...) already exists.`
- * for an index on columns (a composite one for an entity's `indexes`), or
- * `Key (lower(email))=(...)` for the index on lower() of a unique e-mail field (addresses are
- * unique in any letter case), named `<Table>_<column>_lower_key`: the name is the fallback when
- * the detail is withheld. A unique e-mail field's key column (`_bp_key_<field>`) names its field.
- */
-function uniqueFields(err: pg.DatabaseError): string[] | undefined {
-  const detail = err.detail ?? '';
-  const columns = KEY_COLUMNS.exec(detail)?.[1];
-  if (columns) return [...columns.matchAll(new RegExp(IDENTIFIER, 'g'))].map((m) => fieldOfColumn(unquote(m[0])));
-  const lower = KEY_LOWER.exec(detail)?.[1];
-  if (lower) return [unquote(lower)];
-  const { table, constraint } = err;
-  if (table && constraint?.startsWith(`${table}_`) && constraint.endsWith('_lower_key'))
-    return [constraint.slice(table.length + 1, -'_lower_key'.length)];
-  // Prisma names a unique index `<Table>_<column>_key`: a key column's names its field.
-  if (table && constraint?.startsWith(`${table}__bp_key_`) && constraint.endsWith('_key'))
-    return [fieldOfColumn(constraint.slice(table.length + 1, -'_key'.length))];
-  return undefined;
-}

