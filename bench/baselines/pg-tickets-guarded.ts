@@ -12,20 +12,27 @@ import { openTickets } from './pg-tickets.ts';
 type Row = Record<string, unknown>;
 
 const COLUMNS =
-  '"id", "title", "body", "status", "priority", "customerId", "assigneeId", "resolution", "resolvedAt", "attachment", "createdAt"';
+  '"id", "title", "body", "status", "priority", "customerId", "assigneeId", ' +
+  '"resolution", "resolvedAt", "attachment", "createdAt"';
 const CLAIM =
   'INSERT INTO "_bp_idempotency" ("scope", "operation", "key", "requestHash", "state", "createdAt", "expiresAt") ' +
   `VALUES ($1, $2, $3, $4, 'running', $5, $6) ON CONFLICT ("scope", "operation", "key") DO NOTHING`;
 const STORE =
-  'UPDATE "_bp_idempotency" SET "state" = \'done\', "status" = $4, "body" = $5 WHERE "scope" = $1 AND "operation" = $2 AND "key" = $3';
+  'UPDATE "_bp_idempotency" SET "state" = \'done\', "status" = $4, "body" = $5 ' +
+  'WHERE "scope" = $1 AND "operation" = $2 AND "key" = $3';
 const AUDIT =
-  'INSERT INTO "_bp_audit" ("id", "at", "operation", "entity", "recordId", "actorId", "credentialId", "idempotencyKey", "changes") ' +
+  'INSERT INTO "_bp_audit" ' +
+  '("id", "at", "operation", "entity", "recordId", "actorId", "credentialId", "idempotencyKey", "changes") ' +
   "VALUES ($1, $2, $3, 'Ticket', $4, $5, $5, $6, $7)";
-const INSERT = `INSERT INTO "Ticket" ("id", "title", "body", "priority", "createdAt") VALUES ($1, $2, $3, $4, $5) RETURNING ${COLUMNS}`;
+const INSERT =
+  'INSERT INTO "Ticket" ("id", "title", "body", "priority", "createdAt") ' +
+  `VALUES ($1, $2, $3, $4, $5) RETURNING ${COLUMNS}`;
 const UPDATE =
   `UPDATE "Ticket" SET "title" = coalesce($1, "title"), "body" = CASE WHEN $2 THEN $3 ELSE "body" END, ` +
   `"priority" = coalesce($4, "priority") WHERE "id" = $5 RETURNING ${COLUMNS}`;
-const START = `UPDATE "Ticket" SET "status" = 'in_progress', "assigneeId" = $2 WHERE "id" = $1 AND "status" = 'open' RETURNING ${COLUMNS}`;
+const START =
+  `UPDATE "Ticket" SET "status" = 'in_progress', "assigneeId" = $2 ` +
+  `WHERE "id" = $1 AND "status" = 'open' RETURNING ${COLUMNS}`;
 const DAY_MS = 24 * 3600 * 1000;
 
 /** A write's outcome: the stored row, or why there is none. */

@@ -8,7 +8,8 @@ import { AGENT_ID, page, type ListParams, type TicketInput } from './common.ts';
 type Row = Record<string, unknown>;
 
 const COLUMNS =
-  '"id", "title", "body", "status", "priority", "customerId", "assigneeId", "resolution", "resolvedAt", "attachment", "createdAt"';
+  '"id", "title", "body", "status", "priority", "customerId", "assigneeId", ' +
+  '"resolution", "resolvedAt", "attachment", "createdAt"';
 
 // Prisma's DateTime columns are `timestamp(3)` holding UTC. pg reads a timestamp without time zone
 // as local time; read as UTC instead, so the answer is right whatever the process's time zone.
@@ -16,13 +17,17 @@ pg.types.setTypeParser(pg.types.builtins.TIMESTAMP, (text) => new Date(`${text.r
 
 const GET = `SELECT ${COLUMNS} FROM "Ticket" WHERE "id" = $1`;
 const LIST = `SELECT ${COLUMNS} FROM "Ticket" ORDER BY "id" LIMIT $1 OFFSET $2`;
-const INSERT = `INSERT INTO "Ticket" ("id", "title", "body", "priority", "createdAt") VALUES ($1, $2, $3, $4, $5) RETURNING ${COLUMNS}`;
+const INSERT =
+  'INSERT INTO "Ticket" ("id", "title", "body", "priority", "createdAt") ' +
+  `VALUES ($1, $2, $3, $4, $5) RETURNING ${COLUMNS}`;
 // A partial update: absent fields keep their value; body (nullable) has an explicit "is set" flag.
 const UPDATE =
   `UPDATE "Ticket" SET "title" = coalesce($1, "title"), "body" = CASE WHEN $2 THEN $3 ELSE "body" END, ` +
   `"priority" = coalesce($4, "priority") WHERE "id" = $5 RETURNING ${COLUMNS}`;
 // StartTicket in one statement: only an open ticket moves, so two concurrent starts cannot both win.
-const START = `UPDATE "Ticket" SET "status" = 'in_progress', "assigneeId" = $2 WHERE "id" = $1 AND "status" = 'open' RETURNING ${COLUMNS}`;
+const START =
+  `UPDATE "Ticket" SET "status" = 'in_progress', "assigneeId" = $2 ` +
+  `WHERE "id" = $1 AND "status" = 'open' RETURNING ${COLUMNS}`;
 const EXISTS = 'SELECT 1 FROM "Ticket" WHERE "id" = $1';
 
 export function openTickets(databaseUrl: string) {

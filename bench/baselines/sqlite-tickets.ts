@@ -8,7 +8,8 @@ import { page, type ListParams, type TicketInput } from './common.ts';
 type Row = Record<string, unknown>;
 
 const COLUMNS =
-  '"id", "title", "body", "status", "priority", "customerId", "assigneeId", "resolution", "resolvedAt", "attachment", "createdAt"';
+  '"id", "title", "body", "status", "priority", "customerId", "assigneeId", ' +
+  '"resolution", "resolvedAt", "attachment", "createdAt"';
 
 export function openTickets(dbFile: string) {
   const db = new Database(dbFile);
@@ -23,8 +24,8 @@ export function openTickets(dbFile: string) {
   );
   // A partial update: absent fields keep their value; body (nullable) has an explicit "is set" flag.
   const update = db.prepare<[string | null, number, string | null, string | null, string], Row>(
-    `UPDATE "Ticket" SET "title" = coalesce(?, "title"), "body" = CASE WHEN ? THEN ? ELSE "body" END, "priority" = coalesce(?, "priority") ` +
-      `WHERE "id" = ? RETURNING ${COLUMNS}`,
+    'UPDATE "Ticket" SET "title" = coalesce(?, "title"), "body" = CASE WHEN ? THEN ? ELSE "body" END, ' +
+      `"priority" = coalesce(?, "priority") WHERE "id" = ? RETURNING ${COLUMNS}`,
   );
   return {
     get: (id: string) => get.get(id),
