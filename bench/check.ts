@@ -52,7 +52,8 @@ export async function checkResponses(
   const items = page.items as unknown[] | undefined;
   if (items?.length !== 100 || page.limit !== 100 || page.offset !== 50 || page.hasMore !== true) {
     problems.push(
-      `list: expected 100 items, limit 100, offset 50, hasMore true (got ${items?.length} items, ${page.limit}, ${page.offset}, ${page.hasMore})`,
+      'list: expected 100 items, limit 100, offset 50, hasMore true ' +
+        `(got ${items?.length} items, ${page.limit}, ${page.offset}, ${page.hasMore})`,
     );
   } else {
     expectFields('list item', items[0]);

@@ -76,14 +76,16 @@ function postgresTickets(url: string): CommandTickets {
     reopen: () =>
       withClient(async (client) => {
         await client.query(
-          'UPDATE "Ticket" SET "status" = \'open\', "assigneeId" = NULL WHERE "status" <> \'open\' OR "assigneeId" IS NOT NULL',
+          'UPDATE "Ticket" SET "status" = \'open\', "assigneeId" = NULL ' +
+            'WHERE "status" <> \'open\' OR "assigneeId" IS NOT NULL',
         );
         await client.query('VACUUM "Ticket"');
       }),
     addCopies: (ids, needed) =>
       withClient(async (client) => {
         const { rows } = await client.query<{ name: string }>(
-          "SELECT column_name AS name FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = 'Ticket' AND column_name <> 'id'",
+          'SELECT column_name AS name FROM information_schema.columns ' +
+            "WHERE table_schema = current_schema() AND table_name = 'Ticket' AND column_name <> 'id'",
         );
         const columns = rows.map((r) => `"${r.name}"`).join(', ');
         const copies = copiesFor(ids, needed);

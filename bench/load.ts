@@ -110,7 +110,8 @@ async function freshTicketsFor(
   const seeded = ids.length;
   await tickets.addCopies(ids, needed);
   console.error(
-    `command rounds: ${needed - seeded} tickets added for up to ${Math.round(fastest * RATE_MARGIN)} req/s over ${seconds} s (${ids.length} in all)`,
+    `command rounds: ${needed - seeded} tickets added for up to ${Math.round(fastest * RATE_MARGIN)} req/s ` +
+      `over ${seconds} s (${ids.length} in all)`,
   );
 }
 
@@ -292,7 +293,8 @@ async function main(plan: LoadPlan): Promise<void> {
         server.fastest = Math.max(server.fastest, result.requestsPerSecond);
       if (freshRecords !== undefined && result.requests > freshRecords) {
         console.error(
-          `${server.target.key}, command round ${r}: ${result.requests} requests on ${freshRecords} open tickets, so some met a started one`,
+          `${server.target.key}, command round ${r}: ${result.requests} requests on ${freshRecords} open tickets, ` +
+            'so some met a started one',
         );
       }
       console.log(JSON.stringify(result));

@@ -67,7 +67,8 @@ export function seedPostgres(url: string, rows: SeedRows): Promise<void> {
 export function ticketColumns(url: string): Promise<string[]> {
   return withClient(url, async (client) => {
     const { rows } = await client.query<{ name: string }>(
-      "SELECT column_name AS name FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = 'Ticket'",
+      'SELECT column_name AS name FROM information_schema.columns ' +
+        "WHERE table_schema = current_schema() AND table_name = 'Ticket'",
     );
     return rows.map((r) => r.name).sort();
   });

@@ -30,7 +30,8 @@ function run(command: string, args: string[], options: { cwd: string; env?: Node
   const result = spawnSync(command, args, { ...options, encoding: 'utf8' });
   if (result.status !== 0) {
     throw new Error(
-      `${path.basename(command)} ${args.join(' ')} failed (${result.status ?? result.signal}):\n${result.stdout}${result.stderr}`,
+      `${path.basename(command)} ${args.join(' ')} failed (${result.status ?? result.signal}):\n` +
+        `${result.stdout}${result.stderr}`,
     );
   }
 }
@@ -52,7 +53,8 @@ export function writerKeyEnv(): string {
   const key = blueprint.auth?.apiKeys?.find((k) => k.scopes?.includes('tickets.write'));
   if (!key)
     throw new Error(
-      `${path.relative(ROOT, BLUEPRINT)} declares no API key with the tickets.write scope; the bench calls the API as one`,
+      `${path.relative(ROOT, BLUEPRINT)} declares no API key with the tickets.write scope; ` +
+        'the bench calls the API as one',
     );
   return key.keyEnv;
 }

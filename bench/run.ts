@@ -59,8 +59,10 @@ async function main(): Promise<void> {
     );
   }
 
+  const pinned = settings.pinned ? ' (load generator on CPU 1)' : '';
   console.log(
-    `\n${settings.connections} connections${settings.pinned ? ' (load generator on CPU 1)' : ''}, best of ${settings.rounds} rounds of ${settings.roundSeconds} s after ${settings.warmupSeconds} s of warm-up, per operation.`,
+    `\n${settings.connections} connections${pinned}, best of ${settings.rounds} rounds of ${settings.roundSeconds} s ` +
+      `after ${settings.warmupSeconds} s of warm-up, per operation.`,
   );
   console.log(`Written: ${written.join('; ')} (${Math.round((Date.now() - began) / 1000)} s in all)`);
 

@@ -141,10 +141,14 @@ async function waitUntilAnswering(url: string, child: ChildProcess, log: string)
 function describe(r: RoundResult, several: boolean): string {
   const phase = r.round === 0 ? 'warm-up ' : `round ${r.round}`;
   const failures = r.non2xx + r.errors + r.timeouts;
+  const server = several ? `${r.server.padEnd(20)} ` : '';
+  const rate = Math.round(r.requestsPerSecond).toLocaleString('en-US').padStart(7);
+  const cpuPerRequest = Math.round(r.serverCpuPerRequest).toString().padStart(5);
+  const databaseCpu = r.databaseCpu === undefined ? '' : ` db ${r.databaseCpu.toFixed(2)}`;
   return (
-    `    ${several ? `${r.server.padEnd(20)} ` : ''}${OPERATION_LABELS[r.operation].padEnd(12)} ${phase}  ${Math.round(r.requestsPerSecond).toLocaleString('en-US').padStart(7)} req/s  ` +
-    `p99 ${r.p99.toFixed(2).padStart(6)} ms  ${Math.round(r.serverCpuPerRequest).toString().padStart(5)} µs CPU/req  ` +
-    `CPU server ${r.serverCpu.toFixed(2)}${r.databaseCpu === undefined ? '' : ` db ${r.databaseCpu.toFixed(2)}`} load ${r.loadCpu.toFixed(2)} other ${r.otherCpu.toFixed(2)}  ` +
+    `    ${server}${OPERATION_LABELS[r.operation].padEnd(12)} ${phase}  ${rate} req/s  ` +
+    `p99 ${r.p99.toFixed(2).padStart(6)} ms  ${cpuPerRequest} µs CPU/req  ` +
+    `CPU server ${r.serverCpu.toFixed(2)}${databaseCpu} load ${r.loadCpu.toFixed(2)} other ${r.otherCpu.toFixed(2)}  ` +
     `RSS ${Math.round(r.serverRss / 1024 / 1024)} MB` +
     (failures ? `  (${r.non2xx} non-2xx, ${r.errors} errors, ${r.timeouts} timeouts)` : '')
   );
