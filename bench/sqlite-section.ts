@@ -221,8 +221,8 @@ export async function sqliteSection(ctx: RunContext, seed: SeedRows): Promise<Re
   const best = (op: string) =>
     Math.max(...commandRounds.filter((r) => r.operation === op && r.round > 0).map((r) => r.requestsPerSecond));
   const commandSummary =
-    `Command execution (StartTicket: policy, availableWhen, audit, idempotency, one transaction) on the generated app: ` +
-    `${Math.round(best('command')).toLocaleString('en-US')} req/s ` +
+    'Command execution (StartTicket: policy, availableWhen, audit, idempotency, one transaction) ' +
+    `on the generated app: ${Math.round(best('command')).toLocaleString('en-US')} req/s ` +
     `against ${Math.round(best('update')).toLocaleString('en-US')} req/s for the plain update of the same record: ` +
     `${(best('command') / best('update')).toFixed(2)}×.`;
   const jobSummary = jobsSummary(commandRounds, jobs as JobThroughput);
