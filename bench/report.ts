@@ -70,15 +70,18 @@ export function footprintLines(f: Footprint): string[] {
   return [
     `The generated app from its production build (${f.command}, NODE_ENV=production):`,
     `- ${target(coldPass)}: cold start, spawn to the first 200 on ${f.probe}: median ${Math.round(median)} ms ` +
-      `(${sorted.map((ms) => Math.round(ms)).join(', ')} ms over ${sorted.length} starts); target under ${FOOTPRINT_TARGETS.coldStartMs} ms`,
-    `- ${target(rssPass)}: resident memory ${mb(f.rssAfterWarmup)} after the warm-up, ${mb(f.rssAfterLoad)} after the load ` +
+      `(${sorted.map((ms) => Math.round(ms)).join(', ')} ms over ${sorted.length} starts); ` +
+      `target under ${FOOTPRINT_TARGETS.coldStartMs} ms`,
+    `- ${target(rssPass)}: resident memory ${mb(f.rssAfterWarmup)} after the warm-up, ` +
+      `${mb(f.rssAfterLoad)} after the load ` +
       `(${mb(f.rssMax)} at most between rounds); target under ${mb(FOOTPRINT_TARGETS.rssBytes)}`,
     `  for comparison, the most at the end of a round under the same load: ` +
       f.baselineRssMax.map((b) => `${b.label} ${mb(b.bytes)}`).join(', '),
     ...(coldPass && rssPass
       ? []
       : [
-          'Note: a target was missed on this run. The machine is shared: check the other-CPU column above before reading much into it.',
+          'Note: a target was missed on this run. ' +
+            'The machine is shared: check the other-CPU column above before reading much into it.',
         ]),
   ];
 }
@@ -205,7 +208,10 @@ function notAvailableLines(report: Report): string[] {
 }
 
 function targetLine(report: Report, t: TargetOutcome): string {
-  return `${OPERATION_LABELS[t.operation]}: generated app ≥ ${t.atLeast}× ${labelOf(report, t.baseline)} (measured ${times(t.ratio)})`;
+  return (
+    `${OPERATION_LABELS[t.operation]}: generated app ≥ ${t.atLeast}× ${labelOf(report, t.baseline)} ` +
+    `(measured ${times(t.ratio)})`
+  );
 }
 
 export function consoleReport(report: Report, app: string): string {
@@ -230,8 +236,9 @@ export function consoleReport(report: Report, app: string): string {
       const ratio = isApp ? '' : times(report.ratios[server.key][operation] ?? NaN);
       const cpu = isApp ? '' : times(report.cpuRatios[server.key][operation] ?? NaN);
       lines.push(
-        `  ${server.label.padEnd(width)}  ${int(r?.requestsPerSecond ?? NaN).padStart(8)}  ${ms(r?.p99 ?? NaN).padStart(7)}  ` +
-          `${int(r?.serverCpuPerRequest ?? NaN).padStart(10)}  ${database ? `${int(r?.databaseCpuPerRequest ?? NaN).padStart(9)}  ` : ''}` +
+        `  ${server.label.padEnd(width)}  ${int(r?.requestsPerSecond ?? NaN).padStart(8)}  ` +
+          `${ms(r?.p99 ?? NaN).padStart(7)}  ${int(r?.serverCpuPerRequest ?? NaN).padStart(10)}  ` +
+          `${database ? `${int(r?.databaseCpuPerRequest ?? NaN).padStart(9)}  ` : ''}` +
           `${ratio.padStart(10)}  ${cpu.padStart(6)}`,
       );
     }
@@ -259,9 +266,12 @@ export function markdownReport(report: Report, app: string, resultsFile = 'resul
   );
   const baselines = report.servers.filter((sv) => sv.key !== app);
   const lines = [
-    `Measured ${report.measuredAt.slice(0, 10)} on ${m.cores} × ${m.cpu}, Node ${m.node}: ${s.tickets.toLocaleString('en-US')} tickets, ` +
-      `autocannon with ${s.connections} connections from a separate process${s.pinned ? ' pinned to CPU 1' : ''}, ${s.warmupSeconds} s warm-up, best of ${s.rounds} rounds of ${s.roundSeconds} s. ` +
-      `Cells: requests/s, p99 latency, server CPU per request${withDatabaseCpu(report) ? " (+ PostgreSQL's CPU per request)" : ''}.`,
+    `Measured ${report.measuredAt.slice(0, 10)} on ${m.cores} × ${m.cpu}, Node ${m.node}: ` +
+      `${s.tickets.toLocaleString('en-US')} tickets, ` +
+      `autocannon with ${s.connections} connections from a separate process${s.pinned ? ' pinned to CPU 1' : ''}, ` +
+      `${s.warmupSeconds} s warm-up, best of ${s.rounds} rounds of ${s.roundSeconds} s. ` +
+      'Cells: requests/s, p99 latency, server CPU per request' +
+      `${withDatabaseCpu(report) ? " (+ PostgreSQL's CPU per request)" : ''}.`,
     '',
     `| Operation | ${report.servers.map((sv) => sv.label).join(' | ')} |`,
     `|---|${report.servers.map(() => '---:').join('|')}|`,
@@ -310,7 +320,9 @@ export function markdownReport(report: Report, app: string, resultsFile = 'resul
     ...(report.disturbed.length
       ? [
           '',
-          `Other processes used more than ${DISTURBED_OTHER_CPU} cores during ${report.disturbed.length} of these rounds (see ${resultsFile}): rerun on an idle machine before recording these numbers.`,
+          `Other processes used more than ${DISTURBED_OTHER_CPU} cores ` +
+            `during ${report.disturbed.length} of these rounds (see ${resultsFile}): ` +
+            'rerun on an idle machine before recording these numbers.',
         ]
       : []),
   ];
