@@ -154,7 +154,8 @@ function sqlMatches(db: Database.Database, filter: ReturnType<typeof conditionTo
 function load(rows: Row[]): Database.Database {
   const db = new Database(':memory:');
   db.exec(
-    'CREATE TABLE t (id TEXT, ownerId TEXT, status TEXT, priority INTEGER, score REAL, active BOOLEAN, title TEXT, customerId TEXT, dueAt DATETIME)',
+    'CREATE TABLE t (id TEXT, ownerId TEXT, status TEXT, priority INTEGER, score REAL, active BOOLEAN, ' +
+      'title TEXT, customerId TEXT, dueAt DATETIME)',
   );
   const insert = db.prepare('INSERT INTO t VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)');
   rows.forEach((r, i) =>

@@ -111,7 +111,7 @@ describe('two app instances on one PostgreSQL', function () {
     }
   });
 
-  it('answers a used key first, on either instance: another input is 409 IDEMPOTENCY_KEY_REUSE, nothing written', async () => {
+  it('answers a used key first on either instance: another input is 409 IDEMPOTENCY_KEY_REUSE, no write', async () => {
     const key = freshKey();
     const first = await request(on(0), 'POST', '/api/tickets', {
       json: { title: `reuse-${key}` },
@@ -225,50 +225,56 @@ describe('two app instances on one PostgreSQL', function () {
     expect(starts).to.have.length(1);
   });
 
-  it('shares workflow jobs: submitted on one instance, polled on the other, each run once; an entity event starts one job', async () => {
-    const tickets = await Promise.all(Array.from({ length: 6 }, (_, i) => newTicket(`escalate ${i}`)));
-    const submitted = await Promise.all(
-      tickets.map((t, i) =>
-        request(on(i), 'POST', `/api/skills/triage/tickets/${String(t.id)}/escalate`, {
-          json: { reason: `r${i}` },
-          headers: { ...agent, 'idempotency-key': freshKey() },
-        }),
-      ),
-    );
-    for (const r of submitted) expect(r.status, r.text).to.equal(202);
-    const urls = submitted.map((r) => (r.body as { job: { url: string } }).job.url);
-    for (const [i, url] of urls.entries()) {
-      const job = await jobFinished(on(i + 1), agent, url);
-      expect(job, JSON.stringify(job)).to.include({ status: 'completed', attempts: 1 });
-      // The same owner rule on both instances: another credential hears 404.
-      const other = await request(on(i), 'GET', url, { headers: { authorization: `Bearer ${ENV.REPORTER_API_KEY}` } });
-      expect(other.status).to.equal(404);
-    }
-    // Each job's notify was sent once, by whichever instance ran it.
-    const sent = (t: Rec) =>
-      apps.map((a) => a.output().split(`Ticket ${String(t.id)} escalated`).length - 1).reduce((x, y) => x + y);
-    for (const t of tickets) expect(sent(t), String(t.id)).to.equal(1);
+  it(
+    'shares workflow jobs: submitted on one instance, polled on the other, each run once; ' +
+      'an entity event starts one job',
+    async () => {
+      const tickets = await Promise.all(Array.from({ length: 6 }, (_, i) => newTicket(`escalate ${i}`)));
+      const submitted = await Promise.all(
+        tickets.map((t, i) =>
+          request(on(i), 'POST', `/api/skills/triage/tickets/${String(t.id)}/escalate`, {
+            json: { reason: `r${i}` },
+            headers: { ...agent, 'idempotency-key': freshKey() },
+          }),
+        ),
+      );
+      for (const r of submitted) expect(r.status, r.text).to.equal(202);
+      const urls = submitted.map((r) => (r.body as { job: { url: string } }).job.url);
+      for (const [i, url] of urls.entries()) {
+        const job = await jobFinished(on(i + 1), agent, url);
+        expect(job, JSON.stringify(job)).to.include({ status: 'completed', attempts: 1 });
+        // The same owner rule on both instances: another credential hears 404.
+        const other = await request(on(i), 'GET', url, {
+          headers: { authorization: `Bearer ${ENV.REPORTER_API_KEY}` },
+        });
+        expect(other.status).to.equal(404);
+      }
+      // Each job's notify was sent once, by whichever instance ran it.
+      const sent = (t: Rec) =>
+        apps.map((a) => a.output().split(`Ticket ${String(t.id)} escalated`).length - 1).reduce((x, y) => x + y);
+      for (const t of tickets) expect(sent(t), String(t.id)).to.equal(1);
 
-    // AnnounceResolution: a resolved ticket is announced once across both instances.
-    const [t] = tickets;
-    const started = await request(on(1), 'POST', `/api/commands/start_ticket/${String(t.id)}`, {
-      json: {},
-      headers: { ...agent, 'idempotency-key': freshKey() },
-    });
-    expect(started.status, started.text).to.equal(200);
-    const resolved = await request(on(0), 'POST', `/api/commands/resolve_ticket/${String(t.id)}`, {
-      json: { resolution: 'fixed everywhere' },
-      headers: { ...agent, 'idempotency-key': freshKey() },
-    });
-    expect(resolved.status, resolved.text).to.equal(200);
-    const announced = () =>
-      apps
-        .map((a) => a.output().split(`Ticket ${String(t.id)} resolved: fixed everywhere`).length - 1)
-        .reduce((x, y) => x + y);
-    for (let n = 0; n < 100 && announced() === 0; n++) await new Promise((resolve) => setTimeout(resolve, 50));
-    await new Promise((resolve) => setTimeout(resolve, 1500));
-    expect(announced()).to.equal(1);
-  });
+      // AnnounceResolution: a resolved ticket is announced once across both instances.
+      const [t] = tickets;
+      const started = await request(on(1), 'POST', `/api/commands/start_ticket/${String(t.id)}`, {
+        json: {},
+        headers: { ...agent, 'idempotency-key': freshKey() },
+      });
+      expect(started.status, started.text).to.equal(200);
+      const resolved = await request(on(0), 'POST', `/api/commands/resolve_ticket/${String(t.id)}`, {
+        json: { resolution: 'fixed everywhere' },
+        headers: { ...agent, 'idempotency-key': freshKey() },
+      });
+      expect(resolved.status, resolved.text).to.equal(200);
+      const announced = () =>
+        apps
+          .map((a) => a.output().split(`Ticket ${String(t.id)} resolved: fixed everywhere`).length - 1)
+          .reduce((x, y) => x + y);
+      for (let n = 0; n < 100 && announced() === 0; n++) await new Promise((resolve) => setTimeout(resolve, 50));
+      await new Promise((resolve) => setTimeout(resolve, 1500));
+      expect(announced()).to.equal(1);
+    },
+  );
 
   it('counts failed sign-ins made on either instance', async () => {
     const email = 'ada@example.com';

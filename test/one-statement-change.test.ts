@@ -130,7 +130,7 @@ describe('an update or a command in one statement on PostgreSQL', function () {
       // An Integer key the database assigned.
       ['tallys', 'Tally', { label: 'one' }, [{ label: 'two' }, { label: 'two' }]],
     ] as const) {
-      it(`${entity}: each answer is replayed byte for byte and read back the same, and audited as on SQLite`, async () => {
+      it(`${entity}: each answer is replayed byte for byte, read back the same and audited as on SQLite`, async () => {
         const trails = new Map<DatabaseKind, ReturnType<typeof withoutIds>>();
         for (const database of DATABASES) {
           const { id, trail } = await run(apps.get(database) as RunningApp, collection, entity, created, [...changes]);
@@ -176,38 +176,42 @@ describe('an update or a command in one statement on PostgreSQL', function () {
       }
     });
 
-    it('writes a Float another tool left NaN or infinite as JSON.stringify does: null, in the answer, its replay and its audit', async () => {
-      const app = apps.get('postgres') as RunningApp;
-      const res = await request(app.url, 'POST', '/api/samples', {
-        json: { title: 'not a number' },
-        headers: { ...headers, 'idempotency-key': freshKey() },
-      });
-      const id = (res.body as Rec).id as string;
-      const client = new pg.Client({ connectionString: postgresUrl });
-      await client.connect();
-      try {
-        await client.query(`UPDATE "Sample" SET "ratio" = 'NaN' WHERE "id" = $1`, [id]);
-        const changed = await put(app, `/api/samples/${id}`, { ratio: 2.5, title: 'renamed' }, freshKey());
-        expect(changed.status, changed.text).to.equal(200);
-        const last = `SELECT "changes" FROM "_bp_audit" WHERE "recordId" = $1 ORDER BY "id" DESC LIMIT 1`;
-        expect(JSON.parse((await client.query(last, [id])).rows[0].changes)).to.deep.equal({
-          title: { before: 'not a number', after: 'renamed' },
-          ratio: { before: null, after: 2.5 },
+    it(
+      'writes a Float another tool left NaN or infinite as JSON.stringify does: ' +
+        'null, in the answer, its replay and its audit',
+      async () => {
+        const app = apps.get('postgres') as RunningApp;
+        const res = await request(app.url, 'POST', '/api/samples', {
+          json: { title: 'not a number' },
+          headers: { ...headers, 'idempotency-key': freshKey() },
         });
-        for (const value of ['Infinity', '-Infinity', 'NaN']) {
-          await client.query(`UPDATE "Sample" SET "ratio" = $2 WHERE "id" = $1`, [id, value]);
-          const key = freshKey();
-          const answer = await put(app, `/api/samples/${id}`, { title: value }, key);
-          expect(answer.status, answer.text).to.equal(200);
-          expect((answer.body as Rec).ratio, value).to.equal(null);
-          const kept = await client.query(`SELECT "body" FROM "_bp_idempotency" WHERE "key" = $1`, [key]);
-          expect(JSON.parse(kept.rows[0].body)).to.deep.equal(answer.body);
-          expect((await put(app, `/api/samples/${id}`, { title: value }, key)).text).to.equal(answer.text);
+        const id = (res.body as Rec).id as string;
+        const client = new pg.Client({ connectionString: postgresUrl });
+        await client.connect();
+        try {
+          await client.query(`UPDATE "Sample" SET "ratio" = 'NaN' WHERE "id" = $1`, [id]);
+          const changed = await put(app, `/api/samples/${id}`, { ratio: 2.5, title: 'renamed' }, freshKey());
+          expect(changed.status, changed.text).to.equal(200);
+          const last = `SELECT "changes" FROM "_bp_audit" WHERE "recordId" = $1 ORDER BY "id" DESC LIMIT 1`;
+          expect(JSON.parse((await client.query(last, [id])).rows[0].changes)).to.deep.equal({
+            title: { before: 'not a number', after: 'renamed' },
+            ratio: { before: null, after: 2.5 },
+          });
+          for (const value of ['Infinity', '-Infinity', 'NaN']) {
+            await client.query(`UPDATE "Sample" SET "ratio" = $2 WHERE "id" = $1`, [id, value]);
+            const key = freshKey();
+            const answer = await put(app, `/api/samples/${id}`, { title: value }, key);
+            expect(answer.status, answer.text).to.equal(200);
+            expect((answer.body as Rec).ratio, value).to.equal(null);
+            const kept = await client.query(`SELECT "body" FROM "_bp_idempotency" WHERE "key" = $1`, [key]);
+            expect(JSON.parse(kept.rows[0].body)).to.deep.equal(answer.body);
+            expect((await put(app, `/api/samples/${id}`, { title: value }, key)).text).to.equal(answer.text);
+          }
+        } finally {
+          await client.end();
         }
-      } finally {
-        await client.end();
-      }
-    });
+      },
+    );
 
     it('reads a Float back as written where the server asks for fewer digits (extra_float_digits = 0)', async () => {
       const url = await freshPostgresDatabase('fewer-digits');

@@ -147,7 +147,7 @@ describe('PostgreSQL schema and migrations from bp generate', function () {
     generate(path.join(ROOT, 'fixtures', 'helpdesk', 'helpdesk.toml'), app);
   });
 
-  it("writes prisma/postgres/: the models of SQLite's schema for the postgresql provider, and a first migration", () => {
+  it("writes prisma/postgres/: the models of SQLite's schema for the postgresql provider and a first migration", () => {
     const sqliteSchema = read(path.join(app, 'prisma', 'schema.prisma'));
     const postgresSchema = read(path.join(app, 'prisma', 'postgres', 'schema.prisma'));
     expect(postgresSchema).to.include('datasource db {\n  provider = "postgresql"\n}\n');
@@ -208,7 +208,7 @@ describe('PostgreSQL schema and migrations from bp generate', function () {
     );
   });
 
-  it('adds a migration per blueprint change, keeps the earlier ones byte for byte, and each applies on data', async () => {
+  it('adds a migration per blueprint change, keeps earlier ones byte for byte, and each applies on data', async () => {
     const dir = freshDir('pg-generate-change');
     const blueprint = copyFixture('helpdesk', path.join(dir, 'bp'));
     const changed = path.join(dir, 'app');
@@ -234,7 +234,8 @@ describe('PostgreSQL schema and migrations from bp generate', function () {
       `-- ${HEADER}\n-- AlterTable\nALTER TABLE "Customer" ADD COLUMN     "_bp_key_billingEmail" TEXT,\n` +
         'ADD COLUMN     "billingEmail" TEXT;\n\n' +
         '-- CreateIndex\nCREATE UNIQUE INDEX "Customer_billingEmail_key" ON "Customer"("billingEmail");\n\n' +
-        '-- CreateIndex\nCREATE UNIQUE INDEX "Customer__bp_key_billingEmail_key" ON "Customer"("_bp_key_billingEmail");\n\n' +
+        '-- CreateIndex\n' +
+        'CREATE UNIQUE INDEX "Customer__bp_key_billingEmail_key" ON "Customer"("_bp_key_billingEmail");\n\n' +
         '-- CreateIndex (unique e-mail, any letter case)\n' +
         'CREATE UNIQUE INDEX "Customer.billingEmail_lower_key" ON "Customer"(lower("billingEmail"));\n',
     );
@@ -331,8 +332,8 @@ describe('PostgreSQL schema and migrations from bp generate', function () {
     const adapter = await offline.factory.connect();
     const probe = await adapter.queryRaw({
       sql:
-        "SELECT EXISTS(SELECT 1 FROM pg_namespace WHERE nspname = $1), version(), current_setting('server_version_num')" +
-        '::integer as numeric_version;',
+        'SELECT EXISTS(SELECT 1 FROM pg_namespace WHERE nspname = $1), version(), ' +
+        "current_setting('server_version_num')::integer as numeric_version;",
       args: ['public'],
       argTypes: [{ scalarType: 'string', arity: 'scalar' }],
     });
@@ -390,7 +391,7 @@ describe('applyPostgresMigrations', function () {
     ]);
   });
 
-  it('records rows as Prisma Migrate does, in the table Prisma creates, and builds the database Prisma builds', async () => {
+  it("records rows as Prisma Migrate does, in Prisma's table, and builds the database Prisma builds", async () => {
     const url = await freshPostgresDatabase('pg_rows');
     const prismaUrl = await freshPostgresDatabase('pg_rows_prisma');
     await query(url, 'SELECT 1'); // the clock below starts after the connection is possible
@@ -454,7 +455,7 @@ describe('applyPostgresMigrations', function () {
     expect(await migrationRows(url)).to.deep.equal(rows);
   });
 
-  it('applies every migration once when two instances start together: one applies, the other finds them applied', async () => {
+  it('applies every migration once when two instances start together: the second finds them applied', async () => {
     const url = await freshPostgresDatabase('pg_together');
     const dirs = copyMigrations(migrationsDir, path.join(dir, 'together'));
     // A slow migration after the first keeps the first instance busy while the other tries to start.
@@ -574,8 +575,8 @@ describe('applyPostgresMigrations', function () {
     await applyPostgresMigrations(url, pgMigrations(catalog));
     await query(url, 'INSERT INTO "Category" (id, slug, title) VALUES ($1, $2, $3)', ['k1', 'tools', 'Tools']);
     const insert =
-      'INSERT INTO "Product" (id, sku, name, "priceCents", "weightKg", active, "launchDate", "updatedAt", attributes, ' +
-      '"categoryId") VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)';
+      'INSERT INTO "Product" (id, sku, name, "priceCents", "weightKg", active, "launchDate", "updatedAt", ' +
+      'attributes, "categoryId") VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)';
     await query(url, insert, [
       'p1',
       'S1',
