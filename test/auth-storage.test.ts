@@ -29,9 +29,9 @@ const WINDOW_MS = 15 * 60 * 1000;
 describe('auth state in the database', function () {
   let appDir: string;
 
-  before(function () {
+  before(async function () {
     appDir = freshDir('auth-storage');
-    const r = generate(path.join(ROOT, 'fixtures', 'helpdesk', 'helpdesk.toml'), appDir);
+    const r = await generate(path.join(ROOT, 'fixtures', 'helpdesk', 'helpdesk.toml'), appDir);
     expect(r.status, r.stderr).to.equal(0);
   });
 

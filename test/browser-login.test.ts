@@ -77,7 +77,7 @@ for (const database of DATABASES)
       // First, so that a machine without Chromium is told so before an app is generated.
       browser = await launchChromium();
       const appDir = path.join(freshDir(`browser-login-${database}`), 'app');
-      generate(path.join(ROOT, 'fixtures/helpdesk/helpdesk.toml'), appDir);
+      await generate(path.join(ROOT, 'fixtures/helpdesk/helpdesk.toml'), appDir);
       const env: Record<string, string> = {
         DATABASE_URL: await databaseUrl(database, 'browser'),
         TRIAGE_API_KEY: TRIAGE_KEY,

@@ -85,7 +85,7 @@ for (const database of DATABASES)
 
     before(async () => {
       const appDir = path.join(freshDir(`commands-helpdesk-${database}`), 'app');
-      generate(path.join(ROOT, 'fixtures/helpdesk/helpdesk.toml'), appDir);
+      await generate(path.join(ROOT, 'fixtures/helpdesk/helpdesk.toml'), appDir);
       hd = await bootOnDatabase(appDir, await databaseUrl(database, 'commands'), HELPDESK_KEYS);
       api = new Api(() => hd.url, appDir, TRIAGE);
       // People sign in with the users the real CLI creates, against the same database.
@@ -696,7 +696,7 @@ for (const database of DATABASES)
 
     before(async () => {
       const appDir = path.join(freshDir(`commands-lab-${database}`), 'app');
-      generate(path.join(ROOT, 'test/fixtures/commands/lab/app.toml'), appDir);
+      await generate(path.join(ROOT, 'test/fixtures/commands/lab/app.toml'), appDir);
       lab = await bootOnDatabase(appDir, await databaseUrl(database, 'commands'), KEYS, {
         services: { stamper: { stamp: (id: string) => `stamped ${id}` } },
       });

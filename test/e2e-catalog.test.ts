@@ -61,7 +61,7 @@ for (const database of DATABASES)
 
     before(async () => {
       appDir = path.join(freshDir(`e2e-catalog-${database}`), 'app');
-      generate(path.join(ROOT, 'fixtures/catalog/catalog.toml'), appDir);
+      await generate(path.join(ROOT, 'fixtures/catalog/catalog.toml'), appDir);
       api = new OpenApiChecker(path.join(appDir, 'openapi.json'));
       // PostgreSQL wants a SESSION_SECRET even in development: every instance must share it.
       const secret: Record<string, string> =

@@ -81,7 +81,7 @@ for (const database of DATABASES)
     before(async () => {
       appDir = path.join(freshDir(`e2e-helpdesk-${database}`), 'app');
       env.DATABASE_URL = await databaseUrl(database, 'e2e');
-      generate(path.join(ROOT, 'fixtures/helpdesk/helpdesk.toml'), appDir);
+      await generate(path.join(ROOT, 'fixtures/helpdesk/helpdesk.toml'), appDir);
       api = new OpenApiChecker(path.join(appDir, 'openapi.json'));
       // The app first, so that it is the one to apply the migrations (the users command would).
       app = await startApp(appDir, env);

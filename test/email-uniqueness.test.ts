@@ -93,7 +93,7 @@ describe('unique Email fields: one comparison on both databases', function () {
     } finally {
       await app.stop();
     }
-    generate(HELPDESK, appDir);
+    await generate(HELPDESK, appDir);
     return appDir;
   }
 
@@ -104,7 +104,7 @@ describe('unique Email fields: one comparison on both databases', function () {
           'ß and ss are two',
         async () => {
           const appDir = path.join(freshDir(`email-unique-${database}`), 'app');
-          generate(HELPDESK, appDir);
+          await generate(HELPDESK, appDir);
           const app = await startApp(appDir, { ...ENV, DATABASE_URL: await databaseUrl(database, 'email_unique') });
           try {
             expectCreated(await customer(app, 'élise@exämple.de'), 'élise@exämple.de');

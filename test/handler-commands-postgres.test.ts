@@ -54,7 +54,7 @@ describe('command handlers on PostgreSQL (lab fixture)', function () {
 
   before(async () => {
     const appDir = path.join(freshDir('handler-commands-postgres'), 'app');
-    generate(path.join(ROOT, 'test/fixtures/commands/lab/app.toml'), appDir);
+    await generate(path.join(ROOT, 'test/fixtures/commands/lab/app.toml'), appDir);
     url = await freshPostgresDatabase('lab');
     app = await startApp(appDir, { ...KEYS, DATABASE_URL: url });
   });

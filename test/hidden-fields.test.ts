@@ -119,7 +119,7 @@ for (const database of DATABASES)
 
     before(async () => {
       const appDir = path.join(freshDir(`hidden-fields-${database}`), 'app');
-      const r = generate(path.join(ROOT, 'test/fixtures/hidden-fields/app.toml'), appDir);
+      const r = await generate(path.join(ROOT, 'test/fixtures/hidden-fields/app.toml'), appDir);
       expect(r.status, r.stderr).to.equal(0);
       const appEnv = { ...env, DATABASE_URL: await databaseUrl(database, 'hidden_fields') };
       addUser(appDir, appEnv, 'hr@example.com', PASSWORD, ['hr']);

@@ -59,7 +59,7 @@ for (const kind of DATABASES)
 
     before(async () => {
       appDir = path.join(freshDir(`idempotency-lab-${kind}`), 'app');
-      generate(path.join(ROOT, 'test/fixtures/commands/lab/app.toml'), appDir);
+      await generate(path.join(ROOT, 'test/fixtures/commands/lab/app.toml'), appDir);
       env.DATABASE_URL = await databaseUrl(kind, 'idempotency');
       // The users CLI applies the migrations itself, so the person exists before the app starts.
       addUser(appDir, env, 'person@example.com', PASSWORD, ['agent']);
@@ -702,7 +702,7 @@ for (const kind of DATABASES)
 
     before(async () => {
       appDir = path.join(freshDir(`idempotency-public-${kind}`), 'app');
-      generate(path.join(ROOT, 'test/fixtures/valid/public-form/app.toml'), appDir);
+      await generate(path.join(ROOT, 'test/fixtures/valid/public-form/app.toml'), appDir);
       env.DATABASE_URL = await databaseUrl(kind, 'public_form');
       app = await startApp(appDir, env);
     });

@@ -96,7 +96,7 @@ for (const database of DATABASES)
 
     before(async () => {
       const appDir = path.join(freshDir(`integrity-${database}`), 'app');
-      generate(BLUEPRINT, appDir);
+      await generate(BLUEPRINT, appDir);
       app = await bootOnDatabase(appDir, await databaseUrl(database, 'integrity'), ENV);
       api = new Api(() => app.url, appDir, SERVICE);
       // People sign in with the users the real CLI creates, against the same database.
@@ -626,9 +626,9 @@ fields = [
 ]
 `;
   /** Each step rewrites the blueprint, regenerates, and says what the new migration must do. */
-  const generateStep = (toml: string): string => {
+  const generateStep = async (toml: string): Promise<string> => {
     fs.writeFileSync(blueprint, toml);
-    generate(blueprint, appDir);
+    await generate(blueprint, appDir);
     const dirs = fs
       .readdirSync(path.join(appDir, 'prisma', 'migrations'))
       .filter((d) => d !== 'migration_lock.toml')
@@ -657,8 +657,8 @@ fields = [
     blueprint = path.join(dir, 'app.toml');
   });
 
-  it('creates the index with the table, and the database refuses case variants', () => {
-    const sql = generateStep(V1);
+  it('creates the index with the table, and the database refuses case variants', async () => {
+    const sql = await generateStep(V1);
     expect(sql).to.include('CREATE UNIQUE INDEX "Person.email_lower_key" ON "Person"(lower("email"));');
     expect(sql).not.to.include('"Person.other_lower_key"');
     const db = migrate(path.join(dir, 'v1.db'));
@@ -667,8 +667,8 @@ fields = [
     db.close();
   });
 
-  it('re-creates it when Prisma rebuilds the table, so the index survives the rebuild', () => {
-    const sql = generateStep(
+  it('re-creates it when Prisma rebuilds the table, so the index survives the rebuild', async () => {
+    const sql = await generateStep(
       V1.replace(
         '{ name = "name", type = "Text", required = true }',
         '{ name = "name", type = "Text", nullable = true }',
@@ -710,7 +710,7 @@ fields = [
     db.close();
   });
 
-  it('drops it when the field is no longer unique, and adds one when another becomes unique', () => {
+  it('drops it when the field is no longer unique, and adds one when another becomes unique', async () => {
     const v3 = V1.replace(
       '{ name = "name", type = "Text", required = true }',
       '{ name = "name", type = "Text", nullable = true }',
@@ -720,7 +720,7 @@ fields = [
         '{ name = "other", type = "Email", nullable = true }',
         '{ name = "other", type = "Email", nullable = true, unique = true }',
       );
-    const sql = generateStep(v3);
+    const sql = await generateStep(v3);
     expect(sql).to.include('DROP INDEX "Person.email_lower_key";');
     expect(sql).to.include('CREATE UNIQUE INDEX "Person.other_lower_key" ON "Person"(lower("other"));');
     const db = migrate(path.join(dir, 'v3.db'));
@@ -731,14 +731,14 @@ fields = [
     db.close();
   });
 
-  it('drops it before the field is removed, and regenerating changes nothing', () => {
+  it('drops it before the field is removed, and regenerating changes nothing', async () => {
     const v4 = V1.replace(
       '{ name = "name", type = "Text", required = true }',
       '{ name = "name", type = "Text", nullable = true }',
     )
       .replace('type = "Email", required = true, unique = true', 'type = "Email", required = true')
       .replace('  { name = "other", type = "Email", nullable = true },\n', '');
-    const sql = generateStep(v4);
+    const sql = await generateStep(v4);
     // SQLite refuses to drop a column an index uses: the index goes first.
     const dropped = sql.indexOf('DROP INDEX "Person.other_lower_key";');
     const prisma = sql.search(/PRAGMA|ALTER TABLE|CREATE TABLE|DROP TABLE/);
@@ -748,7 +748,7 @@ fields = [
     expect(lowerIndexes(db)).to.deep.equal([]);
     db.close();
     const before = fs.readdirSync(path.join(appDir, 'prisma', 'migrations')).sort();
-    generate(blueprint, appDir);
+    await generate(blueprint, appDir);
     expect(fs.readdirSync(path.join(appDir, 'prisma', 'migrations')).sort()).to.deep.equal(before);
   });
 

@@ -77,7 +77,7 @@ describe('JSON bodies that are not UTF-8 are refused', function () {
 
     before(async () => {
       appDir = path.join(freshDir('json-body'), 'app');
-      generate(path.join(ROOT, 'fixtures/helpdesk/helpdesk.toml'), appDir);
+      await generate(path.join(ROOT, 'fixtures/helpdesk/helpdesk.toml'), appDir);
       app = await startApp(appDir, {
         DATABASE_URL,
         TRIAGE_API_KEY: AGENT_KEY,
@@ -164,7 +164,7 @@ describe('JSON bodies that are not UTF-8 are refused', function () {
 
     before(async () => {
       appDir = path.join(freshDir('json-body-webhook'), 'app');
-      generate(path.join(ROOT, 'test/fixtures/triggers/app.toml'), appDir);
+      await generate(path.join(ROOT, 'test/fixtures/triggers/app.toml'), appDir);
       app = await startApp(appDir, {
         DATABASE_URL,
         OPS_API_KEY: 'ops-key-0123456789abcdef',

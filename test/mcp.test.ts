@@ -87,7 +87,7 @@ for (const database of DATABASES)
 
     before(async () => {
       appDir = path.join(freshDir(`mcp-${database}`), 'app');
-      const r = generate(path.join(ROOT, 'test/fixtures/mcp/app.toml'), appDir);
+      const r = await generate(path.join(ROOT, 'test/fixtures/mcp/app.toml'), appDir);
       expect(r.status, r.stderr).to.equal(0);
       const appEnv = { ...env, DATABASE_URL: await databaseUrl(database, 'mcp') };
       addUser(appDir, appEnv, 'lead@example.com', 'correct horse battery', ['lead']);
@@ -347,13 +347,13 @@ describe('MCP tools (generator)', () => {
     expect(JSON.stringify(tools)).to.not.include('$ref');
   });
 
-  it('leaves out pass-through actions, and /mcp out of an app without skills or commands', () => {
+  it('leaves out pass-through actions, and /mcp out of an app without skills or commands', async () => {
     const skills = mcpTools(model('test/fixtures/skills/app.toml')).map((t) => t.name);
     expect(skills).to.not.include('board_docs');
     expect(skills).to.include.members(['board_list_tasks', 'public_open_tasks']);
     expect(mcpTools(model('test/fixtures/valid/presentational/app.toml'))).to.deep.equal([]);
     const appDir = path.join(freshDir('mcp-none'), 'app');
-    const r = generate(path.join(ROOT, 'test/fixtures/valid/presentational/app.toml'), appDir);
+    const r = await generate(path.join(ROOT, 'test/fixtures/valid/presentational/app.toml'), appDir);
     expect(r.status, r.stderr).to.equal(0);
     expect(fs.existsSync(path.join(appDir, 'src/mcp.ts'))).to.equal(false);
     expect(fs.readFileSync(path.join(appDir, 'src/app.ts'), 'utf8')).to.not.include('mcp');

@@ -49,7 +49,7 @@ describe('two app instances on one PostgreSQL', function () {
 
   before(async () => {
     appDir = path.join(freshDir('multi-instance'), 'app');
-    generate(path.join(ROOT, 'fixtures/helpdesk/helpdesk.toml'), appDir);
+    await generate(path.join(ROOT, 'fixtures/helpdesk/helpdesk.toml'), appDir);
     env.DATABASE_URL = await freshPostgresDatabase('multi');
     addUser(appDir, env, 'ada@example.com', 'correct horse battery', ['admin']);
     apps = await Promise.all([startApp(appDir, env), startApp(appDir, env)]);
@@ -348,7 +348,7 @@ describe('two instances of an app with webhook and schedule triggers on one Post
 
   before(async () => {
     const appDir = path.join(freshDir('multi-triggers'), 'app');
-    generate(path.join(ROOT, 'test/fixtures/triggers/app.toml'), appDir);
+    await generate(path.join(ROOT, 'test/fixtures/triggers/app.toml'), appDir);
     env.DATABASE_URL = await freshPostgresDatabase('triggers');
     env.SESSION_SECRET = 'multi-triggers-secret-0123456789abcdef';
     apps = [await startApp(appDir, env)];

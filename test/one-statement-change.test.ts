@@ -107,7 +107,7 @@ describe('an update or a command in one statement on PostgreSQL', function () {
 
     before(async () => {
       const appDir = path.join(freshDir('one-statement-rows'), 'app');
-      generate(path.join(ROOT, 'test/fixtures/rows/app.toml'), appDir);
+      await generate(path.join(ROOT, 'test/fixtures/rows/app.toml'), appDir);
       for (const database of DATABASES) {
         const url = await databaseUrl(database, 'one-statement');
         if (database === 'postgres') postgresUrl = url;
@@ -156,7 +156,7 @@ describe('an update or a command in one statement on PostgreSQL', function () {
     it('is one statement: no BEGIN, no COMMIT, one round trip', async () => {
       const counter = await tripCounter(postgresUrl);
       const appDir = path.join(freshDir('one-statement-rows'), '..', 'one-statement-rows-counted');
-      generate(path.join(ROOT, 'test/fixtures/rows/app.toml'), appDir);
+      await generate(path.join(ROOT, 'test/fixtures/rows/app.toml'), appDir);
       const counted = await startApp(appDir, { ROWS_KEY, DATABASE_URL: counter.url, DATABASE_POOL_MAX: '1' });
       try {
         const res = await request(counted.url, 'POST', '/api/samples', {
@@ -220,7 +220,7 @@ describe('an update or a command in one statement on PostgreSQL', function () {
       await admin.query(`ALTER DATABASE "${new URL(url).pathname.slice(1)}" SET extra_float_digits = 0`);
       await admin.end();
       const appDir = path.join(freshDir('one-statement-digits'), 'app');
-      generate(path.join(ROOT, 'test/fixtures/rows/app.toml'), appDir);
+      await generate(path.join(ROOT, 'test/fixtures/rows/app.toml'), appDir);
       const app = await startApp(appDir, { ROWS_KEY, DATABASE_URL: url });
       try {
         const created = await request(app.url, 'POST', '/api/samples', {
@@ -263,7 +263,7 @@ describe('an update or a command in one statement on PostgreSQL', function () {
 
     before(async () => {
       const appDir = path.join(freshDir('one-statement-helpdesk'), 'app');
-      generate(path.join(ROOT, 'fixtures/helpdesk/helpdesk.toml'), appDir);
+      await generate(path.join(ROOT, 'fixtures/helpdesk/helpdesk.toml'), appDir);
       const url = await freshPostgresDatabase('one-statement-helpdesk');
       client = new pg.Client({ connectionString: url });
       await client.connect();
@@ -399,7 +399,7 @@ describe('an update or a command in one statement on PostgreSQL', function () {
   describe("a skill action's update, after the read that checks its path", () => {
     it('commits the change, its audit record and its key together; a retry replays the answer', async () => {
       const appDir = path.join(freshDir('one-statement-skills'), 'app');
-      generate(path.join(ROOT, 'test/fixtures/skills/app.toml'), appDir);
+      await generate(path.join(ROOT, 'test/fixtures/skills/app.toml'), appDir);
       const url = await freshPostgresDatabase('one-statement-skills');
       const planner = 'planner-key-0123456789abcdef';
       const secret = 'one-statement-skills-0123456789abcdef0123';

@@ -91,7 +91,7 @@ for (const database of DATABASES)
     before(async () => {
       const appDir = path.join(freshDir(`openapi-fuzz-${database}`), 'app');
       const env = { ...ENV, DATABASE_URL: await databaseUrl(database, 'fuzz') };
-      const r = generate(path.join(ROOT, 'fixtures/helpdesk/helpdesk.toml'), appDir);
+      const r = await generate(path.join(ROOT, 'fixtures/helpdesk/helpdesk.toml'), appDir);
       expect(r.status, r.stderr).to.equal(0);
       api = new OpenApiChecker(path.join(appDir, 'openapi.json'));
       doc = api.doc as unknown as typeof doc;

@@ -107,8 +107,8 @@ describe('generated OpenAPI documents', function () {
     // The format alone, as a validator that knows idn-email reads it, takes any address-like text
     // (0@com): what is tested is the schema's own pattern.
     ajv.addFormat('idn-email', true);
-    before(() => {
-      const r = generate(path.join(ROOT, 'fixtures/helpdesk/helpdesk.toml'), dir);
+    before(async () => {
+      const r = await generate(path.join(ROOT, 'fixtures/helpdesk/helpdesk.toml'), dir);
       expect(r.status, r.stderr).to.equal(0);
       doc = JSON.parse(fs.readFileSync(path.join(dir, 'openapi.json'), 'utf8')) as Rec;
     });
@@ -199,9 +199,9 @@ describe('generated OpenAPI documents', function () {
 
   describe('with auth.signup = false', () => {
     let file: string;
-    before(() => {
+    before(async () => {
       const out = path.join(freshDir('openapi-closed-signup'), 'app');
-      generate(path.join(ROOT, 'test/fixtures/valid/closed-signup/app.toml'), out);
+      await generate(path.join(ROOT, 'test/fixtures/valid/closed-signup/app.toml'), out);
       file = path.join(out, 'openapi.json');
     });
 

@@ -73,7 +73,7 @@ describe('the app on PostgreSQL through an outage', function () {
 
   before(async () => {
     const appDir = path.join(freshDir('pg-outage'), 'app');
-    generate(path.join(ROOT, 'fixtures/helpdesk/helpdesk.toml'), appDir);
+    await generate(path.join(ROOT, 'fixtures/helpdesk/helpdesk.toml'), appDir);
     directUrl = await freshPostgresDatabase('outage');
     const url = new URL(directUrl);
     relay = new Relay({ host: url.hostname, port: Number(url.port) });

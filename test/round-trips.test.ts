@@ -62,7 +62,7 @@ describe('round trips of each write on PostgreSQL (reference app)', function () 
 
   before(async () => {
     const appDir = path.join(freshDir('round-trips'), 'app');
-    generate(path.join(ROOT, 'fixtures/helpdesk/helpdesk.toml'), appDir);
+    await generate(path.join(ROOT, 'fixtures/helpdesk/helpdesk.toml'), appDir);
     counter = await tripCounter(await freshPostgresDatabase('trips'));
     app = await startApp(appDir, { ...ENV, DATABASE_URL: counter.url, DATABASE_POOL_MAX: '1' });
     await newTicket(); // the pool's connection is open, every statement prepared once

@@ -38,7 +38,7 @@ for (const database of DATABASES) {
 
     before(async () => {
       const appDir = path.join(freshDir(`row-change-${database}`), 'app');
-      generate(path.join(ROOT, 'test/fixtures/row-change/app.toml'), appDir);
+      await generate(path.join(ROOT, 'test/fixtures/row-change/app.toml'), appDir);
       const load = async (file: string) => import(pathToFileURL(path.join(appDir, file)).href);
       const { openDatabase } = await load('src/runtime/data/open.ts');
       ({ get } = await load('src/runtime/data/database.ts'));

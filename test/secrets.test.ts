@@ -97,9 +97,9 @@ describe('secrets stay out of the database, the logs and the traces', function (
   this.timeout(120_000);
   let appDir: string;
 
-  before(() => {
+  before(async () => {
     appDir = path.join(freshDir('secrets'), 'app');
-    generate(path.join(ROOT, 'fixtures/helpdesk/helpdesk.toml'), appDir);
+    await generate(path.join(ROOT, 'fixtures/helpdesk/helpdesk.toml'), appDir);
   });
 
   describe('the running app (npm start)', () => {

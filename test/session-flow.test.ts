@@ -61,7 +61,7 @@ for (const database of DATABASES)
 
     before(async () => {
       appDir = path.join(freshDir(`session-flow-${database}`), 'app');
-      generate(path.join(ROOT, 'fixtures/helpdesk/helpdesk.toml'), appDir);
+      await generate(path.join(ROOT, 'fixtures/helpdesk/helpdesk.toml'), appDir);
       // REPORTER_API_KEY is left unset on purpose: that key must be disabled with a warning.
       expect(process.env.REPORTER_API_KEY, 'REPORTER_API_KEY must not be set in the test environment').to.equal(
         undefined,
@@ -492,7 +492,7 @@ for (const database of DATABASES)
 
     before(async () => {
       appDir = path.join(freshDir(`anonymous-rows-${database}`), 'app');
-      generate(path.join(ROOT, 'fixtures/helpdesk/helpdesk.toml'), appDir);
+      await generate(path.join(ROOT, 'fixtures/helpdesk/helpdesk.toml'), appDir);
       url = await databaseUrl(database, 'anonymous');
       app = await startApp(appDir, { DATABASE_URL: url, TRIAGE_API_KEY: TRIAGE_KEY, ...developmentSecret(database) });
     });
@@ -583,7 +583,7 @@ for (const database of DATABASES)
 
     before(async () => {
       appDir = path.join(freshDir(`closed-signup-${database}`), 'app');
-      generate(path.join(ROOT, 'test/fixtures/valid/closed-signup/app.toml'), appDir);
+      await generate(path.join(ROOT, 'test/fixtures/valid/closed-signup/app.toml'), appDir);
       env = { DATABASE_URL: await databaseUrl(database, 'closed'), ...developmentSecret(database) };
       app = await startApp(appDir, env);
     });

@@ -41,7 +41,7 @@ describe('skill actions (generated app, over HTTP)', function () {
 
       before(async () => {
         appDir = path.join(freshDir(`skills-helpdesk-${database}`), 'app');
-        const r = generate(path.join(ROOT, 'fixtures/helpdesk/helpdesk.toml'), appDir);
+        const r = await generate(path.join(ROOT, 'fixtures/helpdesk/helpdesk.toml'), appDir);
         expect(r.status, r.stderr).to.equal(0);
         app = await startApp(appDir, { ...env, DATABASE_URL: await databaseUrl(database, 'skills') });
         const created = await request(app.url, 'POST', '/api/tickets', {
@@ -182,7 +182,7 @@ describe('skill actions (generated app, over HTTP)', function () {
 
       before(async () => {
         appDir = path.join(freshDir(`skills-board-${database}`), 'app');
-        const r = generate(path.join(ROOT, 'test/fixtures/skills/app.toml'), appDir);
+        const r = await generate(path.join(ROOT, 'test/fixtures/skills/app.toml'), appDir);
         expect(r.status, r.stderr).to.equal(0);
         app = await startApp(appDir, { ...env, DATABASE_URL: await databaseUrl(database, 'skills_board') });
         for (const [project, title, done, priority] of [

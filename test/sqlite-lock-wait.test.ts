@@ -86,7 +86,7 @@ describe("SQLite: a write waiting for another connection's lock does not stop th
 
   before(async () => {
     const appDir = path.join(freshDir('sqlite-lock-wait'), 'app');
-    generate(path.join(ROOT, 'fixtures/helpdesk/helpdesk.toml'), appDir);
+    await generate(path.join(ROOT, 'fixtures/helpdesk/helpdesk.toml'), appDir);
     dbFile = path.join(appDir, 'data', 'lock.db');
     app = await startApp(appDir, {
       TRIAGE_API_KEY: AGENT_KEY,

@@ -171,9 +171,9 @@ describe('storage faults, health and readiness (generated helpdesk)', function (
   this.timeout(120_000);
   let appDir: string;
 
-  before(() => {
+  before(async () => {
     appDir = path.join(freshDir('storage-faults'), 'app');
-    generate(path.join(ROOT, 'fixtures/helpdesk/helpdesk.toml'), appDir);
+    await generate(path.join(ROOT, 'fixtures/helpdesk/helpdesk.toml'), appDir);
   });
 
   describe("in process, faults on the app's own connection", () => {
@@ -512,7 +512,7 @@ describe('a full disk at each statement of a keyed create (generated venue app)'
 
   before(async () => {
     const appDir = path.join(freshDir('storage-full-venue'), 'app');
-    generate(path.join(ROOT, 'test/fixtures/zebric/indexes/app.toml'), appDir);
+    await generate(path.join(ROOT, 'test/fixtures/zebric/indexes/app.toml'), appDir);
     hd = await bootInProcess(appDir, { VENUE_BOXOFFICE_KEY: KEY });
   });
   after(async () => hd?.close());

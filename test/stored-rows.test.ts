@@ -68,7 +68,7 @@ for (const database of DATABASES) {
 
     before(async () => {
       appDir = path.join(freshDir(`stored-rows-${database}`), 'app');
-      generate(path.join(ROOT, 'test/fixtures/rows/app.toml'), appDir);
+      await generate(path.join(ROOT, 'test/fixtures/rows/app.toml'), appDir);
       url = await databaseUrl(database, 'rows');
       app = await startApp(appDir, { ROWS_KEY: KEY, DATABASE_URL: url });
       expect((await write('/api/owners', { id: 'owner-1', name: 'Ada' })).status).to.equal(201);

@@ -62,7 +62,7 @@ for (const database of DATABASES) {
 
     before(async () => {
       appDir = path.join(freshDir(`stored-text-${database}`), 'app');
-      generate(path.join(ROOT, 'test/fixtures/stored-text/app.toml'), appDir);
+      await generate(path.join(ROOT, 'test/fixtures/stored-text/app.toml'), appDir);
       app = await startApp(appDir, { TEXT_KEY: KEY, DATABASE_URL: await databaseUrl(database, 'text') });
     });
     after(async () => app?.stop());

@@ -10,9 +10,9 @@ describe('trace retention', function () {
   this.timeout(120_000);
   let appDir: string;
 
-  before(() => {
+  before(async () => {
     appDir = path.join(freshDir('trace-retention'), 'app');
-    generate(path.join(ROOT, 'fixtures/catalog/catalog.toml'), appDir);
+    await generate(path.join(ROOT, 'fixtures/catalog/catalog.toml'), appDir);
   });
 
   async function tracesKept(

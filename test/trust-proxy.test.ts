@@ -53,7 +53,7 @@ for (const database of DATABASES)
 
     before(async () => {
       appDir = path.join(freshDir(`trust-proxy-${database}`), 'app');
-      generate(path.join(ROOT, 'fixtures/helpdesk/helpdesk.toml'), appDir);
+      await generate(path.join(ROOT, 'fixtures/helpdesk/helpdesk.toml'), appDir);
       url = await databaseUrl(database, 'trustproxy');
       addUser(appDir, production(), 'ada@proxy.example', PASSWORD);
       rows = await appRows(url, appDir);

@@ -236,9 +236,9 @@ describe('users command of a generated app (password piped or typed, never an ar
     }
   };
 
-  before(() => {
+  before(async () => {
     appDir = path.join(freshDir('users-command'), 'app');
-    generate(path.join(ROOT, 'test/fixtures/valid/closed-signup/app.toml'), appDir);
+    await generate(path.join(ROOT, 'test/fixtures/valid/closed-signup/app.toml'), appDir);
     dbFile = path.join(appDir, 'data', 'users.db');
   });
 

@@ -67,7 +67,7 @@ describe('workflow actions: keys, required body keys, the 202 job, skill index (
 
       before(async () => {
         appDir = path.join(freshDir(`workflow-actions-${database}`), 'app');
-        const r = generate(path.join(ROOT, 'test/fixtures/workflow-actions/app.toml'), appDir);
+        const r = await generate(path.join(ROOT, 'test/fixtures/workflow-actions/app.toml'), appDir);
         expect(r.status, r.stderr).to.equal(0);
         env.DATABASE_URL = await databaseUrl(database, 'workflow_actions');
         openapi = new OpenApiChecker(path.join(appDir, 'openapi.json'));

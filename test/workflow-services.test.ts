@@ -56,7 +56,7 @@ describe('workflow service steps (generated app, over HTTP)', function () {
 
   before(async () => {
     appDir = path.join(freshDir('services'), 'app');
-    const r = generate(BLUEPRINT, appDir);
+    const r = await generate(BLUEPRINT, appDir);
     expect(r.status, r.stderr).to.equal(0);
     // The team's implementation of billing.charge; billing.refund is left out on purpose.
     fs.writeFileSync(

@@ -84,9 +84,9 @@ describe('workflow steps: webhook, condition, loop, delay, plugin, email (genera
     return jobFinished<Job>(app.url, planner, (res.body as { job: Job }).job.url, 400);
   };
 
-  before(() => {
+  before(async () => {
     appDir = path.join(freshDir('workflow-steps'), 'app');
-    const r = generate(path.join(ROOT, 'test/fixtures/workflow-steps/app.toml'), appDir);
+    const r = await generate(path.join(ROOT, 'test/fixtures/workflow-steps/app.toml'), appDir);
     expect(r.status, r.stderr).to.equal(0);
     // The team's own file: the email adapter's sender and the crm plugin's one action.
     fs.writeFileSync(

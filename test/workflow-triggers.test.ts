@@ -79,7 +79,7 @@ for (const database of DATABASES)
 
     before(async () => {
       appDir = path.join(freshDir(`triggers-${database}`), 'app');
-      const r = generate(BLUEPRINT, appDir);
+      const r = await generate(BLUEPRINT, appDir);
       expect(r.status, r.stderr).to.equal(0);
       env = { ...KEYS, SESSION_SECRET, DATABASE_URL: await databaseUrl(database, 'triggers') };
       app = await startApp(appDir, env);
@@ -257,7 +257,7 @@ for (const database of DATABASES)
 
     before(async () => {
       const appDir = path.join(freshDir(`workflow-traces-${database}`), 'app');
-      const r = generate(path.join(ROOT, 'test/fixtures/workflows/app.toml'), appDir);
+      const r = await generate(path.join(ROOT, 'test/fixtures/workflows/app.toml'), appDir);
       expect(r.status, r.stderr).to.equal(0);
       app = await bootOnDatabase(appDir, await databaseUrl(database, 'workflow_traces'), env);
     });

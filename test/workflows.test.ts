@@ -71,7 +71,7 @@ describe('workflows as jobs (generated app, over HTTP)', function () {
 
       before(async () => {
         appDir = path.join(freshDir(`workflows-${database}`), 'app');
-        const r = generate(path.join(ROOT, 'test/fixtures/workflows/app.toml'), appDir);
+        const r = await generate(path.join(ROOT, 'test/fixtures/workflows/app.toml'), appDir);
         expect(r.status, r.stderr).to.equal(0);
         env.DATABASE_URL = await databaseUrl(database, 'workflows');
         // The team's own file: a sender for the "team" adapter, which is not built in.
@@ -398,7 +398,7 @@ export default defineExtension({
 
       before(async () => {
         const appDir = path.join(freshDir(`workflows-helpdesk-${database}`), 'app');
-        const r = generate(path.join(ROOT, 'fixtures/helpdesk/helpdesk.toml'), appDir);
+        const r = await generate(path.join(ROOT, 'fixtures/helpdesk/helpdesk.toml'), appDir);
         expect(r.status, r.stderr).to.equal(0);
         env.DATABASE_URL = await databaseUrl(database, 'helpdesk');
         app = await startApp(appDir, env);

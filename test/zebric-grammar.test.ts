@@ -137,7 +137,7 @@ describe('Zebric 0.6 grammar', () => {
 
     before(async () => {
       appDir = path.join(freshDir('zebric-grammar'), 'app');
-      generate(path.join(FIXTURE, 'app.toml'), appDir);
+      await generate(path.join(FIXTURE, 'app.toml'), appDir);
       app = await bootInProcess(appDir, KEYS);
       api = new Api(() => app.url, appDir, KEYS.STUDIO_OPS_KEY);
     });

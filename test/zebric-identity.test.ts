@@ -29,9 +29,9 @@ const PASSWORD = 'a long enough password';
 const SESSION_SECRET = 'x'.repeat(40);
 
 /** Generates a fixture's app into a fresh folder; the CLI's output (its warnings) is returned too. */
-function generated(name: string, database: DatabaseKind): { appDir: string; output: string } {
+async function generated(name: string, database: DatabaseKind): Promise<{ appDir: string; output: string }> {
   const appDir = path.join(freshDir(`zebric-${name}-${database}`), 'app');
-  const r = generate(path.join(FIXTURES, name, 'app.toml'), appDir);
+  const r = await generate(path.join(FIXTURES, name, 'app.toml'), appDir);
   return { appDir, output: r.stdout + r.stderr };
 }
 
@@ -93,7 +93,7 @@ describe('Zebric 0.6 identity', function () {
       const anonymous = { key: null, idem: undefined };
 
       before(async () => {
-        ({ appDir, output } = generated('no-auth', database));
+        ({ appDir, output } = await generated('no-auth', database));
         app = await bootOnDatabase(appDir, await databaseUrl(database, 'zebric_no_auth'), { SESSION_SECRET });
         api = new Api(() => app.url, appDir, null);
       });
@@ -240,7 +240,7 @@ describe('Zebric 0.6 identity', function () {
       let bob: { client: SessionClient; id: string };
 
       before(async () => {
-        ({ appDir } = generated('user-entity', database));
+        ({ appDir } = await generated('user-entity', database));
         app = await bootOnDatabase(appDir, await databaseUrl(database, 'zebric_user_entity'), { SESSION_SECRET });
         api = new Api(() => app.url, appDir, null);
         const a = await signUp(app.url, { email: 'Ada@Example.com', password: PASSWORD, name: 'Ada', age: 36 });
@@ -701,7 +701,7 @@ describe('Zebric 0.6 identity', function () {
       const plannerFor = (id: string) => ({ key: KEY, headers: { 'x-test-delegated-by': id } });
 
       before(async () => {
-        ({ appDir } = generated('actor-keys', database));
+        ({ appDir } = await generated('actor-keys', database));
         // The delegation hook of the app's own src/extend.ts (the team's file), standing in for trusted server code.
         fs.writeFileSync(
           path.join(appDir, 'src', 'extend.ts'),
@@ -904,7 +904,7 @@ describe('Zebric 0.6 identity', function () {
       const anonymous = { key: null, idem: undefined };
 
       before(async () => {
-        ({ appDir } = generated('agent-defaults', database));
+        ({ appDir } = await generated('agent-defaults', database));
         app = await bootOnDatabase(appDir, await databaseUrl(database, 'zebric_agent_defaults'), {
           SESSION_SECRET,
           READER_API_KEY: READER,

@@ -1,10 +1,11 @@
-// Test support: generate a fixture with the real CLI, boot the generated app as its own process
+// Test support: generate a fixture (through the CLI's own `generate`, in process), boot the generated app as its own process
 // (as `npm run dev` or `npm start` does), and talk to it over HTTP.
 
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { generateApp } from '../../bin/generate.ts';
 import { START_NODE_FLAGS } from '../../generator/emit/index.ts';
 
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
@@ -38,10 +39,20 @@ export function freshDir(name: string): string {
   return dir;
 }
 
-export function generate(blueprint: string, outDir: string): RunResult {
-  const r = bp(['generate', blueprint, '-o', outDir]);
-  if (r.status !== 0) throw new Error(`bp generate failed (${r.status}):\n${r.stderr}`);
-  return r;
+const VERSION = (JSON.parse(fs.readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { version: string }).version;
+
+/**
+ * `bp generate blueprint -o outDir`, run in this process by the function the CLI runs (a CLI start
+ * costs seconds, and the suite generates an app a hundred times); test/cli-generate.test.ts and
+ * the other CLI tests run the real command.
+ */
+export async function generate(blueprint: string, outDir: string): Promise<RunResult> {
+  let stdout = '';
+  let stderr = '';
+  const print = { out: (text: string) => void (stdout += text), err: (text: string) => void (stderr += text) };
+  const status = await generateApp(blueprint, { out: outDir }, VERSION, print);
+  if (status !== 0) throw new Error(`bp generate failed (${status}):\n${stderr}`);
+  return { status, stdout, stderr };
 }
 
 export function typecheck(appDir: string): RunResult {

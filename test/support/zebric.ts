@@ -56,7 +56,7 @@ export async function bootFixture(
   key: string,
 ): Promise<ZebricApp> {
   const appDir = path.join(freshDir(`zebric-${fixture}-${database}`), 'app');
-  generate(path.join(ZEBRIC, fixture, 'app.toml'), appDir);
+  await generate(path.join(ZEBRIC, fixture, 'app.toml'), appDir);
   expectTypeChecks(appDir);
   const app = await bootOnDatabase(appDir, await databaseUrl(database, `zebric_${fixture}`), {
     SESSION_SECRET,
