@@ -1,5 +1,7 @@
 // Generated code reads like hand-written code: every file bp generates for every fixture keeps
-// its lines within 120 characters; rules appear as the blueprint wrote them, and what the app
+// its lines within 120 characters, and every TypeScript and JavaScript file it writes (the app's
+// own and the runtime copied into src/runtime/) is already as Prettier formats it with bp's own
+// .prettierrc.json, so that one run of Prettier over the app changes nothing; rules appear as the blueprint wrote them, and what the app
 // derives from them at load is exactly what the generator validated; the literal layout
 // evaluates to the value it lays out; blueprint text cannot escape a generated comment.
 
@@ -7,7 +9,9 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { expect } from 'chai';
+import { createTwoFilesPatch } from 'diff';
 import fc from 'fast-check';
+import * as prettier from 'prettier';
 import ts from 'typescript';
 import { validateBlueprint } from '../generator/compile.ts';
 import { effectiveAccess } from '../generator/model/access-defaults.ts';
@@ -80,6 +84,34 @@ describe('generated code style', function () {
         expect(r.status, `${fixture} should fail validation`).to.equal(1);
       }
     });
+  });
+
+  describe('formatted as Prettier would, with .prettierrc.json', () => {
+    /** Texts already checked, by content: the runtime copy is the same in every app. */
+    const checked = new Map<string, string | undefined>();
+    /** Where Prettier's output differs from the file, as a unified diff; undefined when it does not. */
+    const unformatted = async (file: string, text: string): Promise<string | undefined> => {
+      if (checked.has(text)) return checked.get(text);
+      const config = await prettier.resolveConfig(path.join(ROOT, '.prettierrc.json'));
+      const formatted = await prettier.format(text, { ...config, filepath: file });
+      const diff = formatted === text ? undefined : createTwoFilesPatch(file, 'prettier', text, formatted, '', '');
+      checked.set(text, diff);
+      return diff;
+    };
+
+    for (const fixture of fixtures()) {
+      it(`every .ts and .js file generated for ${fixture}`, async () => {
+        const app = appOf(fixture);
+        const code = listTree(app).filter((f) => /\.(ts|js)$/.test(f));
+        expect(code).to.include.members(['src/app.ts', 'src/runtime/commands/handler.ts', 'scripts/build.js']);
+        const diffs: string[] = [];
+        for (const file of code) {
+          const diff = await unformatted(file, fs.readFileSync(path.join(app, file), 'utf8'));
+          if (diff !== undefined) diffs.push(diff);
+        }
+        expect(diffs.length, `not as Prettier formats them:\n${diffs.join('\n')}`).to.equal(0);
+      });
+    }
   });
 
   describe('rules as their blueprint source, parsed at load', () => {
