@@ -15,7 +15,7 @@ import { PRISMA_DIR, PRISMA_PROVIDERS } from './prisma-providers.ts';
 import { emitReadme } from './readme.ts';
 import { emitRuntime } from './runtime.ts';
 import { emitSkills } from './skills.ts';
-import { emitWorkflows } from './workflows.ts';
+import { emitWorkflows, workflowExports } from './workflows.ts';
 import { render } from './templates.ts';
 import { call, code, nonEmpty, tsLiteral, tsProperties, tsString, wrapText } from './ts-literal.ts';
 import { publicActions } from '../model/access-defaults.ts';
@@ -92,6 +92,8 @@ export async function emitApp(bp: Blueprint, options: EmitOptions): Promise<Emit
   const tools = mcpTools(bp);
   const mcp = tools.length > 0;
   const userRecords = bp.auth.userRecords;
+  const workflows = bp.workflows.length > 0;
+  const { notifications, services } = workflowExports(bp);
   /** The entry points scripts/build.js bundles into dist/. */
   const entries = emailAuth ? ['server', 'users'] : ['server'];
 
@@ -134,6 +136,15 @@ export async function emitApp(bp: Blueprint, options: EmitOptions): Promise<Emit
       entities,
       emailAuth,
       mcp,
+      // The job store, runner and workflow runtime only where there are workflows to run.
+      workflows: workflows && {
+        imports: [...(notifications ? ['NOTIFICATIONS'] : []), ...(services ? ['SERVICES'] : []), 'WORKFLOWS'].join(
+          ', ',
+        ),
+      },
+      notifications,
+      services,
+      closes: workflows || emailAuth,
       webhooks: hasWebhooks(bp),
       schedules: hasSchedules(bp),
       slug: bp.slug,
@@ -202,7 +213,7 @@ export async function emitApp(bp: Blueprint, options: EmitOptions): Promise<Emit
   files.set('src/commands.ts', emitCommands(bp, options.outDir));
   files.set('src/skills.ts', emitSkills(bp));
   if (mcp) files.set('src/mcp.ts', emitMcp(bp, tools));
-  files.set('src/workflows.ts', emitWorkflows(bp));
+  if (workflows) files.set('src/workflows.ts', emitWorkflows(bp));
   for (const entity of bp.entities)
     files.set(`src/entities/${entityFileName(entity)}.ts`, emitEntityModule(bp, entity));
   // Wrapped into whole comment lines: the name's own line breaks cannot end the comment.
