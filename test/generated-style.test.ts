@@ -17,7 +17,7 @@ import { validateBlueprint } from '../generator/compile.ts';
 import { effectiveAccess } from '../generator/model/access-defaults.ts';
 import type { Blueprint, Rule } from '../generator/model/types.ts';
 import { nodeSourceHost } from '../generator/source.ts';
-import { Call, call, clauses, code, tsLiteral } from '../generator/emit/ts-literal.ts';
+import { Call, call, clauses, code, tsAssign, tsLiteral } from '../generator/emit/ts-literal.ts';
 import { rule } from '../runtime-lib/rules/conditions.ts';
 import { bp, freshDir, generate, ROOT } from './support/apps.ts';
 import { listTree } from './support/goldens.ts';
@@ -281,6 +281,58 @@ describe('generated code style', function () {
       const unbreakable = /^\s*(?:set\(\d+,\s*)?(['"`])((?:\{\{.*?\}\}|\$\{[^}]*\}|[^ ])*) ?\1( \+)?[,)\];]*$/;
       const long = lines.flatMap((l) => l.split('\n')).filter((l) => l.length > WIDTH && !unbreakable.test(l));
       expect(long, 'lines over 120 characters').to.deep.equal([]);
+    });
+
+    it('lays out values as Prettier does, wherever they start', async () => {
+      // The values generated code holds: words, quotes and templates in text, identifiers and
+      // quoted keys, numbers, one-argument calls, nested as deep as the specs nest them.
+      const word = fc.constantFrom(
+        'a',
+        'ticket',
+        "it's",
+        '"quoted"',
+        '{{ variables.data.id }}',
+        'x'.repeat(30),
+        '-',
+        // Longer than any line: it stays whole.
+        `https://${'y'.repeat(110)}`,
+      );
+      const prose = fc.array(word, { maxLength: 40 }).map((w) => w.join(' '));
+      const key = fc.constantFrom('id', 'url', 'name', 'message', 'roleFields', 'x-y', '1a', '$ok', 'a b');
+      const { item } = fc.letrec<{ item: unknown }>((tie) => ({
+        item: fc.oneof(
+          { depthSize: 'small', maxDepth: 4 },
+          prose,
+          fc.integer(),
+          fc.constantFrom(0.5, 1e21, -0, 1.25),
+          fc.boolean(),
+          fc.constant(null),
+          fc.array(tie('item'), { maxLength: 5 }),
+          fc.array(fc.tuple(key, tie('item')), { maxLength: 5 }).map((entries) => Object.fromEntries(entries)),
+          tie('item').map((v) => call('rule', v)),
+          // Rows and pairs, which Prettier breaks one per line even where they fit on one.
+          fc.array(fc.record({ id: fc.integer(), name: word }), { minLength: 1, maxLength: 3 }),
+          fc.array(fc.tuple(word, fc.integer()), { minLength: 1, maxLength: 3 }),
+          // SQL statements, `${NAME}` interpolations making template literals.
+          fc.array(clause, { minLength: 1, maxLength: 4 }).map((parts) => clauses(...parts)),
+        ),
+      }));
+      const samples = fc.sample(fc.tuple(item, fc.integer({ min: 1, max: 60 }), fc.boolean()), {
+        numRuns: 400,
+        seed: 27,
+      });
+      const config = await prettier.resolveConfig(path.join(ROOT, '.prettierrc.json'));
+      const mismatches: string[] = [];
+      for (const [i, [v, width, nested]] of samples.entries()) {
+        const name = `v${i}`.padEnd(width, '_');
+        // A declaration, or the property of an object one level in.
+        const text = nested
+          ? `export const ${name} = {\n  ${tsAssign(`${name}:`, v, 2, 1)},\n};\n`
+          : `${tsAssign(`export const ${name} =`, v, 0, 1)};\n`;
+        const formatted = await prettier.format(text, { ...config, parser: 'typescript' });
+        if (formatted !== text) mismatches.push(createTwoFilesPatch('written', 'prettier', text, formatted, '', ''));
+      }
+      expect(mismatches.length, mismatches.slice(0, 3).join('\n')).to.equal(0);
     });
 
     it('breaks strings after spaces, never inside a word or a {{ ... }} template', () => {

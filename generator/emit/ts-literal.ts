@@ -6,7 +6,9 @@
 // breaks one entry per line, recursively (an array of several objects, or of several arrays, each
 // with more than one entry, always breaks, as Prettier breaks it); a string too long for a line
 // becomes `'...' +` pieces on lines of their own, broken after spaces only (never inside a word or
-// a `{{ ... }}` template). The same input always gives the same text.
+// a `{{ ... }}` template); after a short key (`url:`) a string that stays one piece stays on the
+// key's line, as does a template literal after any head. The same input always gives the same
+// text.
 
 /** The widest line bp writes into a generated file. */
 export const MAX_WIDTH = 120;
@@ -74,10 +76,13 @@ export function tsAssign(head: string, value: unknown, indent: number, trail = 0
   if (!text.startsWith('\n')) return `${head} ${text}`;
   // One piece: Prettier keeps it on the head's line, however long, when it is a template literal
   // or follows a short key (`url:`).
-  const one = !text.includes(' +\n') && text.trimStart();
+  const one = ONE_LITERAL.test(text.trimStart()) && text.trimStart();
   if (one && (one.startsWith('`') || (head.endsWith(':') && head.length - 1 < SHORT_KEY))) return `${head} ${one}`;
   return `${head}${text}`;
 }
+
+/** One string or template literal, not a concatenation of them. */
+const ONE_LITERAL = /^(['"`])(?:\\.|(?!\1)[^\\])*\1$/;
 
 /** Prettier's shortest key it breaks a line after: its tab width (2) plus 3. */
 const SHORT_KEY = 5;
@@ -186,7 +191,13 @@ function layout(value: unknown, indent: number, lead: number, trail: number): st
   const oneLine = flat(value);
   if (!oneLine.includes('\n') && lead + oneLine.length + trail <= MAX_WIDTH && !alwaysBreaks(value)) return oneLine;
   if (typeof value === 'string') return concatenation(splitString(value, indent + 2, trail), indent, lead);
-  if (value instanceof Clauses) return concatenation(splitClauses(value, indent + 2, trail), indent, lead);
+  if (value instanceof Clauses) {
+    const pieces = splitClauses(value, indent + 2, trail);
+    // Pieces that fit on one line of their own stay on it, as Prettier joins them.
+    const joined = pieces.join(' + ');
+    const fits = lead > indent && indent + 2 + joined.length + trail <= MAX_WIDTH;
+    return concatenation(fits ? [joined] : pieces, indent, lead);
+  }
   if (value instanceof Call) return layoutCall(value, indent, lead, trail);
   if (Array.isArray(value) && value.length > 0) {
     return block(
