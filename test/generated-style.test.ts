@@ -1,5 +1,7 @@
 // Generated code reads like hand-written code: every file bp generates for every fixture keeps
-// its lines within 120 characters; rules appear as the blueprint wrote them, and what the app
+// its lines within 120 characters, and every TypeScript and JavaScript file it writes (the app's
+// own and the runtime copied into src/runtime/) is already as Prettier formats it with bp's own
+// .prettierrc.json, so that one run of Prettier over the app changes nothing; rules appear as the blueprint wrote them, and what the app
 // derives from them at load is exactly what the generator validated; the literal layout
 // evaluates to the value it lays out; blueprint text cannot escape a generated comment.
 
@@ -7,13 +9,15 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { expect } from 'chai';
+import { createTwoFilesPatch } from 'diff';
 import fc from 'fast-check';
+import * as prettier from 'prettier';
 import ts from 'typescript';
 import { validateBlueprint } from '../generator/compile.ts';
 import { effectiveAccess } from '../generator/model/access-defaults.ts';
 import type { Blueprint, Rule } from '../generator/model/types.ts';
 import { nodeSourceHost } from '../generator/source.ts';
-import { Call, call, clauses, code, tsLiteral } from '../generator/emit/ts-literal.ts';
+import { Call, call, clauses, code, tsAssign, tsLiteral } from '../generator/emit/ts-literal.ts';
 import { rule } from '../runtime-lib/rules/conditions.ts';
 import { bp, freshDir, generate, ROOT } from './support/apps.ts';
 import { listTree } from './support/goldens.ts';
@@ -51,13 +55,13 @@ function longLines(dir: string): string[] {
 
 const slug = (fixture: string) => fixture.replace(/\/(app|[a-z]+)\.toml$/, '').replace(/[^a-z0-9]+/gi, '-');
 
-/** Each fixture generated once, with the real CLI, into a folder of its own under test/.tmp. */
+/** Each fixture generated once, into a folder of its own under test/.tmp. */
 const generated = new Map<string, string>();
-function appOf(fixture: string): string {
+async function appOf(fixture: string): Promise<string> {
   let dir = generated.get(fixture);
   if (!dir) {
     dir = path.join(freshDir(`style-${slug(fixture)}`), 'app');
-    generate(path.join(ROOT, fixture), dir);
+    await generate(path.join(ROOT, fixture), dir);
     generated.set(fixture, dir);
   }
   return dir;
@@ -68,8 +72,8 @@ describe('generated code style', function () {
 
   describe('no line over 120 characters', () => {
     for (const fixture of fixtures()) {
-      it(`in every file generated for ${fixture}`, () => {
-        const offenders = longLines(appOf(fixture));
+      it(`in every file generated for ${fixture}`, async () => {
+        const offenders = longLines(await appOf(fixture));
         expect(offenders.length, `lines over ${WIDTH} characters:\n  ${offenders.join('\n  ')}\n`).to.equal(0);
       });
     }
@@ -80,6 +84,34 @@ describe('generated code style', function () {
         expect(r.status, `${fixture} should fail validation`).to.equal(1);
       }
     });
+  });
+
+  describe('formatted as Prettier would, with .prettierrc.json', () => {
+    /** Texts already checked, by content: the runtime copy is the same in every app. */
+    const checked = new Map<string, string | undefined>();
+    /** Where Prettier's output differs from the file, as a unified diff; undefined when it does not. */
+    const unformatted = async (file: string, text: string): Promise<string | undefined> => {
+      if (checked.has(text)) return checked.get(text);
+      const config = await prettier.resolveConfig(path.join(ROOT, '.prettierrc.json'));
+      const formatted = await prettier.format(text, { ...config, filepath: file });
+      const diff = formatted === text ? undefined : createTwoFilesPatch(file, 'prettier', text, formatted, '', '');
+      checked.set(text, diff);
+      return diff;
+    };
+
+    for (const fixture of fixtures()) {
+      it(`every .ts and .js file generated for ${fixture}`, async () => {
+        const app = await appOf(fixture);
+        const code = listTree(app).filter((f) => /\.(ts|js)$/.test(f));
+        expect(code).to.include.members(['src/app.ts', 'src/runtime/commands/handler.ts', 'scripts/build.js']);
+        const diffs: string[] = [];
+        for (const file of code) {
+          const diff = await unformatted(file, fs.readFileSync(path.join(app, file), 'utf8'));
+          if (diff !== undefined) diffs.push(diff);
+        }
+        expect(diffs.length, `not as Prettier formats them:\n${diffs.join('\n')}`).to.equal(0);
+      });
+    }
   });
 
   describe('rules as their blueprint source, parsed at load', () => {
@@ -95,7 +127,7 @@ describe('generated code style', function () {
 
     for (const fixture of fixtures()) {
       it(`${fixture}: the app's conditions are the ones the generator validated`, async () => {
-        const app = appOf(fixture);
+        const app = await appOf(fixture);
         const model = validateBlueprint(path.join(ROOT, fixture), nodeSourceHost()).model as Blueprint;
         const load = (file: string) => import(pathToFileURL(path.join(app, 'src', file)).href);
 
@@ -149,8 +181,8 @@ describe('generated code style', function () {
       });
     }
 
-    it('reads in the helpdesk as the blueprint wrote it, with no comment repeating a rule', () => {
-      const app = appOf('fixtures/helpdesk/helpdesk.toml');
+    it('reads in the helpdesk as the blueprint wrote it, with no comment repeating a rule', async () => {
+      const app = await appOf('fixtures/helpdesk/helpdesk.toml');
       const ticket = fs.readFileSync(path.join(app, 'src/entities/ticket.ts'), 'utf8');
       const update = `rule("actor.roles contains 'agent' || actor.roles contains 'admin'")`;
       expect(ticket).to.include(`      update: ${update},\n`);
@@ -251,6 +283,58 @@ describe('generated code style', function () {
       expect(long, 'lines over 120 characters').to.deep.equal([]);
     });
 
+    it('lays out values as Prettier does, wherever they start', async () => {
+      // The values generated code holds: words, quotes and templates in text, identifiers and
+      // quoted keys, numbers, one-argument calls, nested as deep as the specs nest them.
+      const word = fc.constantFrom(
+        'a',
+        'ticket',
+        "it's",
+        '"quoted"',
+        '{{ variables.data.id }}',
+        'x'.repeat(30),
+        '-',
+        // Longer than any line: it stays whole.
+        `https://${'y'.repeat(110)}`,
+      );
+      const prose = fc.array(word, { maxLength: 40 }).map((w) => w.join(' '));
+      const key = fc.constantFrom('id', 'url', 'name', 'message', 'roleFields', 'x-y', '1a', '$ok', 'a b');
+      const { item } = fc.letrec<{ item: unknown }>((tie) => ({
+        item: fc.oneof(
+          { depthSize: 'small', maxDepth: 4 },
+          prose,
+          fc.integer(),
+          fc.constantFrom(0.5, 1e21, -0, 1.25),
+          fc.boolean(),
+          fc.constant(null),
+          fc.array(tie('item'), { maxLength: 5 }),
+          fc.array(fc.tuple(key, tie('item')), { maxLength: 5 }).map((entries) => Object.fromEntries(entries)),
+          tie('item').map((v) => call('rule', v)),
+          // Rows and pairs, which Prettier breaks one per line even where they fit on one.
+          fc.array(fc.record({ id: fc.integer(), name: word }), { minLength: 1, maxLength: 3 }),
+          fc.array(fc.tuple(word, fc.integer()), { minLength: 1, maxLength: 3 }),
+          // SQL statements, `${NAME}` interpolations making template literals.
+          fc.array(clause, { minLength: 1, maxLength: 4 }).map((parts) => clauses(...parts)),
+        ),
+      }));
+      const samples = fc.sample(fc.tuple(item, fc.integer({ min: 1, max: 60 }), fc.boolean()), {
+        numRuns: 400,
+        seed: 27,
+      });
+      const config = await prettier.resolveConfig(path.join(ROOT, '.prettierrc.json'));
+      const mismatches: string[] = [];
+      for (const [i, [v, width, nested]] of samples.entries()) {
+        const name = `v${i}`.padEnd(width, '_');
+        // A declaration, or the property of an object one level in.
+        const text = nested
+          ? `export const ${name} = {\n  ${tsAssign(`${name}:`, v, 2, 1)},\n};\n`
+          : `${tsAssign(`export const ${name} =`, v, 0, 1)};\n`;
+        const formatted = await prettier.format(text, { ...config, parser: 'typescript' });
+        if (formatted !== text) mismatches.push(createTwoFilesPatch('written', 'prettier', text, formatted, '', ''));
+      }
+      expect(mismatches.length, mismatches.slice(0, 3).join('\n')).to.equal(0);
+    });
+
     it('breaks strings after spaces, never inside a word or a {{ ... }} template', () => {
       const message =
         'Ticket {{ variables.data.record.id }} escalated by {{ variables.data.attribution.agentId }}: ' +
@@ -292,7 +376,7 @@ describe('generated code style', function () {
   describe('blueprint text in generated comments', () => {
     /** Free text that would end a comment early: an Enum value and a command label. */
     let app: string | undefined;
-    const escapeApp = (): string => {
+    const escapeApp = async (): Promise<string> => {
       if (app) return app;
       const dir = freshDir('style-comment-escape');
       fs.writeFileSync(
@@ -316,22 +400,25 @@ describe('generated code style', function () {
         ].join('\n'),
       );
       app = path.join(dir, 'app');
-      generate(path.join(dir, 'app.toml'), app);
+      await generate(path.join(dir, 'app.toml'), app);
       return app;
     };
 
-    it('an Enum value with a line break cannot add a column through schema.prisma', () => {
-      const schema = fs.readFileSync(path.join(escapeApp(), 'prisma/schema.prisma'), 'utf8');
+    it('an Enum value with a line break cannot add a column through schema.prisma', async () => {
+      const schema = fs.readFileSync(path.join(await escapeApp(), 'prisma/schema.prisma'), 'utf8');
       const start = schema.indexOf('model Ticket {');
       const body = schema.slice(start, schema.indexOf('}', start)).split('\n').slice(1);
       const fields = body.map((l) => l.trim()).filter((l) => l !== '' && !l.startsWith('//'));
       expect(fields.map((l) => l.split(/\s+/)[0])).to.deep.equal(['id', 'status']);
-      const migration = fs.readFileSync(path.join(escapeApp(), 'prisma/migrations/0001_init/migration.sql'), 'utf8');
+      const migration = fs.readFileSync(
+        path.join(await escapeApp(), 'prisma/migrations/0001_init/migration.sql'),
+        'utf8',
+      );
       expect(migration).not.to.include('evil');
     });
 
-    it('a command label cannot close its doc comment and add code to commands.ts', () => {
-      const commands = fs.readFileSync(path.join(escapeApp(), 'src/commands.ts'), 'utf8');
+    it('a command label cannot close its doc comment and add code to commands.ts', async () => {
+      const commands = fs.readFileSync(path.join(await escapeApp(), 'src/commands.ts'), 'utf8');
       const source = ts.createSourceFile('commands.ts', commands, ts.ScriptTarget.Latest);
       const declared = source.statements.flatMap((s) =>
         ts.isVariableStatement(s) ? s.declarationList.declarations.map((d) => d.name.getText(source)) : [],
@@ -339,8 +426,8 @@ describe('generated code style', function () {
       expect(declared).to.deep.equal(['close', 'COMMANDS']);
     });
 
-    it('the project name stays text: a string literal in server.ts, whole comment lines in extend.ts', () => {
-      const dir = escapeApp();
+    it('the project name stays text: a string literal in server.ts, whole comment lines in extend.ts', async () => {
+      const dir = await escapeApp();
       const server = ts.createSourceFile(
         'server.ts',
         fs.readFileSync(path.join(dir, 'src/server.ts'), 'utf8'),

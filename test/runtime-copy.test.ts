@@ -1,13 +1,25 @@
 // An app carries only the runtime modules it imports (generator/emit/runtime.ts): the catalog,
-// without e-mail sign-in, webhooks or schedules, carries none of their code, yet type-checks and
-// runs on both databases (the PostgreSQL driver and the MCP server, loaded by import(), are in).
+// without e-mail sign-in or workflows (so without webhooks, schedules, jobs or the workflow
+// engine), carries none of their code, yet type-checks, builds and runs on both databases (the
+// PostgreSQL driver and the MCP server, loaded by import(), are in).
 // A dynamic import the generator cannot read stops the generation.
 
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { expect } from 'chai';
 import { emitRuntime, RUNTIME_DIR } from '../generator/emit/runtime.ts';
-import { freshKey, freshDir, generate, request, ROOT, type RunningApp, startApp, typecheck } from './support/apps.ts';
+import { spawnSync } from 'node:child_process';
+import {
+  freshKey,
+  freshDir,
+  generate,
+  request,
+  ROOT,
+  type RunningApp,
+  START_COMMAND,
+  startApp,
+  typecheck,
+} from './support/apps.ts';
 import { DATABASES, databaseUrl } from './support/databases.ts';
 
 const runtimeFiles = (appDir: string): string[] =>
@@ -21,15 +33,19 @@ describe('the runtime an app carries', function () {
   this.timeout(240_000);
   let catalog: string;
 
-  before(() => {
+  before(async () => {
     catalog = path.join(freshDir('runtime-copy'), 'catalog');
-    generate(path.join(ROOT, 'fixtures', 'catalog', 'catalog.toml'), catalog);
+    await generate(path.join(ROOT, 'fixtures', 'catalog', 'catalog.toml'), catalog);
   });
 
-  it('leaves out what the catalog does not import (e-mail sign-in, webhook routes, schedules)', () => {
+  it('leaves out what the catalog does not import (e-mail sign-in, workflows, their jobs and routes)', () => {
     const files = runtimeFiles(catalog);
     expect(files.filter((f) => f.startsWith('auth/email/'))).to.deep.equal([]);
-    expect(files).not.to.include.members(['http/webhook-routes.ts', 'workflows/schedules.ts']);
+    expect(files.filter((f) => f.startsWith('workflows/'))).to.deep.equal([]);
+    expect(files).not.to.include.members(['http/webhook-routes.ts', 'http/job-routes.ts', 'http/skill-jobs.ts']);
+    // Nor a src/workflows.ts declaring no workflow.
+    expect(fs.existsSync(path.join(catalog, 'src', 'workflows.ts'))).to.equal(false);
+    expect(fs.readFileSync(path.join(catalog, 'src', 'app.ts'), 'utf8')).not.to.match(/workflow|JobRunner|jobRouter/i);
     // Loaded by import(): chosen by DATABASE_URL when the app starts, or by the first POST /mcp.
     expect(files).to.include.members(['data/postgres.ts', 'data/postgres-migrate.ts', 'mcp/server.ts']);
     // What a team's handlers import as bp/runtime.
@@ -60,13 +76,30 @@ describe('the runtime an app carries', function () {
         const listed = await request(app.url, 'GET', '/api/categorys', { headers });
         expect(listed.status).to.equal(200);
         expect(JSON.stringify(listed.body)).to.contain('tools');
+        // No workflow, no job routes.
+        const job = await request(app.url, 'GET', '/api/jobs/01HZZZZZZZZZZZZZZZZZZZZZZZ', { headers });
+        expect(job.status).to.equal(404);
+        expect((job.body as { error?: { code?: string } }).error?.code).to.equal('ROUTE_NOT_FOUND');
       } finally {
         await app?.stop();
       }
     });
   }
 
-  it("copies what the team's src/extend.ts imports when the app is generated again", () => {
+  it('builds the catalog into dist/ and serves it from the build', async () => {
+    const built = spawnSync(process.execPath, ['scripts/build.js'], { cwd: catalog, encoding: 'utf8' });
+    expect(built.status, built.stderr).to.equal(0);
+    const key = freshKey();
+    const app = await startApp(catalog, { CATALOG_OPS_KEY: key }, START_COMMAND);
+    try {
+      const listed = await request(app.url, 'GET', '/api/categorys', { headers: { authorization: `Bearer ${key}` } });
+      expect(listed.status).to.equal(200);
+    } finally {
+      await app.stop();
+    }
+  });
+
+  it("copies what the team's src/extend.ts imports when the app is generated again", async () => {
     const extend = path.join(catalog, 'src', 'extend.ts');
     const original = fs.readFileSync(extend, 'utf8');
     try {
@@ -74,20 +107,27 @@ describe('the runtime an app carries', function () {
         extend,
         `import { Scheduler } from './runtime/workflows/schedules.ts';\nvoid Scheduler;\n${original}`,
       );
-      generate(path.join(ROOT, 'fixtures', 'catalog', 'catalog.toml'), catalog);
+      await generate(path.join(ROOT, 'fixtures', 'catalog', 'catalog.toml'), catalog);
       expect(runtimeFiles(catalog)).to.include('workflows/schedules.ts');
     } finally {
       fs.writeFileSync(extend, original);
-      generate(path.join(ROOT, 'fixtures', 'catalog', 'catalog.toml'), catalog);
+      await generate(path.join(ROOT, 'fixtures', 'catalog', 'catalog.toml'), catalog);
     }
     expect(runtimeFiles(catalog)).not.to.include('workflows/schedules.ts');
   });
 
-  it('holds, for the reference helpdesk, exactly the modules its files import', () => {
+  it('holds, for the reference helpdesk, exactly the modules its files import', async () => {
     const helpdesk = path.join(freshDir('runtime-copy'), 'helpdesk');
-    generate(path.join(ROOT, 'fixtures', 'helpdesk', 'helpdesk.toml'), helpdesk);
+    await generate(path.join(ROOT, 'fixtures', 'helpdesk', 'helpdesk.toml'), helpdesk);
     const files = runtimeFiles(helpdesk);
-    expect(files).to.include.members(['auth/email/provider.ts', 'http/webhook-routes.ts', 'workflows/engine.ts']);
+    expect(files).to.include.members([
+      'auth/email/provider.ts',
+      'http/webhook-routes.ts',
+      'http/job-routes.ts',
+      'http/skill-jobs.ts',
+      'workflows/engine.ts',
+      'workflows/runner.ts',
+    ]);
     const all = fs.readdirSync(RUNTIME_DIR, { recursive: true, encoding: 'utf8' }).filter((f) => f.endsWith('.ts'));
     expect(files.length).to.be.below(all.length);
   });

@@ -15,9 +15,9 @@ import { PRISMA_DIR, PRISMA_PROVIDERS } from './prisma-providers.ts';
 import { emitReadme } from './readme.ts';
 import { emitRuntime } from './runtime.ts';
 import { emitSkills } from './skills.ts';
-import { emitWorkflows } from './workflows.ts';
+import { emitWorkflows, workflowExports } from './workflows.ts';
 import { render } from './templates.ts';
-import { code, tsLiteral, tsProperties, tsString, wrapText } from './ts-literal.ts';
+import { call, code, nonEmpty, tsLiteral, tsProperties, tsString, wrapText } from './ts-literal.ts';
 import { publicActions } from '../model/access-defaults.ts';
 import { hasSchedules, hasWebhooks } from '../model/workflows.ts';
 
@@ -90,6 +90,8 @@ export async function emitApp(bp: Blueprint, options: EmitOptions): Promise<Emit
   const tools = mcpTools(bp);
   const mcp = tools.length > 0;
   const userRecords = bp.auth.userRecords;
+  const workflows = bp.workflows.length > 0;
+  const { notifications, services } = workflowExports(bp);
   /** The entry points scripts/build.js bundles into dist/. */
   const entries = emailAuth ? ['server', 'users'] : ['server'];
 
@@ -132,12 +134,35 @@ export async function emitApp(bp: Blueprint, options: EmitOptions): Promise<Emit
       entities,
       emailAuth,
       mcp,
+      // The job store, runner and workflow runtime only where there are workflows to run.
+      workflows: workflows && {
+        imports: [...(notifications ? ['NOTIFICATIONS'] : []), ...(services ? ['SERVICES'] : []), 'WORKFLOWS'].join(
+          ', ',
+        ),
+      },
+      notifications,
+      services,
+      closes: workflows || emailAuth,
       webhooks: hasWebhooks(bp),
       schedules: hasSchedules(bp),
       slug: bp.slug,
-      title: bp.project.name,
-      loginPath: bp.auth.loginPath,
-      trustedOrigins: bp.auth.trustedOrigins,
+      title: tsString(bp.project.name),
+      loginPath: tsString(bp.auth.loginPath),
+      // Left out when empty: the provider reads no origins as none but the app's own.
+      trustedOrigins:
+        nonEmpty(bp.auth.trustedOrigins) && tsLiteral(bp.auth.trustedOrigins, { indent: 4, lead: 20, trail: 1 }),
+      stores: tsLiteral(
+        call(
+          'new Map<string, EntityStore>',
+          entities.map((e) => [e.name, code(e.storeName)]),
+        ),
+        { indent: 2, lead: 17, trail: 1 },
+      ),
+      pipeline: tsLiteral(call('compose', ...pipelineSteps(emailAuth, hasWebhooks(bp)).map(code)), {
+        indent: 2,
+        lead: 19,
+        trail: 1,
+      }),
       signup: bp.auth.signup,
       sessionDuration: bp.auth.session.duration,
       idleTimeout: bp.auth.session.idleTimeout,
@@ -186,7 +211,7 @@ export async function emitApp(bp: Blueprint, options: EmitOptions): Promise<Emit
   files.set('src/commands.ts', emitCommands(bp, options.outDir));
   files.set('src/skills.ts', emitSkills(bp));
   if (mcp) files.set('src/mcp.ts', emitMcp(bp, tools));
-  files.set('src/workflows.ts', emitWorkflows(bp));
+  if (workflows) files.set('src/workflows.ts', emitWorkflows(bp));
   for (const entity of bp.entities)
     files.set(`src/entities/${entityFileName(entity)}.ts`, emitEntityModule(bp, entity));
   // Wrapped into whole comment lines: the name's own line breaks cannot end the comment.
@@ -204,4 +229,18 @@ export async function emitApp(bp: Blueprint, options: EmitOptions): Promise<Emit
     : new Map<string, string>();
   for (const [p, content] of emitRuntime(new Map([...files, ...scaffold]), team)) files.set(p, content);
   return { files: new Map([...files].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))), scaffold };
+}
+
+/** The steps of every request, in order: trace, the team's middleware, webhook deliveries, credentials, the routes. */
+function pipelineSteps(emailAuth: boolean, webhooks: boolean): string[] {
+  const credentials = emailAuth
+    ? ['auth.session', 'authenticate({ apiKeys, sessionActor: auth.sessionActor, delegate })', 'auth.csrf']
+    : ['authenticate({ apiKeys, delegate })'];
+  return [
+    'tracing(traces)',
+    '...(extend.middleware ?? [])',
+    ...(webhooks ? ['webhooks'] : []),
+    ...credentials,
+    'routing',
+  ];
 }

@@ -250,7 +250,10 @@ function inline(schema: Schema, schemas: Record<string, Schema>, through: readon
 export function emitMcp(bp: Blueprint, tools: readonly McpTool[]): string {
   return render('app/src/mcp.ts.hbs', {
     server: tsLiteral({ name: bp.slug, version: bp.project.version }),
-    origins: tsLiteral(bp.auth.trustedOrigins, { lead: 'export const MCP_ORIGINS: string[] = '.length, trail: 1 }),
+    // Left out when empty: no browser origin may call /mcp then.
+    origins:
+      bp.auth.trustedOrigins.length > 0 &&
+      tsLiteral(bp.auth.trustedOrigins, { lead: 'export const MCP_ORIGINS: string[] = '.length, trail: 1 }),
     tools: tsLiteral(tools, { lead: 'export const MCP_TOOLS: McpToolSpec[] = '.length, trail: 1 }),
   });
 }

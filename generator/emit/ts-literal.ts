@@ -1,10 +1,14 @@
-// Renders data as TypeScript source for generated code: single-quoted strings (double quotes
-// when that saves escapes), bare keys where they are identifiers, keys in the order given
-// (callers order them). Given where the value starts, the layout keeps lines within MAX_WIDTH:
-// an object, array or call stays on one line when it fits and otherwise breaks one entry per
-// line, recursively; a string too long for a line becomes `'...' +` pieces on lines of their own,
-// broken after spaces only (never inside a word or a `{{ ... }}` template).
-// The same input always gives the same text.
+// Renders data as TypeScript source for generated code, as Prettier prints it with bp's
+// .prettierrc.json (the generated-style test checks it): single-quoted strings (double quotes
+// when the text holds more single quotes than double ones), bare keys where they are identifiers,
+// keys in the order given (callers order them). Given where the value starts, the layout keeps
+// lines within MAX_WIDTH: an object, array or call stays on one line when it fits and otherwise
+// breaks one entry per line, recursively (an array of several objects, or of several arrays, each
+// with more than one entry, always breaks, as Prettier breaks it); a string too long for a line
+// becomes `'...' +` pieces on lines of their own, broken after spaces only (never inside a word or
+// a `{{ ... }}` template); after a short key (`url:`) a string that stays one piece stays on the
+// key's line, as does a template literal after any head. The same input always gives the same
+// text.
 
 /** The widest line bp writes into a generated file. */
 export const MAX_WIDTH = 120;
@@ -69,8 +73,19 @@ export function tsLiteral(value: unknown, at?: Partial<Place>): string {
  */
 export function tsAssign(head: string, value: unknown, indent: number, trail = 0): string {
   const text = layout(value, indent, indent + head.length + 1, trail);
-  return text.startsWith('\n') ? `${head}${text}` : `${head} ${text}`;
+  if (!text.startsWith('\n')) return `${head} ${text}`;
+  // One piece: Prettier keeps it on the head's line, however long, when it is a template literal
+  // or follows a short key (`url:`).
+  const one = ONE_LITERAL.test(text.trimStart()) && text.trimStart();
+  if (one && (one.startsWith('`') || (head.endsWith(':') && head.length - 1 < SHORT_KEY))) return `${head} ${one}`;
+  return `${head}${text}`;
 }
+
+/** One string or template literal, not a concatenation of them. */
+const ONE_LITERAL = /^(['"`])(?:\\.|(?!\1)[^\\])*\1$/;
+
+/** Prettier's shortest key it breaks a line after: its tab width (2) plus 3. */
+const SHORT_KEY = 5;
 
 /**
  * An object's entries as `key: value` texts for a block the caller writes, each laid out for a
@@ -152,7 +167,8 @@ function isPlainObject(value: unknown): value is Record<string, unknown> {
 function flat(value: unknown): string {
   if (value === null) return 'null';
   if (typeof value === 'string') return tsString(value);
-  if (typeof value === 'number') return Object.is(value, -0) ? '-0' : String(value);
+  // `1e21`, not `1e+21`, as Prettier writes exponents.
+  if (typeof value === 'number') return Object.is(value, -0) ? '-0' : String(value).replace('e+', 'e');
   if (typeof value === 'boolean') return String(value);
   if (value instanceof Code) return value.text;
   if (value instanceof Call) return `${value.callee}(${value.args.map(flat).join(', ')})`;
@@ -173,9 +189,15 @@ function piece(text: string): string {
 
 function layout(value: unknown, indent: number, lead: number, trail: number): string {
   const oneLine = flat(value);
-  if (!oneLine.includes('\n') && lead + oneLine.length + trail <= MAX_WIDTH) return oneLine;
+  if (!oneLine.includes('\n') && lead + oneLine.length + trail <= MAX_WIDTH && !alwaysBreaks(value)) return oneLine;
   if (typeof value === 'string') return concatenation(splitString(value, indent + 2, trail), indent, lead);
-  if (value instanceof Clauses) return concatenation(splitClauses(value, indent + 2, trail), indent, lead);
+  if (value instanceof Clauses) {
+    const pieces = splitClauses(value, indent + 2, trail);
+    // Pieces that fit on one line of their own stay on it, as Prettier joins them.
+    const joined = pieces.join(' + ');
+    const fits = lead > indent && indent + 2 + joined.length + trail <= MAX_WIDTH;
+    return concatenation(fits ? [joined] : pieces, indent, lead);
+  }
   if (value instanceof Call) return layoutCall(value, indent, lead, trail);
   if (Array.isArray(value) && value.length > 0) {
     return block(
@@ -194,6 +216,20 @@ function layout(value: unknown, indent: number, lead: number, trail: number): st
     );
   }
   return oneLine;
+}
+
+/**
+ * Prettier's rule: an array of more than one element, all objects or all arrays, each with more
+ * than one entry, goes one element per line even where it would fit on one; so does every value
+ * that holds one.
+ */
+function alwaysBreaks(value: unknown): boolean {
+  if (value instanceof Call) return value.args.some(alwaysBreaks);
+  if (isPlainObject(value)) return definedEntries(value).some(([, v]) => alwaysBreaks(v));
+  if (!Array.isArray(value)) return false;
+  const wide = (item: unknown) => (Array.isArray(item) ? item.length : definedEntries(item as object).length) > 1;
+  const alike = value.every(isPlainObject) || value.every((item) => Array.isArray(item));
+  return (value.length > 1 && alike && value.every(wide)) || value.some(alwaysBreaks);
 }
 
 /** One entry per line, indented one level, each followed by a comma. */
@@ -239,9 +275,9 @@ function splitClauses(value: Clauses, column: number, trail: number): string[] {
   );
 }
 
+/** Each piece quoted on its own, as Prettier chooses its quotes piece by piece. */
 function splitString(s: string, column: number, trail: number): string[] {
-  const q = quoteFor(s);
-  return wrap(s, column, trail, ' ', (text) => quote(text, q).length).map((text) => quote(text, q));
+  return wrap(s, column, trail, ' ', (text) => tsString(text).length).map(tsString);
 }
 
 /**
@@ -306,9 +342,10 @@ function cutPoints(chars: readonly string[], separator: string): number[] {
   return cuts;
 }
 
-/** Single quotes unless the text holds single quotes and no double ones. */
+/** Prettier's choice: single quotes unless the text holds more single quotes than double ones. */
 function quoteFor(s: string): "'" | '"' {
-  return s.includes("'") && !s.includes('"') ? '"' : "'";
+  const count = (q: string) => s.split(q).length - 1;
+  return count("'") > count('"') ? '"' : "'";
 }
 
 const ESCAPES: Readonly<Record<string, string>> = { '\n': '\\n', '\r': '\\r', '\t': '\\t' };

@@ -5,6 +5,15 @@ import type { Blueprint } from '../model/types.ts';
 import { render } from './templates.ts';
 import { nonEmpty, tsLiteral } from './ts-literal.ts';
 
+/**
+ * What src/workflows.ts exports for the blueprint: its workflows, and the notification adapters and
+ * services only where it declares some (the app reads their absence as none).
+ */
+export function workflowExports(bp: Blueprint): { notifications: boolean; services: boolean } {
+  const notifications = bp.notifications.default !== undefined || bp.notifications.adapters.length > 0;
+  return { notifications, services: bp.services.length > 0 };
+}
+
 export function emitWorkflows(bp: Blueprint): string {
   const workflows = bp.workflows.map((w) => ({
     name: w.name,
@@ -19,7 +28,9 @@ export function emitWorkflows(bp: Blueprint): string {
   }));
   const notifications = {
     default: bp.notifications.default,
-    adapters: bp.notifications.adapters.map((a) => ({ name: a.name, type: a.type, config: nonEmpty(a.config) })),
+    adapters: nonEmpty(
+      bp.notifications.adapters.map((a) => ({ name: a.name, type: a.type, config: nonEmpty(a.config) })),
+    ),
   };
   const services = bp.services.map((s) => ({
     name: s.name,
@@ -27,11 +38,13 @@ export function emitWorkflows(bp: Blueprint): string {
       s.operations.map((op) => [op.name, { input: op.input, ...(op.result ? { result: op.result } : {}) }]),
     ),
   }));
+  const exports = workflowExports(bp);
   const lead = 'export const NOTIFICATIONS: NotificationConfig = '.length;
   return render('app/src/workflows.ts.hbs', {
     templateSyntax: '{{ path }}',
     workflows: tsLiteral(workflows, { lead: 'export const WORKFLOWS: WorkflowSpec[] = '.length, trail: 1 }),
-    notifications: tsLiteral(notifications, { lead, trail: 1 }),
-    services: tsLiteral(services, { lead: 'export const SERVICES: ServiceSpec[] = '.length, trail: 1 }),
+    notifications: exports.notifications && tsLiteral(notifications, { lead, trail: 1 }),
+    services:
+      exports.services && tsLiteral(services, { lead: 'export const SERVICES: ServiceSpec[] = '.length, trail: 1 }),
   });
 }

@@ -8,7 +8,7 @@ import type { Router } from 'express';
 import type { Actor } from '../core/actor.ts';
 import type { Database } from '../data/database.ts';
 import type { EventBus } from '../commands/events.ts';
-import type { Notification, PluginAction } from '../workflows/engine.ts';
+import type { Notification, PluginAction } from '../commands/workflow-contract.ts';
 import type { ApiRequest, Middleware } from './request.ts';
 
 /** What `routes` gets besides the router: the app's own database and event bus. */

@@ -9,11 +9,8 @@
 // record (else 404, as for a record that does not exist); for list they filter, with the typed
 // `query` parameters; for create they are written into the record, over the body's values.
 //
-// A workflow action checks its body against its declared `body` (the keys its workflow reads are
-// required), loads the record its path names, checks the workflow's precondition (409
-// WORKFLOW_PRECONDITION_FAILED), stores a job and answers 202 with it: `{ success, job }`, the job
-// as GET /api/jobs/<id> answers it. The same Idempotency-Key and body replay the same 202 and job,
-// whatever the record has become since. Whoever submitted it polls GET /api/jobs/<id>.
+// A workflow action stores a job and answers 202 with it (http/skill-jobs.ts, handed in by an app
+// that has workflows, so that one without them carries no workflow code).
 //
 // Each action runs as a function of an ActionCall (the caller, its parameters, body and context),
 // not of an HTTP request: the routes here and the MCP tools (http/mcp-routes.ts) call the same one.
@@ -24,12 +21,9 @@ import { pathParams } from '../core/path-params.ts';
 import { AppError, type ErrorDetail } from '../core/errors.ts';
 import type { FieldType } from '../core/values.ts';
 import type { EntityStore, RequestContext } from '../data/entity-store.ts';
-import { checkBody, type FieldSpec, normalizeValue, type Row, validationError } from '../data/fields.ts';
+import { checkBody, type FieldSpec, type Row } from '../data/fields.ts';
 import { valueFromText } from '../data/field-text.ts';
-import { idempotencyScope, runIdempotent } from '../data/idempotency.ts';
-import { ulid } from '../core/ids.ts';
-import { checkPrecondition, runContext, type WorkflowSpec } from '../workflows/engine.ts';
-import { insertJob, type JobStore } from '../workflows/jobs.ts';
+import { runIdempotent } from '../data/idempotency.ts';
 import type { IdempotencyStore, StoredResponse } from '../data/idempotency-store.ts';
 import { jsonBody } from './body.ts';
 import { requestContext } from './context.ts';
@@ -80,12 +74,12 @@ export interface SkillSpec {
   actions: readonly SkillActionSpec[];
 }
 
-/** The jobs a workflow action submits, and who runs them. */
+/** How workflow actions start their workflows (http/skill-jobs.ts skillJobs). */
 export interface SkillWorkflows {
-  specs: ReadonlyMap<string, WorkflowSpec>;
-  jobs: JobStore;
-  /** Told when a job was submitted, so that it starts at once. */
-  submitted(): void;
+  /** Whether an action may start the workflow by hand: one entity events start is not. */
+  startable(name: string): boolean;
+  /** The run of an action that starts a workflow. */
+  action(skill: SkillSpec, action: SkillActionSpec, store: EntityStore | undefined, idempotency: IdempotencyStore): Run;
 }
 
 /** What an action does once its route is matched: a CRUD operation, a workflow job, or nothing. */
@@ -125,13 +119,10 @@ export function skillActions(
   skills: readonly SkillSpec[],
   stores: ReadonlyMap<string, EntityStore>,
   idempotency: IdempotencyStore,
-  workflows: SkillWorkflows,
+  /** Absent where the app has no workflows. */
+  workflows?: SkillWorkflows,
 ): SkillActionRunner[] {
-  // A workflow started by entity events is not started by hand.
-  const startable = (name: string) => {
-    const spec = workflows.specs.get(name);
-    return spec !== undefined && spec.trigger?.kind !== 'entity';
-  };
+  const startable = (name: string) => workflows?.startable(name) ?? false;
   const runners: SkillActionRunner[] = [];
   for (const skill of skills) {
     for (const action of skill.actions) {
@@ -143,7 +134,7 @@ export function skillActions(
       const run =
         kind === 'crud'
           ? crudAction(skill, action, store as EntityStore, idempotency)
-          : workflowAction(skill, action, store, idempotency, workflows);
+          : (workflows as SkillWorkflows).action(skill, action, store, idempotency);
       const mutation = kind === 'workflow' || (action.action !== 'list' && action.action !== 'get');
       runners.push({ skill, action, mutation, run });
     }
@@ -267,7 +258,7 @@ export function skillIndex(
   };
 }
 
-type Run = (call: ActionCall) => Promise<ActionAnswer>;
+export type Run = (call: ActionCall) => Promise<ActionAnswer>;
 
 const WORKFLOW_ANSWER = '202 { success, job: { id, workflow, status, url, createdAt, ... } }; poll GET /api/jobs/<id>';
 
@@ -365,95 +356,10 @@ function crudAction(skill: SkillSpec, action: SkillActionSpec, store: EntityStor
 }
 
 /** Refuses the caller before any work: the skill's auth (401), then the action's scopes (403). */
-function admitCaller(skill: SkillSpec, action: SkillActionSpec, actor: Actor): void {
+export function admitCaller(skill: SkillSpec, action: SkillActionSpec, actor: Actor): void {
   if (skill.auth === 'required' && !isAuthenticated(actor))
     throw new AppError('UNAUTHENTICATED', `skill ${skill.name} needs an API key or a session`);
   requireScopes(actor, action.scopes, `${skill.name}.${action.name}`);
-}
-
-/**
- * A workflow action: under the request's Idempotency-Key, the body checked against the declared
- * `body` (types; unknown keys refused; the keys the workflow reads required), the record its path
- * names loaded as the caller may read it (404 otherwise), the precondition, then a job stored and
- * answered 202, all in one unit of work.
- *
- * The key answers first: the checks run inside runIdempotent's write, and any failure there is
- * answered by the key when it already holds an answer. So the same request replays its 202 and
- * job even once that job has changed the record (a precondition that no longer holds), however
- * many are sent at once, and another body under the key is IDEMPOTENCY_KEY_REUSE, whatever it is.
- */
-function workflowAction(
-  skill: SkillSpec,
-  action: SkillActionSpec,
-  store: EntityStore | undefined,
-  idempotency: IdempotencyStore,
-  workflows: SkillWorkflows,
-): Run {
-  const spec = workflows.specs.get(action.workflow as string) as WorkflowSpec;
-  const operation = `skill:${skill.name}.${action.name}`;
-  const paramNames = pathParams(action.path);
-  const key = store?.spec.primaryKey;
-  const idParam = key === undefined ? undefined : paramNames.find((p) => (action.mapParams?.[p] ?? p) === key);
-  const takesBody = action.method !== 'GET';
-  return async (call) => {
-    admitCaller(skill, action, call.actor);
-    const params = { ...call.params };
-    const ctx = call.context({ mutation: true });
-    const { actor } = ctx;
-    const recordId = idParam === undefined ? undefined : params[idParam];
-    // An anonymous caller's job belongs to nobody who could ask for it again.
-    const owner = isAuthenticated(actor) ? idempotencyScope(actor) : `anonymous:${ulid()}`;
-    // The request as sent: a body the checks would refuse is another input under the key too.
-    const input = { params, body: takesBody ? (call.body ?? {}) : {} };
-    const result = await runIdempotent(idempotency, ctx, operation, input, noop, function* () {
-      const body = takesBody ? checkWorkflowBody(action, call.body) : {};
-      const record = store && recordId !== undefined ? yield* store.get(ctx, recordId) : null;
-      const data = {
-        params,
-        body,
-        payload: body,
-        entity: action.entity ?? null,
-        recordId: recordId ?? null,
-        record,
-        attribution: { runId: ctx.agentRunId ?? null, agentId: actor.kind === 'agent' ? actor.id : null },
-      };
-      checkPrecondition(spec, runContext(data));
-      // The job as GET /api/jobs/<id> answers it now (the WorkflowJob of the OpenAPI document).
-      const job = yield* insertJob(spec.name, owner, actor, data, ctx.trace);
-      return { status: 202, body: { success: true, job }, location: job.url };
-    });
-    if (!result.replayed) workflows.submitted();
-    return result;
-  };
-}
-
-function noop(): void {}
-
-/**
- * The body of a workflow action: a JSON object of the declared keys, each of its declared type,
- * with every key the workflow reads (`requiredBody`) present, not null and, for text, not blank.
- */
-function checkWorkflowBody(action: SkillActionSpec, raw: unknown): Row {
-  const body = checkBody(raw ?? {});
-  const issues: ErrorDetail[] = [];
-  const out: Row = {};
-  for (const [name, value] of Object.entries(body)) {
-    const type = action.body?.[name] as FieldType | undefined;
-    if (type === undefined) {
-      issues.push({ field: name, code: 'UNKNOWN_FIELD', message: `${action.name} takes no "${name}"` });
-      continue;
-    }
-    if (value === null) continue;
-    // A key the workflow reads is required as a field is: text of it must not be blank either.
-    out[name] = normalizeValue({ name, type, required: action.requiredBody?.includes(name) }, value, issues);
-  }
-  for (const name of action.requiredBody ?? []) {
-    if (Object.hasOwn(body, name) && body[name] !== null) continue;
-    const message = `${name} is required: ${action.workflow as string} reads it`;
-    issues.push({ field: name, code: 'REQUIRED', message });
-  }
-  if (issues.length) throw validationError(issues);
-  return out;
 }
 
 function fieldValue(field: FieldSpec, text: string, name: string, issues: ErrorDetail[]): unknown {

@@ -35,8 +35,8 @@ export interface McpOptions {
   tools: readonly McpToolSpec[];
   skills: readonly SkillActionRunner[];
   commands: readonly CommandRoute[];
-  /** auth.trustedOrigins: the only origins a browser may call /mcp from. */
-  trustedOrigins: readonly string[];
+  /** auth.trustedOrigins: the only origins a browser may call /mcp from; none when absent. */
+  trustedOrigins?: readonly string[];
   log?: Log;
 }
 
@@ -45,7 +45,7 @@ type Serve = (info: McpServerInfo, tools: Toolbox, req: ApiRequest, res: ServerR
 /** The route of /mcp. Throws when a tool is bound to nothing the app serves. */
 export function mcpRouter(options: McpOptions): Router {
   const tools = toolbox(options.tools, options.skills, options.commands, options.log ?? ((l) => console.error(l)));
-  const trusted = new Set(options.trustedOrigins.map(originOf));
+  const trusted = new Set((options.trustedOrigins ?? []).map(originOf));
   let serve: Promise<Serve> | undefined;
   const load = () =>
     (serve ??= import('./server.ts').then(

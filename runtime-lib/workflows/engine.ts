@@ -7,12 +7,12 @@
 // (condition, loop) run where they stand, their database steps in the transaction. Elsewhere each
 // step commits on its own, in order.
 
-import type { Actor } from '../core/actor.ts';
 import { AppError } from '../core/errors.ts';
 import type { CommandRuntime, CommandSpec } from '../commands/executor.ts';
 import type { Database, Work } from '../data/database.ts';
 import type { EntityStore, RequestContext } from '../data/entity-store.ts';
 import type { ActiveTrace } from '../observe/tracing.ts';
+import type { Notification, PluginAction } from '../commands/workflow-contract.ts';
 import type { ClaimedJob } from './jobs.ts';
 import type { ServiceSpec } from './services.ts';
 import { valueHolds } from './step-condition.ts';
@@ -59,19 +59,6 @@ export interface WorkflowSpec {
   steps: readonly StepSpec[];
 }
 
-/** A message of a notify or email step, as an adapter receives it. */
-export interface Notification {
-  adapter: string;
-  channel?: string;
-  to?: string;
-  subject?: string;
-  body: string;
-  /** The step's `template`, for senders that render their own (bp renders none). */
-  template?: string;
-  workflow: string;
-  jobId: string;
-}
-
 export interface WorkflowRuntime {
   db: Database;
   stores: ReadonlyMap<string, EntityStore>;
@@ -91,16 +78,6 @@ export interface WorkflowRuntime {
   services: ReadonlyMap<string, ServiceSpec>;
   serviceImplementations: Readonly<Record<string, unknown>>;
 }
-
-/** What a plugin action gets besides its params: the job it runs for and a copy of the run's context. */
-export interface PluginContext {
-  workflow: string;
-  jobId: string;
-  actor: Actor;
-  context: Record<string, unknown>;
-}
-
-export type PluginAction = (params: unknown, ctx: PluginContext) => Promise<unknown>;
 
 /**
  * The context templates and preconditions read. A job submitted by a skill action has

@@ -5,11 +5,12 @@
 // fails with WORKFLOW_STEP_NOT_SUPPORTED rather than dropping the message silently.
 
 import { AppError } from '../core/errors.ts';
-import type { Notification } from './engine.ts';
+import type { Notification } from '../commands/workflow-contract.ts';
 
 export interface NotificationConfig {
   default?: string;
-  adapters: ReadonlyArray<{ name: string; type: string; config?: Readonly<Record<string, unknown>> }>;
+  /** None when absent. */
+  adapters?: ReadonlyArray<{ name: string; type: string; config?: Readonly<Record<string, unknown>> }>;
 }
 
 export type Sender = (message: Notification, config: Readonly<Record<string, unknown>>) => Promise<void>;
@@ -19,10 +20,11 @@ export function notifier(
   senders: Readonly<Record<string, Sender>> = {},
   log: (line: string) => void = (line) => console.log(line),
 ): { notify(message: Notification): Promise<void>; defaultAdapter?: string; emailAdapter?: string } {
-  const adapters = new Map(config.adapters.map((a) => [a.name, a]));
+  const list = config.adapters ?? [];
+  const adapters = new Map(list.map((a) => [a.name, a]));
   return {
-    defaultAdapter: config.default ?? (config.adapters.length === 1 ? config.adapters[0].name : undefined),
-    emailAdapter: config.adapters.find((a) => a.type === 'email')?.name,
+    defaultAdapter: config.default ?? (list.length === 1 ? list[0].name : undefined),
+    emailAdapter: list.find((a) => a.type === 'email')?.name,
     async notify(message) {
       const adapter = adapters.get(message.adapter);
       if (adapter === undefined)

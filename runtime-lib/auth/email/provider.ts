@@ -29,7 +29,8 @@ export interface EmailAuthOptions {
   /** Shown on the sign-in page; defaults to appSlug. */
   appTitle?: string;
   loginPath: string;
-  trustedOrigins: string[];
+  /** Origins trusted besides the app's own (auth.trustedOrigins); none when absent. */
+  trustedOrigins?: readonly string[];
   /** auth.signup: people may create their own account (default true); else only the users command adds them. */
   signup?: boolean;
   /** Absolute session lifetime, seconds. */
@@ -110,7 +111,7 @@ export function createEmailAuth(options: EmailAuthOptions): EmailAuth {
   const csrf = csrfCheck({
     sessions,
     anonymous,
-    trustedOrigins: new Set(options.trustedOrigins.map(parseOrigin)),
+    trustedOrigins: new Set((options.trustedOrigins ?? []).map(parseOrigin)),
     production,
     signInPaths: new Set(signup ? [AUTH_ROUTES.login, AUTH_ROUTES.signup] : [AUTH_ROUTES.login]),
     loginPath,

@@ -13,20 +13,13 @@ import { trustProxySetting } from './runtime/auth/trust-proxy.ts';
 import { AuditLog } from './runtime/data/audit.ts';
 import type { Database } from './runtime/data/database.ts';
 import { auditRoutes } from './runtime/http/audit-routes.ts';
-import { type CommandRuntime, commandsByName } from './runtime/commands/executor.ts';
+import type { CommandRuntime } from './runtime/commands/executor.ts';
 import { commandRouter, commandRoutes } from './runtime/http/command-routes.ts';
-import { jobRouter } from './runtime/http/job-routes.ts';
 import { EntityStore } from './runtime/data/entity-store.ts';
 import { EventBus } from './runtime/commands/events.ts';
 import { IdempotencyStore } from './runtime/data/idempotency-store.ts';
 import { COMMANDS } from './commands.ts';
 import { SKILLS } from './skills.ts';
-import { NOTIFICATIONS, SERVICES, WORKFLOWS } from './workflows.ts';
-import { runWorkflow, type WorkflowRuntime } from './runtime/workflows/engine.ts';
-import { entityEventHook } from './runtime/workflows/entity-events.ts';
-import { JobStore } from './runtime/workflows/jobs.ts';
-import { notifier } from './runtime/workflows/notify.ts';
-import { JobRunner, type RunJob } from './runtime/workflows/runner.ts';
 import extension from './extend.ts';
 import { checkExtension } from './runtime/http/extension.ts';
 import { crudRouter, type CrudEntity, frontDoor } from './runtime/http/front-door.ts';
@@ -36,7 +29,7 @@ import { errorHandler, errorSender, routeNotFound } from './runtime/http/respond
 import { allowedMethods } from './runtime/http/served-paths.ts';
 import { skillActions, skillRouter } from './runtime/http/skill-routes.ts';
 import { mcpRouter } from './runtime/mcp/endpoint.ts';
-import { MCP_ORIGINS, MCP_SERVER, MCP_TOOLS } from './mcp.ts';
+import { MCP_SERVER, MCP_TOOLS } from './mcp.ts';
 import { TraceStore } from './runtime/observe/tracing.ts';
 import { categoryRoutes, categorySpec } from './entities/category.ts';
 import { productRoutes, productSpec } from './entities/product.ts';
@@ -79,7 +72,7 @@ export interface AppOptions {
   /** Folder holding openapi.json. */
   appDir: string;
   traces?: TraceStore;
-  /** Where committed command events are delivered (workflows, your own listeners). */
+  /** Where committed command events are delivered (your own listeners). */
   events?: EventBus;
   /** Services handed to command handlers, on top of (and winning over) those of src/extend.ts. */
   services?: Readonly<Record<string, unknown>>;
@@ -96,7 +89,7 @@ export interface App {
   listen(port: number, host?: string): http.Server;
   traces: TraceStore;
   events: EventBus;
-  /** Stops taking jobs, lets the running ones finish (10 s at most) and stops the timers; then close the database. */
+  /** Stops the app's timers; then close the database. */
   close(): Promise<void>;
 }
 
@@ -117,11 +110,9 @@ export function createApp(options: AppOptions): App {
   const events = options.events ?? new EventBus();
   const audit = new AuditLog();
   const idempotency = new IdempotencyStore(options.db);
-  // Workflows triggered by entity events: their jobs are stored in the transaction of the change.
-  const entityEvents = entityEventHook(WORKFLOWS);
-  const categoryStore = new EntityStore(options.db, categorySpec, audit, entityEvents);
-  const productStore = new EntityStore(options.db, productSpec, audit, entityEvents);
-  const stockMovementStore = new EntityStore(options.db, stockMovementSpec, audit, entityEvents);
+  const categoryStore = new EntityStore(options.db, categorySpec, audit);
+  const productStore = new EntityStore(options.db, productSpec, audit);
+  const stockMovementStore = new EntityStore(options.db, stockMovementSpec, audit);
   const stores = new Map<string, EntityStore>([
     ['Category', categoryStore],
     ['Product', productStore],
@@ -154,30 +145,6 @@ export function createApp(options: AppOptions): App {
       warn(`event ${event.name} listener failed: ${err instanceof Error ? err.message : String(err)}`),
   };
   const commands = commandRoutes(commandRuntime, COMMANDS);
-  // Workflow jobs: stored in the database, run by this instance (and any other on the same database).
-  const jobs = new JobStore(options.db);
-  const workflowRuntime: WorkflowRuntime = {
-    db: options.db,
-    stores,
-    commands: commandsByName(COMMANDS),
-    commandRuntime,
-    ...notifier(NOTIFICATIONS, extend.notifications),
-    plugins: extend.plugins ?? {},
-    services: new Map(SERVICES.map((s) => [s.name, s])),
-    serviceImplementations: { ...extend.services, ...options.services },
-    // Webhook steps reach only public addresses in production (no loopback, private or link-local
-    // address, nor a name that resolves to one); in development, anything.
-    blockPrivateTargets: env.NODE_ENV === 'production',
-  };
-  const runJob: RunJob = (spec, job, trace, stopping) => runWorkflow(workflowRuntime, spec, job, trace, stopping);
-  const runner = new JobRunner(jobs, WORKFLOWS, runJob, {
-    traces,
-    warn,
-    // SQLite is one machine's file: only this instance runs its jobs.
-    singleInstance: options.db.dialect === 'sqlite',
-  });
-  runner.start();
-  const skillWorkflows = { specs: new Map(WORKFLOWS.map((w) => [w.name, w])), jobs, submitted: () => runner.wake() };
   const openapi = fs.readFileSync(path.join(options.appDir, 'openapi.json'));
   const app = express();
   app.disable('x-powered-by');
@@ -192,11 +159,10 @@ export function createApp(options: AppOptions): App {
   // The forms of the entity and command URLs the front door leaves to Express (a trailing slash, HEAD...).
   for (const entity of entities) app.use(`/api/${entity.collection}`, crudRouter(entity));
   app.use(commandRouter(commands));
-  const skills = skillActions(SKILLS, stores, idempotency, skillWorkflows);
+  const skills = skillActions(SKILLS, stores, idempotency);
   app.use(skillRouter(SKILLS, skills));
   // POST /mcp: the same skill actions and commands as MCP tools, for API keys (src/mcp.ts).
-  app.use(mcpRouter({ info: MCP_SERVER, tools: MCP_TOOLS, trustedOrigins: MCP_ORIGINS, skills, commands }));
-  app.use(jobRouter(jobs));
+  app.use(mcpRouter({ info: MCP_SERVER, tools: MCP_TOOLS, skills, commands }));
   app.use(auditRoutes(audit, stores));
   if (extend.routes) {
     const routes = express.Router();
@@ -210,16 +176,9 @@ export function createApp(options: AppOptions): App {
 
   // Every request: trace, your middleware, credentials;
   // then the routes.
-  const pipeline = compose(
-    tracing(traces),
-    ...(extend.middleware ?? []),
-    authenticate({ apiKeys, delegate }),
-    routing,
-  );
+  const pipeline = compose(tracing(traces), ...(extend.middleware ?? []), authenticate({ apiKeys, delegate }), routing);
   const probes = healthProbes(options.db);
   const handle = frontDoor({ pipeline, entities, commands, fallback: app, sendError, probes });
-  const close = async () => {
-    await runner.stop();
-  };
+  const close = async () => {};
   return { handle, listen: (port, host) => http.createServer(handle).listen(port, host), traces, events, close };
 }

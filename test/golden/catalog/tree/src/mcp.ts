@@ -9,9 +9,6 @@ import type { McpToolSpec } from './runtime/mcp/tools.ts';
 
 export const MCP_SERVER: McpServerInfo = { name: 'catalog', version: '0.3.0' };
 
-/** auth.trustedOrigins: the only origins a browser may call /mcp from (none: no browser may). */
-export const MCP_ORIGINS: string[] = [];
-
 export const MCP_TOOLS: McpToolSpec[] = [
   {
     name: 'list_product',

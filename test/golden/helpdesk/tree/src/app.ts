@@ -21,7 +21,7 @@ import { EventBus } from './runtime/commands/events.ts';
 import { IdempotencyStore } from './runtime/data/idempotency-store.ts';
 import { COMMANDS } from './commands.ts';
 import { SKILLS } from './skills.ts';
-import { NOTIFICATIONS, SERVICES, WORKFLOWS } from './workflows.ts';
+import { NOTIFICATIONS, WORKFLOWS } from './workflows.ts';
 import { runWorkflow, type WorkflowRuntime } from './runtime/workflows/engine.ts';
 import { entityEventHook } from './runtime/workflows/entity-events.ts';
 import { JobStore } from './runtime/workflows/jobs.ts';
@@ -35,10 +35,11 @@ import { healthProbes } from './runtime/http/health.ts';
 import { compose, matched, onlyFor, routing, tracing } from './runtime/http/pipeline.ts';
 import { errorHandler, errorSender, routeNotFound } from './runtime/http/respond.ts';
 import { allowedMethods } from './runtime/http/served-paths.ts';
+import { skillJobs } from './runtime/http/skill-jobs.ts';
 import { skillActions, skillRouter } from './runtime/http/skill-routes.ts';
 import { webhookRoutes } from './runtime/http/webhook-routes.ts';
 import { mcpRouter } from './runtime/mcp/endpoint.ts';
-import { MCP_ORIGINS, MCP_SERVER, MCP_TOOLS } from './mcp.ts';
+import { MCP_SERVER, MCP_TOOLS } from './mcp.ts';
 import { TraceStore } from './runtime/observe/tracing.ts';
 import { commentRoutes, commentSpec } from './entities/comment.ts';
 import { customerRoutes, customerSpec } from './entities/customer.ts';
@@ -124,14 +125,13 @@ export function createApp(options: AppOptions): App {
   const auth = createEmailAuth({
     db: options.db,
     appSlug: 'helpdesk',
-    loginPath: "/login",
-    trustedOrigins: [],
+    loginPath: '/login',
     signup: true,
     sessionDuration: 86400,
     idleTimeout: 3600,
     production: env.NODE_ENV === 'production',
     secret: env.SESSION_SECRET,
-    appTitle: "Helpdesk",
+    appTitle: 'Helpdesk',
     warn,
   });
   const entities: CrudEntity[] = [
@@ -170,7 +170,7 @@ export function createApp(options: AppOptions): App {
     commandRuntime,
     ...notifier(NOTIFICATIONS, extend.notifications),
     plugins: extend.plugins ?? {},
-    services: new Map(SERVICES.map((s) => [s.name, s])),
+    services: new Map(),
     serviceImplementations: { ...extend.services, ...options.services },
     // Webhook steps reach only public addresses in production (no loopback, private or link-local
     // address, nor a name that resolves to one); in development, anything.
@@ -186,7 +186,11 @@ export function createApp(options: AppOptions): App {
   runner.start();
   // Deliveries are not browser requests: they are served before sessions and CSRF.
   const webhooks = webhookRoutes(WORKFLOWS, { db: options.db, env, submitted: () => runner.wake(), warn });
-  const skillWorkflows = { specs: new Map(WORKFLOWS.map((w) => [w.name, w])), jobs, submitted: () => runner.wake() };
+  const skillWorkflows = skillJobs({
+    specs: new Map(WORKFLOWS.map((w) => [w.name, w])),
+    jobs,
+    submitted: () => runner.wake(),
+  });
   const openapi = fs.readFileSync(path.join(options.appDir, 'openapi.json'));
   const app = express();
   app.disable('x-powered-by');
@@ -195,7 +199,7 @@ export function createApp(options: AppOptions): App {
   // Only the proxies TRUST_PROXY names are believed about the client's address and protocol
   // (runtime/auth/trust-proxy.ts): by default none, so no client picks its own address.
   app.set('trust proxy', trustProxy);
-  app.use(onlyFor(["/login"], ['/api/auth/'], auth.router));
+  app.use(onlyFor(['/login'], ['/api/auth/'], auth.router));
   app.get('/api/openapi.json', matched('openapi'), (_req, res) => {
     res.type('application/json').send(openapi);
   });
@@ -205,7 +209,7 @@ export function createApp(options: AppOptions): App {
   const skills = skillActions(SKILLS, stores, idempotency, skillWorkflows);
   app.use(skillRouter(SKILLS, skills));
   // POST /mcp: the same skill actions and commands as MCP tools, for API keys (src/mcp.ts).
-  app.use(mcpRouter({ info: MCP_SERVER, tools: MCP_TOOLS, trustedOrigins: MCP_ORIGINS, skills, commands }));
+  app.use(mcpRouter({ info: MCP_SERVER, tools: MCP_TOOLS, skills, commands }));
   app.use(jobRouter(jobs));
   app.use(auditRoutes(audit, stores));
   if (extend.routes) {

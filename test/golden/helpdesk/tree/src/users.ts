@@ -7,7 +7,7 @@ import { fileURLToPath } from 'node:url';
 import type { Database } from './runtime/data/database.ts';
 import { openDatabase } from './runtime/data/open.ts';
 import { readNewPassword } from './runtime/auth/email/password-input.ts';
-import { runUsersCli } from './runtime/auth/email/users-cli.ts';
+import { runUsersCli, type UsersCliIo } from './runtime/auth/email/users-cli.ts';
 
 const appDir = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 // The app's own database (DATABASE_URL, SQLite or PostgreSQL), migrated as when the app starts.
@@ -20,13 +20,14 @@ try {
   console.error(`error: ${err instanceof Error ? err.message : String(err)}`);
   process.exit(1);
 }
+const io: UsersCliIo = {
+  out: (line) => console.log(line),
+  err: (line) => console.error(line),
+  // Prompts go to stderr, so stdout carries only the command's report.
+  readPassword: () => readNewPassword(process.stdin, process.stderr),
+};
 try {
-  process.exitCode = await runUsersCli(db, process.argv.slice(2), {
-    out: (line) => console.log(line),
-    err: (line) => console.error(line),
-    // Prompts go to stderr, so stdout carries only the command's report.
-    readPassword: () => readNewPassword(process.stdin, process.stderr),
-  });
+  process.exitCode = await runUsersCli(db, process.argv.slice(2), io);
 } finally {
   await db.close();
 }

@@ -6,7 +6,6 @@
 
 import type { WorkflowSpec } from './runtime/workflows/engine.ts';
 import type { NotificationConfig } from './runtime/workflows/notify.ts';
-import type { ServiceSpec } from './runtime/workflows/services.ts';
 
 export const WORKFLOWS: WorkflowSpec[] = [
   {
@@ -77,9 +76,3 @@ export const NOTIFICATIONS: NotificationConfig = {
   default: 'console',
   adapters: [{ name: 'console', type: 'console' }],
 };
-
-/**
- * [service.*]: the operations service steps call, with their typed input and result. src/extend.ts
- * implements them as `services.<service>.<operation>(input, { workflow, jobId })`.
- */
-export const SERVICES: ServiceSpec[] = [];
