@@ -1,5 +1,5 @@
-// Test support: generate a fixture (through the CLI's own `generate`, in process), boot the generated app as its own process
-// (as `npm run dev` or `npm start` does), and talk to it over HTTP.
+// Test support: generate a fixture (in process, through the CLI's own `generate`), boot the
+// generated app as its own process (as `npm run dev` or `npm start` does), and talk to it over HTTP.
 
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
