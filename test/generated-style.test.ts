@@ -1,9 +1,10 @@
 // Generated code reads like hand-written code: every file bp generates for every fixture keeps
 // its lines within 120 characters, and every TypeScript and JavaScript file it writes (the app's
 // own and the runtime copied into src/runtime/) is already as Prettier formats it with bp's own
-// .prettierrc.json, so that one run of Prettier over the app changes nothing; rules appear as the blueprint wrote them, and what the app
-// derives from them at load is exactly what the generator validated; the literal layout
-// evaluates to the value it lays out; blueprint text cannot escape a generated comment.
+// .prettierrc.json, so that one run of Prettier over the app changes nothing; rules appear as the
+// blueprint wrote them, and what the app derives from them at load is exactly what the generator
+// validated; the literal layout evaluates to the value it lays out; blueprint text cannot escape a
+// generated comment.
 
 import * as fs from 'node:fs';
 import * as path from 'node:path';
@@ -343,7 +344,8 @@ describe('generated code style', function () {
         [
           '{',
           '          message:',
-          "            'Ticket {{ variables.data.record.id }} escalated by {{ variables.data.attribution.agentId }}: ' +",
+          "            'Ticket {{ variables.data.record.id }} escalated by " +
+            "{{ variables.data.attribution.agentId }}: ' +",
           "            '{{ variables.data.payload.reason }}',",
           '        }',
         ].join('\n'),

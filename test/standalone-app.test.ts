@@ -114,7 +114,8 @@ describe("a generated app outside bp's checkout", function () {
       extend,
       original.replace(
         'export default defineExtension({',
-        "export default defineExtension({\n  routes(router) {\n    router.get('/api/built-from', (_req, res) => { res.json({ from: 'edited' }); });\n  },",
+        'export default defineExtension({\n  routes(router) {\n' +
+          "    router.get('/api/built-from', (_req, res) => { res.json({ from: 'edited' }); });\n  },",
       ),
     );
     let app: RunningApp = await startApp(out, ENV, START_COMMAND);

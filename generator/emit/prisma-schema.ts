@@ -178,6 +178,8 @@ function emailAuthModels(bp: Blueprint): string {
   const records = bp.auth.userRecords;
   const user = records && bp.entities.find((e) => e.name === records.entity);
   const key = user?.primaryKey;
+  const credentialsOf =
+    key && `@relation("BpUserCredentials", fields: [id], references: [${key.name}], onDelete: Cascade)`;
   const people = key
     ? `/// Credentials of the people who sign in: their ${user.name} record's id, the password hash and the roles
 /// the users command gave (a JSON list). Managed by bp's runtime; deleting the ${user.name} deletes them.
@@ -186,7 +188,7 @@ model BpUser {
   passwordHash String
   roles        String      @default("[]")
   createdAt    DateTime
-  user         ${user.name.padEnd(11)} @relation("BpUserCredentials", fields: [id], references: [${key.name}], onDelete: Cascade)
+  user         ${user.name.padEnd(11)} ${credentialsOf}
   sessions     BpSession[]
 
   @@map("_bp_users")
@@ -232,7 +234,8 @@ model BpSigninFailure {
 }
 
 /** Tables of the runtime itself: the audit trail, remembered idempotency keys, the readiness row. */
-const RUNTIME_MODELS = `/// Audit trail of every command and entity write (runtime/data/audit.ts); changes and detail are JSON.
+const RUNTIME_MODELS = `/// Audit trail of every command and entity write (runtime/data/audit.ts);
+/// changes and detail are JSON.
 model BpAudit {
   id             String  @id
   at             String

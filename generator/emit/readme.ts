@@ -49,7 +49,8 @@ export function emitReadme(bp: Blueprint, options: ReadmeOptions): string {
   const emailAuth = bp.auth.providers.includes('email');
   const apiKeys = bp.auth.apiKeys.map((k) =>
     wrap(
-      `${code(k.keyEnv)}: the key of ${code(k.name)}${k.displayName !== k.name ? ` (${k.displayName})` : ''}, agent id ` +
+      `${code(k.keyEnv)}: the key of ${code(k.name)}` +
+        `${k.displayName !== k.name ? ` (${k.displayName})` : ''}, agent id ` +
         `${code(k.agentId)}; roles: ${k.roles.length ? list(k.roles) : 'none'}; scopes: ` +
         `${k.scopes.length ? list(k.scopes) : 'none'}.`,
       '- ',
@@ -74,8 +75,11 @@ export function emitReadme(bp: Blueprint, options: ReadmeOptions): string {
       .map((a) =>
         wrap(
           `${code(`${a.method} ${a.route}`)} (${code(`${skill.name}.${a.name}`)}): ` +
-            `${a.workflow ? `starts workflow ${code(a.workflow)} (202 and a job)` : `${a.action} ${code(a.entity as string)}`}` +
-            `${a.scopes.length ? `; API keys need ${list(a.scopes)}` : ''}${skill.auth === 'none' ? '; no credential needed' : ''}.`,
+            (a.workflow
+              ? `starts workflow ${code(a.workflow)} (202 and a job)`
+              : `${a.action} ${code(a.entity as string)}`) +
+            `${a.scopes.length ? `; API keys need ${list(a.scopes)}` : ''}` +
+            `${skill.auth === 'none' ? '; no credential needed' : ''}.`,
           '- ',
           '  ',
         ),
@@ -105,7 +109,9 @@ export function emitReadme(bp: Blueprint, options: ReadmeOptions): string {
     workflowActions.length && `skill actions that start a workflow: ${list(workflowActions)}`,
     bp.pages.length && `pages: ${list(bp.pages.map((p) => p.route))}`,
     bp.notifications.adapters.some((a) => a.type !== 'console') &&
-      `notification adapters other than console: ${list(bp.notifications.adapters.filter((a) => a.type !== 'console').map((a) => a.name))}`,
+      `notification adapters other than console: ${list(
+        bp.notifications.adapters.filter((a) => a.type !== 'console').map((a) => a.name),
+      )}`,
   ]
     .filter((line): line is string => typeof line === 'string')
     .map((line) => wrap(line, '- ', '  '));
@@ -113,9 +119,10 @@ export function emitReadme(bp: Blueprint, options: ReadmeOptions): string {
   const userRecords =
     records &&
     wrap(
-      `People are the records of ${code(records.entity)}: sign-up (\`POST /api/auth/signup\`, \`{ email, password, ...fields }\`) ` +
+      `People are the records of ${code(records.entity)}: ` +
+        'sign-up (`POST /api/auth/signup`, `{ email, password, ...fields }`) ' +
         `creates one, and people sign in with its ${code(records.loginField)} in any letter case. ` +
-        `${records.roleFields.length ? `Its ${list(records.roleFields)} give roles, with those of \`set-roles\`; ` : ''}` +
+        (records.roleFields.length ? `Its ${list(records.roleFields)} give roles, with those of \`set-roles\`; ` : '') +
         'someone with no role at all holds `user`. Passwords stay out of the record (in `_bp_users`). ' +
         '`npm run users -- add --email E --field name=value` creates a record with a password, ' +
         '`update --email E --field name=value` changes one, and `list` shows their ids.',

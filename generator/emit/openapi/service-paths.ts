@@ -82,7 +82,8 @@ export function authPaths(bp: Blueprint): Record<string, Schema> {
       operationId: 'signUp',
       tags: ['Auth'],
       summary: records
-        ? `Create a ${records.entity} record (its ${records.loginField} is the e-mail) with a password, and start a session`
+        ? `Create a ${records.entity} record (its ${records.loginField} is the e-mail) with a password, ` +
+          'and start a session'
         : 'Create an account (no roles) and start a session',
       description: noKey,
       security: open,
