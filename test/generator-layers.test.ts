@@ -25,27 +25,22 @@ import { importViolations, type Layers } from './support/layers.ts';
 
 const GENERATOR = path.join(ROOT, 'generator');
 const RUNTIME = ['../runtime-lib/core', '../runtime-lib/rules'];
-const LEAVES = ['diagnostics.ts', 'source.ts', 'suggest.ts'];
+const LEAVES = ['diagnostics.ts', 'source.ts', 'suggest.ts', 'header.ts'];
 
 const GENERATOR_LAYERS: Layers = {
   'diagnostics.ts': [],
   'source.ts': [],
   'suggest.ts': [],
+  'header.ts': [],
   parse: ['diagnostics.ts', 'source.ts', ...RUNTIME],
   'context.ts': ['parse', 'diagnostics.ts', 'source.ts'],
   model: ['parse', 'context.ts', ...RUNTIME],
-  validate: ['parse', 'model', 'context.ts', ...LEAVES, ...RUNTIME],
-  emit: ['parse', 'model', ...RUNTIME],
-  write: ['emit', 'model'],
+  contract: ['parse', 'model', 'header.ts', ...RUNTIME],
+  validate: ['parse', 'model', 'contract', 'context.ts', ...LEAVES, ...RUNTIME],
+  emit: ['parse', 'model', 'contract', 'header.ts', ...RUNTIME],
+  write: ['emit', 'model', 'header.ts'],
   'compile.ts': ['parse', 'context.ts', 'model', 'validate', 'emit', 'write', ...LEAVES],
 };
-
-/**
- * The one import against the table, kept while it lasts: the MCP tools' arguments are made from the
- * OpenAPI document emit/ builds, and validate/mcp-arguments.ts refuses two arguments of one name.
- * Moving openapi.json's builder into model/ would end it.
- */
-const KNOWN = ['validate/mcp-arguments.ts imports emit/mcp.ts'];
 
 describe('generator layers', () => {
   it('keeps every module in a unit the table lists', () => {
@@ -57,7 +52,7 @@ describe('generator layers', () => {
   });
 
   it('imports only in the directions of generator/README.md: validate never imports emit', () => {
-    expect(importViolations(GENERATOR, GENERATOR_LAYERS)).to.deep.equal(KNOWN);
+    expect(importViolations(GENERATOR, GENERATOR_LAYERS)).to.deep.equal([]);
   });
 
   it('finds an import against the table (a check that imports an emitter)', () => {

@@ -7,7 +7,7 @@ import * as path from 'node:path';
 import { expect } from 'chai';
 import { validateBlueprint } from '../generator/compile.ts';
 import type { Diagnostic } from '../generator/diagnostics.ts';
-import { mcpTools } from '../generator/emit/mcp.ts';
+import { mcpTools } from '../generator/contract/mcp-tools.ts';
 import type { Blueprint } from '../generator/model/types.ts';
 import type { SourceHost } from '../generator/source.ts';
 import { ROOT } from './support/apps.ts';

@@ -10,7 +10,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { expect } from 'chai';
 import { validateBlueprint } from '../generator/compile.ts';
-import { mcpTools } from '../generator/emit/mcp.ts';
+import { mcpTools } from '../generator/contract/mcp-tools.ts';
 import type { Blueprint } from '../generator/model/types.ts';
 import { nodeSourceHost } from '../generator/source.ts';
 import {

@@ -3,7 +3,7 @@
 // one last generated, Prisma's engine writes the next migration, and bp adds the indexes Prisma
 // cannot express (migrations/email-indexes.ts).
 
-import { GENERATED_HEADER } from './header.ts';
+import { GENERATED_HEADER } from '../header.ts';
 import { emailIndexesOf, withEmailIndexes } from './migrations/email-indexes.ts';
 import { wrapSqlLines } from './migrations/layout.ts';
 import { diffSchemas } from './migrations/schema-engine.ts';

@@ -3,7 +3,7 @@
 // engine diffs it) and of a Prisma Client for user code that wants one.
 
 import * as path from 'node:path';
-import { GENERATED_HEADER } from './header.ts';
+import { GENERATED_HEADER } from '../header.ts';
 import { PRISMA_DIR, type PrismaProvider } from './prisma-providers.ts';
 import { generatedIndexes } from '../model/indexes.ts';
 import { refValueType } from '../model/keys.ts';

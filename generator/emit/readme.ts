@@ -41,7 +41,7 @@ export interface ReadmeOptions {
   outDir: string;
   /** The entry points of the build (dist/<entry>.js). */
   entries: string[];
-  /** The MCP tools of /mcp (emit/mcp.ts), by name and description. */
+  /** The MCP tools of /mcp (contract/mcp-tools.ts), by name and description. */
   mcpTools: ReadonlyArray<{ name: string; description: string }>;
 }
 

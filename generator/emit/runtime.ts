@@ -9,7 +9,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { initSync, parse } from 'es-module-lexer';
-import { GENERATED_HEADER } from './header.ts';
+import { GENERATED_HEADER } from '../header.ts';
 
 initSync();
 

@@ -5,7 +5,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import Handlebars from 'handlebars';
-import { GENERATED_HEADER } from './header.ts';
+import { GENERATED_HEADER } from '../header.ts';
 
 const TEMPLATE_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../templates');
 const hbs = Handlebars.create();

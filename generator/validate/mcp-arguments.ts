@@ -1,10 +1,10 @@
 // MCP_ARGUMENT_COLLISION: an MCP tool takes one flat object of named arguments, merging its REST
 // request's path parameters, query parameters and body keys (a command's recordId, input keys and
-// idempotencyKey); a name two of them share could not say which one it sets (emit/mcp.ts).
+// idempotencyKey); a name two of them share could not say which one it sets (contract/mcp-tools.ts).
 
 import type { CompileContext } from '../context.ts';
 import { hasErrors } from '../diagnostics.ts';
-import { argumentCollisions, toolInputs } from '../emit/mcp.ts';
+import { argumentCollisions, toolInputs } from '../contract/mcp-tools.ts';
 import type { Blueprint } from '../model/types.ts';
 
 const ORIGIN: Record<string, string> = {

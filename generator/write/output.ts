@@ -8,7 +8,7 @@
 import { createHash } from 'node:crypto';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { GENERATED_HEADER } from '../emit/header.ts';
+import { GENERATED_HEADER } from '../header.ts';
 import { MAX_WIDTH } from '../emit/ts-literal.ts';
 import type { PreviousMigrations, PreviousOutput } from '../emit/migrations.ts';
 import { PRISMA_DIR, type PrismaProvider } from '../emit/prisma-providers.ts';
