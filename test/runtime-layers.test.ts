@@ -16,7 +16,8 @@ const ALLOWED: Record<string, string[]> = {
   workflows: ['core', 'observe', 'data', 'commands'],
   http: ['core', 'observe', 'data', 'commands', 'workflows'],
   mcp: ['core', 'data', 'http'],
-  auth: ['core', 'observe', 'data', 'http'],
+  pages: ['core', 'http'],
+  auth: ['core', 'observe', 'data', 'http', 'pages'],
 };
 
 function modules(): string[] {

@@ -1,6 +1,7 @@
 // The methods each path of openapi.json is served with, so that a request whose path the app
 // serves with other methods is answered 405 with Allow (http/respond.ts routeNotFound), not 404:
-// the document describes every route, so it is the table.
+// the document describes every route, so it is the table, with the pages the app serves besides
+// (the index at `/`).
 
 /** The methods the app serves at a path; undefined when it serves none there. */
 export type AllowedMethods = (path: string) => readonly string[] | undefined;
@@ -10,10 +11,14 @@ const METHODS = ['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'tr
 /**
  * From the `paths` of openapi.json: each template (`/api/tickets/{id}`) matches its own segments,
  * a `{parameter}` any one non-empty segment, with or without a trailing slash (as Express takes
- * them). HEAD goes with GET, as Express answers it.
+ * them). HEAD goes with GET, as Express answers it. Each of `pages` is served with GET (and HEAD).
  */
-export function allowedMethods(doc: { paths?: Record<string, Record<string, unknown>> }): AllowedMethods {
-  const table = Object.entries(doc.paths ?? {}).map(([template, item]) => {
+export function allowedMethods(
+  doc: { paths?: Record<string, Record<string, unknown>> },
+  pages: readonly string[] = [],
+): AllowedMethods {
+  const served = [...Object.entries(doc.paths ?? {}), ...pages.map((page) => [page, { get: {} }] as const)];
+  const table = served.map(([template, item]) => {
     const methods = METHODS.filter((m) => Object.hasOwn(item, m)).map((m) => m.toUpperCase());
     if (methods.includes('GET') && !methods.includes('HEAD')) methods.splice(methods.indexOf('GET') + 1, 0, 'HEAD');
     const segments = template.split('/').map((s) => (/^\{[^}]+\}$/.test(s) ? '[^/]+' : escapeRegExp(s)));

@@ -46,7 +46,12 @@ export function notGenerated(ctx: CompileContext): void {
     stepWarnings(warn, name, ['workflow', name, 'steps'], value.steps);
   }
   for (const { name } of namedSections(ctx.parsed, 'page')) {
-    warn(['page', name], `page "${name}" is accepted but not generated yet: nothing is served at this path`);
+    // `/` always serves the app's index page (runtime/pages/index-route.ts), the blueprint's page or not.
+    const served =
+      name === '/'
+        ? "the app's index page (its name, sign-in and the API's description) is served at this path instead"
+        : 'nothing is served at this path';
+    warn(['page', name], `page "${name}" is accepted but not generated yet: ${served}`);
   }
   const auth = singleSection(ctx.parsed, 'auth');
   list(auth.providers).forEach((provider, i) => {

@@ -3,10 +3,10 @@
 // under a CSP that allows nothing else. Every interpolated value is HTML-escaped.
 
 import type { FieldType } from '../../core/values.ts';
+import { escapeHtml, htmlDocument, PAGE_CSP } from '../../pages/document.ts';
 
 /** Served with the page: no scripts at all, the form may only post to this origin, no framing. */
-export const LOGIN_PAGE_CSP =
-  "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'";
+export const LOGIN_PAGE_CSP = PAGE_CSP;
 
 export interface LoginPageOptions {
   /** Heading and document title, e.g. "Sign in to Helpdesk". */
@@ -51,31 +51,6 @@ export interface SignedInPageOptions {
   /** Relative path the person asked for: offered as a link. */
   next?: string;
 }
-
-const STYLE = `
-*{box-sizing:border-box}
-body{margin:0;min-height:100vh;display:flex;align-items:center;justify-content:center;
-  font:16px/1.5 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;background:#f4f5f7;color:#1f2328}
-main{width:100%;max-width:24rem;margin:1rem;padding:2rem;background:#fff;border:1px solid #d0d7de;border-radius:.5rem}
-h1{margin:0 0 1.5rem;font-size:1.5rem}
-label{display:block;margin:1rem 0 .25rem;font-weight:600}
-input,select,textarea{width:100%;padding:.6rem .75rem;font:inherit;border:1px solid #8c959f;border-radius:.375rem}
-input[type=checkbox]{width:auto}
-input:focus,button:focus{outline:3px solid #0969da;outline-offset:2px}
-button{margin-top:1.5rem;width:100%;padding:.7rem;font:inherit;font-weight:600;color:#fff;background:#1f6feb;
-  border:0;border-radius:.375rem;cursor:pointer}
-button:hover{background:#0b57d0}
-a{color:#0969da}
-.alternate{margin:1.25rem 0 0;text-align:center}
-.error{margin:0 0 1rem;padding:.75rem;color:#82071e;background:#ffebe9;border:1px solid #ff8182;border-radius:.375rem}
-@media (prefers-color-scheme:dark){
-  body{background:#0d1117;color:#e6edf3}
-  main{background:#161b22;border-color:#30363d}
-  input,select,textarea{background:#0d1117;color:#e6edf3;border-color:#6e7681}
-  a{color:#4493f8}
-  .error{color:#ffdcd7;background:#5a1e1e;border-color:#f85149}
-}
-`;
 
 export function renderLoginPage(options: LoginPageOptions): string {
   const { action, csrfToken, error, email, next, alternate } = options;
@@ -149,29 +124,4 @@ const INPUT_TYPES: Partial<Record<FieldType, string>> = {
 
 function link(href: string, text: string): string {
   return `<a href="${escapeHtml(href)}">${escapeHtml(text)}</a>`;
-}
-
-function htmlDocument(title: string, body: string): string {
-  return `<!doctype html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<meta name="referrer" content="same-origin">
-<title>${escapeHtml(title)}</title>
-<style>${STYLE}</style>
-</head>
-<body>
-<main>
-<h1>${escapeHtml(title)}</h1>
-${body}</main>
-</body>
-</html>
-`;
-}
-
-const ESCAPES: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' };
-
-export function escapeHtml(value: string): string {
-  return value.replace(/[&<>"']/g, (c) => ESCAPES[c]);
 }
