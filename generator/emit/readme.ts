@@ -107,7 +107,9 @@ export function emitReadme(bp: Blueprint, options: ReadmeOptions): string {
   );
   const notServed = [
     workflowActions.length && `skill actions that start a workflow: ${list(workflowActions)}`,
-    bp.pages.length && `pages: ${list(bp.pages.map((p) => p.route))}`,
+    bp.pages.length &&
+      `pages: ${list(bp.pages.map((p) => p.route))}` +
+        (bp.pages.some((p) => p.route === '/') ? " (the app's index page is served at `/` instead)" : ''),
     bp.notifications.adapters.some((a) => a.type !== 'console') &&
       `notification adapters other than console: ${list(
         bp.notifications.adapters.filter((a) => a.type !== 'console').map((a) => a.name),
