@@ -220,7 +220,8 @@ export function createApp(options: AppOptions): App {
     extend.routes(routes, { db: options.db, events });
     app.use(routes);
   }
-  // GET /: the app's name, sign-in, the API's description; after your routes, so one of yours for / wins.
+  // GET /: the app's name, sign-in, the API's description; after your routes,
+  // so one of yours for / wins.
   app.use(
     indexRoute({
       api,
