@@ -6,9 +6,7 @@ import { Command, CommanderError } from 'commander';
 import { validateBlueprint } from '../generator/compile.ts';
 import { hasErrors } from '../generator/diagnostics.ts';
 import { nodeSourceHost } from '../generator/source.ts';
-import { consolePrinter, generateApp, printDiagnostics } from './generate.ts';
-
-const pkg = JSON.parse(fs.readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string };
+import { BP_VERSION, consolePrinter, generateApp, printDiagnostics } from './generate.ts';
 
 class ExitCode extends Error {
   constructor(readonly code: number) {
@@ -29,7 +27,7 @@ function requireFile(file: string): void {
 
 async function generate(blueprint: string, opts: { out: string; check?: boolean }): Promise<void> {
   requireFile(blueprint);
-  const code = await generateApp(blueprint, opts, pkg.version);
+  const code = await generateApp(blueprint, opts);
   if (code) throw new ExitCode(code);
 }
 
@@ -44,7 +42,7 @@ function validate(blueprint: string): void {
 const program = new Command()
   .name('bp')
   .description('Compile a TOML application blueprint into a standalone TypeScript Express app.')
-  .version(pkg.version, '-v, --version')
+  .version(BP_VERSION, '-v, --version')
   .exitOverride()
   .showHelpAfterError('(run bp --help for usage)');
 

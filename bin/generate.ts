@@ -10,6 +10,11 @@ import { hasErrors, renderDiagnostic, type Diagnostic } from '../generator/diagn
 import { nodeSourceHost } from '../generator/source.ts';
 import { applyWrite, planWrite, readPreviousOutput } from '../generator/write/output.ts';
 
+/** bp's version, written into each app's manifest (and printed by `bp --version`). */
+export const BP_VERSION = (
+  JSON.parse(fs.readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }
+).version;
+
 /** Where a command's output goes: standard output and standard error, or a test's buffers. */
 export interface Printer {
   out(text: string): void;
@@ -32,7 +37,6 @@ export function printDiagnostics(diagnostics: readonly Diagnostic[], print: Prin
 export async function generateApp(
   blueprint: string,
   opts: { out: string; check?: boolean },
-  version: string,
   print: Printer = consolePrinter,
 ): Promise<number> {
   const outDir = path.resolve(opts.out);
@@ -69,7 +73,7 @@ export async function generateApp(
     print.err('nothing written: bp never overwrites files it does not own; move them away or restore them\n');
     return 1;
   }
-  applyWrite(outDir, files, scaffold, plan, version);
+  applyWrite(outDir, files, scaffold, plan, BP_VERSION);
   const removed = plan.remove.length ? `, ${plan.remove.length} removed` : '';
   const created = plan.scaffold.length ? `, created for you to edit: ${plan.scaffold.join(', ')}` : '';
   print.out(

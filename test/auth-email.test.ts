@@ -17,7 +17,8 @@ import { AppError } from '../runtime-lib/core/errors.ts';
 import { jsonBody } from '../runtime-lib/http/body.ts';
 import { matched, tracing } from '../runtime-lib/http/pipeline.ts';
 import { errorHandler } from '../runtime-lib/http/respond.ts';
-import { LOGIN_PAGE_CSP, renderLoginPage } from '../runtime-lib/auth/email/login-page.ts';
+import { renderLoginPage } from '../runtime-lib/auth/email/login-page.ts';
+import { PAGE_CSP } from '../runtime-lib/pages/document.ts';
 import { hashPassword, verifyPassword } from '../runtime-lib/auth/email/password.ts';
 import { DatabaseSessionStore } from '../runtime-lib/auth/email/session-store.ts';
 import { TraceStore } from '../runtime-lib/observe/tracing.ts';
@@ -489,7 +490,7 @@ describe('email auth', function () {
       const client = new Client(app.base);
       const res = await client.send('GET', '/login?next=%2Ftickets%3Fstatus%3Dopen');
       expect(res.status).to.equal(200);
-      expect(res.headers.get('content-security-policy')).to.equal(LOGIN_PAGE_CSP);
+      expect(res.headers.get('content-security-policy')).to.equal(PAGE_CSP);
       expect(res.headers.get('cache-control')).to.equal('no-store');
       const html = res.text;
       expect(html).to.contain('action="/api/auth/login"');
@@ -549,7 +550,7 @@ describe('email auth', function () {
 
       const landed = await client.send('GET', '/login?next=%2Ftickets');
       expect(landed.status).to.equal(200);
-      expect(landed.headers.get('content-security-policy')).to.equal(LOGIN_PAGE_CSP);
+      expect(landed.headers.get('content-security-policy')).to.equal(PAGE_CSP);
       expect(landed.text).to.contain('<title>Signed in to hd</title>');
       expect(landed.text).to.contain('Signed in as <strong id="signed-in-email">alice@example.com</strong>');
       expect(landed.text).to.contain('<a href="/tickets">Continue to /tickets</a>');

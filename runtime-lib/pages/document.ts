@@ -2,8 +2,25 @@
 // auth/email/login-page.ts): self-contained HTML (inline CSS, no scripts, no external assets),
 // readable on a phone and in dark mode, with visible focus, so it works under PAGE_CSP.
 
+import type { ServerResponse } from 'node:http';
+
 /** Served with every page: no scripts at all, forms may only post to this origin, no framing. */
 export const PAGE_CSP = "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'";
+
+/**
+ * Sends a page with the headers every page has: PAGE_CSP, no MIME sniffing, no framing, no
+ * referrer to other origins; `private` when it depends on the session, so no cache keeps it.
+ */
+export function sendPage(res: ServerResponse, status: number, html: string, opts: { private: boolean }): void {
+  res.statusCode = status;
+  res.setHeader('Content-Security-Policy', PAGE_CSP);
+  if (opts.private) res.setHeader('Cache-Control', 'no-store');
+  res.setHeader('X-Content-Type-Options', 'nosniff');
+  res.setHeader('X-Frame-Options', 'DENY');
+  res.setHeader('Referrer-Policy', 'same-origin');
+  res.setHeader('Content-Type', 'text/html; charset=utf-8');
+  res.end(html);
+}
 
 const STYLE = `
 *{box-sizing:border-box}

@@ -7,7 +7,7 @@ import type { ServerResponse } from 'node:http';
 import { Router } from 'express';
 import { matched } from '../http/pipeline.ts';
 import type { ApiRequest } from '../http/request.ts';
-import { PAGE_CSP } from './document.ts';
+import { sendPage } from './document.ts';
 import { renderIndexPage, type IndexPageOptions } from './index-page.ts';
 
 export const INDEX_PATH = '/';
@@ -39,16 +39,9 @@ export function indexRoute(options: IndexRouteOptions): Router {
       description: api.info.description,
       apiDocs: '/api/openapi.json',
     };
-    if (signIn) {
-      page.account = account(signIn, req, res);
-      // The page depends on the session cookie: never cached.
-      res.setHeader('Cache-Control', 'no-store');
-    }
-    res.setHeader('Content-Security-Policy', PAGE_CSP);
-    res.setHeader('X-Content-Type-Options', 'nosniff');
-    res.setHeader('X-Frame-Options', 'DENY');
-    res.setHeader('Referrer-Policy', 'same-origin');
-    res.type('text/html; charset=utf-8').send(renderIndexPage(page));
+    if (signIn) page.account = account(signIn, req, res);
+    // With sign-in the page shows who is signed in: never cached.
+    sendPage(res, 200, renderIndexPage(page), { private: signIn !== undefined });
   });
   return router;
 }

@@ -39,8 +39,6 @@ export function freshDir(name: string): string {
   return dir;
 }
 
-const VERSION = (JSON.parse(fs.readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { version: string }).version;
-
 /**
  * `bp generate blueprint -o outDir`, run in this process by the function the CLI runs (a CLI start
  * costs seconds, and the suite generates an app a hundred times); test/cli-generate.test.ts and
@@ -50,7 +48,7 @@ export async function generate(blueprint: string, outDir: string): Promise<RunRe
   let stdout = '';
   let stderr = '';
   const print = { out: (text: string) => void (stdout += text), err: (text: string) => void (stderr += text) };
-  const status = await generateApp(blueprint, { out: outDir }, VERSION, print);
+  const status = await generateApp(blueprint, { out: outDir }, print);
   if (status !== 0) throw new Error(`bp generate failed (${status}):\n${stderr}`);
   return { status, stdout, stderr };
 }

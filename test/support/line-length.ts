@@ -23,6 +23,12 @@ const tracked = execFileSync('git', ['ls-files', '-z', '--', ...CHECKED], { cwd:
   .split('\0')
   .filter((file) => file !== '' && !LEFT_OUT.some((dir) => file.startsWith(dir)));
 
+// Fail closed: outside a git checkout (or with a wrong pattern) nothing would be checked.
+if (tracked.length === 0) {
+  console.log('no tracked source found: run this in a git checkout of bp');
+  process.exit(1);
+}
+
 let over = 0;
 for (const file of tracked) {
   // A tracked file deleted in the working tree is git's business, not a long line.

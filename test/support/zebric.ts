@@ -4,7 +4,7 @@
 
 import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { readdirSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { validate } from '@readme/openapi-parser';
 import { expect } from 'chai';
@@ -14,6 +14,7 @@ import { nodeSourceHost } from '../../generator/source.ts';
 import { freshDir, generate, ROOT, typecheck } from './apps.ts';
 import { Api, type AppOnDatabase, bootOnDatabase, type ErrorBody } from './commands/harness.ts';
 import { databaseUrl, type DatabaseKind } from './databases.ts';
+import { listTree } from './goldens.ts';
 import type { HttpResponse } from './apps.ts';
 
 export const ZEBRIC = path.join(ROOT, 'test', 'fixtures', 'zebric');
@@ -84,11 +85,7 @@ function expectTypeChecks(appDir: string): void {
 /** A hash of every file under `dir`: its path and bytes, in sorted order. */
 function treeHash(dir: string): string {
   const hash = createHash('sha256');
-  const files = readdirSync(dir, { recursive: true, withFileTypes: true })
-    .filter((e) => e.isFile())
-    .map((e) => path.relative(dir, path.join(e.parentPath, e.name)))
-    .sort();
-  for (const file of files)
+  for (const file of listTree(dir))
     hash
       .update(`${file}\0`)
       .update(readFileSync(path.join(dir, file)))

@@ -3,10 +3,7 @@
 // under a CSP that allows nothing else. Every interpolated value is HTML-escaped.
 
 import type { FieldType } from '../../core/values.ts';
-import { escapeHtml, htmlDocument, PAGE_CSP } from '../../pages/document.ts';
-
-/** Served with the page: no scripts at all, the form may only post to this origin, no framing. */
-export const LOGIN_PAGE_CSP = PAGE_CSP;
+import { escapeHtml, htmlDocument } from '../../pages/document.ts';
 
 export interface LoginPageOptions {
   /** Heading and document title, e.g. "Sign in to Helpdesk". */

@@ -10,17 +10,12 @@ import { AppError } from '../../core/errors.ts';
 import { checkBody } from '../../data/fields.ts';
 import { matched } from '../../http/pipeline.ts';
 import type { ApiRequest } from '../../http/request.ts';
+import { sendPage } from '../../pages/document.ts';
 import type { AnonymousTokens } from './csrf.ts';
 import { clientKey, type SigninThrottle } from './signin-throttle.ts';
 import { authBody, credentials, field, isForm, isPlainObject, queryParam } from './forms.ts';
 import { valueFromText } from '../../data/field-text.ts';
-import {
-  LOGIN_PAGE_CSP,
-  renderLoginPage,
-  renderSignedInPage,
-  type LoginPageOptions,
-  type SignupInput,
-} from './login-page.ts';
+import { renderLoginPage, renderSignedInPage, type LoginPageOptions, type SignupInput } from './login-page.ts';
 import { safeNext } from './origins.ts';
 import { hashPassword, PASSWORD_MAX_LENGTH, passwordProblem, verifyPassword } from './password.ts';
 import { emailTaken, type People } from './people.ts';
@@ -80,15 +75,9 @@ export function authRoutes(options: RoutesOptions): AuthRoutes {
     return query ? `${loginPath}?${query}` : loginPath;
   }
 
+  // The sign-in pages carry a CSRF token and the form's answers: never cached.
   function sendHtml(res: ServerResponse, status: number, html: string): void {
-    res.statusCode = status;
-    res.setHeader('Content-Security-Policy', LOGIN_PAGE_CSP);
-    res.setHeader('Cache-Control', 'no-store');
-    res.setHeader('X-Content-Type-Options', 'nosniff');
-    res.setHeader('X-Frame-Options', 'DENY');
-    res.setHeader('Referrer-Policy', 'same-origin');
-    res.setHeader('Content-Type', 'text/html; charset=utf-8');
-    res.end(html);
+    sendPage(res, status, html, { private: true });
   }
 
   /** The sign-in form, or the sign-up form (only when sign-up is on). */
