@@ -62,12 +62,6 @@ export function notGenerated(ctx: CompileContext): void {
       );
     }
   });
-  if (auth.pages !== undefined) {
-    warn(
-      ['auth', 'pages'],
-      '[auth.pages] is accepted but not used yet: the generated app serves its own sign-in and sign-up pages',
-    );
-  }
   list(table(singleSection(ctx.parsed, 'notifications')).adapters).forEach((raw, i) => {
     const { name, type } = table(raw);
     if (typeof type === 'string' && type !== 'console') {
