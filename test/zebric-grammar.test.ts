@@ -149,7 +149,6 @@ describe('Zebric 0.6 grammar', () => {
       const notGenerated = (p: string) => `warning NOT_GENERATED ${p}`;
       const ignored = (p: string) => `warning IGNORED_KEY ${p}`;
       expect(seen).to.deep.equal([
-        notGenerated('auth.pages'),
         notGenerated('plugin."@studio/zebric-slack"'),
         notGenerated('notifications.adapters.1.type'),
         notGenerated('workflow.Intake.steps.1'),
