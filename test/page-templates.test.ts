@@ -145,6 +145,18 @@ describe('page templates at generation (bp validate)', function () {
     expect(out).to.match(/^templates\/in\.liquid:1:1 auth\.pages\.signIn\.source: .*\{% include %\} is not available/m);
   });
 
+  it('warns that [auth.pages] without the email provider are not served', () => {
+    const dir = blueprintWith(
+      'no-email',
+      `\n[auth]\nproviders = []\n\n[auth.pages.signIn]\ntype = "inline"\nsource = "<p>{{ auth.action }}</p>"\n`,
+    );
+    const { status, out } = validate(dir);
+    expect(status, out).to.equal(0);
+    expect(out).to.match(
+      /^app\.toml:\d+:\d+ auth\.pages: \[auth\.pages\] are the pages of the "email" provider.*NOT_GENERATED\]$/m,
+    );
+  });
+
   it('refuses an inline template that does not parse, inside the blueprint string', () => {
     const dir = blueprintWith(
       'inline',

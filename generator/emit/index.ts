@@ -3,7 +3,7 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import type { Blueprint } from '../model/types.ts';
-import { emitAuthPages, TEMPLATE_DEPENDENCIES, usesTemplates } from './auth-pages.ts';
+import { emitAuthPages } from './auth-pages.ts';
 import { emitCommands } from './commands.ts';
 import { emitEntityModule, entityFileName, routesName } from './entities.ts';
 import { lowerFirst } from '../model/relations.ts';
@@ -11,6 +11,7 @@ import { emitMigrations, type PreviousOutput } from './migrations.ts';
 import { mcpTools } from '../contract/mcp-tools.ts';
 import { emitMcp } from './mcp.ts';
 import { emitOpenApi } from './openapi.ts';
+import { TEMPLATE_DEPENDENCIES, usesTemplates } from './page-templates.ts';
 import { emitPermissions } from './permissions.ts';
 import { emitPrismaSchema } from './prisma-schema.ts';
 import { PRISMA_DIR, PRISMA_PROVIDERS } from './prisma-providers.ts';

@@ -3,13 +3,25 @@
 // the same engines and settings the generated app compiles it with (runtime pages/custom-template.ts),
 // so a template that would fail when the app starts stops the generation instead. A broken file
 // template is reported at its own line and column; a broken inline one inside the blueprint's string.
+// [auth.pages] without the email provider are not served (a warning).
 
 import type { CompileContext } from '../../context.ts';
+import { list, singleSection } from '../../model/raw.ts';
+import { isTable } from '../../parse/load.ts';
 import type { KeyPath } from '../../parse/locate.ts';
 import { templateDeclarations, templateKey } from '../../parse/templates.ts';
 import { compileTemplate, TemplateSyntaxError } from '../../../runtime-lib/pages/custom-template.ts';
 
 export function checkTemplates(ctx: CompileContext): void {
+  const auth = singleSection(ctx.parsed, 'auth');
+  if (isTable(auth.pages) && !list(auth.providers).includes('email')) {
+    ctx.report(
+      'NOT_GENERATED',
+      ['auth', 'pages'],
+      '[auth.pages] are the pages of the "email" provider, which this blueprint does not use: they are not served',
+      { severity: 'warning' },
+    );
+  }
   for (const section of ctx.parsed.sections) {
     for (const { keys, raw, defaultType } of templateDeclarations(section)) {
       // A wrong engine, type or source is the shape check's error already.
