@@ -164,8 +164,8 @@ describe('index page at / (an app without sign-in whose name and description hol
 
   it("tells, in the page's NOT_GENERATED warning, that / serves the index", () => {
     expect(warnings).to.include(
-      'page "/" is accepted but not generated yet: ' +
-        "the app's index page (its name, sign-in and the API's description) is served at this path instead",
+      'page "/" is accepted but not generated yet (a list page without a query): ' +
+        "the app's index page (its name, sign-in, the pages and the API's description) is served at this path instead",
     );
     expect(warnings).not.to.include('nothing is served at this path');
   });

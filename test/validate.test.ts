@@ -720,13 +720,6 @@ const CASES: Array<{ fixture: string; root?: string; expected: Expected[] }> = [
           'without it a job of "Log" fails at this step',
       },
       {
-        at: 'app.toml:28:7',
-        code: 'NOT_GENERATED',
-        severity: 'warning',
-        path: 'page."/tickets"',
-        message: 'page "/tickets" is accepted but not generated yet: nothing is served at this path',
-      },
-      {
         at: 'app.toml:31:10',
         code: 'NOT_GENERATED',
         severity: 'warning',
@@ -1327,8 +1320,6 @@ describe('validateBlueprint', () => {
       message,
       hint,
     });
-    const notGenerated = (at: string, keyPath: string, what: string, consequence = 'it never runs') =>
-      warning(at, 'NOT_GENERATED', keyPath, `${what} is accepted but not generated yet: ${consequence}`);
     const unscoped = (name: string, writes: string) =>
       `API key "${name}" has scopes, but may write ${writes}, which declare no scopes.write: ` +
       'its scopes do not limit these writes';
@@ -1357,8 +1348,6 @@ describe('validateBlueprint', () => {
         unscoped('reporter', 'Comment (create, update, delete), Ticket (create)'),
         scopeHint,
       ),
-      notGenerated('163:7', 'page."/tickets"', 'page "/tickets"', 'nothing is served at this path'),
-      notGenerated('174:7', 'page."/tickets/:id"', 'page "/tickets/:id"', 'nothing is served at this path'),
     ]);
     expect(model?.entities.map((e) => e.name)).to.deep.equal(['Comment', 'Customer', 'Ticket']);
   });
@@ -1412,14 +1401,6 @@ describe('validateBlueprint', () => {
       ignored('app.toml:10:2', 'ux'),
       ignored('app.toml:14:2', 'design_adapter'),
       ignored('app.toml:17:2', 'design_system'),
-      {
-        at: 'app.toml:27:7',
-        code: 'NOT_GENERATED',
-        severity: 'warning',
-        path: 'page."/expenses"',
-        message: 'page "/expenses" is accepted but not generated yet: nothing is served at this path',
-        hint: undefined,
-      },
       ignored('app.toml:29:1', 'meta', 'page."/expenses".meta'),
       ignored('app.toml:30:1', 'ux', 'page."/expenses".ux'),
     ]);

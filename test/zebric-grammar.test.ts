@@ -152,7 +152,6 @@ describe('Zebric 0.6 grammar', () => {
         notGenerated('plugin."@studio/zebric-slack"'),
         notGenerated('notifications.adapters.1.type'),
         notGenerated('workflow.Intake.steps.1'),
-        notGenerated('page."/"'),
         ignored('page."/".meta'),
         notGenerated('page."/board"'),
         ignored('page."/board".ux'),

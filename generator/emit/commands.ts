@@ -13,6 +13,8 @@ import {
   type MatchRelation,
   matchRelations,
   refRelations,
+  relationInclude,
+  type RelationInclude,
   upperFirst,
   type RefRelation,
 } from '../model/relations.ts';
@@ -53,48 +55,12 @@ function includesOf(
   entity: Entity,
   relations: RefRelation[],
   matches: MatchRelation[],
-): Array<Record<string, unknown>> {
+): RelationInclude[] {
   const paths = [...recordPaths(command.policy?.condition), ...recordPaths(command.availableWhen?.condition)];
   const names = [...new Set(paths.filter((keys) => keys.length > 1).map((keys) => keys[0]))].sort();
-  return names.flatMap((name): Array<Record<string, unknown>> => {
-    const forward = relations.find((r) => r.from === entity && r.forward === name);
-    if (forward) {
-      return [
-        {
-          name,
-          entity: forward.to.name,
-          kind: 'one',
-          localKey: forward.field.name,
-          foreignKey: forward.field.ref?.field,
-        },
-      ];
-    }
-    const back = relations.find((r) => r.to === entity && r.back === name);
-    if (back) {
-      return [
-        {
-          name,
-          entity: back.from.name,
-          kind: back.backIsOne ? 'one' : 'many',
-          localKey: back.field.ref?.field,
-          foreignKey: back.field.name,
-        },
-      ];
-    }
-    // A plain-field relation: the records whose foreign key equals this record's primary key.
-    const match = matches.find((m) => m.from === entity && m.name === name);
-    if (match) {
-      return [
-        {
-          name,
-          entity: match.to.name,
-          kind: match.kind,
-          localKey: entity.primaryKey.name,
-          foreignKey: match.field.name,
-        },
-      ];
-    }
-    return [];
+  return names.flatMap((name) => {
+    const include = relationInclude(entity, name, relations, matches);
+    return include ? [include] : [];
   });
 }
 

@@ -19,6 +19,7 @@ import { emitReadme } from './readme.ts';
 import { emitRuntime } from './runtime.ts';
 import { emitSkills } from './skills.ts';
 import { emitWorkflows, workflowExports } from './workflows.ts';
+import { emitPages } from './pages.ts';
 import { render } from './templates.ts';
 import { call, code, nonEmpty, tsLiteral, tsProperties, tsString, wrapText } from './ts-literal.ts';
 import { publicActions } from '../model/access-defaults.ts';
@@ -134,6 +135,8 @@ export async function emitApp(bp: Blueprint, options: EmitOptions): Promise<Emit
   );
   for (const [p, content] of migrations.flatMap((m) => [...m])) files.set(p, content);
   files.set('openapi.json', emitOpenApi(bp));
+  const pages = emitPages(bp);
+  if (pages !== undefined) files.set('src/pages.ts', pages);
   // The project name is the blueprint's free text: a string literal in code, never code itself.
   files.set('src/server.ts', render('app/src/server.ts.hbs', { nameLiteral: tsString(bp.project.name) }));
   files.set(
@@ -143,6 +146,7 @@ export async function emitApp(bp: Blueprint, options: EmitOptions): Promise<Emit
       emailAuth,
       authPages: authPages !== undefined,
       mcp,
+      pages: pages !== undefined,
       // The job store, runner and workflow runtime only where there are workflows to run.
       workflows: workflows && {
         imports: [...(notifications ? ['NOTIFICATIONS'] : []), ...(services ? ['SERVICES'] : []), 'WORKFLOWS'].join(

@@ -93,3 +93,51 @@ export function pluralize(word: string): string {
   if (/(s|x|z|ch|sh)$/i.test(word)) return `${word}es`;
   return `${word}s`;
 }
+
+/**
+ * How the app loads relation `name` of `entity`'s records (runtime's IncludeSpec): a Ref forward
+ * (one) or back (one or many), or a declared plain-field relation. Undefined when it names none.
+ */
+export function relationInclude(
+  entity: Entity,
+  name: string,
+  relations: readonly RefRelation[],
+  matches: readonly MatchRelation[],
+): RelationInclude | undefined {
+  const forward = relations.find((r) => r.from === entity && r.forward === name);
+  if (forward) {
+    const foreignKey = forward.field.ref?.field ?? forward.to.primaryKey.name;
+    return { name, entity: forward.to.name, kind: 'one', localKey: forward.field.name, foreignKey };
+  }
+  const back = relations.find((r) => r.to === entity && r.back === name);
+  if (back) {
+    const localKey = back.field.ref?.field ?? entity.primaryKey.name;
+    return {
+      name,
+      entity: back.from.name,
+      kind: back.backIsOne ? 'one' : 'many',
+      localKey,
+      foreignKey: back.field.name,
+    };
+  }
+  // A plain-field relation: the records whose foreign key equals this record's primary key.
+  const match = matches.find((m) => m.from === entity && m.name === name);
+  if (match) {
+    return {
+      name,
+      entity: match.to.name,
+      kind: match.kind,
+      localKey: entity.primaryKey.name,
+      foreignKey: match.field.name,
+    };
+  }
+  return undefined;
+}
+
+export interface RelationInclude {
+  name: string;
+  entity: string;
+  kind: 'one' | 'many';
+  localKey: string;
+  foreignKey: string;
+}

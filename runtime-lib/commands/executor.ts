@@ -137,6 +137,24 @@ export function admitCommand(spec: CommandSpec, actor: Actor, rawInput: unknown)
 }
 
 /**
+ * Whether `actor` may run `spec` on `record` (as stored, not as shown) now: its scopes, policy and
+ * availableWhen, with the relations they read. What a detail page offers; the executor decides
+ * again, on the locked record, when the command is sent. Conditions on the input are judged then.
+ */
+export function* commandOffered(rt: CommandRuntime, spec: CommandSpec, actor: Actor, record: Row): Work<boolean> {
+  if (!isAuthenticated(actor)) return false;
+  try {
+    requireScopes(actor, spec.scopes ?? [], spec.operationId);
+    const now = new Date().toISOString();
+    checkConditions(rt, spec, { actor, record: yield* withRelations(rt, spec, record), input: {}, now });
+    return true;
+  } catch (err) {
+    if (err instanceof AppError) return false;
+    throw err;
+  }
+}
+
+/**
  * A command without a handler as a unit of work (input admitted by admitCommand): the record read
  * and locked (PostgreSQL's FOR UPDATE), policy and availableWhen, the mutations and the audit
  * entry. Returns the record as the actor sees it. Workflow steps run it inside their transaction;

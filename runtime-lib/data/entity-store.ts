@@ -6,7 +6,7 @@
 import { Access, type AccessPolicy } from '../rules/access.ts';
 import { type AuditEntry, type AuditLog, diffRecords } from './audit.ts';
 import type { Actor } from '../core/actor.ts';
-import { andFilters, type RowFilter } from '../rules/condition-sql.ts';
+import { andFilters, type RowFilter, type SqlPredicate } from '../rules/condition-sql.ts';
 import { AppError, type ErrorDetail } from '../core/errors.ts';
 import type { Dialect } from '../core/dialect.ts';
 import { all, type Database, get, later, type Outcome, type Query, run, together, type Work } from './database.ts';
@@ -173,6 +173,8 @@ export interface ListQuery {
   offset: number;
   /** Equality filters (a skill action's path and query parameters), values in their JSON form. */
   where?: ReadonlyArray<{ field: string; value: unknown }>;
+  /** A page query's order; the primary key breaks ties, so pages of a list never overlap. */
+  orderBy?: ReadonlyArray<{ field: string; direction: 'asc' | 'desc' }>;
 }
 
 export interface ListResult<T> {
@@ -217,16 +219,18 @@ export class EntityStore {
   *list(ctx: RequestContext, q: ListQuery): Work<ListResult<Row>> {
     const filter = this.access.filter(ctx.actor, 'read');
     const where = q.where?.length ? this.equalities(ctx.actor, q.where) : undefined;
-    const conditions = [...(where ? [where] : []), ...(filter === true || filter === false ? [] : [filter])];
+    const order = q.orderBy?.length ? this.ordering(ctx.actor, q.orderBy) : undefined;
+    const conditions = [where, filter, order?.readable].filter((c): c is SqlPredicate => typeof c === 'object');
+    const orderBy = order?.sql ?? this.sql.orderBy;
     // One row more than asked tells whether another page exists, without a COUNT(*).
     const rows =
-      filter === false
+      filter === false || order?.readable === false
         ? []
-        : conditions.length === 0
+        : conditions.length === 0 && orderBy === this.sql.orderBy
           ? yield* all(this.sql.list, [q.limit + 1, q.offset])
           : yield* all(
-              `${this.sql.select} WHERE ${conditions.map((c) => `(${c.sql})`).join(' AND ')} ` +
-                `ORDER BY ${this.sql.orderBy} LIMIT ? OFFSET ?`,
+              `${this.sql.select}${conditions.length ? ' WHERE ' : ''}` +
+                `${conditions.map((c) => `(${c.sql})`).join(' AND ')} ORDER BY ${orderBy} LIMIT ? OFFSET ?`,
               [...conditions.flatMap((c) => c.params), q.limit + 1, q.offset],
             );
     const hasMore = rows.length > q.limit;
@@ -618,6 +622,25 @@ export class EntityStore {
    * not). A filter on a field the actor may not read is refused, or held to records whose field
    * the actor may read (Access.comparableWhere): which records it returns must not tell the value.
    */
+  /**
+   * ORDER BY of declared fields (the generator checked them). A field the actor may never read is
+   * refused like a filter on it, and the rows where a rule hides it are left out (`readable`):
+   * else the order would tell its values.
+   */
+  private ordering(actor: Actor, orderBy: NonNullable<ListQuery['orderBy']>): { sql: string; readable: RowFilter } {
+    const readable = this.access.comparableWhere(
+      actor,
+      orderBy.map((o) => o.field),
+    );
+    const keys = orderBy.map(({ field, direction }) => {
+      if (!this.byName.has(field)) throw new Error(`${this.spec.name} has no field "${field}" to order by`);
+      return `"${field}" ${direction === 'desc' ? 'DESC' : 'ASC'}`;
+    });
+    const primaryKey = this.spec.primaryKey;
+    if (!orderBy.some((o) => o.field === primaryKey)) keys.push(`"${primaryKey}" ASC`);
+    return { sql: keys.join(', '), readable };
+  }
+
   private equalities(actor: Actor, where: NonNullable<ListQuery['where']>): { sql: string; params: unknown[] } {
     // Refused before the values are looked at: a 400 about a value is no answer about the field.
     const readable = this.access.comparableWhere(

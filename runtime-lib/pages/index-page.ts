@@ -12,6 +12,8 @@ export interface IndexPageOptions {
   account?: SignedOut | SignedIn;
   /** Where the API's description is served. */
   apiDocs: string;
+  /** The blueprint's pages this person may open. */
+  pages: ReadonlyArray<{ href: string; title: string }>;
 }
 
 export interface SignedOut {
@@ -30,13 +32,16 @@ export interface SignedIn {
   logoutAction: string;
 }
 
-// The blueprint's pages this person may open are listed here once pages are generated; until
-// then the app serves none, so none are listed.
 export function renderIndexPage(options: IndexPageOptions): string {
-  const { description, account } = options;
+  const { description, account, pages } = options;
+  const list = pages.length
+    ? `<nav aria-label="Pages"><ul>
+${pages.map((p) => `<li><a href="${escapeHtml(p.href)}">${escapeHtml(p.title)}</a></li>\n`).join('')}</ul></nav>
+`
+    : '';
   return htmlDocument(
     options.title,
-    `${description ? `<p>${escapeHtml(description)}</p>\n` : ''}${account ? accountSection(account) : ''}\
+    `${description ? `<p>${escapeHtml(description)}</p>\n` : ''}${account ? accountSection(account) : ''}${list}\
 <p><a href="${escapeHtml(options.apiDocs)}">The API's description (OpenAPI)</a></p>
 `,
   );

@@ -17,6 +17,8 @@ export interface IndexRouteOptions {
   api: { info: { title: string; description?: string } };
   /** The e-mail provider's sign-in, when the app has it. */
   signIn?: SignIn;
+  /** The blueprint's pages this person may open (page-view.ts pageLinks), listed on the page. */
+  pages?: (req: ApiRequest) => ReadonlyArray<{ href: string; title: string }>;
 }
 
 export interface SignIn {
@@ -38,9 +40,10 @@ export function indexRoute(options: IndexRouteOptions): Router {
       title: api.info.title,
       description: api.info.description,
       apiDocs: '/api/openapi.json',
+      pages: options.pages?.(req) ?? [],
     };
     if (signIn) page.account = account(signIn, req, res);
-    // With sign-in the page shows who is signed in: never cached.
+    // With sign-in the page shows who is signed in, and the pages they may open: never cached.
     sendPage(res, 200, renderIndexPage(page), { private: signIn !== undefined });
   });
   return router;

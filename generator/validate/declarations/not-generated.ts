@@ -5,7 +5,8 @@
 // operations, plugin step actions, senders of notification adapters other than console.
 
 import type { CompileContext } from '../../context.ts';
-import { triggerForms } from '../../model/build-sections.ts';
+import { buildPage, triggerForms } from '../../model/build-sections.ts';
+import { pageServed, RENDERED_LAYOUTS } from '../../model/pages.ts';
 import { list, namedSections, singleSection, table } from '../../model/raw.ts';
 
 export function notGenerated(ctx: CompileContext): void {
@@ -45,13 +46,22 @@ export function notGenerated(ctx: CompileContext): void {
   for (const { name, value } of namedSections(ctx.parsed, 'workflow')) {
     stepWarnings(warn, name, ['workflow', name, 'steps'], value.steps);
   }
-  for (const { name } of namedSections(ctx.parsed, 'page')) {
-    // `/` always serves the app's index page (runtime/pages/index-route.ts), the blueprint's page or not.
+  for (const { name, value } of namedSections(ctx.parsed, 'page')) {
+    const page = buildPage(name, value);
+    if (pageServed(page)) continue;
+    // `/` always serves the app's index page (runtime/pages/index-route.ts) when no page is served there.
     const served =
       name === '/'
-        ? "the app's index page (its name, sign-in and the API's description) is served at this path instead"
+        ? "the app's index page (its name, sign-in, the pages and the API's description) is served at this path instead"
         : 'nothing is served at this path';
-    warn(['page', name], `page "${name}" is accepted but not generated yet: ${served}`);
+    const what = page.template
+      ? 'its template'
+      : Object.keys(page.layoutSlots).length > 0
+        ? 'its layout slots'
+        : RENDERED_LAYOUTS.includes(page.layout)
+          ? `a ${page.layout} page without a query`
+          : `layout "${page.layout}"`;
+    warn(['page', name], `page "${name}" is accepted but not generated yet (${what}): ${served}`);
   }
   const auth = singleSection(ctx.parsed, 'auth');
   list(auth.providers).forEach((provider, i) => {

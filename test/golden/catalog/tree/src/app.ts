@@ -171,11 +171,11 @@ export function createApp(options: AppOptions): App {
     extend.routes(routes, { db: options.db, events });
     app.use(routes);
   }
-  // GET /: the app's name, the API's description; after your routes,
-  // so one of yours for / wins.
+  // GET /: the app's name, the API's description; after your routes, so one of yours
+  // for / wins.
   app.use(indexRoute({ api }));
   const sendError = errorSender();
-  // A path openapi.json (or the index page) serves with other methods: 405 with Allow; any other: 404.
+  // A path openapi.json (or a page) serves with other methods: 405 with Allow; any other: 404.
   app.use(routeNotFound(allowedMethods(api, [INDEX_PATH])));
   app.use(errorHandler(sendError));
 

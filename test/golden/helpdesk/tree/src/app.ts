@@ -42,7 +42,10 @@ import { webhookRoutes } from './runtime/http/webhook-routes.ts';
 import { mcpRouter } from './runtime/mcp/endpoint.ts';
 import { MCP_SERVER, MCP_TOOLS } from './mcp.ts';
 import { TraceStore } from './runtime/observe/tracing.ts';
-import { INDEX_PATH, indexRoute } from './runtime/pages/index-route.ts';
+import { INDEX_PATH, indexRoute, type SignIn } from './runtime/pages/index-route.ts';
+import { pagePaths, pageRouter } from './runtime/pages/page-routes.ts';
+import { pageLinks } from './runtime/pages/page-view.ts';
+import { PAGES } from './pages.ts';
 import { commentRoutes, commentSpec } from './entities/comment.ts';
 import { customerRoutes, customerSpec } from './entities/customer.ts';
 import { ticketRoutes, ticketSpec } from './entities/ticket.ts';
@@ -220,22 +223,30 @@ export function createApp(options: AppOptions): App {
     extend.routes(routes, { db: options.db, events });
     app.use(routes);
   }
-  // GET /: the app's name, sign-in, the API's description; after your routes,
-  // so one of yours for / wins.
+  const signIn: SignIn = {
+    loginPath: '/login',
+    signup: true,
+    logoutAction: AUTH_ROUTES.logout,
+    csrfToken: auth.csrfToken,
+  };
+  // The blueprint's pages (src/pages.ts), after your routes: each runs its queries as the viewer.
   app.use(
-    indexRoute({
-      api,
-      signIn: {
-        loginPath: '/login',
-        signup: true,
-        logoutAction: AUTH_ROUTES.logout,
-        csrfToken: auth.csrfToken,
-      },
+    pageRouter({
+      pages: PAGES,
+      appTitle: api.info.title,
+      appSlug: 'helpdesk',
+      production: env.NODE_ENV === 'production',
+      stores,
+      commands: { specs: COMMANDS, routes: commands, runtime: commandRuntime },
+      signIn,
     }),
   );
+  // GET /: the app's name, sign-in, the pages, the API's description; after your routes and
+  // the pages, so one of yours (or a page) for / wins.
+  app.use(indexRoute({ api, signIn, pages: pageLinks(PAGES) }));
   const sendError = errorSender();
-  // A path openapi.json (or the index page) serves with other methods: 405 with Allow; any other: 404.
-  app.use(routeNotFound(allowedMethods(api, [INDEX_PATH])));
+  // A path openapi.json (or a page) serves with other methods: 405 with Allow; any other: 404.
+  app.use(routeNotFound(allowedMethods(api, [INDEX_PATH, ...pagePaths(PAGES)])));
   app.use(errorHandler(sendError));
 
   // Every request: trace, your middleware, webhook deliveries, credentials

@@ -1,0 +1,32 @@
+// Which of the blueprint's pages the generated app serves, and how their paths and titles read.
+// Kept here, in the model, because validation warns about the others and the emitter writes these.
+
+import type { Page } from './types.ts';
+
+/** The layouts the app renders (runtime-lib/pages/page-routes.ts LAYOUTS). */
+export const RENDERED_LAYOUTS: readonly string[] = ['list', 'detail', 'dashboard'];
+
+/**
+ * Served: a page of a rendered layout whose rendering reads what it needs (a list or detail page
+ * its first query). Others are accepted with a NOT_GENERATED warning until their part is built.
+ */
+export function pageServed(page: Page): boolean {
+  if (!RENDERED_LAYOUTS.includes(page.layout) || page.template || Object.keys(page.layoutSlots).length > 0)
+    return false;
+  return page.layout === 'dashboard' || page.queries.length > 0;
+}
+
+/** Express's form of a page path: Zebric's `{id}` segments as `:id`. */
+export function expressPath(route: string): string {
+  return route.replace(/\{(\w+)\}/g, ':$1');
+}
+
+/** The page's title, or one made from its path's last fixed segment (`/tickets/:id` reads "Tickets"). */
+export function pageTitle(page: Page, projectName: string): string {
+  if (page.title) return page.title;
+  const fixed = page.route.split('/').filter((s) => s !== '' && !s.startsWith(':') && !s.startsWith('{'));
+  const last = fixed[fixed.length - 1];
+  if (!last) return projectName;
+  const words = last.replace(/[-_]+/g, ' ');
+  return words.charAt(0).toUpperCase() + words.slice(1);
+}

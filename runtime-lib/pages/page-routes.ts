@@ -1,0 +1,211 @@
+// The blueprint's pages, served on GET at their paths, and the actions posted back to them (a
+// detail page's commands). Everything a page shows comes from the same stores, rules and executor
+// as the API, run as the request's actor: a page shows no more than the API would show this
+// viewer, and does nothing the API would refuse them.
+
+import type { ServerResponse } from 'node:http';
+import express, { Router } from 'express';
+import type { CommandRuntime, CommandSpec } from '../commands/executor.ts';
+import { AppError } from '../core/errors.ts';
+import type { RecordKey } from '../core/ids.ts';
+import type { Row } from '../data/database.ts';
+import type { EntityStore } from '../data/entity-store.ts';
+import { BODY_LIMIT } from '../http/body.ts';
+import type { CommandRoute } from '../http/command-routes.ts';
+import { requestContext } from '../http/context.ts';
+import { matched } from '../http/pipeline.ts';
+import type { ApiRequest } from '../http/request.ts';
+import { reportedError } from '../http/respond.ts';
+import { commandAction, commandsPart, type PageCommands } from './command-actions.ts';
+import { dashboardLayout } from './dashboard-layout.ts';
+import { detailLayout } from './detail-layout.ts';
+import { html, type Html } from './html.ts';
+import type { LayoutContext } from './layout-context.ts';
+import { listLayout } from './list-layout.ts';
+import type { Flash } from './page-document.ts';
+import { runPageQueries } from './page-queries.ts';
+import type { PageSpec } from './page-spec.ts';
+import { mayOpen, type PageSite, redirect, sendView, signInHref, takeFlash } from './page-view.ts';
+import type { RecordLinks } from './values.ts';
+
+/** The layouts rendered here; the generator refuses a page of any other. */
+export const LAYOUTS: Readonly<Record<string, (view: LayoutContext) => Html>> = {
+  list: listLayout,
+  detail: detailLayout,
+  dashboard: dashboardLayout,
+};
+
+export interface PageRouterOptions extends PageSite {
+  stores: ReadonlyMap<string, EntityStore>;
+  /** The app's commands, offered on detail pages. */
+  commands?: {
+    specs: ReadonlyArray<CommandSpec<never, never>>;
+    routes: readonly CommandRoute[];
+    runtime: CommandRuntime;
+  };
+}
+
+/** A page request, as the layouts and actions see it. */
+export interface PageRequest {
+  site: PageRouterOptions;
+  page: PageSpec;
+  req: ApiRequest;
+  res: ServerResponse;
+  params: Record<string, string>;
+}
+
+/** What renders a page again after a POST: the message and the form state the action left. */
+export interface Rerender {
+  status: number;
+  flash?: Flash;
+  /** Replaces the detail page's commands part (a refused command's form, a confirmation). */
+  commands?: (record: Row, seen: string) => Html;
+}
+
+export function pageRouter(options: PageRouterOptions): Router {
+  const router = Router({ caseSensitive: true });
+  const links = recordLinks(options);
+  const db = [...options.stores.values()][0]?.db;
+  const commands: PageCommands | undefined = options.commands && {
+    ...options.commands,
+    byName: new Map(options.commands.specs.map((s) => [s.name, s as unknown as CommandSpec])),
+  };
+  const entity = (name: string) => (options.stores.get(name) as EntityStore).spec;
+
+  /** Runs the page's queries and sends it; `again` when a POST shows it again. */
+  const render = async (pr: PageRequest, again?: Rerender): Promise<void> => {
+    const { page, req, res, params } = pr;
+    const ctx = requestContext(req, { mutation: false });
+    const skip = page.layout === 'list' ? pageNumber(req.url) : 0;
+    const results = await db.read(runPageQueries(options.stores, page.queries, ctx, params, skip), ctx.trace);
+    const view: LayoutContext = {
+      page,
+      results,
+      entity,
+      links,
+      skip,
+      pageHref: (n) => (n === 0 ? pathOnly(req.url) : `${pathOnly(req.url)}?page=${n + 1}`),
+    };
+    if (page.layout === 'detail') {
+      const first = results[page.queries[0].name];
+      if (first.records.length === 0) return notFound(pr);
+      view.commands = await commandsPart(commands, pr, first.entity, first.records[0], ctx, again);
+    }
+    const flash = again?.flash ?? takeFlash(options, req, res);
+    sendView(options, req, res, {
+      status: again?.status ?? 200,
+      title: page.title,
+      main: LAYOUTS[page.layout](view),
+      flash,
+    });
+  };
+
+  const notFound = (pr: PageRequest) =>
+    sendView(options, pr.req, pr.res, {
+      status: 404,
+      title: 'Not found',
+      main: html`<p>There is nothing here, or it is not yours to see.</p>`,
+    });
+
+  /** An error while serving a page, as a page: the message of a refusal, never a stack trace. */
+  const failed = (pr: PageRequest, err: unknown): void => {
+    const error = reportedError(err, pr.req, (line) => console.error(line), `page ${pr.page.path}`);
+    if (error.code === 'UNAUTHENTICATED' && options.signIn)
+      return redirect(pr.res, signInHref(options, pr.req) as string);
+    const title = error.status >= 500 ? 'Something went wrong' : 'Not allowed';
+    const main =
+      error.status >= 500
+        ? html`<p>The page could not be shown. Reference: <code>${pr.req.trace?.traceId ?? ''}</code></p>`
+        : html`<p>${error.message}</p>`;
+    sendView(options, pr.req, pr.res, { status: error.status, title, main });
+  };
+
+  const formBody = express.urlencoded({ extended: false, limit: BODY_LIMIT });
+  for (const page of options.pages) {
+    const handle =
+      (serve: (pr: PageRequest) => Promise<void>) => async (req: express.Request, res: express.Response) => {
+        const apiReq = req as unknown as ApiRequest;
+        const pr: PageRequest = {
+          site: options,
+          page,
+          req: apiReq,
+          res,
+          params: { ...req.params } as Record<string, string>,
+        };
+        if (!mayOpen(page, apiReq)) {
+          const href = signInHref(options, apiReq);
+          if (href) return redirect(res, href);
+          return sendView(options, apiReq, res, {
+            status: 401,
+            title: 'Sign in required',
+            main: html`<p>This page is for signed-in people.</p>`,
+          });
+        }
+        try {
+          await serve(pr);
+        } catch (err) {
+          failed(pr, err);
+        }
+      };
+    router.get(page.path, matched(`page ${page.path}`), handle(render));
+    router.post(
+      page.path,
+      matched(`page ${page.path}`),
+      formBody,
+      handle(async (pr) => {
+        const sent = formFields(pr.req.body);
+        if (sent._action === 'command' && page.layout === 'detail' && commands) {
+          return commandAction(commands, pr, sent, { render, notFound, site: options });
+        }
+        throw new AppError('VALIDATION_FAILED', 'this page has no such action');
+      }),
+    );
+  }
+  return router;
+}
+
+/** The page paths as openapi.json writes paths (`/tickets/{id}`), for the 405 of other methods. */
+export function pagePaths(pages: readonly PageSpec[]): string[] {
+  return pages.map((p) => p.path.replace(/:(\w+)/g, '{$1}'));
+}
+
+/** A form body's fields as strings (a repeated field: its first value). */
+function formFields(body: unknown): Record<string, string> {
+  const out: Record<string, string> = {};
+  if (typeof body !== 'object' || body === null) return out;
+  for (const [key, value] of Object.entries(body)) {
+    const first = Array.isArray(value) ? value[0] : value;
+    if (typeof first === 'string') out[key] = first;
+  }
+  return out;
+}
+
+/** `?page=N` (from 1): how many whole pages the list moves on. Anything else is the first. */
+function pageNumber(url: string | undefined): number {
+  const match = /[?&]page=(\d{1,6})(?:&|$)/.exec(url ?? '');
+  const n = match ? Number(match[1]) : 1;
+  return n >= 1 ? n - 1 : 0;
+}
+
+function pathOnly(url: string | undefined): string {
+  return (url ?? '/').split('?')[0];
+}
+
+/**
+ * Where each entity's records have a page of their own: a detail page whose first query takes the
+ * record by its key from a path parameter (`where = { id = "$params.id" }` on `/tickets/:id`).
+ */
+function recordLinks(options: PageRouterOptions): RecordLinks {
+  const links = new Map<string, (id: unknown) => string>();
+  for (const page of options.pages) {
+    const query = page.queries[0];
+    if (page.layout !== 'detail' || !query || links.has(query.entity)) continue;
+    const key = options.stores.get(query.entity)?.spec.primaryKey;
+    const byKey = query.where?.find((w) => w.field === key && typeof w.value === 'string');
+    const param = typeof byKey?.value === 'string' && /^\$params\.(\w+)$/.exec(byKey.value)?.[1];
+    if (!param || (query.where?.length ?? 0) !== 1 || !page.path.includes(`:${param}`)) continue;
+    const segment = new RegExp(`:${param}(?=/|$)`);
+    links.set(query.entity, (id) => page.path.replace(segment, encodeURIComponent(String(id as RecordKey))));
+  }
+  return links;
+}
