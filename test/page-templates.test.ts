@@ -15,7 +15,7 @@ import { expect } from 'chai';
 import { compileTemplate, TemplateSyntaxError } from '../runtime-lib/pages/custom-template.ts';
 import { TemplateRenderError, templateVariables } from '../runtime-lib/pages/template-context.ts';
 import { PAGE_CSP } from '../runtime-lib/pages/document.ts';
-import { bp, freshDir, generate, ROOT, startApp, typecheck, type RunningApp } from './support/apps.ts';
+import { bp, freshDir, generate, login, request, ROOT, startApp, typecheck, type RunningApp } from './support/apps.ts';
 import { addUser, CookieClient } from './support/access/client.ts';
 import { databaseUrl } from './support/databases.ts';
 
@@ -210,7 +210,7 @@ describe('template engines (runtime pages/custom-template.ts)', () => {
   });
 });
 
-describe('[auth.pages] in a generated app (sign-in through the blueprint own pages)', function () {
+describe('a generated app with templates: [auth.pages], page templates and slots', function () {
   this.timeout(120_000);
   const EMAIL = 'writer@templates.example';
   const PASSWORD = 'templates-password-1';
@@ -296,5 +296,79 @@ describe('[auth.pages] in a generated app (sign-in through the blueprint own pag
       form: { _csrf: token, email: 'new@templates.example', password: 'a-long-enough-password-9' },
     });
     expect(made.status, made.text).to.equal(303);
+  });
+  describe('pages with the blueprint templates', () => {
+    let cookie: string;
+    let token: string;
+    const SCRIPT = '<script>alert("note")</script>';
+
+    it('shows the list.empty slot while the list is empty, with the viewer', async () => {
+      const res = await request(app.url, 'GET', '/shelf');
+      expect(res.status, res.text).to.equal(200);
+      expect(res.text).to.include('<p id="empty-shelf">Nothing on the shelf, stranger.</p>');
+      expect(res.text).not.to.include('Nothing to show.');
+    });
+
+    it('renders a Handlebars page template with the query results, escaped, and the CSRF field', async () => {
+      const session = await login(app.url, EMAIL, PASSWORD);
+      cookie = session.cookie;
+      token = session.csrfToken;
+      for (const title of ['Beta', SCRIPT, 'Alpha']) {
+        const made = await request(app.url, 'POST', '/api/notes', {
+          json: { title },
+          headers: { cookie, 'x-csrf-token': token },
+        });
+        expect(made.status, made.text).to.equal(201);
+      }
+      const res = await request(app.url, 'GET', '/notes', { headers: { cookie } });
+      expect(res.status, res.text).to.equal(200);
+      expect(res.headers.get('content-security-policy')).to.equal(PAGE_CSP);
+      expect(res.text)
+        .to.match(/^<!doctype html>/)
+        .and.include('<title>Notes');
+      const items = [...res.text.matchAll(/<li class="note">(.*)<\/li>/g)].map((m) => m[1]);
+      expect(items).to.deep.equal(['&lt;script&gt;alert(&quot;note&quot;)&lt;/script&gt;', 'Alpha', 'Beta']);
+      expect(res.text).not.to.include(SCRIPT);
+      expect(res.text).to.include(`<p id="viewer">Signed in as ${EMAIL}</p>`);
+      expect(res.text).to.include(`<input type="hidden" name="_csrf" value="${token}">`);
+    });
+
+    it('renders a Liquid page template the same way', async () => {
+      const res = await request(app.url, 'GET', '/journal', { headers: { cookie } });
+      expect(res.status, res.text).to.equal(200);
+      const items = [...res.text.matchAll(/<li class="entry">(.*)<\/li>/g)].map((m) => m[1]);
+      expect(items).to.deep.equal(['&lt;script&gt;alert(&#34;note&#34;)&lt;/script&gt;', 'Alpha', 'Beta']);
+      expect(res.text).not.to.include(SCRIPT);
+      expect(res.text).to.include(`<input type="hidden" name="_csrf" value="${token}">`);
+    });
+
+    it('renders the built-in list once there are records, and a detail.main slot with its record', async () => {
+      const shelf = await request(app.url, 'GET', '/shelf');
+      expect(shelf.text).not.to.include('empty-shelf');
+      expect(shelf.text).to.include('&lt;script&gt;');
+      const link = /href="(\/notes\/[^"]+)"/.exec(shelf.text)?.[1] as string;
+      const detail = await request(app.url, 'GET', link);
+      expect(detail.status, detail.text).to.equal(200);
+      expect(detail.text).to.match(/<article id="note-main"><h2>[^<]+<\/h2><p>Note<\/p><\/article>/);
+    });
+
+    it('answers a signed-out visitor of a required page with the blueprint loginRequired page', async () => {
+      const res = await request(app.url, 'GET', '/private');
+      expect(res.status).to.equal(401);
+      expect(res.text).to.include(
+        '<p id="login-required">/private needs you to <a href="/login?next=%2Fprivate">sign in</a>.</p>',
+      );
+      const signedIn = await request(app.url, 'GET', '/private', { headers: { cookie } });
+      expect(signedIn.text).to.include(`<p id="private">3 notes for ${EMAIL}</p>`);
+    });
+
+    it('answers a template that throws while rendering with a logged 500 page, no stack trace', async () => {
+      const res = await request(app.url, 'GET', '/broken');
+      expect(res.status).to.equal(500);
+      expect(res.headers.get('content-type')).to.equal('text/html; charset=utf-8');
+      expect(res.text).to.include('The page could not be shown.').and.not.include('requires exactly one argument');
+      expect(res.text).not.to.match(/at .*\.ts:\d+/);
+      expect(app.output()).to.include('template page."/broken".template failed: #with requires exactly one argument');
+    });
   });
 });

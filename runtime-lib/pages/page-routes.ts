@@ -19,12 +19,14 @@ import { reportedError } from '../http/respond.ts';
 import { commandAction, commandsPart, type PageCommands } from './command-actions.ts';
 import { dashboardLayout } from './dashboard-layout.ts';
 import { detailLayout } from './detail-layout.ts';
-import { html, type Html } from './html.ts';
+import { html, type Html, trusted } from './html.ts';
 import type { LayoutContext } from './layout-context.ts';
 import { listLayout } from './list-layout.ts';
 import type { Flash } from './page-document.ts';
 import { runPageQueries } from './page-queries.ts';
 import type { PageSpec } from './page-spec.ts';
+import { pageTemplateInput, slotRenderer } from './page-templates.ts';
+import { templateVariables } from './template-context.ts';
 import { mayOpen, type PageSite, redirect, sendView, signInHref, takeFlash } from './page-view.ts';
 import type { RecordLinks } from './values.ts';
 
@@ -86,16 +88,22 @@ export function pageRouter(options: PageRouterOptions): Router {
       skip,
       pageHref: (n) => (n === 0 ? pathOnly(req.url) : `${pathOnly(req.url)}?page=${n + 1}`),
     };
-    if (page.layout === 'detail') {
+    if (page.layout === 'detail' && page.queries.length > 0) {
       const first = results[page.queries[0].name];
       if (first.records.length === 0) return notFound(pr);
-      view.commands = await commandsPart(commands, pr, first.entity, first.records[0], ctx, again);
+      if (!page.template) view.commands = await commandsPart(commands, pr, first.entity, first.records[0], ctx, again);
     }
+    // The blueprint's templates (page-templates.ts): a template renders the page, slots parts of it.
+    const input =
+      (page.template || page.slots) &&
+      pageTemplateInput(page, results, req, params, options.signIn?.csrfToken(req, res) ?? '');
+    if (input) view.slot = slotRenderer(page, input);
+    const main = page.template && input ? trusted(page.template.render(templateVariables(input))) : undefined;
     const flash = again?.flash ?? takeFlash(options, req, res);
     sendView(options, req, res, {
       status: again?.status ?? 200,
       title: page.title,
-      main: LAYOUTS[page.layout](view),
+      main: main ?? LAYOUTS[page.layout](view),
       flash,
     });
   };
@@ -133,6 +141,7 @@ export function pageRouter(options: PageRouterOptions): Router {
           params: { ...req.params } as Record<string, string>,
         };
         if (!mayOpen(page, apiReq)) {
+          if (options.signIn?.loginRequired) return options.signIn.loginRequired(apiReq, res, apiReq.url ?? '/');
           const href = signInHref(options, apiReq);
           if (href) return redirect(res, href);
           return sendView(options, apiReq, res, {

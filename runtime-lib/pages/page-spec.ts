@@ -2,6 +2,7 @@
 // generate time (every entity, field, relation, command and workflow named here exists).
 
 import type { IncludeSpec } from '../commands/executor.ts';
+import type { CompiledTemplate, SlotName } from './template-context.ts';
 
 /** A query of a page: the records of `entity` the viewer may read, filtered, ordered and paged. */
 export interface PageQuerySpec {
@@ -39,4 +40,8 @@ export interface PageSpec {
   commands?: readonly PageCommandSpec[];
   /** `actionBar.statusField` and its label: the record's state, shown by the heading. */
   status?: { field: string; label?: string };
+  /** The blueprint's own template: it renders the page in place of the layout. */
+  template?: CompiledTemplate;
+  /** `layoutSlots`: templates that render parts of the layout in place of its own. */
+  slots?: Readonly<Partial<Record<SlotName, CompiledTemplate>>>;
 }

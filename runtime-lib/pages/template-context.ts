@@ -123,9 +123,10 @@ export function renderSlot(
 }
 
 /**
- * A whole page from a template: the template's HTML inside the app's document under `title`, as
- * Zebric wraps a page template; a template whose output is a document of its own (it starts with
- * `<!doctype html>`, as Zebric's auth page templates do) is sent as it is.
+ * An [auth.pages] page from its template: the template's HTML inside the sign-in pages' document
+ * under `title`; output that is a document of its own (it starts with `<!doctype html>`, as
+ * Zebric's auth templates do) is sent as it is. (A page's template is the content of the pages'
+ * document: page-routes.ts.)
  */
 export function templateDocument(title: string, html: string): string {
   return /^\s*<!doctype html/i.test(html) ? html : htmlDocument(title, html);
