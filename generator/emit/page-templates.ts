@@ -2,6 +2,7 @@
 // runs when it starts (a page's template and slots in src/pages.ts, [auth.pages] in
 // src/auth-pages.ts), and the packages an app with templates depends on.
 
+import { pageServed } from '../model/pages.ts';
 import type { Blueprint, PageTemplate } from '../model/types.ts';
 import { call } from './ts-literal.ts';
 
@@ -11,10 +12,10 @@ export const TEMPLATE_DEPENDENCIES: Record<string, string> = {
   liquidjs: '^10.30.1',
 };
 
-/** Whether the app compiles templates: a page's template or slot, or [auth.pages] of the email provider. */
+/** Whether the app compiles templates: a served page's template or slot, or [auth.pages] of the email provider. */
 export function usesTemplates(bp: Blueprint): boolean {
   return (
-    bp.pages.some((p) => p.template !== undefined || Object.keys(p.layoutSlots).length > 0) ||
+    bp.pages.some((p) => pageServed(p) && (p.template !== undefined || Object.keys(p.layoutSlots).length > 0)) ||
     Object.keys(authPages(bp)).length > 0
   );
 }
