@@ -4,7 +4,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import type { Blueprint } from '../model/types.ts';
 import { emitCommands } from './commands.ts';
-import { emitEntityModule, entityFileName, routesName } from './entities.ts';
+import { emitEntityModule, entityFileName, hasFileFields, routesName } from './entities.ts';
 import { lowerFirst } from '../model/relations.ts';
 import { emitMigrations, type PreviousOutput } from './migrations.ts';
 import { mcpTools } from '../contract/mcp-tools.ts';
@@ -38,6 +38,16 @@ export const APP_DEPENDENCIES: Record<string, string> = {
   'express-session': '^1.19.0',
   // The first release tested with the runtime's use of `pg`'s pipeline mode (public API only).
   pg: '^8.23.1',
+};
+/**
+ * What the uploads of `file` fields need (runtime/uploads): only apps with file fields depend on
+ * them (busboy reads multipart bodies, file-type checks a file's bytes, the S3 client is loaded
+ * when UPLOADS_URL names a bucket).
+ */
+export const UPLOAD_DEPENDENCIES: Record<string, string> = {
+  '@aws-sdk/client-s3': '^3.1175.0',
+  busboy: '^1.6.0',
+  'file-type': '^22.3.0',
 };
 /**
  * Node flags of `npm start`. A young generation of 4 MB semi-spaces (V8's default grows to 16 MB)
@@ -84,7 +94,9 @@ export async function emitApp(bp: Blueprint, options: EmitOptions): Promise<Emit
     routesName: routesName(e),
     specName: `${lowerFirst(e.name)}Spec`,
     storeName: `${lowerFirst(e.name)}Store`,
+    files: hasFileFields(e) && `${lowerFirst(e.name)}Files`,
   }));
+  const uploads = entities.some((e) => e.files);
   const deps = (table: Record<string, string>) => Object.entries(table).map(([name, version]) => ({ name, version }));
   const emailAuth = bp.auth.providers.includes('email');
   // /mcp only where there is a tool to serve: a skill action or a command.
@@ -104,7 +116,7 @@ export async function emitApp(bp: Blueprint, options: EmitOptions): Promise<Emit
       description: bp.project.description ?? '',
       emailAuth,
       nodeFlags: START_NODE_FLAGS.join(' '),
-      dependencies: deps(APP_DEPENDENCIES),
+      dependencies: deps(sortedKeys({ ...APP_DEPENDENCIES, ...(uploads ? UPLOAD_DEPENDENCIES : {}) })),
       devDependencies: deps(APP_DEV_DEPENDENCIES),
     }),
   );
@@ -133,6 +145,7 @@ export async function emitApp(bp: Blueprint, options: EmitOptions): Promise<Emit
     'src/app.ts',
     render('app/src/app.ts.hbs', {
       entities,
+      uploads,
       emailAuth,
       mcp,
       // The job store, runner and workflow runtime only where there are workflows to run.
@@ -244,4 +257,9 @@ function pipelineSteps(emailAuth: boolean, webhooks: boolean): string[] {
     ...credentials,
     'routing',
   ];
+}
+
+/** `table` with its keys in order, as package.json lists them. */
+function sortedKeys(table: Record<string, string>): Record<string, string> {
+  return Object.fromEntries(Object.entries(table).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
 }
