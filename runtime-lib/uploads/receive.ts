@@ -29,6 +29,8 @@ import { newStoredName, UPLOADS_PREFIX } from './stored-names.ts';
 
 /** The global upload limit (spec 8): no file is taken beyond it, whatever its field's max. */
 export const UPLOAD_LIMIT = 50 * 1024 * 1024;
+/** How long the rest of a refused body is read and dropped before its connection is cut. */
+const LINGER_MS = 2000;
 /** The largest text field of a multipart body, as the JSON body limit (http/body.ts). */
 const TEXT_FIELD_LIMIT = 1024 * 1024;
 
@@ -128,7 +130,7 @@ async function contentProblem(file: string, declared: string): Promise<string | 
  * and answers what it held. Refused (the promise rejects with the AppError to send, and every
  * file stored is removed first): a malformed body, a file part for a field not in `fields`, a
  * text part for one that is, a field sent twice, a file beyond its limit (413; the rest of the
- * body is not read, and the connection closes after the answer), a declared type its field
+ * body is dropped, and the connection cut 2 s after the answer if the client still sends), a declared type its field
  * does not accept or bytes of another type (415), a CSRF token that does not pass.
  *
  * For server-rendered forms: `const got = await receiveMultipart(req, res, { fields, store })`,
@@ -169,11 +171,11 @@ export function receiveMultipart(
       settled = true;
       req.unpipe(parser);
       if (!req.complete) {
-        // The rest of the body is not read: the answer closes the connection, and what the client
-        // still sends is drained for a moment (so it can read the answer), then cut off.
-        res.setHeader('Connection', 'close');
+        // The rest of the body is not kept: what the client still sends is read and dropped for a
+        // moment after the answer, then the connection is cut. Closing it at once would reset it
+        // while the client is still sending, and the client could lose the answer with it.
         req.resume();
-        const cut = setTimeout(() => req.destroy(), 2000);
+        const cut = setTimeout(() => req.destroy(), LINGER_MS);
         cut.unref();
         req.once('end', () => clearTimeout(cut));
       }

@@ -25,6 +25,10 @@ export function s3Store({ bucket, prefix }: Bucket, env: NodeJS.ProcessEnv, inco
         region: env.AWS_REGION || env.AWS_DEFAULT_REGION || 'us-east-1',
         endpoint,
         forcePathStyle: endpoint !== undefined,
+        // Checksums only where S3 requires them: the SDK's default sends a streamed body in
+        // aws-chunked framing with a trailing checksum, which S3-compatible servers store as is.
+        requestChecksumCalculation: 'WHEN_REQUIRED',
+        responseChecksumValidation: 'WHEN_REQUIRED',
         credentials: env.AWS_ACCESS_KEY_ID
           ? {
               accessKeyId: env.AWS_ACCESS_KEY_ID,
