@@ -541,6 +541,52 @@ for (const database of DATABASES)
       );
     });
 
+    it('will not start without a writable uploads folder, or with an UPLOADS_URL it cannot use', async () => {
+      const folder = path.join(appDir, 'data', 'uploads');
+      const aside = `${folder}.aside`;
+      fs.renameSync(folder, aside);
+      fs.writeFileSync(folder, 'a file where the folder should be');
+      try {
+        const env = { SESSION_SECRET: SECRET, DATABASE_URL: await databaseUrl(database, 'uploads_disk') };
+        let failure = '';
+        await startApp(appDir, env).then(
+          (started) => started.stop(),
+          (err: Error) => (failure = err.message),
+        );
+        expect(failure).to.include(`cannot start: uploads: the folder ${folder} must exist and be writable`);
+        failure = '';
+        await startApp(appDir, { ...env, UPLOADS_URL: 'ftp://files/x' }).then(
+          (started) => started.stop(),
+          (err: Error) => (failure = err.message),
+        );
+        expect(failure).to.include('cannot start: UPLOADS_URL must be s3://bucket/prefix (got "ftp://files/x")');
+      } finally {
+        fs.rmSync(folder);
+        fs.renameSync(aside, folder);
+      }
+    });
+
+    it('describes the multipart bodies and the download in its OpenAPI document', async () => {
+      const api = (await request(app.url, 'GET', '/api/openapi.json')).body as {
+        paths: Record<string, Record<string, { requestBody?: { content: Record<string, Rec> } }>>;
+        components: { schemas: Record<string, { properties: Record<string, Rec> }> };
+      };
+      const create = api.paths['/api/docs'].post.requestBody?.content ?? {};
+      expect(Object.keys(create)).to.deep.equal(['application/json', 'multipart/form-data']);
+      expect(create['multipart/form-data'].encoding).to.deep.equal({
+        scan: { contentType: 'image/png, application/pdf, text/plain' },
+        secret: { contentType: 'text/*' },
+      });
+      const upload = api.components.schemas.DocCreateUpload.properties;
+      expect(upload.scan).to.include({ type: 'string', format: 'binary' });
+      expect(upload.big.description).to.include(`at most ${50 * 1024 * 1024} bytes`);
+      expect(upload.pages.type).to.deep.equal(['integer', 'null']);
+      expect(api.components.schemas.DocCreate.properties.scan).to.include({ type: 'null' });
+      expect(Object.keys(api.paths['/api/docs/{id}'].put.requestBody?.content ?? {})).to.include('multipart/form-data');
+      expect(Object.keys(api.paths['/api/notes'].post.requestBody?.content ?? {})).to.deep.equal(['application/json']);
+      expect(api.paths['/uploads/{name}']).to.have.property('get');
+    });
+
     it("takes a form's _csrf field sent before its file, and stores nothing without a valid one", async () => {
       const before = storedFiles(appDir);
       const parts = (token: string | undefined): Part[] => [

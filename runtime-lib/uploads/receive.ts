@@ -21,14 +21,13 @@ import { type Readable, Transform, type TransformCallback, type Writable } from 
 import { pipeline } from 'node:stream/promises';
 import { fileTypeFromFile, supportedMimeTypes } from 'file-type';
 import { AppError } from '../core/errors.ts';
+import { UPLOAD_LIMIT } from '../core/values.ts';
 import { StoredFile } from '../data/fields.ts';
 import { takeCsrfCheck } from '../http/body.ts';
 import type { ApiRequest } from '../http/request.ts';
 import type { FileStore } from './file-store.ts';
 import { newStoredName, UPLOADS_PREFIX } from './stored-names.ts';
 
-/** The global upload limit (spec 8): no file is taken beyond it, whatever its field's max. */
-export const UPLOAD_LIMIT = 50 * 1024 * 1024;
 /** How long the rest of a refused body is read and dropped before its connection is cut. */
 const LINGER_MS = 2000;
 /** The largest text field of a multipart body, as the JSON body limit (http/body.ts). */
