@@ -25,6 +25,7 @@ import {
   type Session,
 } from './support/apps.ts';
 import { DATABASES, databaseUrl } from './support/databases.ts';
+import { isStoredName, newStoredName } from '../runtime-lib/uploads/stored-names.ts';
 
 type Rec = Record<string, unknown>;
 const errorCode = (r: HttpResponse) => (r.body as { error: { code: string } }).error.code;
@@ -632,6 +633,32 @@ for (const database of DATABASES)
       );
     });
   });
+
+describe('stored names of uploads', () => {
+  it('are random names with a checked extension, and nothing else passes for one', () => {
+    const png = newStoredName('image/png');
+    expect(png).to.match(/^[0-9a-f]{32}\.png$/);
+    expect(newStoredName('image/png')).not.to.equal(png);
+    expect(newStoredName('application/x-unknown')).to.match(/\.bin$/);
+    expect(isStoredName(png)).to.equal(true);
+    for (const bad of [
+      '',
+      '../etc/passwd',
+      `../${png}`,
+      `${png}/..`,
+      `sub/${png}`,
+      `sub\\${png}`,
+      png.toUpperCase(),
+      `${png}\u0000`,
+      `.${png}`,
+      png.replace('.png', ''),
+      png.replace('.png', '.png.exe'),
+      '..',
+      '.incoming',
+    ])
+      expect(isStoredName(bad), bad).to.equal(false);
+  });
+});
 
 /** s3rver's interface, as far as the test uses it (it ships no types). */
 interface S3rverInstance {
