@@ -80,7 +80,7 @@ function form(parts: Part[]): FormData {
   const data = new FormData();
   for (const [name, value] of parts) {
     if (typeof value === 'string') data.append(name, value);
-    else data.append(name, new Blob([value.bytes], { type: value.type }), value.filename ?? 'upload');
+    else data.append(name, new Blob([new Uint8Array(value.bytes)], { type: value.type }), value.filename ?? 'upload');
   }
   return data;
 }
