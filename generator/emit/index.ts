@@ -145,7 +145,19 @@ export async function emitApp(bp: Blueprint, options: EmitOptions): Promise<Emit
     'src/app.ts',
     render('app/src/app.ts.hbs', {
       entities,
-      uploads,
+      // GET /uploads/<name>, reading the file fields of these entities' records.
+      uploads:
+        uploads &&
+        tsLiteral(
+          call(
+            'downloadRouter',
+            code('fileStore'),
+            entities.flatMap((e) =>
+              e.files ? [{ store: code(e.storeName), fields: code(`${e.files}.fieldNames`) }] : [],
+            ),
+          ),
+          { indent: 2, lead: 10, trail: 2 },
+        ),
       emailAuth,
       mcp,
       // The job store, runner and workflow runtime only where there are workflows to run.

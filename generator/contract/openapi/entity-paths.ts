@@ -168,7 +168,7 @@ export function uploadsPath(bp: Blueprint): Record<string, Schema> {
   const headers = {
     ...TRACE_HEADER,
     'Content-Disposition': {
-      description: '`inline` for PNG, JPEG, GIF, WebP and AVIF images, else `attachment`; named by the stored name',
+      description: '`inline` for PNG, JPEG, GIF, WebP and AVIF, else `attachment`',
       schema: { type: 'string' },
     },
     'X-Content-Type-Options': { schema: { type: 'string', const: 'nosniff' } },

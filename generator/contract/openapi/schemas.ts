@@ -169,7 +169,8 @@ const FILE_IN_JSON: Schema = {
 /** A file field as a multipart/form-data part: the file's bytes, within its max and accept. */
 function fileUploadSchema(field: Field): Schema {
   const limit = Math.min(field.max ?? UPLOAD_LIMIT, UPLOAD_LIMIT);
-  const types = field.accept ? `; of type ${field.accept.join(', ')} (declared, and its bytes)` : '';
+  // The types it accepts are the part's encoding (entity-paths.ts), checked on the file's bytes too.
+  const types = field.accept ? ", of a type the part's encoding lists" : '';
   const notes = [
     field.description,
     `A file of at most ${limit} bytes${types}.`,
