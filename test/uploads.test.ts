@@ -8,6 +8,7 @@
 
 import * as fs from 'node:fs';
 import * as http from 'node:http';
+import * as net from 'node:net';
 import { createRequire } from 'node:module';
 import * as path from 'node:path';
 import { expect } from 'chai';
@@ -19,6 +20,7 @@ import {
   login,
   readResponse,
   request,
+  ROOT,
   startApp,
   type HttpResponse,
   type RunningApp,
@@ -634,6 +636,20 @@ for (const database of DATABASES)
     });
   });
 
+describe('an app without file fields', function () {
+  this.timeout(60_000);
+  it('carries no upload code and needs none of its packages', async () => {
+    const appDir = path.join(freshDir('uploads-none'), 'app');
+    const r = await generate(path.join(ROOT, 'test/fixtures/valid/closed-signup/app.toml'), appDir);
+    expect(r.status, r.stderr).to.equal(0);
+    expect(fs.existsSync(path.join(appDir, 'src', 'runtime', 'uploads'))).to.equal(false);
+    expect(fs.readFileSync(path.join(appDir, 'src', 'app.ts'), 'utf8')).not.to.include('uploads');
+    const pkg = JSON.parse(fs.readFileSync(path.join(appDir, 'package.json'), 'utf8')) as { dependencies: Rec };
+    for (const name of ['busboy', 'file-type', '@aws-sdk/client-s3'])
+      expect(pkg.dependencies).not.to.have.property(name);
+  });
+});
+
 describe('stored names of uploads', () => {
   it('are random names with a checked extension, and nothing else passes for one', () => {
     const png = newStoredName('image/png');
@@ -698,6 +714,42 @@ describe('file uploads on S3-compatible storage, two instances on one PostgreSQL
   after(async () => {
     await Promise.all([one?.stop(), two?.stop()]);
     await s3?.close();
+  });
+
+  it('answers 503 when the bucket cannot be reached, and writes no record', async () => {
+    const closed = await new Promise<number>((resolve) => {
+      const server = net.createServer().listen(0, '127.0.0.1', () => {
+        const { port } = server.address() as net.AddressInfo;
+        server.close(() => resolve(port));
+      });
+    });
+    const { appDir, env } = await setUp('sqlite', 's3-down', {
+      UPLOADS_URL: 's3://bp-files/app/uploads',
+      AWS_ENDPOINT_URL: `http://127.0.0.1:${closed}`,
+      AWS_ACCESS_KEY_ID: 'S3RVER',
+      AWS_SECRET_ACCESS_KEY: 'S3RVER',
+    });
+    const down = await startApp(appDir, env);
+    try {
+      const alice = await login(down.url, 'alice@example.com', PASSWORD);
+      const r = await send(
+        down.url,
+        'POST',
+        '/api/docs',
+        [
+          ['title', 'Nowhere'],
+          ['scan', { bytes: PNG, type: 'image/png' }],
+        ],
+        asPerson(alice),
+      );
+      expect(r.status, r.text).to.equal(503);
+      expect(errorCode(r)).to.equal('STORAGE_UNAVAILABLE');
+      expect(r.headers.get('retry-after')).to.equal('5');
+      const list = await request(down.url, 'GET', '/api/docs', { headers: asPerson(alice) });
+      expect((list.body as { items: Rec[] }).items).to.deep.equal([]);
+    } finally {
+      await down.stop();
+    }
   });
 
   /** The objects s3rver holds in the bucket under the app's prefix. */

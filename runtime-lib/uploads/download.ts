@@ -12,7 +12,7 @@ import { AppError } from '../core/errors.ts';
 import type { EntityStore } from '../data/entity-store.ts';
 import { requestContext } from '../http/context.ts';
 import { matched } from '../http/pipeline.ts';
-import type { FileStore } from './file-store.ts';
+import { type FileStore, filesUnavailable } from './file-store.ts';
 import { isStoredName, servedInline, servedType, UPLOADS_PREFIX } from './stored-names.ts';
 
 /** An entity whose file fields may reference uploads. */
@@ -38,7 +38,9 @@ export function downloadRouter(files: FileStore, readers: readonly FileReader[])
       if (readable) break;
     }
     if (!readable) throw missing();
-    const file = await files.open(name);
+    const file = await files.open(name).catch((err: unknown) => {
+      throw filesUnavailable(err);
+    });
     if (!file) throw missing();
     res.setHeader('Content-Type', servedType(name));
     res.setHeader('Content-Length', String(file.size));

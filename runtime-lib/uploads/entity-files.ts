@@ -45,8 +45,14 @@ function fieldValue(f: FieldSpec | undefined, text: string): unknown {
   return text;
 }
 
+/**
+ * A server-rendered form of an entity with file fields reads its body with receiveMultipart
+ * (receive.ts) and `uploadFields`, makes the write's body with `bodyOf`, writes with `context`, and
+ * ends with `committed` (or lets the response end: the files of a failed write are removed).
+ */
 export class EntityFiles {
-  private readonly fields: readonly UploadField[];
+  /** The entity's file fields, with their max and accept: receiveMultipart's `fields`. */
+  readonly uploadFields: readonly UploadField[];
   private readonly byName: ReadonlyMap<string, FieldSpec>;
   /** The multipart body each request held. */
   private readonly received = new WeakMap<ApiRequest, Received>();
@@ -58,31 +64,47 @@ export class EntityFiles {
   ) {
     const specs = store.spec.fields;
     this.byName = new Map(specs.map((f) => [f.name, f]));
-    this.fields = specs.filter((f) => f.type === 'file').map((f) => ({ name: f.name, ...f.upload }));
+    this.uploadFields = specs.filter((f) => f.type === 'file').map((f) => ({ name: f.name, ...f.upload }));
   }
 
   /** The names of the entity's file fields. */
   get fieldNames(): string[] {
-    return this.fields.map((f) => f.name);
+    return this.uploadFields.map((f) => f.name);
   }
 
   /** The body of a create or update: JSON, or multipart with the files stored (each a StoredFile). */
   readonly body: Middleware = (req: ApiRequest, res: ServerResponse, next: Next) => {
     if (!isMultipart(req)) return jsonBody(req, res, next);
-    receiveMultipart(req, res, { fields: this.fields, store: this.files }).then((received) => {
-      this.received.set(req, received);
+    this.receive(req, res).then((received) => {
       try {
-        const body: Row = {};
-        for (const [name, text] of Object.entries(received.fields))
-          Object.defineProperty(body, name, { value: fieldValue(this.byName.get(name), text), enumerable: true });
-        for (const [name, file] of Object.entries(received.files)) body[name] = file;
-        req.body = body;
+        req.body = this.bodyOf(received);
       } catch (err) {
         return next(err);
       }
       next();
     }, next);
   };
+
+  /** Reads a multipart body of the request for the entity's file fields (receiveMultipart). */
+  async receive(req: ApiRequest, res: ServerResponse): Promise<Received> {
+    const received = await receiveMultipart(req, res, { fields: this.uploadFields, store: this.files });
+    this.received.set(req, received);
+    return received;
+  }
+
+  /**
+   * The write's body from a multipart body: each text field as its field's JSON value (a number,
+   * true or false, JSON; an empty value of a field that is not text as null), each file as the
+   * StoredFile its field takes. Throws VALIDATION_FAILED for a JSON field that is not JSON.
+   */
+  bodyOf(received: Received): Row {
+    const body: Row = {};
+    // defineProperty: a part named "__proto__" becomes a key, which the write refuses.
+    for (const [name, text] of Object.entries(received.fields))
+      Object.defineProperty(body, name, { value: fieldValue(this.byName.get(name), text), enumerable: true });
+    for (const [name, file] of Object.entries(received.files)) body[name] = file;
+    return body;
+  }
 
   /** The context of a write: the request's, collecting the files it releases (data/entity-store.ts). */
   context(req: ApiRequest): RequestContext {

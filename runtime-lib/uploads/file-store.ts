@@ -7,6 +7,7 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import type { Readable } from 'node:stream';
+import { AppError } from '../core/errors.ts';
 import { s3Store } from './s3-store.ts';
 
 export interface FileStore {
@@ -82,4 +83,19 @@ function diskStore(dir: string): FileStore {
       await fs.promises.rm(at(name), { force: true });
     },
   };
+}
+
+/**
+ * The failure of the file store (a full disk, an unreachable bucket) as a client sees it: 503,
+ * retryable; `cause` is for the logs.
+ */
+export function filesUnavailable(cause: unknown): AppError {
+  return new AppError(
+    'STORAGE_UNAVAILABLE',
+    'the file store cannot store or read files right now; nothing was stored',
+    {
+      retryAfter: 5,
+      cause,
+    },
+  );
 }

@@ -25,7 +25,7 @@ import { UPLOAD_LIMIT } from '../core/values.ts';
 import { StoredFile } from '../data/fields.ts';
 import { takeCsrfCheck } from '../http/body.ts';
 import type { ApiRequest } from '../http/request.ts';
-import type { FileStore } from './file-store.ts';
+import { type FileStore, filesUnavailable } from './file-store.ts';
 import { newStoredName, UPLOADS_PREFIX } from './stored-names.ts';
 
 /** How long the rest of a refused body is read and dropped before its connection is cut. */
@@ -129,8 +129,9 @@ async function contentProblem(file: string, declared: string): Promise<string | 
  * and answers what it held. Refused (the promise rejects with the AppError to send, and every
  * file stored is removed first): a malformed body, a file part for a field not in `fields`, a
  * text part for one that is, a field sent twice, a file beyond its limit (413; the rest of the
- * body is dropped, and the connection cut 2 s after the answer if the client still sends), a declared type its field
- * does not accept or bytes of another type (415), a CSRF token that does not pass.
+ * body is dropped, the connection cut if the client still sends 2 s after the answer), a
+ * declared type its field does not accept or bytes of another type (415), a CSRF token that
+ * does not pass. Text parts are decoded as UTF-8.
  *
  * For server-rendered forms: `const got = await receiveMultipart(req, res, { fields, store })`,
  * then write with `got.fields` and `got.files` (each a StoredFile, the value a file field takes)
@@ -303,7 +304,9 @@ export function receiveMultipart(
         if (problem) throw refused('UPLOAD_TYPE_NOT_ACCEPTED', field.name, problem);
         const name = newStoredName(declared);
         stored.push(name);
-        await store.put(name, temp, size, declared);
+        await store.put(name, temp, size, declared).catch((err: unknown) => {
+          throw filesUnavailable(err);
+        });
         // The request failed while the file was being stored: discard() may have come first.
         if (settled) {
           await store.remove(name);
