@@ -46,6 +46,9 @@ import { INDEX_PATH, indexRoute } from './runtime/pages/index-route.ts';
 import { commentRoutes, commentSpec } from './entities/comment.ts';
 import { customerRoutes, customerSpec } from './entities/customer.ts';
 import { ticketRoutes, ticketSpec } from './entities/ticket.ts';
+import { downloadRouter } from './runtime/uploads/download.ts';
+import { EntityFiles } from './runtime/uploads/entity-files.ts';
+import { openFileStore } from './runtime/uploads/file-store.ts';
 
 /** auth.apiKeys: key values come from the named environment variables, never from this file. */
 const API_KEYS: ApiKeyConfig[] = [
@@ -124,6 +127,9 @@ export function createApp(options: AppOptions): App {
     ['Customer', customerStore],
     ['Ticket', ticketStore],
   ]);
+  // Uploaded files: ./data/uploads/ (checked writable now), or the bucket UPLOADS_URL names.
+  const fileStore = openFileStore(env);
+  const ticketFiles = new EntityFiles(ticketStore, fileStore, warn);
   const auth = createEmailAuth({
     db: options.db,
     appSlug: 'helpdesk',
@@ -150,7 +156,8 @@ export function createApp(options: AppOptions): App {
     {
       name: 'Ticket',
       collection: 'tickets',
-      routes: ticketRoutes(ticketStore, idempotency),
+      routes: ticketRoutes(ticketStore, idempotency, ticketFiles),
+      body: ticketFiles.body,
     },
   ];
   const commandRuntime: CommandRuntime = {
@@ -215,6 +222,8 @@ export function createApp(options: AppOptions): App {
   app.use(mcpRouter({ info: MCP_SERVER, tools: MCP_TOOLS, skills, commands }));
   app.use(jobRouter(jobs));
   app.use(auditRoutes(audit, stores));
+  // GET /uploads/<name>: to those who may read a record's file field that holds it.
+  app.use(downloadRouter(fileStore, [{ store: ticketStore, fields: ticketFiles.fieldNames }]));
   if (extend.routes) {
     const routes = express.Router();
     extend.routes(routes, { db: options.db, events });
