@@ -36,7 +36,9 @@ export function openFileStore(env: NodeJS.ProcessEnv, cwd = process.cwd()): File
   if (parsed.protocol !== 's3:' || parsed.hostname === '' || parsed.search !== '' || parsed.hash !== '')
     throw new Error(`UPLOADS_URL must be s3://bucket/prefix (got "${url}")`);
   const prefix = decodeURIComponent(parsed.pathname).replace(/^\/+/, '');
-  const incoming = fs.mkdtempSync(path.join(os.tmpdir(), 'bp-uploads-'));
+  // Files being received, before they go to the bucket: random names, so instances may share it.
+  const incoming = path.join(os.tmpdir(), 'bp-uploads');
+  fs.mkdirSync(incoming, { recursive: true });
   return s3Store(
     { bucket: parsed.hostname, prefix: prefix === '' || prefix.endsWith('/') ? prefix : `${prefix}/` },
     env,
