@@ -287,4 +287,3 @@ function pipelineSteps(emailAuth: boolean, webhooks: boolean): string[] {
     'routing',
   ];
 }
-
