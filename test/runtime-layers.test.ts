@@ -16,7 +16,7 @@ const ALLOWED: Record<string, string[]> = {
   workflows: ['core', 'observe', 'data', 'commands'],
   http: ['core', 'observe', 'data', 'commands', 'workflows'],
   mcp: ['core', 'data', 'http'],
-  pages: ['core', 'data', 'commands', 'http'],
+  pages: ['core', 'rules', 'data', 'commands', 'http', 'workflows'],
   auth: ['core', 'observe', 'data', 'http', 'pages'],
 };
 

@@ -4,6 +4,7 @@
 import { expressPath, pageServed, pageTitle } from '../model/pages.ts';
 import { matchRelations, refRelations, relationInclude } from '../model/relations.ts';
 import type { Blueprint, Entity, Page } from '../model/types.ts';
+import { boardParts, servedLayout, widgetQueries } from './page-boards.ts';
 import { render } from './templates.ts';
 import { nonEmpty, tsLiteral } from './ts-literal.ts';
 
@@ -24,8 +25,8 @@ export function emitPages(bp: Blueprint): string | undefined {
       path: expressPath(page.route),
       title: pageTitle(page, bp.project.name),
       auth: page.auth,
-      layout: page.layout,
-      queries: page.queries.map((q) => ({
+      layout: servedLayout(page),
+      queries: widgetQueries(page).map((q) => ({
         name: q.name,
         entity: q.entity,
         where: nonEmpty(Object.entries(q.where).map(([field, value]) => ({ field, value }))),
@@ -55,6 +56,7 @@ export function emitPages(bp: Blueprint): string | undefined {
             )
           : undefined,
       status: status && { field: status, label: page.actionBar?.statusLabel },
+      ...boardParts(page),
     };
   });
   return render('app/src/pages.ts.hbs', {

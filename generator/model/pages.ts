@@ -4,15 +4,18 @@
 import type { Page } from './types.ts';
 
 /** The layouts the app renders (runtime-lib/pages/page-routes.ts LAYOUTS). */
-export const RENDERED_LAYOUTS: readonly string[] = ['list', 'detail', 'dashboard'];
+export const RENDERED_LAYOUTS: readonly string[] = ['list', 'detail', 'dashboard', 'board'];
 
 /**
  * Served: a page of a rendered layout whose rendering reads what it needs (a list or detail page
- * its first query). Others are accepted with a NOT_GENERATED warning until their part is built.
+ * its first query, a board page its board), or a board widget's page. Others are accepted with a NOT_GENERATED warning until their part is built.
  */
 export function pageServed(page: Page): boolean {
-  if (!RENDERED_LAYOUTS.includes(page.layout) || page.template || Object.keys(page.layoutSlots).length > 0)
-    return false;
+  if (page.template || Object.keys(page.layoutSlots).length > 0) return false;
+  // A widget page is its widget's (another kind than "board" is WIDGET_NOT_RENDERED).
+  if (page.widget) return page.widget.kind === 'board';
+  if (!RENDERED_LAYOUTS.includes(page.layout)) return false;
+  if (page.layout === 'board') return page.board !== undefined;
   return page.layout === 'dashboard' || page.queries.length > 0;
 }
 

@@ -18,4 +18,6 @@ export interface LayoutContext {
   pageHref(skip: number): string;
   /** Detail pages: the commands this viewer may run on the record, as forms. */
   commands?: Html;
+  /** The session's CSRF token, for the forms a layout posts back (a board's moves, a widget's events). */
+  csrfToken?: string;
 }
