@@ -117,7 +117,8 @@ export async function barAction(
       record = store && key !== undefined ? yield* store.get(ctx, key) : undefined;
       if (record && sent._seen !== recordDigest(record))
         throw stale(
-          `${action.label} was not started: this record changed since the page showed it. Look at it again, then decide.`,
+          `${action.label} was not started: this record changed since the page showed it. ` +
+            'Look at it again, then decide.',
         );
       if (!holds(action.visibleWhen, ctx.actor, record) || !holds(action.enabledWhen, ctx.actor, record))
         throw stale(`${action.label} is not available for this record.`);

@@ -75,10 +75,15 @@ ${description ? html`<p>${shown(description)}</p>\n` : ''}${fields.length ? html
     (c) => html`<section class="column" aria-label="${c.label}">
 <h2>${c.label} <span class="count">${c.cards.length}</span></h2>
 ${c.description ? html`<p class="none">${c.description}</p>\n` : ''}\
-${c.cards.length ? html`<ul class="cards">\n${c.cards.map(card)}</ul>\n` : html`<p class="none">Nothing here.</p>\n`}</section>
+${cardList(c.cards.map(card))}</section>
 `,
   );
   return html`<div class="board">\n${parts}</div>\n`;
+}
+
+/** A column's cards, or a word that it has none. */
+export function cardList(cards: readonly Html[]): Html {
+  return cards.length ? html`<ul class="cards">\n${cards}</ul>\n` : html`<p class="none">Nothing here.</p>\n`;
 }
 
 function shown(value: unknown): string {

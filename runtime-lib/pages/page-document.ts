@@ -72,7 +72,8 @@ a.button,span.button{display:inline-block;padding:.5rem 1rem;font-weight:600;bor
   color:#fff;background:#1f6feb}
 a.button.secondary,a.button.ghost,span.button.secondary{color:#1f2328;background:#eaeef2}
 a.button.danger{background:#cf222e}
-a.button.link,span.button.link,button.link{padding:0;color:#0969da;background:none;text-decoration:underline;font-weight:400}
+a.button.link,span.button.link,button.link{padding:0;color:#0969da;background:none;text-decoration:underline;
+  font-weight:400}
 button:disabled,.button.disabled{opacity:.55;cursor:not-allowed}
 .board{display:flex;gap:1rem;overflow-x:auto;align-items:flex-start;padding-bottom:.5rem}
 .column{flex:0 0 16rem;margin:0;padding:.75rem;background:#eaeef2}

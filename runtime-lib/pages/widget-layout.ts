@@ -19,6 +19,7 @@ import type { LayoutContext } from './layout-context.ts';
 import type { QueryResult } from './page-queries.ts';
 import type { PageRequest } from './page-routes.ts';
 import type { PageWorkflows, WidgetSpec } from './page-spec.ts';
+import { cardList } from './board-layout.ts';
 import { leaveFlash, redirect } from './page-view.ts';
 import { fillHref, readScoped, type WidgetEventContext, widgetUpdate } from './record-templates.ts';
 import { humanize } from './values.ts';
@@ -78,9 +79,9 @@ ${body}</form>
     const toggles = (widget.card.toggles ?? []).map((t) => {
       const on = Boolean(record[t.field]);
       const text = (on ? t.labelOn : t.labelOff) ?? t.label ?? (on ? '★' : '☆');
+      const disabled = widget.events.toggle ? '' : html` disabled`;
       const button = html`<button type="submit" name="_field" value="${t.field}" class="toggle${on ? ' on' : ''}" \
-aria-pressed="${on ? 'true' : 'false'}" aria-label="${humanize(t.field)}"${widget.events.toggle ? '' : html` disabled`}>\
-${text}</button>\n`;
+aria-pressed="${on ? 'true' : 'false'}" aria-label="${humanize(t.field)}"${disabled}>${text}</button>\n`;
       return widget.events.toggle ? form('toggle', record, id, button, humanize(t.field)) : button;
     });
     const targets = columns.filter((c) => c.value !== column.value);
@@ -142,8 +143,7 @@ ${form(
         : '';
     return html`<section class="column" aria-label="${column.label}">
 <h2>${column.label} <span class="count">${cards.length}</span></h2>
-${rename}${cards.length ? html`<ul class="cards">\n${cards.map((c) => card(c, column))}</ul>\n` : html`<p class="none">Nothing here.</p>\n`}\
-</section>
+${rename}${cardList(cards.map((c) => card(c, column)))}</section>
 `;
   });
   return html`<div class="board">\n${parts}</div>\n`;
