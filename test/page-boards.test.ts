@@ -8,6 +8,8 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { expect } from 'chai';
 import type { Browser } from 'playwright-core';
+import { validateBlueprint } from '../generator/compile.ts';
+import type { SourceHost } from '../generator/source.ts';
 import {
   freshDir,
   generate,
@@ -324,8 +326,51 @@ describe('boards and action bars in Chromium', function () {
   });
 });
 
+/** Diagnostics of a one-file blueprint held in memory, as `code path` lines. */
+function diagnosticsOf(text: string): string[] {
+  const host: SourceHost = {
+    readFile: (p) => (p === '/bp/app.toml' ? text : undefined),
+    realPath: (p) => (p === '/bp/app.toml' || p === '/bp' ? p : undefined),
+    display: (p) => path.basename(p),
+  };
+  return validateBlueprint('/bp/app.toml', host).diagnostics.map((d) => `${d.severity} ${d.code} ${d.path}`);
+}
+
 describe('boards at generate time', () => {
+  const BLUEPRINT = `
+[auth]
+providers = ["email"]
+[entity.Task]
+fields = [{ name = "id", type = "ULID", primary_key = true }, { name = "title", type = "Text" }]
+access = { read = "authenticated" }
+[workflow.W]
+trigger = { manual = true }
+steps = [{ type = "query", entity = "Task", action = "find", where = {} }]
+[page."/tasks/{id}"]
+layout = "detail"
+[page."/tasks/{id}".query.task]
+entity = "Task"
+where = { id = "$params.id" }
+`;
+
   it('serves every page of the fixture: no NOT_GENERATED', () => {
     expect(warnings).not.to.include('NOT_GENERATED');
+  });
+
+  it('refuses an action condition that does not parse', () => {
+    const bar = `[page."/tasks/{id}".actionBar]
+actions = [{ label = "Go", workflow = "W", visibleWhen = { title = { in = ["a"] } } }]`;
+    expect(diagnosticsOf(BLUEPRINT + bar)).to.include(
+      'error INVALID_CONDITION page."/tasks/{id}".actionBar.actions.0.visibleWhen.title',
+    );
+  });
+
+  it('refuses a widget page it cannot render (a lookup widget), never serving it blank', () => {
+    const widget = `[page."/find"]
+layout = "dashboard"
+widget = { kind = "lookup", entity = "Task", search = ["title"] }`;
+    const found = diagnosticsOf(BLUEPRINT + widget);
+    expect(found).to.include('error WIDGET_NOT_RENDERED page."/find".widget.kind');
+    expect(found.filter((d) => d.includes('"/find"') && d.includes('NOT_GENERATED'))).to.deep.equal([]);
   });
 });
