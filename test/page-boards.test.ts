@@ -126,6 +126,17 @@ for (const database of DATABASES) {
         expect(res.status, res.text).to.equal(201);
         ids[title] = (res.body as { id: string }).id;
       }
+      for (const [name, position] of [
+        ['Later', 2],
+        ['Now', 1],
+      ] as const) {
+        const res = await request(app.url, 'POST', '/api/lanes', { json: { name, position }, headers });
+        expect(res.status, res.text).to.equal(201);
+        ids[name] = (res.body as { id: string }).id;
+      }
+      const golf = await request(app.url, 'POST', '/api/tasks', { json: { title: 'Golf', laneId: ids.Now }, headers });
+      expect(golf.status, golf.text).to.equal(201);
+      ids.Golf = (golf.body as { id: string }).id;
     });
     after(async () => {
       await app?.stop();
@@ -134,7 +145,7 @@ for (const database of DATABASES) {
     it('shows each card in its column, in order, and a record of no declared column under Other', async () => {
       const html = await (await page(app, '/board', sessions.viewer)).text();
       const todo = column(html, 'To do');
-      expect(todo).to.include('Not started').and.include('<span class="count">4</span>');
+      expect(todo).to.include('Not started').and.include('<span class="count">5</span>');
       expect(todo.indexOf('Bravo')).to.be.below(todo.indexOf('Alpha'));
       expect(todo).to.include(`<a href="/tasks/${ids.Alpha}">Alpha</a>`);
       expect(todo).to.include('<dt>Project name</dt><dd>Garden</dd>').and.include('&lt;i&gt;Alpha&lt;/i&gt; note');
@@ -256,6 +267,27 @@ for (const database of DATABASES) {
       );
       expect((await post(app, '/kanban', sessions.editor, { ...edit, _value: 'Foxtrot 2' })).status).to.equal(303);
       expect((await task('Foxtrot')).title).to.equal('Foxtrot 2');
+    });
+
+    it("moves a card between a column entity's records and starts the event's workflow; renames a column", async () => {
+      const html = await (await page(app, '/lanes', sessions.editor)).text();
+      expect(html.indexOf('aria-label="Now"')).to.be.below(html.indexOf('aria-label="Later"'));
+      expect(column(html, 'Now')).to.include('Golf').and.include('todo · 0');
+      const move = formFields(html, `name="_id" value="${ids.Golf}"`, 'name="_event" value="move"');
+      const res = await post(app, '/lanes', sessions.editor, { ...move, _to: ids.Later });
+      expect(res.status).to.equal(303);
+      expect((await task('Golf')) as unknown).to.include({ laneId: ids.Later });
+      await until('Golf', (t) => t.note === `moved to ${ids.Later}`);
+      const rename = formFields(html, `name="_id" value="${ids.Later}"`, 'name="_event" value="column_rename"');
+      const refused = await post(app, '/lanes', sessions.viewer, { ...rename, _value: 'Soon' });
+      expect(refused.status).to.equal(403);
+      const renamed = await post(app, '/lanes', sessions.editor, { ...rename, _value: 'Soon' });
+      expect(renamed.status).to.equal(303);
+      const lane = await request(app.url, 'GET', `/api/lanes/${ids.Later}`, {
+        headers: { cookie: sessions.editor.cookie },
+      });
+      expect((lane.body as { name: string }).name).to.equal('Soon');
+      expect(column(await (await page(app, '/lanes', sessions.editor)).text(), 'Soon')).to.include('Golf');
     });
   });
 }

@@ -222,7 +222,9 @@ function eventContext(
     case 'move': {
       const to = sent._to;
       if (to === undefined || to === '') return 'Nothing was changed: choose a column.';
-      if (widget.columns && !widget.columns.some((c) => c.value === to)) return 'Nothing was changed: no such column.';
+      // Columns of a column entity are its records: the store checks the reference.
+      if (!widget.columnEntity && widget.columns && !widget.columns.some((c) => c.value === to))
+        return 'Nothing was changed: no such column.';
       return { to: { id: to, value: to }, index: 0 };
     }
     case 'toggle': {
