@@ -209,6 +209,13 @@ for (const database of DATABASES) {
       expect(after).to.include('Task started.').and.include('>Finish</button>').and.not.include('>Start</button>');
     });
 
+    it("shows the entity's status by an action bar that names no status field", async () => {
+      const html = await (await page(app, `/quick/${ids.Delta}`, sessions.viewer)).text();
+      expect(html)
+        .to.include('<p class="bar-title">Quick</p>')
+        .and.include('Status: <span class="status">parked</span>');
+    });
+
     it('refuses a hidden action, a disabled one and a stale one posted anyway, and starts nothing', async () => {
       const url = `/tasks/${ids.Echo}`;
       const seen = formFields(await (await page(app, url, sessions.editor)).text(), 'name="_id" value="a0"')._seen;

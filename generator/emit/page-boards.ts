@@ -2,7 +2,7 @@
 // plain data the page router renders and posts back to (action-bar.ts, board-layout.ts,
 // widget-layout.ts). Validation checked every name; Zebric's defaults are filled in here.
 
-import type { ActionBarAction, Page, PageQuery } from '../model/types.ts';
+import type { ActionBarAction, Entity, Page, PageQuery } from '../model/types.ts';
 import { nonEmpty } from './ts-literal.ts';
 
 const WIDGET_EVENTS = ['move', 'toggle', 'edit', 'column_rename'] as const;
@@ -14,6 +14,17 @@ export function boardParts(page: Page): Record<string, unknown> {
     board: page.layout === 'board' && page.board ? boardSpec(page.board) : undefined,
     widget: page.widget ? widgetSpec(page.widget) : undefined,
   };
+}
+
+/**
+ * The field whose value the action bar shows as the record's status: `statusField`, or, as in
+ * Zebric, the entity's `status` field when the page has an action bar that names none; none with
+ * `showStatus = false`.
+ */
+export function statusField(page: Page, entity: Entity | undefined): string | undefined {
+  const bar = page.actionBar;
+  if (!bar || !bar.showStatus) return undefined;
+  return bar.statusField ?? (entity?.fields.some((f) => f.name === 'status') ? 'status' : undefined);
 }
 
 /** A widget page is rendered by the widget, whatever its `layout` says. */

@@ -4,7 +4,7 @@
 import { expressPath, pageServed, pageTitle } from '../model/pages.ts';
 import { matchRelations, refRelations, relationInclude } from '../model/relations.ts';
 import type { Blueprint, Entity, Page } from '../model/types.ts';
-import { boardParts, servedLayout, widgetQueries } from './page-boards.ts';
+import { boardParts, servedLayout, statusField, widgetQueries } from './page-boards.ts';
 import { render } from './templates.ts';
 import { nonEmpty, tsLiteral } from './ts-literal.ts';
 
@@ -20,7 +20,7 @@ export function emitPages(bp: Blueprint): string | undefined {
   const entity = (name: string) => bp.entities.find((e) => e.name === name) as Entity;
   const specs = pages.map((page) => {
     const first = page.queries[0];
-    const status = page.actionBar?.showStatus !== false ? page.actionBar?.statusField : undefined;
+    const status = first && statusField(page, entity(first.entity));
     return {
       path: expressPath(page.route),
       title: pageTitle(page, bp.project.name),
