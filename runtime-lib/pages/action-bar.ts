@@ -13,12 +13,11 @@ import type { EntityStore } from '../data/entity-store.ts';
 import { requestContext } from '../http/context.ts';
 import { checkCondition, type Condition, rule } from '../rules/conditions.ts';
 import { type ActionPages } from './command-actions.ts';
-import { recordDigest } from './command-forms.ts';
 import { html, type Html } from './html.ts';
 import type { PageRequest } from './page-routes.ts';
 import type { PageActionSpec, PageWorkflows } from './page-spec.ts';
 import { leaveFlash, redirect, sendView } from './page-view.ts';
-import { fillHref, fillPayload, type TemplateScope } from './record-templates.ts';
+import { fieldsDigest, fillHref, fillPayload, type TemplateScope } from './record-templates.ts';
 
 /** Conditions parsed once per action, not per request. */
 const parsed = new WeakMap<object, Condition>();
@@ -49,7 +48,8 @@ export function actionBarPart(pr: PageRequest, record: Row | undefined): Html {
   const actor = pr.req.actor;
   const scope: TemplateScope = { record, params: pr.params };
   const csrf = pr.site.signIn?.csrfToken(pr.req, pr.res);
-  const seen = record ? recordDigest(record) : '';
+  const query = pr.page.queries[0];
+  const seen = record && query ? fieldsDigest((pr.site.stores.get(query.entity) as EntityStore).spec, record) : '';
   const part = (action: PageActionSpec, id: string, secondary: boolean): Html => {
     if (!holds(action.visibleWhen, actor, record)) return html``;
     const enabled = holds(action.enabledWhen, actor, record);
@@ -115,7 +115,7 @@ export async function barAction(
   try {
     await workflows.submit(ctx, workflow, function* () {
       record = store && key !== undefined ? yield* store.get(ctx, key) : undefined;
-      if (record && sent._seen !== recordDigest(record))
+      if (record && store && sent._seen !== fieldsDigest(store.spec, record))
         throw stale(
           `${action.label} was not started: this record changed since the page showed it. ` +
             'Look at it again, then decide.',

@@ -3,7 +3,9 @@
 // (Zebric's `$row.<field>`, `$to.id`, `$value`...). Values are read as own properties only.
 
 import type { Row } from '../data/database.ts';
+import type { EntitySpec } from '../data/entity-store.ts';
 import { readPath } from '../rules/expression-eval.ts';
+import { recordDigest } from './command-forms.ts';
 
 /** What a template reads: the record (as this viewer reads it) and the page path's parameters. */
 export interface TemplateScope {
@@ -107,4 +109,13 @@ function widgetValue(raw: unknown, row: Row, ctx: WidgetEventContext, now: Date)
   const name = path === '$row.$field' ? ctx.field : path.slice('$row.'.length);
   const value = name && Object.hasOwn(row, name) ? row[name] : undefined;
   return negated ? !value : value;
+}
+
+/**
+ * What a page showed of a record, to compare a post with: the digest of its entity's own fields
+ * as this viewer reads them, without the relations a page's query includes with it.
+ */
+export function fieldsDigest(spec: EntitySpec, record: Row): string {
+  const own = spec.fields.filter((f) => Object.hasOwn(record, f.name)).map((f) => [f.name, record[f.name]]);
+  return recordDigest(Object.fromEntries(own));
 }

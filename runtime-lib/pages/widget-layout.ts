@@ -13,7 +13,6 @@ import type { Row, Work } from '../data/database.ts';
 import type { EntityStore, RequestContext } from '../data/entity-store.ts';
 import { requestContext } from '../http/context.ts';
 import type { ActionPages } from './command-actions.ts';
-import { recordDigest } from './command-forms.ts';
 import { html, type Html } from './html.ts';
 import type { LayoutContext } from './layout-context.ts';
 import type { QueryResult } from './page-queries.ts';
@@ -21,7 +20,7 @@ import type { PageRequest } from './page-routes.ts';
 import type { PageWorkflows, WidgetSpec } from './page-spec.ts';
 import { cardList } from './board-layout.ts';
 import { leaveFlash, redirect } from './page-view.ts';
-import { fillHref, readScoped, type WidgetEventContext, widgetUpdate } from './record-templates.ts';
+import { fieldsDigest, fillHref, readScoped, type WidgetEventContext, widgetUpdate } from './record-templates.ts';
 import { humanize } from './values.ts';
 
 type WidgetEvent = 'move' | 'toggle' | 'edit' | 'column_rename';
@@ -61,12 +60,15 @@ export function widgetLayout(view: LayoutContext): Html {
   const items = [...recordsOf(view.results, widget.entity)].sort(byNumber(widget.rankField));
   const csrf = view.csrfToken ? html`<input type="hidden" name="_csrf" value="${view.csrfToken}">\n` : '';
   const link = view.links.get(widget.entity);
+  const itemSpec = view.entity(widget.entity);
+  // A column is renamed only where the columns are records of column_entity.
+  const columnSpec = widget.columnEntity ? view.entity(widget.columnEntity) : itemSpec;
   const form = (event: WidgetEvent, record: Row, recordKey: unknown, body: Html, label: string) =>
     html`<form method="post" class="widget-event" aria-label="${label}">
 ${csrf}<input type="hidden" name="_action" value="widget">
 <input type="hidden" name="_event" value="${event}">
 <input type="hidden" name="_id" value="${String(recordKey)}">
-<input type="hidden" name="_seen" value="${recordDigest(record)}">
+<input type="hidden" name="_seen" value="${fieldsDigest(event === 'column_rename' ? columnSpec : itemSpec, record)}">
 ${body}</form>
 `;
   const card = (record: Row, column: Column): Html => {
@@ -176,7 +178,7 @@ export async function widgetEvent(
   const id = sent._id as RecordKey;
   const prepare = function* (): Work<Record<string, unknown>> {
     const row = yield* store.get(ctx, id);
-    if (sent._seen !== recordDigest(row))
+    if (sent._seen !== fieldsDigest(store.spec, row))
       throw new AppError(
         'STATE_CONFLICT',
         'Nothing was changed: this record changed since the page showed it. Look again.',
