@@ -193,6 +193,8 @@ for (const database of DATABASES) {
       expect(html).to.include('>Start</button>').and.not.include('>Finish</button>');
       expect(html).to.match(/class="danger" disabled><span class="icon" aria-hidden="true">!<\/span> Flag/);
       expect(html).to.include('<a class="button link" href="/board" target="_blank" rel="noopener noreferrer">');
+      // An icon font's name is not shown as text.
+      expect(html).to.include('<a class="button ghost" href="/board">Board</a>').and.not.include('arrow-right');
       const fields = formFields(html, 'name="_id" value="a0"');
       const ask = await post(app, url, sessions.editor, fields);
       expect(ask.status).to.equal(200);

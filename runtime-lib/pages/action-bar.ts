@@ -54,8 +54,8 @@ export function actionBarPart(pr: PageRequest, record: Row | undefined): Html {
     if (!holds(action.visibleWhen, actor, record)) return html``;
     const enabled = holds(action.enabledWhen, actor, record);
     const style = secondary ? 'link' : (action.style ?? 'primary');
-    const label = html`${action.icon ? html`<span class="icon" aria-hidden="true">${action.icon}</span> ` : ''}\
-${action.label}`;
+    const icon = action.icon && !/[A-Za-z]{2}/.test(action.icon) ? action.icon : undefined;
+    const label = html`${icon ? html`<span class="icon" aria-hidden="true">${icon}</span> ` : ''}${action.label}`;
     if (action.workflow) {
       return html`<form method="post" class="bar-action">
 ${hidden(csrf, id, seen)}<button type="submit" class="${style}"${enabled ? '' : html` disabled`}>${label}</button>

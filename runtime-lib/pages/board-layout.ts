@@ -21,7 +21,7 @@ import { fillHref, readScoped } from './record-templates.ts';
 import { humanize } from './values.ts';
 
 /** A column's value as the board compares it: text (an Enum's value, a text field's). */
-export function columnOf(value: unknown): string {
+function columnOf(value: unknown): string {
   return value === undefined || value === null ? '' : String(value);
 }
 

@@ -58,7 +58,7 @@ export interface PageActionSpec {
   href?: string;
   target?: '_self' | '_blank';
   style?: 'primary' | 'secondary' | 'danger' | 'ghost';
-  /** Text shown before the label (Zebric names an icon; bp shows no icon font). */
+  /** A symbol or emoji shown before the label; the name of an icon font's icon is not shown (bp has none). */
   icon?: string;
   confirm?: string;
   workflow?: string;
