@@ -209,6 +209,11 @@ for (const database of DATABASES) {
       const flash = (done.headers.get('set-cookie') ?? '').split(';')[0];
       const after = await (await page(app, url, sessions.editor, flash)).text();
       expect(after).to.include('Task started.').and.include('>Finish</button>').and.not.include('>Start</button>');
+      // Finish goes on to the page its redirect names, filled from the record.
+      const finish = await post(app, url, sessions.editor, formFields(after, 'name="_id" value="a1"'));
+      expect(finish.status).to.equal(303);
+      expect(finish.headers.get('location')).to.equal(`/quick/${ids.Bravo}`);
+      await until('Bravo', (t) => t.status === 'done');
     });
 
     it("shows the entity's status by an action bar that names no status field", async () => {
