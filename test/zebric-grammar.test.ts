@@ -153,11 +153,9 @@ describe('Zebric 0.6 grammar', () => {
         notGenerated('notifications.adapters.1.type'),
         notGenerated('workflow.Intake.steps.1'),
         ignored('page."/".meta'),
-        notGenerated('page."/board"'),
         ignored('page."/board".ux'),
         // page."/tasks/:id" is served: its template renders it.
         notGenerated('page."/tasks/new"'),
-        notGenerated('page."/kanban"'),
         ignored('ui'),
         ignored('ux'),
         ignored('design_adapter'),

@@ -45,6 +45,7 @@ import { TraceStore } from './runtime/observe/tracing.ts';
 import { INDEX_PATH, indexRoute, type SignIn } from './runtime/pages/index-route.ts';
 import { pagePaths, pageRouter } from './runtime/pages/page-routes.ts';
 import { pageLinks } from './runtime/pages/page-view.ts';
+import { pageWorkflows } from './runtime/pages/page-workflows.ts';
 import { PAGES } from './pages.ts';
 import { commentRoutes, commentSpec } from './entities/comment.ts';
 import { customerRoutes, customerSpec } from './entities/customer.ts';
@@ -247,6 +248,12 @@ export function createApp(options: AppOptions): App {
       production: env.NODE_ENV === 'production',
       stores,
       commands: { specs: COMMANDS, routes: commands, runtime: commandRuntime },
+      // Action bars, board moves and widget events start workflows as skill actions do.
+      workflows: pageWorkflows({
+        specs: new Map(WORKFLOWS.map((w) => [w.name, w])),
+        jobs,
+        submitted: () => runner.wake(),
+      }),
       signIn,
     }),
   );
