@@ -301,6 +301,18 @@ for (const database of DATABASES) {
       expect(await res.text()).to.include('this page has no such action');
     });
 
+    it('serves an auth page as the sign-in page, back to its next or callbackURL', async () => {
+      for (const [query, next] of [
+        ['', '%2F'],
+        ['?callbackURL=%2Fprojects', '%2Fprojects'],
+        ['?next=%2Fmine', '%2Fmine'],
+      ]) {
+        const res = await page(app, `/signin${query}`);
+        expect(res.status).to.equal(303);
+        expect(res.headers.get('location')).to.equal(`/login?next=${next}`);
+      }
+    });
+
     it('lists the pages the person may open on the index and in every page header', async () => {
       const out = await (await page(app, '/')).text();
       expect(out).to.include('<a href="/notices">Notices</a>').and.not.include('<a href="/projects">');

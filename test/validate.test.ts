@@ -600,6 +600,25 @@ const CASES: Array<{ fixture: string; root?: string; expected: Expected[] }> = [
     ],
   },
   {
+    fixture: 'layout-not-rendered',
+    expected: [
+      {
+        at: 'app.toml:14:1',
+        code: 'LAYOUT_NOT_RENDERED',
+        path: 'page."/notes".layout',
+        message: 'page "/notes" has layout "kanban", which bp does not render',
+        hint: 'use one of list, detail, form, dashboard, board, auth, or give the page its own [page."/notes".template]',
+      },
+      {
+        at: 'app.toml:20:1',
+        code: 'LAYOUT_NOT_RENDERED',
+        path: 'page."/signin".layout',
+        message: 'page "/signin" has layout "auth", a sign-in page, but nobody signs in',
+        hint: 'add providers = ["email"] to [auth], or another layout',
+      },
+    ],
+  },
+  {
     fixture: 'missing-primary-key',
     expected: [
       {

@@ -4,7 +4,10 @@
 import type { Page } from './types.ts';
 
 /** The layouts the app renders (runtime-lib/pages/page-routes.ts LAYOUTS). */
-export const RENDERED_LAYOUTS: readonly string[] = ['list', 'detail', 'dashboard', 'board'];
+export const RENDERED_LAYOUTS: readonly string[] = ['list', 'detail', 'dashboard', 'board', 'auth'];
+
+/** Zebric 0.6's built-in layouts: a page of another needs its own `template` (LAYOUT_NOT_RENDERED). */
+export const BUILT_IN_LAYOUTS: readonly string[] = ['list', 'detail', 'form', 'dashboard', 'board', 'auth'];
 
 /**
  * Served: a page with its own `template` (whatever its layout: the template replaces it), a board
@@ -18,7 +21,8 @@ export function pageServed(page: Page): boolean {
   if (page.widget) return page.widget.kind === 'board';
   if (!RENDERED_LAYOUTS.includes(page.layout)) return false;
   if (page.layout === 'board') return page.board !== undefined;
-  return page.layout === 'dashboard' || page.queries.length > 0;
+  // An auth page is the sign-in page (page-routes.ts): it reads no query.
+  return page.layout === 'dashboard' || page.layout === 'auth' || page.queries.length > 0;
 }
 
 /** Express's form of a page path: Zebric's `{id}` segments as `:id`. */

@@ -26,6 +26,7 @@ import type { LayoutContext } from './layout-context.ts';
 import { listLayout } from './list-layout.ts';
 import type { Flash } from './page-document.ts';
 import { runPageQueries } from './page-queries.ts';
+import type { SignIn } from './index-route.ts';
 import type { PageSpec, PageWorkflows } from './page-spec.ts';
 import { pageTemplateInput, slotRenderer } from './page-templates.ts';
 import { templateVariables } from './template-context.ts';
@@ -84,6 +85,8 @@ export function pageRouter(options: PageRouterOptions): Router {
   /** Runs the page's queries and sends it; `again` when a POST shows it again. */
   const render = async (pr: PageRequest, again?: Rerender): Promise<void> => {
     const { page, req, res, params } = pr;
+    // Zebric's `auth` layout is a sign-in form: here, the app's own sign-in page, back to `next`.
+    if (page.layout === 'auth' && !page.template && options.signIn) return redirect(res, authHref(options.signIn, req));
     const ctx = requestContext(req, { mutation: false });
     const skip = page.layout === 'list' ? pageNumber(req.url) : 0;
     const results = await db.read(runPageQueries(options.stores, page.queries, ctx, params, skip), ctx.trace);
@@ -206,6 +209,13 @@ function formFields(body: unknown): Record<string, string> {
     if (typeof first === 'string') out[key] = first;
   }
   return out;
+}
+
+/** The sign-in page, then back to where `?next=` (Zebric's `callbackURL`) says; the sign-in route checks it. */
+function authHref(signIn: SignIn, req: ApiRequest): string {
+  const query = new URLSearchParams((req.url ?? '').split('?')[1] ?? '');
+  const next = query.get('next') ?? query.get('callbackURL') ?? '/';
+  return `${signIn.loginPath}?next=${encodeURIComponent(next)}`;
 }
 
 /** `?page=N` (from 1): how many whole pages the list moves on. Anything else is the first. */

@@ -6,7 +6,7 @@
 
 import type { CompileContext } from '../../context.ts';
 import { buildPage, triggerForms } from '../../model/build-sections.ts';
-import { pageServed, RENDERED_LAYOUTS } from '../../model/pages.ts';
+import { BUILT_IN_LAYOUTS, pageServed, RENDERED_LAYOUTS } from '../../model/pages.ts';
 import { list, namedSections, singleSection, table } from '../../model/raw.ts';
 
 export function notGenerated(ctx: CompileContext): void {
@@ -48,8 +48,8 @@ export function notGenerated(ctx: CompileContext): void {
   }
   for (const { name, value } of namedSections(ctx.parsed, 'page')) {
     const page = buildPage(name, value, ctx.parsed.templateFiles);
-    // A widget page bp cannot render is an error of its own (WIDGET_NOT_RENDERED).
-    if (pageServed(page) || page.widget) continue;
+    // A widget or a layout bp cannot render is an error of its own (WIDGET_NOT_RENDERED, LAYOUT_NOT_RENDERED).
+    if (pageServed(page) || page.widget || (!page.template && !BUILT_IN_LAYOUTS.includes(page.layout))) continue;
     // `/` always serves the app's index page (runtime/pages/index-route.ts) when no page is served there.
     const served =
       name === '/'

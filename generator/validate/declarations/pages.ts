@@ -3,7 +3,8 @@
 // board layout needs, and the presentational keys bp ignores.
 
 import type { CompileContext } from '../../context.ts';
-import { list, table, type Raw } from '../../model/raw.ts';
+import { BUILT_IN_LAYOUTS } from '../../model/pages.ts';
+import { list, singleSection, table, type Raw } from '../../model/raw.ts';
 import { isTable } from '../../parse/load.ts';
 import type { KeyPath } from '../../parse/locate.ts';
 import { checkMimeTypes } from './common.ts';
@@ -21,9 +22,38 @@ export function checkPage(ctx: CompileContext, route: string, raw: Raw): void {
       hint: `add [page."${route}".board] with query, groupBy, columns and card`,
     });
   }
+  checkLayout(ctx, at, route, raw);
   for (const key of PRESENTATIONAL) {
     if (raw[key] !== undefined)
       ctx.report('IGNORED_KEY', [...at, key], `"${key}" is presentational and is ignored`, { severity: 'warning' });
+  }
+}
+
+/**
+ * A page must be one bp can render: Zebric renders a layout it does not know as a dump of the
+ * page's data, bp refuses it at generate time instead of serving that (or a blank page). The auth
+ * layout is the sign-in page: it needs the email provider.
+ */
+function checkLayout(ctx: CompileContext, at: KeyPath, route: string, raw: Raw): void {
+  if (typeof raw.layout !== 'string' || raw.template !== undefined || raw.widget !== undefined) return;
+  if (!BUILT_IN_LAYOUTS.includes(raw.layout)) {
+    ctx.report(
+      'LAYOUT_NOT_RENDERED',
+      [...at, 'layout'],
+      `page "${route}" has layout "${raw.layout}", which bp does not render`,
+      {
+        hint: `use one of ${BUILT_IN_LAYOUTS.join(', ')}, or give the page its own [page."${route}".template]`,
+      },
+    );
+  } else if (raw.layout === 'auth' && !list(table(singleSection(ctx.parsed, 'auth')).providers).includes('email')) {
+    ctx.report(
+      'LAYOUT_NOT_RENDERED',
+      [...at, 'layout'],
+      `page "${route}" has layout "auth", a sign-in page, but nobody signs in`,
+      {
+        hint: 'add providers = ["email"] to [auth], or another layout',
+      },
+    );
   }
 }
 
