@@ -607,7 +607,9 @@ const CASES: Array<{ fixture: string; root?: string; expected: Expected[] }> = [
         code: 'LAYOUT_NOT_RENDERED',
         path: 'page."/notes".layout',
         message: 'page "/notes" has layout "kanban", which bp does not render',
-        hint: 'use one of list, detail, form, dashboard, board, auth, or give the page its own [page."/notes".template]',
+        hint:
+          'use one of list, detail, form, dashboard, board, auth, ' +
+          'or give the page its own [page."/notes".template]',
       },
       {
         at: 'app.toml:20:1',
