@@ -3,6 +3,7 @@
 
 import { expressPath, pageServed, pageTitle } from '../model/pages.ts';
 import { matchRelations, refRelations, relationInclude } from '../model/relations.ts';
+import { pageForm } from './page-forms.ts';
 import type { Blueprint, Entity, Page } from '../model/types.ts';
 import { render } from './templates.ts';
 import { nonEmpty, tsLiteral } from './ts-literal.ts';
@@ -55,6 +56,7 @@ export function emitPages(bp: Blueprint): string | undefined {
             )
           : undefined,
       status: status && { field: status, label: page.actionBar?.statusLabel },
+      form: pageForm(bp, page),
     };
   });
   return render('app/src/pages.ts.hbs', {

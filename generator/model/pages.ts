@@ -4,7 +4,7 @@
 import type { Page } from './types.ts';
 
 /** The layouts the app renders (runtime-lib/pages/page-routes.ts LAYOUTS). */
-export const RENDERED_LAYOUTS: readonly string[] = ['list', 'detail', 'dashboard'];
+export const RENDERED_LAYOUTS: readonly string[] = ['list', 'detail', 'dashboard', 'form'];
 
 /**
  * Served: a page of a rendered layout whose rendering reads what it needs (a list or detail page
@@ -13,7 +13,14 @@ export const RENDERED_LAYOUTS: readonly string[] = ['list', 'detail', 'dashboard
 export function pageServed(page: Page): boolean {
   if (!RENDERED_LAYOUTS.includes(page.layout) || page.template || Object.keys(page.layoutSlots).length > 0)
     return false;
+  if (page.layout === 'form') return formServed(page);
   return page.layout === 'dashboard' || page.queries.length > 0;
+}
+
+/** A form page has its form, and an update or delete form its record: its first query, of the form's entity. */
+function formServed(page: Page): boolean {
+  if (!page.form) return false;
+  return page.form.method === 'create' || page.queries[0]?.entity === page.form.entity;
 }
 
 /** Express's form of a page path: Zebric's `{id}` segments as `:id`. */

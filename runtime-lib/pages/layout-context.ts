@@ -18,4 +18,6 @@ export interface LayoutContext {
   pageHref(skip: number): string;
   /** Detail pages: the commands this viewer may run on the record, as forms. */
   commands?: Html;
+  /** Form pages: the form, for this viewer (form-layout.ts). */
+  form?: Html;
 }

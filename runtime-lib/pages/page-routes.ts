@@ -19,6 +19,8 @@ import { reportedError } from '../http/respond.ts';
 import { commandAction, commandsPart, type PageCommands } from './command-actions.ts';
 import { dashboardLayout } from './dashboard-layout.ts';
 import { detailLayout } from './detail-layout.ts';
+import { formAction, isMultipart } from './form-actions.ts';
+import { type FormFailure, formLayout, formPart } from './form-layout.ts';
 import { html, type Html } from './html.ts';
 import type { LayoutContext } from './layout-context.ts';
 import { listLayout } from './list-layout.ts';
@@ -33,6 +35,7 @@ export const LAYOUTS: Readonly<Record<string, (view: LayoutContext) => Html>> = 
   list: listLayout,
   detail: detailLayout,
   dashboard: dashboardLayout,
+  form: formLayout,
 };
 
 export interface PageRouterOptions extends PageSite {
@@ -60,6 +63,8 @@ export interface Rerender {
   flash?: Flash;
   /** Replaces the detail page's commands part (a refused command's form, a confirmation). */
   commands?: (record: Row, seen: string) => Html;
+  /** Replaces a form page's form state: a refused submission's input and messages. */
+  form?: FormFailure;
 }
 
 export function pageRouter(options: PageRouterOptions): Router {
@@ -90,6 +95,10 @@ export function pageRouter(options: PageRouterOptions): Router {
       const first = results[page.queries[0].name];
       if (first.records.length === 0) return notFound(pr);
       view.commands = await commandsPart(commands, pr, first.entity, first.records[0], ctx, again);
+    }
+    if (page.form) {
+      view.form = await formPart(pr, results, ctx, again?.form);
+      if (!view.form) return notFound(pr);
     }
     const flash = again?.flash ?? takeFlash(options, req, res);
     sendView(options, req, res, {
@@ -157,6 +166,8 @@ export function pageRouter(options: PageRouterOptions): Router {
         if (sent._action === 'command' && page.layout === 'detail' && commands) {
           return commandAction(commands, pr, sent, { render, notFound, site: options });
         }
+        if (page.form && (sent._action === 'form' || isMultipart(pr.req)))
+          return formAction(pr, sent, { render, notFound, site: options });
         throw new AppError('VALIDATION_FAILED', 'this page has no such action');
       }),
     );

@@ -2,6 +2,7 @@
 // generate time (every entity, field, relation, command and workflow named here exists).
 
 import type { IncludeSpec } from '../commands/executor.ts';
+import type { PageFormSpec } from './form-spec.ts';
 
 /** A query of a page: the records of `entity` the viewer may read, filtered, ordered and paged. */
 export interface PageQuerySpec {
@@ -39,4 +40,6 @@ export interface PageSpec {
   commands?: readonly PageCommandSpec[];
   /** `actionBar.statusField` and its label: the record's state, shown by the heading. */
   status?: { field: string; label?: string };
+  /** `layout = "form"`: the form that creates, updates or deletes a record (form-spec.ts). */
+  form?: PageFormSpec;
 }
