@@ -157,7 +157,6 @@ describe('Zebric 0.6 grammar', () => {
         notGenerated('page."/board"'),
         ignored('page."/board".ux'),
         notGenerated('page."/tasks/:id"'),
-        notGenerated('page."/tasks/new"'),
         notGenerated('page."/kanban"'),
         ignored('ui'),
         ignored('ux'),
