@@ -6,6 +6,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { expect } from 'chai';
 import { validateBlueprint } from '../generator/compile.ts';
+import { expressPath, pageServed } from '../generator/model/pages.ts';
 import { nodeSourceHost } from '../generator/source.ts';
 import { bp, freshDir, ROOT } from './support/apps.ts';
 
@@ -97,12 +98,20 @@ for (const fixture of ['helpdesk', 'catalog']) {
             .filter((a) => model.workflows.some((w) => w.name === a.workflow && w.trigger.kind !== 'manual'))
             .map((a) => `${s.name}.${a.name}`),
         ),
-        ...model.pages.map((p) => p.route),
+        ...model.pages.filter((p) => !pageServed(p)).map((p) => p.route),
         ...model.notifications.adapters.filter((a) => a.type !== 'console').map((a) => a.name),
       ];
       const section = sections.get('Not served yet');
       if (!names.length) return expect(section).to.equal(undefined);
       for (const name of names) expect(section, name).to.contain(`\`${name}\``);
+    });
+
+    it('lists each page it serves, and says what / serves', () => {
+      const served = model.pages.filter(pageServed);
+      for (const p of served) expect(readme, p.route).to.contain(`- \`${expressPath(p.route)}\`: `);
+      const index = "`/` is the app's index page";
+      if (served.some((p) => p.route === '/')) expect(readme).not.to.contain(index);
+      else expect(readme).to.contain(index);
     });
 
     it('lists each served skill action under Skills, with its method, path and scopes', () => {

@@ -291,6 +291,16 @@ for (const database of DATABASES) {
       expect(html.indexOf('Bravo')).to.be.below(html.indexOf('>Alpha<'));
     });
 
+    it('answers another method at a page with 405 and Allow, and a post of no action with a 400 page', async () => {
+      const put = await request(app.url, 'PUT', `/projects/${ids.Alpha}`, { json: {} });
+      expect(put.status).to.equal(405);
+      expect(put.headers.get('allow')).to.equal('GET, HEAD, POST');
+      const res = await post(app, `/projects/${ids.Alpha}`, sessions.lead, { _action: 'nothing' });
+      expect(res.status).to.equal(400);
+      expect(res.headers.get('content-type')).to.equal('text/html; charset=utf-8');
+      expect(await res.text()).to.include('this page has no such action');
+    });
+
     it('lists the pages the person may open on the index and in every page header', async () => {
       const out = await (await page(app, '/')).text();
       expect(out).to.include('<a href="/notices">Notices</a>').and.not.include('<a href="/projects">');

@@ -4,6 +4,7 @@
 
 import * as path from 'node:path';
 import { publicActions } from '../model/access-defaults.ts';
+import { expressPath, pageServed, pageTitle } from '../model/pages.ts';
 import { startedByHand } from '../model/workflows.ts';
 import type { Blueprint } from '../model/types.ts';
 import { render } from './templates.ts';
@@ -105,11 +106,13 @@ export function emitReadme(bp: Blueprint, options: ReadmeOptions): string {
   const workflowActions = bp.skills.flatMap((s) =>
     s.actions.filter((a) => a.workflow && !jobWorkflows.has(a.workflow)).map((a) => `${s.name}.${a.name}`),
   );
+  const served = bp.pages.filter(pageServed);
+  const unserved = bp.pages.filter((p) => !pageServed(p));
   const notServed = [
     workflowActions.length && `skill actions that start a workflow: ${list(workflowActions)}`,
-    bp.pages.length &&
-      `pages: ${list(bp.pages.map((p) => p.route))}` +
-        (bp.pages.some((p) => p.route === '/') ? " (the app's index page is served at `/` instead)" : ''),
+    unserved.length &&
+      `pages: ${list(unserved.map((p) => p.route))}` +
+        (unserved.some((p) => p.route === '/') ? " (the app's index page is served at `/` instead)" : ''),
     bp.notifications.adapters.some((a) => a.type !== 'console') &&
       `notification adapters other than console: ${list(
         bp.notifications.adapters.filter((a) => a.type !== 'console').map((a) => a.name),
@@ -150,6 +153,22 @@ export function emitReadme(bp: Blueprint, options: ReadmeOptions): string {
     webhooks,
     schedules,
     notServed,
+    // A page the blueprint serves at `/` replaces the index.
+    index:
+      !served.some((p) => p.route === '/') &&
+      wrap(
+        `\`/\` is the app's index page: its name, ${emailAuth ? 'sign-in (or who is signed in, and sign-out), ' : ''}` +
+          `${served.length ? 'the pages this person may open, ' : ''}` +
+          "and a link to the API's description, `/api/openapi.json`.",
+      ),
+    pages: served.map((p) =>
+      wrap(
+        `${code(expressPath(p.route))}: ${pageTitle(p, bp.project.name)}, a ${p.layout} page` +
+          (p.auth === 'required' ? ' for signed-in people' : ', open to anyone'),
+        '- ',
+        '  ',
+      ),
+    ),
     builds: options.entries.map((entry) => `dist/${entry}.js`).join(', '),
   });
 }

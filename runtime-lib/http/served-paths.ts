@@ -11,13 +11,19 @@ const METHODS = ['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'tr
 /**
  * From the `paths` of openapi.json: each template (`/api/tickets/{id}`) matches its own segments,
  * a `{parameter}` any one non-empty segment, with or without a trailing slash (as Express takes
- * them). HEAD goes with GET, as Express answers it. Each of `pages` is served with GET (and HEAD).
+ * them). HEAD goes with GET, as Express answers it. Each of `pages` is served with GET (and HEAD),
+ * each of `forms` (the blueprint's pages, which take their actions' POSTs) with GET and POST.
  */
 export function allowedMethods(
   doc: { paths?: Record<string, Record<string, unknown>> },
   pages: readonly string[] = [],
+  forms: readonly string[] = [],
 ): AllowedMethods {
-  const served = [...Object.entries(doc.paths ?? {}), ...pages.map((page) => [page, { get: {} }] as const)];
+  const served = [
+    ...Object.entries(doc.paths ?? {}),
+    ...pages.map((page) => [page, { get: {} }] as const),
+    ...forms.map((page) => [page, { get: {}, post: {} }] as const),
+  ];
   const table = served.map(([template, item]) => {
     const methods = METHODS.filter((m) => Object.hasOwn(item, m)).map((m) => m.toUpperCase());
     if (methods.includes('GET') && !methods.includes('HEAD')) methods.splice(methods.indexOf('GET') + 1, 0, 'HEAD');

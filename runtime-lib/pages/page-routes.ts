@@ -121,7 +121,14 @@ export function pageRouter(options: PageRouterOptions): Router {
     const error = reportedError(err, pr.req, (line) => console.error(line), `page ${pr.page.path}`);
     if (error.code === 'UNAUTHENTICATED' && options.signIn)
       return redirect(pr.res, signInHref(options, pr.req) as string);
-    const title = error.status >= 500 ? 'Something went wrong' : 'Not allowed';
+    const title =
+      error.status >= 500
+        ? 'Something went wrong'
+        : error.status === 401 || error.status === 403
+          ? 'Not allowed'
+          : error.status === 404
+            ? 'Not found'
+            : 'That did not work';
     const main =
       error.status >= 500
         ? html`<p>The page could not be shown. Reference: <code>${pr.req.trace?.traceId ?? ''}</code></p>`

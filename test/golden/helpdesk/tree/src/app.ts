@@ -246,7 +246,7 @@ export function createApp(options: AppOptions): App {
   app.use(indexRoute({ api, signIn, pages: pageLinks(PAGES) }));
   const sendError = errorSender();
   // A path openapi.json (or a page) serves with other methods: 405 with Allow; any other: 404.
-  app.use(routeNotFound(allowedMethods(api, [INDEX_PATH, ...pagePaths(PAGES)])));
+  app.use(routeNotFound(allowedMethods(api, [INDEX_PATH], pagePaths(PAGES))));
   app.use(errorHandler(sendError));
 
   // Every request: trace, your middleware, webhook deliveries, credentials
