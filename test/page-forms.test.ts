@@ -160,6 +160,10 @@ for (const database of DATABASES) {
         `<option value="">Pick a reviewer</option>\n<option value="${members.Ann}">Ann (maker)</option>\n` +
           `<option value="${members.Cid}">Cid (maker)</option>\n</select>`,
       );
+      // A command-only field does not start from its default: a create may not write it.
+      expect(html).to.match(
+        /<select id="field-status" name="status">\n<option value=""><\/option>\n<option value="draft">/,
+      );
       expect(html).to.include('<input type="hidden" name="source" value="form">');
       expect(html).not.to.include('enctype');
       expect(html).to.include('<button type="submit" class="primary">Create</button>');

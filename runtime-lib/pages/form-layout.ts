@@ -110,9 +110,10 @@ function controlState(
     return { value: sent, checked: sent !== undefined && sent !== '', choices, problem };
   }
   const declared = spec.fields.find((f) => f.name === field.name);
-  // A create form starts from the form field's default, else the entity field's (not `now`).
-  const start =
-    field.default ?? (declared?.default && 'value' in declared.default ? declared.default.value : undefined);
+  // A create form starts from the form field's default, else the entity field's (not `now`); not
+  // for a command-only field, which a create may not write: left empty, the store applies it.
+  const entityDefault = declared?.default && 'value' in declared.default ? declared.default.value : undefined;
+  const start = field.default ?? (declared?.commandOnly ? undefined : entityDefault);
   const raw = field.value !== undefined ? field.value : record ? record[field.name] : start;
   const type = declared?.type;
   return { value: shownValue(raw, field, type), checked: raw === true, choices, problem };

@@ -67,6 +67,7 @@ a{color:#0969da}
 .page-form .field{margin:0 0 .75rem}
 .page-form fieldset{margin:0 0 1rem;padding:.25rem 1rem .5rem;border:1px solid #d0d7de;border-radius:.5rem}
 .page-form fieldset.field{padding:0;border:0}
+.page-form fieldset.field legend{padding:0}
 legend{padding:0 .25rem;font-weight:700}
 .check label,.choice{display:flex;gap:.5rem;align-items:center;font-weight:400}
 .two-column .section-fields,.card-group .section-fields{display:grid;gap:0 1rem;
