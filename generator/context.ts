@@ -1,7 +1,7 @@
 // The one context object passed down through validation and model building: where to report,
 // how to locate a blueprint path in the source, and how to read files.
 
-import type { Diagnostic, Severity } from './diagnostics.ts';
+import type { Diagnostic, Severity, SourceLocation } from './diagnostics.ts';
 import { formatPath } from './diagnostics.ts';
 import type { ParsedBlueprint } from './parse/load.ts';
 import type { KeyPath } from './parse/locate.ts';
@@ -15,6 +15,8 @@ export interface ReportOptions {
    * text) rather than at the key: where an expression fails, or the name that does not resolve.
    */
   within?: { offset: number; part: 'key' | 'value' };
+  /** A position in another file than the blueprint's: a line of a template file. */
+  location?: SourceLocation;
 }
 
 export interface CompileContext {
@@ -61,7 +63,7 @@ export function createContext(parsed: ParsedBlueprint, host: SourceHost, diagnos
         path,
         message,
         hint: options.hint,
-        location: within ?? parsed.locate(keys),
+        location: options.location ?? within ?? parsed.locate(keys),
       });
     },
     failed(keys) {

@@ -14,7 +14,8 @@
 // validate and emit are siblings on top of model: a check never imports an emitter, and an emitter
 // never imports a check; what both need (the relation names, an action's risk) lives in model/.
 // Any folder may import runtime-lib/core and runtime-lib/rules (the rules the app applies, so that
-// the generator and the app agree), nothing else of runtime-lib.
+// the generator and the app agree), nothing else of runtime-lib; validate also runtime-lib/pages
+// (the template engines, so a template compiles at generation as in the app).
 
 import * as fs from 'node:fs';
 import * as os from 'node:os';
@@ -36,7 +37,7 @@ const GENERATOR_LAYERS: Layers = {
   'context.ts': ['parse', 'diagnostics.ts', 'source.ts'],
   model: ['parse', 'context.ts', ...RUNTIME],
   contract: ['parse', 'model', 'header.ts', ...RUNTIME],
-  validate: ['parse', 'model', 'contract', 'context.ts', ...LEAVES, ...RUNTIME],
+  validate: ['parse', 'model', 'contract', 'context.ts', ...LEAVES, ...RUNTIME, '../runtime-lib/pages'],
   emit: ['parse', 'model', 'contract', 'header.ts', ...RUNTIME],
   write: ['emit', 'model', 'header.ts'],
   'compile.ts': ['parse', 'context.ts', 'model', 'validate', 'emit', 'write', ...LEAVES],

@@ -60,11 +60,12 @@ const CASES: Record<string, Expected[]> = {
       'auth.providers.1',
       'auth provider "github" is accepted but not generated yet: only "email" signs people in',
     ),
-    warning(
-      '12:1',
-      'NOT_GENERATED',
-      'auth.pages',
-      '[auth.pages] is accepted but not used yet: the generated app serves its own sign-in and sign-up pages',
+    error(
+      '12:22',
+      'TEMPLATE_NOT_FOUND',
+      'auth.pages.signIn.source',
+      'template file test/fixtures/zebric/invalid/auth-providers/sign-in.liquid does not exist',
+      'template paths are relative to the TOML file that declares them; an inline template needs type = "inline"',
     ),
   ],
   'board-missing': [

@@ -3,6 +3,7 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import type { Blueprint } from '../model/types.ts';
+import { emitAuthPages } from './auth-pages.ts';
 import { emitCommands } from './commands.ts';
 import { emitEntityModule, entityFileName, routesName } from './entities.ts';
 import { lowerFirst } from '../model/relations.ts';
@@ -10,6 +11,7 @@ import { emitMigrations, type PreviousOutput } from './migrations.ts';
 import { mcpTools } from '../contract/mcp-tools.ts';
 import { emitMcp } from './mcp.ts';
 import { emitOpenApi } from './openapi.ts';
+import { TEMPLATE_DEPENDENCIES, usesTemplates } from './page-templates.ts';
 import { emitPermissions } from './permissions.ts';
 import { emitPrismaSchema } from './prisma-schema.ts';
 import { PRISMA_DIR, PRISMA_PROVIDERS } from './prisma-providers.ts';
@@ -86,8 +88,12 @@ export async function emitApp(bp: Blueprint, options: EmitOptions): Promise<Emit
     specName: `${lowerFirst(e.name)}Spec`,
     storeName: `${lowerFirst(e.name)}Store`,
   }));
-  const deps = (table: Record<string, string>) => Object.entries(table).map(([name, version]) => ({ name, version }));
+  const deps = (table: Record<string, string>) =>
+    Object.entries(table)
+      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+      .map(([name, version]) => ({ name, version }));
   const emailAuth = bp.auth.providers.includes('email');
+  const authPages = emitAuthPages(bp);
   // /mcp only where there is a tool to serve: a skill action or a command.
   const tools = mcpTools(bp);
   const mcp = tools.length > 0;
@@ -105,7 +111,8 @@ export async function emitApp(bp: Blueprint, options: EmitOptions): Promise<Emit
       description: bp.project.description ?? '',
       emailAuth,
       nodeFlags: START_NODE_FLAGS.join(' '),
-      dependencies: deps(APP_DEPENDENCIES),
+      // The template engines only for an app that compiles templates.
+      dependencies: deps({ ...APP_DEPENDENCIES, ...(usesTemplates(bp) ? TEMPLATE_DEPENDENCIES : {}) }),
       devDependencies: deps(APP_DEV_DEPENDENCIES),
     }),
   );
@@ -137,6 +144,7 @@ export async function emitApp(bp: Blueprint, options: EmitOptions): Promise<Emit
     render('app/src/app.ts.hbs', {
       entities,
       emailAuth,
+      authPages: authPages !== undefined,
       mcp,
       pages: pages !== undefined,
       // The job store, runner and workflow runtime only where there are workflows to run.
@@ -190,6 +198,7 @@ export async function emitApp(bp: Blueprint, options: EmitOptions): Promise<Emit
       },
     }),
   );
+  if (authPages !== undefined) files.set('src/auth-pages.ts', authPages);
   const permissions = emitPermissions(bp);
   if (permissions !== undefined) files.set('src/permissions.ts', permissions);
   if (emailAuth) {

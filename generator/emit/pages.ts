@@ -5,6 +5,7 @@ import { expressPath, pageServed, pageTitle } from '../model/pages.ts';
 import { matchRelations, refRelations, relationInclude } from '../model/relations.ts';
 import { pageForm } from './page-forms.ts';
 import type { Blueprint, Entity, Page } from '../model/types.ts';
+import { slotCalls, templateCall } from './page-templates.ts';
 import { render } from './templates.ts';
 import { nonEmpty, tsLiteral } from './ts-literal.ts';
 
@@ -57,9 +58,12 @@ export function emitPages(bp: Blueprint): string | undefined {
           : undefined,
       status: status && { field: status, label: page.actionBar?.statusLabel },
       form: pageForm(bp, page),
+      template: page.template && templateCall(page.template),
+      slots: slotCalls(page.layoutSlots),
     };
   });
   return render('app/src/pages.ts.hbs', {
     pages: tsLiteral(specs, { lead: 'export const PAGES: PageSpec[] = '.length, trail: 1 }),
+    templates: pages.some((p) => p.template !== undefined || Object.keys(p.layoutSlots).length > 0),
   });
 }

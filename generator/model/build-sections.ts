@@ -5,9 +5,11 @@ import * as path from 'node:path';
 import type { CompileContext } from '../context.ts';
 import { isTable, type Section } from '../parse/load.ts';
 import type { KeyPath } from '../parse/locate.ts';
+import { type TemplateFile, templateKey } from '../parse/templates.ts';
 import { ACCESS_ROOTS, COMMAND_ROOTS, parseRule } from './conditions.ts';
 import { IDENTIFIER, snakeCase } from './names.ts';
 import { list, str, strList, strTable, table, text, type Raw } from './raw.ts';
+import { AUTH_PAGE_NAMES } from './types.ts';
 import type {
   ActionBar,
   ActionBarAction,
@@ -154,6 +156,13 @@ export function buildAuth(ctx: CompileContext, raw: Raw, entities: readonly Enti
     apiKeys,
     permissions,
     userRecords: providers.includes('email') ? userRecordsOf(entities) : undefined,
+    pages: Object.fromEntries(
+      Object.entries(table(raw.pages)).flatMap(([name, t]) =>
+        isTable(t) && (AUTH_PAGE_NAMES as readonly string[]).includes(name)
+          ? [[name, pageTemplate(t, 'file', ['auth', 'pages', name], ctx.parsed.templateFiles)]]
+          : [],
+      ),
+    ),
   };
 }
 
@@ -297,7 +306,8 @@ function buildSteps(ctx: CompileContext, at: KeyPath, raw: unknown): WorkflowSte
   });
 }
 
-export function buildPage(route: string, raw: Raw): Page {
+/** `templateFiles`: the template files the parse stage read (ParsedBlueprint.templateFiles). */
+export function buildPage(route: string, raw: Raw, templateFiles: ReadonlyMap<string, TemplateFile>): Page {
   const form = isTable(raw.form) ? raw.form : undefined;
   return {
     route,
@@ -325,11 +335,13 @@ export function buildPage(route: string, raw: Raw): Page {
     actionBar: isTable(raw.actionBar) ? actionBar(raw.actionBar) : undefined,
     board: isTable(raw.board) ? board(raw.board) : undefined,
     widget: isTable(raw.widget) ? raw.widget : undefined,
-    template: isTable(raw.template) ? pageTemplate(raw.template, 'file') : undefined,
+    template: isTable(raw.template)
+      ? pageTemplate(raw.template, 'file', ['page', route, 'template'], templateFiles)
+      : undefined,
     // Slot templates are inline unless they say otherwise (Zebric).
     layoutSlots: Object.fromEntries(
       Object.entries(table(raw.layoutSlots)).flatMap(([slot, t]) =>
-        isTable(t) ? [[slot, pageTemplate(t, 'inline')]] : [],
+        isTable(t) ? [[slot, pageTemplate(t, 'inline', ['page', route, 'layoutSlots', slot], templateFiles)]] : [],
       ),
     ),
     behavior: isTable(raw.behavior) ? raw.behavior : undefined,
@@ -360,11 +372,22 @@ export function buildPage(route: string, raw: Raw): Page {
   };
 }
 
-function pageTemplate(raw: Raw, defaultType: PageTemplate['type']): PageTemplate {
+/** A template declared at `at`; a file's text is what the parse stage read ('' if it could not). */
+function pageTemplate(
+  raw: Raw,
+  defaultType: PageTemplate['type'],
+  at: KeyPath,
+  templateFiles: ReadonlyMap<string, TemplateFile>,
+): PageTemplate {
+  const type = (str(raw.type) as PageTemplate['type']) ?? defaultType;
+  const source = text(raw.source);
   return {
+    // Liquid unless told otherwise, as in Zebric.
     engine: raw.engine === 'handlebars' ? 'handlebars' : 'liquid',
-    source: text(raw.source),
-    type: (str(raw.type) as PageTemplate['type']) ?? defaultType,
+    source,
+    type,
+    text: type === 'file' ? (templateFiles.get(templateKey(at))?.text ?? '') : source,
+    name: type === 'file' ? source : templateKey(at),
   };
 }
 

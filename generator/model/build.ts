@@ -49,7 +49,7 @@ export function buildModel(ctx: CompileContext): Blueprint {
     auth: buildAuth(ctx, singleSection(parsed, 'auth'), entities),
     skills: namedSections(parsed, 'skill').map((s) => buildSkill(s.name, s.value)),
     workflows: namedSections(parsed, 'workflow').map((s) => buildWorkflow(ctx, s.name, s.value)),
-    pages: namedSections(parsed, 'page').map((s) => buildPage(s.name, s.value)),
+    pages: namedSections(parsed, 'page').map((s) => buildPage(s.name, s.value, parsed.templateFiles)),
     notifications: buildNotifications(singleSection(parsed, 'notifications')),
     services: namedSections(parsed, 'service').map((s) => buildService(s.name, s.value)),
   };

@@ -7,12 +7,13 @@ import type { Page } from './types.ts';
 export const RENDERED_LAYOUTS: readonly string[] = ['list', 'detail', 'dashboard', 'form'];
 
 /**
- * Served: a page of a rendered layout whose rendering reads what it needs (a list or detail page
- * its first query). Others are accepted with a NOT_GENERATED warning until their part is built.
+ * Served: a page with its own `template` (whatever its layout: the template replaces it), or of a
+ * rendered layout whose rendering reads what it needs (a list or detail page its first query).
+ * Others are accepted with a NOT_GENERATED warning until their part is built.
  */
 export function pageServed(page: Page): boolean {
-  if (!RENDERED_LAYOUTS.includes(page.layout) || page.template || Object.keys(page.layoutSlots).length > 0)
-    return false;
+  if (page.template) return true;
+  if (!RENDERED_LAYOUTS.includes(page.layout)) return false;
   if (page.layout === 'form') return formServed(page);
   return page.layout === 'dashboard' || page.queries.length > 0;
 }

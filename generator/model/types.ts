@@ -169,6 +169,8 @@ export interface Auth {
   /** Present only when the blueprint declares [auth.permissions]. */
   permissions?: Record<string, { allow: PermissionRule[]; deny: PermissionRule[] }>;
   userRecords?: UserRecords;
+  /** [auth.pages]: the blueprint's own templates of the provider's pages. */
+  pages: Partial<Record<AuthPageName, PageTemplate>>;
 }
 
 /** A typed query parameter of a `list` skill action: an equality filter on `field` (default: its name). */
@@ -251,9 +253,18 @@ export interface PageQuery {
 
 export interface PageTemplate {
   engine: 'handlebars' | 'liquid';
+  /** As written: the file's path (relative to the declaring TOML file) or the template itself. */
   source: string;
   type: 'file' | 'inline';
+  /** The template: the file's contents, read by the parse stage ('' when it cannot be read), or `source`. */
+  text: string;
+  /** What logs call it: the file as written, or the blueprint path of an inline one (`page."/x".template`). */
+  name: string;
 }
+
+/** The [auth.pages] a blueprint may give: the sign-in, sign-up, sign-out and login-required pages. */
+export const AUTH_PAGE_NAMES = ['signIn', 'signUp', 'signOut', 'loginRequired'] as const;
+export type AuthPageName = (typeof AUTH_PAGE_NAMES)[number];
 
 export interface ActionBarAction {
   label: string;

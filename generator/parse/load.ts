@@ -9,6 +9,7 @@ import { formatPath } from '../diagnostics.ts';
 import { isCalendarDate } from '../../runtime-lib/core/values.ts';
 import { isInside, type SourceHost } from '../source.ts';
 import { buildLocator, type KeyPath, type Locator } from './locate.ts';
+import { readTemplateFiles, type TemplateFile } from './templates.ts';
 
 export interface SourceFile {
   absPath: string;
@@ -66,6 +67,8 @@ export interface ParsedBlueprint {
   locate(canonical: KeyPath): SourceLocation | undefined;
   /** The position of one character inside the string written at a canonical path (Locator.locateWithin). */
   locateWithin(canonical: KeyPath, offset: number, part: 'key' | 'value'): SourceLocation | undefined;
+  /** The template files the blueprint names (`type = "file"`), by the formatPath of their declaration. */
+  templateFiles: ReadonlyMap<string, TemplateFile>;
 }
 
 export interface ParseResult {
@@ -325,7 +328,8 @@ export function parseBlueprint(rootPath: string, host: SourceHost): ParseResult 
     return pos && { file: file.display, ...pos };
   };
 
-  return { blueprint: { rootFile, rootDir, files, sections, locate, locateWithin }, diagnostics };
+  const templateFiles = readTemplateFiles(sections, rootDir, host);
+  return { blueprint: { rootFile, rootDir, files, sections, locate, locateWithin, templateFiles }, diagnostics };
 }
 
 export function canonicalOf(section: Section): KeyPath {

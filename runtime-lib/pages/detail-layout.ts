@@ -5,6 +5,7 @@ import type { Row } from '../data/database.ts';
 import type { EntitySpec } from '../data/entity-store.ts';
 import { html, type Html } from './html.ts';
 import type { LayoutContext } from './layout-context.ts';
+import { slotEntity } from './page-templates.ts';
 import { recordTable } from './record-table.ts';
 import { humanize, type RecordLinks, showValue } from './values.ts';
 
@@ -33,8 +34,15 @@ export function detailLayout(view: LayoutContext): Html {
     const other = view.results[query.name];
     return html`<h2>${humanize(query.name)}</h2>\n${recordTable(view.entity(other.entity), other.records, view.links)}`;
   });
-  return html`${badge}<section aria-label="${humanize(spec.name)}">${recordFields(spec, record, view.links)}</section>
-${included}${view.commands ?? ''}${rest}`;
+  // The page's layoutSlots, where it has them: `detail.main` the record, `detail.related` what follows it.
+  const entity = view.slot && slotEntity(spec);
+  const main =
+    view.slot?.('detail.main', { record, entity }) ??
+    html`${badge}<section aria-label="${humanize(spec.name)}">${recordFields(spec, record, view.links)}</section>
+${included}`;
+  const data = view.slot && Object.fromEntries(Object.entries(view.results).map(([n, r]) => [n, r.records]));
+  const related = view.slot?.('detail.related', { entity, data }) ?? html`${rest}`;
+  return html`${main}${view.commands ?? ''}${related}`;
 }
 
 /** A record's fields as a definition list, in the entity's order; those hidden from the viewer are absent. */

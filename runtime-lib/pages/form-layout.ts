@@ -24,9 +24,14 @@ export interface FormFailure {
   sent: Readonly<Record<string, string>>;
 }
 
-/** The layout: the form formPart made for this request. */
+/**
+ * The layout: the form formPart made for this request, or the page's `form.form` slot (given the
+ * form and, for an update or delete, its record, as Zebric gives them).
+ */
 export function formLayout(view: LayoutContext): Html {
-  return view.form ?? html``;
+  const first = view.page.queries[0];
+  const record = view.page.form?.method !== 'create' && first ? view.results[first.name]?.records[0] : undefined;
+  return view.slot?.('form.form', { form: view.page.form, record }) ?? view.form ?? html``;
 }
 
 /** The form for this viewer, or undefined when the record an update or delete form acts on is not there. */

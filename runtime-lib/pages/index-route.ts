@@ -30,6 +30,11 @@ export interface SignIn {
   logoutAction: string;
   /** The provider's token for a form of this request (the session's when signed in). */
   csrfToken(req: ApiRequest, res: ServerResponse): string;
+  /**
+   * [auth.pages]: answers someone not signed in who opened a page that needs a person (the
+   * blueprint's loginRequired page, else the redirect to sign in and back to `next`).
+   */
+  loginRequired?(req: ApiRequest, res: ServerResponse, next: string): void;
 }
 
 export function indexRoute(options: IndexRouteOptions): Router {

@@ -4,6 +4,7 @@ import type { EntitySpec } from '../data/entity-store.ts';
 import type { Html } from './html.ts';
 import type { QueryResult } from './page-queries.ts';
 import type { PageSpec } from './page-spec.ts';
+import type { SlotRenderer } from './page-templates.ts';
 import type { RecordLinks } from './values.ts';
 
 export interface LayoutContext {
@@ -20,4 +21,6 @@ export interface LayoutContext {
   commands?: Html;
   /** Form pages: the form, for this viewer (form-layout.ts). */
   form?: Html;
+  /** The page's `layoutSlots`: a slot's HTML where the page replaces it, else undefined (the layout's own). */
+  slot?: SlotRenderer;
 }

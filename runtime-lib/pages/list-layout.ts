@@ -3,6 +3,7 @@
 
 import { html, type Html } from './html.ts';
 import type { LayoutContext } from './layout-context.ts';
+import { slotEntity } from './page-templates.ts';
 import { recordTable } from './record-table.ts';
 
 export function listLayout(view: LayoutContext): Html {
@@ -13,5 +14,12 @@ export function listLayout(view: LayoutContext): Html {
   const previous = view.skip > 0 ? html`<a rel="prev" href="${view.pageHref(view.skip - 1)}">Previous</a>` : '';
   const next = result.hasMore ? html`<a rel="next" href="${view.pageHref(view.skip + 1)}">Next</a>` : '';
   const pager = previous || next ? html`<nav class="pager" aria-label="Pagination">${previous}${next}</nav>\n` : '';
-  return html`${recordTable(spec, result.records, view.links)}${pager}`;
+  // The page's layoutSlots, where it has them (Zebric's list slots and what each is given).
+  const entity = view.slot && slotEntity(spec);
+  const header = view.slot?.('list.header', { entity }) ?? '';
+  const body =
+    (result.records.length === 0
+      ? view.slot?.('list.empty', { entity })
+      : view.slot?.('list.body', { entity, items: result.records })) ?? recordTable(spec, result.records, view.links);
+  return html`${header}${body}${pager}`;
 }

@@ -21,12 +21,14 @@ import { dashboardLayout } from './dashboard-layout.ts';
 import { detailLayout } from './detail-layout.ts';
 import { formAction, isMultipart } from './form-actions.ts';
 import { type FormFailure, formLayout, formPart } from './form-layout.ts';
-import { html, type Html } from './html.ts';
+import { html, type Html, trusted } from './html.ts';
 import type { LayoutContext } from './layout-context.ts';
 import { listLayout } from './list-layout.ts';
 import type { Flash } from './page-document.ts';
 import { runPageQueries } from './page-queries.ts';
 import type { PageSpec } from './page-spec.ts';
+import { pageTemplateInput, slotRenderer } from './page-templates.ts';
+import { templateVariables } from './template-context.ts';
 import { mayOpen, type PageSite, redirect, sendView, signInHref, takeFlash } from './page-view.ts';
 import type { RecordLinks } from './values.ts';
 
@@ -91,20 +93,26 @@ export function pageRouter(options: PageRouterOptions): Router {
       skip,
       pageHref: (n) => (n === 0 ? pathOnly(req.url) : `${pathOnly(req.url)}?page=${n + 1}`),
     };
-    if (page.layout === 'detail') {
+    if (page.layout === 'detail' && page.queries.length > 0) {
       const first = results[page.queries[0].name];
       if (first.records.length === 0) return notFound(pr);
-      view.commands = await commandsPart(commands, pr, first.entity, first.records[0], ctx, again);
+      if (!page.template) view.commands = await commandsPart(commands, pr, first.entity, first.records[0], ctx, again);
     }
-    if (page.form) {
+    if (page.form && !page.template) {
       view.form = await formPart(pr, results, ctx, again?.form);
       if (!view.form) return notFound(pr);
     }
+    // The blueprint's templates (page-templates.ts): a template renders the page, slots parts of it.
+    const input =
+      (page.template || page.slots) &&
+      pageTemplateInput(page, results, req, params, options.signIn?.csrfToken(req, res) ?? '');
+    if (input) view.slot = slotRenderer(page, input);
+    const main = page.template && input ? trusted(page.template.render(templateVariables(input))) : undefined;
     const flash = again?.flash ?? takeFlash(options, req, res);
     sendView(options, req, res, {
       status: again?.status ?? 200,
       title: page.title,
-      main: LAYOUTS[page.layout](view),
+      main: main ?? LAYOUTS[page.layout](view),
       flash,
     });
   };
@@ -149,6 +157,7 @@ export function pageRouter(options: PageRouterOptions): Router {
           params: { ...req.params } as Record<string, string>,
         };
         if (!mayOpen(page, apiReq)) {
+          if (options.signIn?.loginRequired) return options.signIn.loginRequired(apiReq, res, apiReq.url ?? '/');
           const href = signInHref(options, apiReq);
           if (href) return redirect(res, href);
           return sendView(options, apiReq, res, {
@@ -173,7 +182,8 @@ export function pageRouter(options: PageRouterOptions): Router {
         if (sent._action === 'command' && page.layout === 'detail' && commands) {
           return commandAction(commands, pr, sent, { render, notFound, site: options });
         }
-        if (page.form && (sent._action === 'form' || isMultipart(pr.req)))
+        // A form a `form.form` slot renders may not say `_action`: a form page's post is its form's.
+        if (page.form && (sent._action === 'form' || sent._action === undefined || isMultipart(pr.req)))
           return formAction(pr, sent, { render, notFound, site: options });
         throw new AppError('VALIDATION_FAILED', 'this page has no such action');
       }),

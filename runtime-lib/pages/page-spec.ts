@@ -3,6 +3,7 @@
 
 import type { IncludeSpec } from '../commands/executor.ts';
 import type { PageFormSpec } from './form-spec.ts';
+import type { CompiledTemplate, SlotName } from './template-context.ts';
 
 /** A query of a page: the records of `entity` the viewer may read, filtered, ordered and paged. */
 export interface PageQuerySpec {
@@ -42,4 +43,8 @@ export interface PageSpec {
   status?: { field: string; label?: string };
   /** `layout = "form"`: the form that creates, updates or deletes a record (form-spec.ts). */
   form?: PageFormSpec;
+  /** The blueprint's own template: it renders the page in place of the layout. */
+  template?: CompiledTemplate;
+  /** `layoutSlots`: templates that render parts of the layout in place of its own. */
+  slots?: Readonly<Partial<Record<SlotName, CompiledTemplate>>>;
 }

@@ -12,6 +12,7 @@ import { checkPage } from './pages.ts';
 import { checkProject } from './project.ts';
 import { checkService } from './services.ts';
 import { checkSkill } from './skills.ts';
+import { checkTemplates } from './templates.ts';
 import { checkWorkflow } from './workflows.ts';
 
 export function checkDeclarations(ctx: CompileContext): void {
@@ -25,5 +26,6 @@ export function checkDeclarations(ctx: CompileContext): void {
   for (const s of namedSections(ctx.parsed, 'skill')) checkSkill(ctx, s.name, s.value);
   for (const s of namedSections(ctx.parsed, 'workflow')) checkWorkflow(ctx, s.name, s.value);
   for (const s of namedSections(ctx.parsed, 'page')) checkPage(ctx, s.name, s.value);
+  checkTemplates(ctx);
   notGenerated(ctx);
 }

@@ -48,22 +48,19 @@ export function notGenerated(ctx: CompileContext): void {
     stepWarnings(warn, name, ['workflow', name, 'steps'], value.steps);
   }
   for (const { name, value } of namedSections(ctx.parsed, 'page')) {
-    const page = buildPage(name, value);
+    const page = buildPage(name, value, ctx.parsed.templateFiles);
     if (pageServed(page)) continue;
     // `/` always serves the app's index page (runtime/pages/index-route.ts) when no page is served there.
     const served =
       name === '/'
         ? "the app's index page (its name, sign-in, the pages and the API's description) is served at this path instead"
         : 'nothing is served at this path';
-    const what = page.template
-      ? 'its template'
-      : Object.keys(page.layoutSlots).length > 0
-        ? 'its layout slots'
-        : page.layout === 'form'
-          ? formMissing(page)
-          : RENDERED_LAYOUTS.includes(page.layout)
-            ? `a ${page.layout} page without a query`
-            : `layout "${page.layout}"`;
+    const what =
+      page.layout === 'form'
+        ? formMissing(page)
+        : RENDERED_LAYOUTS.includes(page.layout)
+          ? `a ${page.layout} page without a query`
+          : `layout "${page.layout}"`;
     warn(['page', name], `page "${name}" is accepted but not generated yet (${what}): ${served}`);
   }
   const auth = singleSection(ctx.parsed, 'auth');
@@ -75,12 +72,6 @@ export function notGenerated(ctx: CompileContext): void {
       );
     }
   });
-  if (auth.pages !== undefined) {
-    warn(
-      ['auth', 'pages'],
-      '[auth.pages] is accepted but not used yet: the generated app serves its own sign-in and sign-up pages',
-    );
-  }
   list(table(singleSection(ctx.parsed, 'notifications')).adapters).forEach((raw, i) => {
     const { name, type } = table(raw);
     if (typeof type === 'string' && type !== 'console') {

@@ -1,9 +1,13 @@
 // The sign-in page, its sign-up variant and the signed-in page (where a form sign-in lands by
 // default): self-contained HTML documents (inline CSS, no scripts, no external assets) so they work
-// under a CSP that allows nothing else. Every interpolated value is HTML-escaped.
+// under a CSP that allows nothing else. Every interpolated value is HTML-escaped. Also what the
+// blueprint's own templates of these pages ([auth.pages]) are given: the same form parts, as
+// HTML the template writes as it is, and the values they are made of.
 
+import type { Actor } from '../../core/actor.ts';
 import type { FieldType } from '../../core/values.ts';
 import { escapeHtml, htmlDocument } from '../../pages/document.ts';
+import { type CompiledTemplate, SafeHtml, templateVariables } from '../../pages/template-context.ts';
 
 export interface LoginPageOptions {
   /** Heading and document title, e.g. "Sign in to Helpdesk". */
@@ -49,25 +53,145 @@ export interface SignedInPageOptions {
   next?: string;
 }
 
-export function renderLoginPage(options: LoginPageOptions): string {
-  const { action, csrfToken, error, email, next, alternate } = options;
+/** The pieces of the sign-in (or sign-up) form, each HTML with its values escaped. */
+interface FormParts {
+  /** The message above the form, announced to screen readers; '' without one. */
+  feedback: string;
+  /** The hidden inputs: the CSRF token and `next`. */
+  hidden: string;
+  email: string;
+  password: string;
+  /** Sign-up: the inputs of the User record's fields, by field name. */
+  fields: Record<string, string>;
+}
+
+function formParts(options: LoginPageOptions): FormParts {
+  const { csrfToken, error, email, next } = options;
   const invalid = error ? ' aria-invalid="true" aria-describedby="form-error"' : '';
-  const fields = (options.fields ?? []).map(fieldInput).join('');
-  return htmlDocument(
-    options.title,
-    `${error ? `<p class="error" id="form-error" role="alert">${escapeHtml(error)}</p>\n` : ''}\
-<form method="post" action="${escapeHtml(action)}">
-<input type="hidden" name="_csrf" value="${escapeHtml(csrfToken)}">
-${next ? `<input type="hidden" name="next" value="${escapeHtml(next)}">\n` : ''}<label for="email">Email</label>
+  return {
+    feedback: error ? `<p class="error" id="form-error" role="alert">${escapeHtml(error)}</p>\n` : '',
+    hidden: `<input type="hidden" name="_csrf" value="${escapeHtml(csrfToken)}">
+${next ? `<input type="hidden" name="next" value="${escapeHtml(next)}">\n` : ''}`,
+    email: `<label for="email">Email</label>
 <input id="email" name="email" type="email" autocomplete="username" required maxlength="254"
   value="${escapeHtml(email ?? '')}"${invalid}>
-<label for="password">Password</label>
+`,
+    password: `<label for="password">Password</label>
 <input id="password" name="password" type="password" required maxlength="1024"
   autocomplete="${options.passwordAutocomplete ?? 'current-password'}"${invalid}>
-${fields}<button type="submit">${escapeHtml(options.submitLabel ?? 'Sign in')}</button>
+`,
+    fields: Object.fromEntries((options.fields ?? []).map((f) => [f.name, fieldInput(f)])),
+  };
+}
+
+export function renderLoginPage(options: LoginPageOptions): string {
+  const { action, alternate } = options;
+  const parts = formParts(options);
+  return htmlDocument(
+    options.title,
+    `${parts.feedback}<form method="post" action="${escapeHtml(action)}">
+${parts.hidden}${parts.email}${parts.password}${Object.values(parts.fields).join('')}\
+<button type="submit">${escapeHtml(options.submitLabel ?? 'Sign in')}</button>
 </form>
 ${alternate ? `<p class="alternate">${link(alternate.href, alternate.text)}</p>\n` : ''}`,
   );
+}
+
+/** The blueprint's own pages ([auth.pages]), each compiled when the app starts. */
+export interface AuthPageTemplates {
+  signIn?: CompiledTemplate;
+  signUp?: CompiledTemplate;
+  /** The page at the login path for someone signed in: who they are and the sign-out form. */
+  signOut?: CompiledTemplate;
+  /** A page that needs a signed-in person, opened by someone who is not: instead of the redirect. */
+  loginRequired?: CompiledTemplate;
+}
+
+/** What every auth page's template is told besides its own: the app, the page and the viewer. */
+interface AuthPageContext {
+  appName: string;
+  /** Where the page is served (the login path; the asked-for page's path for loginRequired). */
+  path: string;
+  title: string;
+  csrfToken: string;
+  actor?: Actor;
+}
+
+function authVariables(
+  context: AuthPageContext,
+  auth: Record<string, unknown>,
+  renderer = {},
+): Record<string, unknown> {
+  return {
+    ...templateVariables({
+      page: { path: context.path, title: context.title },
+      data: {},
+      actor: context.actor,
+      csrfToken: context.csrfToken,
+    }),
+    // Zebric's auth templates read project.name and auth.*, and write renderer.* (HTML) with `| raw`.
+    project: { name: context.appName },
+    auth: { csrfToken: context.csrfToken, ...auth },
+    renderer,
+  };
+}
+
+/**
+ * The variables of a sign-in or sign-up template: `auth.action` (where the form posts, with
+ * `email`, `password`, `_csrf` and `next`), `auth.next` (also Zebric's `auth.callback`),
+ * `auth.error`, `auth.email`, `auth.signupPath` (sign-in, when people may sign up) or
+ * `auth.loginPath` (sign-up), and the built-in form's parts as HTML: `renderer.feedback`,
+ * `renderer.hidden` and `renderer.fields.<name>` (email, password, the User record's fields).
+ */
+export function loginTemplateVariables(
+  options: LoginPageOptions,
+  context: Omit<AuthPageContext, 'csrfToken' | 'title'>,
+): Record<string, unknown> {
+  const parts = formParts(options);
+  const alternate = options.alternate?.href;
+  const signup = options.passwordAutocomplete === 'new-password';
+  return authVariables(
+    { ...context, title: options.title, csrfToken: options.csrfToken },
+    {
+      action: options.action,
+      next: options.next ?? '',
+      callback: options.next ?? '',
+      error: options.error ?? '',
+      email: options.email ?? '',
+      ...(alternate === undefined ? {} : signup ? { loginPath: alternate } : { signupPath: alternate }),
+    },
+    {
+      feedback: new SafeHtml(parts.feedback),
+      hidden: new SafeHtml(parts.hidden),
+      fields: Object.fromEntries(
+        Object.entries({ email: parts.email, password: parts.password, ...parts.fields }).map(([k, v]) => [
+          k,
+          new SafeHtml(v),
+        ]),
+      ),
+    },
+  );
+}
+
+/**
+ * The variables of the sign-out template (the login path, signed in): `auth.action` (the sign-out
+ * form posts there with `_csrf`), `auth.email`, `auth.next` (also `auth.callback`), and `user`.
+ */
+export function signedInTemplateVariables(
+  options: SignedInPageOptions,
+  context: Omit<AuthPageContext, 'csrfToken' | 'title'>,
+): Record<string, unknown> {
+  return authVariables(
+    { ...context, title: options.title, csrfToken: options.csrfToken },
+    { action: options.logoutAction, email: options.email, next: options.next ?? '', callback: options.next ?? '' },
+  );
+}
+
+/** The variables of the login-required template: `page.path` (the page asked for) and `auth.loginUrl`. */
+export function loginRequiredTemplateVariables(
+  context: Omit<AuthPageContext, 'title'> & { loginUrl: string },
+): Record<string, unknown> {
+  return authVariables({ ...context, title: 'Sign in required' }, { loginUrl: context.loginUrl });
 }
 
 /** Who is signed in, a link on to where they were going, and a sign-out button. */

@@ -14,6 +14,7 @@ import type { Middleware } from '../../http/request.ts';
 import { anonymousTokens, csrfCheck } from './csrf.ts';
 import { parseOrigin } from './origins.ts';
 import { builtInPeople } from './people.ts';
+import type { AuthPageTemplates } from './login-page.ts';
 import { AUTH_ROUTES, authRoutes } from './routes.ts';
 import { createSessions, sessionSecret, type SessionRequest } from './session.ts';
 import { SigninThrottle } from './signin-throttle.ts';
@@ -46,6 +47,8 @@ export interface EmailAuthOptions {
    * (user-records.ts). Without it, people live in the provider's own table.
    */
   userRecords?: UserRecordsConfig;
+  /** [auth.pages]: the blueprint's own sign-in, sign-up, sign-out and login-required pages. */
+  pages?: AuthPageTemplates;
 }
 
 export interface EmailAuth {
@@ -62,6 +65,12 @@ export interface EmailAuth {
    * the anonymous one (setting its cookie on `res` when needed). Stores nothing.
    */
   csrfToken(req: SessionRequest, res: ServerResponse): string;
+  /**
+   * Answers someone not signed in who opened a page that needs a person: the blueprint's
+   * loginRequired page (401) when [auth.pages] gives one, else a redirect to the sign-in page
+   * that comes back to `next` (a relative path) after signing in.
+   */
+  loginRequired(req: SessionRequest, res: ServerResponse, next: string): void;
   /** Stops the housekeeping timers (expired sessions, lapsed sign-in counts): before the database closes. */
   close(): void;
 }
@@ -98,7 +107,7 @@ export function createEmailAuth(options: EmailAuthOptions): EmailAuth {
   const throttle = new SigninThrottle(db, {
     onPruneError: (err) => options.warn(`pruning lapsed sign-in counts failed: ${String(err)}`),
   });
-  const { router, formToken, expiredForm } = authRoutes({
+  const { router, formToken, expiredForm, loginRequired } = authRoutes({
     people,
     loginPath,
     title: options.appTitle ?? options.appSlug,
@@ -107,6 +116,7 @@ export function createEmailAuth(options: EmailAuthOptions): EmailAuth {
     anonymous,
     throttle,
     secureCookies: production,
+    pages: options.pages,
   });
   const csrf = csrfCheck({
     sessions,
@@ -131,5 +141,5 @@ export function createEmailAuth(options: EmailAuthOptions): EmailAuth {
     throttle.close();
   }
 
-  return { session: sessions.middleware, sessionActor, csrf, router, csrfToken: formToken, close };
+  return { session: sessions.middleware, sessionActor, csrf, router, csrfToken: formToken, loginRequired, close };
 }

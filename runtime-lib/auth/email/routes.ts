@@ -1,6 +1,7 @@
 // The routes of the email provider: the sign-in page (and its sign-up variant, and the signed-in
 // page a form sign-in lands on), sign-in, sign-up (when auth.signup allows it), sign-out and the
-// session endpoint. JSON callers get the error envelope; form posts get the page back.
+// session endpoint. JSON callers get the error envelope; form posts get the page back. Each page
+// is the blueprint's own template where [auth.pages] gives one; what the posts do is the same.
 
 import { randomBytes } from 'node:crypto';
 import type { ServerResponse } from 'node:http';
@@ -9,13 +10,24 @@ import { type Actor, actorView, ANONYMOUS } from '../../core/actor.ts';
 import { AppError } from '../../core/errors.ts';
 import { checkBody } from '../../data/fields.ts';
 import { matched } from '../../http/pipeline.ts';
-import type { ApiRequest } from '../../http/request.ts';
+import { type ApiRequest, pathOf } from '../../http/request.ts';
 import { sendPage } from '../../pages/document.ts';
+import { type CompiledTemplate, sendTemplateFailure, templateDocument } from '../../pages/template-context.ts';
 import type { AnonymousTokens } from './csrf.ts';
 import { clientKey, type SigninThrottle } from './signin-throttle.ts';
 import { authBody, credentials, field, isForm, isPlainObject, queryParam } from './forms.ts';
 import { valueFromText } from '../../data/field-text.ts';
-import { renderLoginPage, renderSignedInPage, type LoginPageOptions, type SignupInput } from './login-page.ts';
+import {
+  type AuthPageTemplates,
+  loginRequiredTemplateVariables,
+  loginTemplateVariables,
+  renderLoginPage,
+  renderSignedInPage,
+  type LoginPageOptions,
+  type SignedInPageOptions,
+  signedInTemplateVariables,
+  type SignupInput,
+} from './login-page.ts';
 import { safeNext } from './origins.ts';
 import { hashPassword, PASSWORD_MAX_LENGTH, passwordProblem, verifyPassword } from './password.ts';
 import { emailTaken, type People } from './people.ts';
@@ -44,6 +56,8 @@ export interface RoutesOptions {
   throttle: SigninThrottle;
   /** The session cookie is Secure: sign-in and sign-up need HTTPS (req.secure, see TRUST_PROXY). */
   secureCookies: boolean;
+  /** [auth.pages]: the blueprint's own templates of these pages. */
+  pages?: AuthPageTemplates;
 }
 
 export interface AuthRoutes {
@@ -52,6 +66,11 @@ export interface AuthRoutes {
   formToken(req: SessionRequest, res: ServerResponse): string;
   /** The sign-in (or sign-up) form again, after a post with a stale or missing token. */
   expiredForm(req: ApiRequest, res: ServerResponse, path: string): void;
+  /**
+   * Answers someone not signed in who opened a page that needs a person: the blueprint's
+   * loginRequired page (401) when it gives one, else a redirect to the sign-in page with `next`.
+   */
+  loginRequired(req: SessionRequest, res: ServerResponse, next: string): void;
 }
 
 export function authRoutes(options: RoutesOptions): AuthRoutes {
@@ -80,6 +99,26 @@ export function authRoutes(options: RoutesOptions): AuthRoutes {
     sendPage(res, status, html, { private: true });
   }
 
+  /** A page of the blueprint's own; one whose template fails is a logged 500 page. */
+  function sendTemplate(
+    req: SessionRequest,
+    res: ServerResponse,
+    status: number,
+    page: { template: CompiledTemplate; title: string; variables: Record<string, unknown> },
+  ): void {
+    let html: string;
+    try {
+      html = page.template.render(page.variables);
+    } catch (err) {
+      sendTemplateFailure(res, err, { traceId: req.trace?.traceId, method: req.method, path: pathOf(req.url) });
+      return;
+    }
+    sendHtml(res, status, templateDocument(page.title, html));
+  }
+
+  /** What the auth pages' templates are told of the app and the viewer. */
+  const templateContext = (req: SessionRequest) => ({ appName: options.title, path: loginPath, actor: req.actor });
+
   /** The sign-in form, or the sign-up form (only when sign-up is on). */
   function sendForm(req: SessionRequest, res: ServerResponse, status: number, form: FormState = {}): void {
     const signup = options.signup && form.signup === true;
@@ -101,7 +140,13 @@ export function authRoutes(options: RoutesOptions): AuthRoutes {
           }
         : {}),
     };
-    sendHtml(res, status, renderLoginPage(page));
+    const template = signup ? options.pages?.signUp : options.pages?.signIn;
+    if (!template) return sendHtml(res, status, renderLoginPage(page));
+    sendTemplate(req, res, status, {
+      template,
+      title: page.title,
+      variables: loginTemplateVariables(page, templateContext(req)),
+    });
   }
 
   /** The sign-up form's inputs for the User record's fields, filled with what was sent. */
@@ -212,14 +257,20 @@ export function authRoutes(options: RoutesOptions): AuthRoutes {
 
   router.get(loginPath, matched('auth.loginPage'), (req, res) => {
     if (req.actor?.kind === 'user' && typeof req.actor.email === 'string') {
-      const page = renderSignedInPage({
+      const page: SignedInPageOptions = {
         title: `Signed in to ${options.title}`,
         email: req.actor.email,
         csrfToken: sessions.token(req),
         logoutAction: AUTH_ROUTES.logout,
         next: safeNext(queryParam(req, 'next')),
+      };
+      const template = options.pages?.signOut;
+      if (!template) return sendHtml(res, 200, renderSignedInPage(page));
+      return sendTemplate(req, res, 200, {
+        template,
+        title: page.title,
+        variables: signedInTemplateVariables(page, templateContext(req)),
       });
-      return sendHtml(res, 200, page);
     }
     sendForm(req, res, 200, { signup: queryParam(req, 'mode') === SIGNUP_MODE });
   });
@@ -299,7 +350,28 @@ export function authRoutes(options: RoutesOptions): AuthRoutes {
     else res.status(204).end();
   });
 
-  return { router, formToken, expiredForm };
+  function loginRequired(req: SessionRequest, res: ServerResponse, next: string): void {
+    const loginUrl = pageHref(safeNext(next), false);
+    const template = options.pages?.loginRequired;
+    if (!template) {
+      res.statusCode = 303;
+      res.setHeader('Location', loginUrl);
+      res.end();
+      return;
+    }
+    sendTemplate(req, res, 401, {
+      template,
+      title: 'Sign in required',
+      variables: loginRequiredTemplateVariables({
+        ...templateContext(req),
+        path: pathOf(req.url),
+        csrfToken: formToken(req, res),
+        loginUrl,
+      }),
+    });
+  }
+
+  return { router, formToken, expiredForm, loginRequired };
 }
 
 interface FormState {
