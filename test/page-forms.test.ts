@@ -295,6 +295,25 @@ for (const database of DATABASES) {
       expect((await projects()).map((p) => p.code)).not.to.include('LEAD');
     });
 
+    it("renders a form.form slot in place of the form, and takes its post (no _action) as the form's", async () => {
+      const html = await (await page(app, '/members/new', sessions.maker)).text();
+      expect(html).to.include('<form method="post" id="slot-form"><input type="hidden" name="_csrf"');
+      expect(html).to.include('<label for="n">Name of the Member</label>');
+      const res = await fetch(`${app.url}/members/new`, {
+        method: 'POST',
+        headers: {
+          cookie: sessions.maker.cookie,
+          'content-type': 'application/x-www-form-urlencoded',
+          origin: app.url,
+        },
+        body: new URLSearchParams({ _csrf: sessions.maker.csrfToken, name: 'Dee' }),
+        redirect: 'manual',
+      });
+      expect(res.status, await res.text()).to.equal(303);
+      const names = ((await api('/api/members')).items as Array<{ name: string }>).map((m) => m.name);
+      expect(names).to.include('Dee');
+    });
+
     it('renders a file field for multipart, and answers a multipart post with a clear 415', async () => {
       const html = await (await page(app, '/documents/new', sessions.maker)).text();
       expect(html).to.include('enctype="multipart/form-data"');
