@@ -101,7 +101,8 @@ for (const database of DATABASES)
         updatedAt: '2024-03-01T10:00:00+02:00',
         attributes: { colors: ['red', 'blue'], size: { w: 1, h: 2 }, note: null },
         tier: 'pro',
-        manual: '/uploads/manual.pdf',
+        // A file field takes an upload (test/uploads.test.ts); in JSON, null only.
+        manual: null,
       };
       const res = await createProduct(body);
       expect(res.status).to.equal(201);
@@ -133,6 +134,12 @@ for (const database of DATABASES)
         expect(fieldErrors(res)).to.deep.equal([`${field}:INVALID_TYPE`]);
       });
     }
+
+    it('refuses a name in a file field: only an upload points a record at a file', async () => {
+      const res = await createProduct({ manual: '/uploads/manual.pdf' });
+      expect(res.status).to.equal(400);
+      expect(fieldErrors(res)).to.deep.equal(['manual:NOT_AN_UPLOAD']);
+    });
 
     it('uses UUID keys where declared and resolves Refs written without a field (self-reference too)', async () => {
       const parent = (await call('POST', '/api/categorys', '/api/categorys', { slug: 'home', title: 'Home' }))

@@ -44,7 +44,7 @@ const SAMPLE_CHANGES: Rec[] = [
     at: '9999-12-31T23:59:59.999Z',
     token: '3f2a6c1e-8b4d-4e2f-9a7c-0d1e2f3a4b5c',
   },
-  { ratio: 1e21, flag: true, manual: '/uploads/manual.pdf' },
+  { ratio: 1e21, flag: true },
   { ratio: -123456.789e-10, at: '1969-12-31T23:59:59.001-00:30', title: 'same title' },
   { title: 'same title' },
 ];

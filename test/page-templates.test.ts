@@ -73,7 +73,11 @@ describe('page templates at generation (bp validate)', function () {
     const { status, out } = validate(dir);
     expect(status).to.equal(1);
     expect(out).to.match(
-      /^app\.toml:22:1 page\."\/notes"\.template\.source: template file templates\/nope\.liquid does not exist \[error TEMPLATE_NOT_FOUND\]$/m,
+      new RegExp(
+        String.raw`^app\.toml:22:1 page\."\/notes"\.template\.source: template file templates\/nope\.liquid` +
+          String.raw` does not exist \[error TEMPLATE_NOT_FOUND\]$`,
+        'm',
+      ),
     );
   });
 
@@ -86,7 +90,11 @@ describe('page templates at generation (bp validate)', function () {
     const { status, out } = validate(dir);
     expect(status).to.equal(1);
     expect(out).to.match(
-      /^app\.toml:22:1 page\."\/notes"\.template\.source: template "\.\.\/outside\.hbs" leaves the blueprint's root folder .*\[error TEMPLATE_OUTSIDE_ROOT\]$/m,
+      new RegExp(
+        String.raw`^app\.toml:22:1 page\."\/notes"\.template\.source: template "\.\.\/outside\.hbs"` +
+          String.raw` leaves the blueprint's root folder .*\[error TEMPLATE_OUTSIDE_ROOT\]$`,
+        'm',
+      ),
     );
   });
 
@@ -101,7 +109,12 @@ describe('page templates at generation (bp validate)', function () {
     const { status, out } = validate(dir);
     expect(status).to.equal(1);
     expect(out).to.match(
-      /^templates\/notes\.hbs:3:19 page\."\/notes"\.template\.source: handlebars template templates\/notes\.hbs does not compile: parse error: .* \[error TEMPLATE_INVALID\]$/m,
+      new RegExp(
+        String.raw`^templates\/notes\.hbs:3:19 page\."\/notes"\.template\.source: ` +
+          String.raw`handlebars template templates\/notes\.hbs` +
+          String.raw` does not compile: parse error: .* \[error TEMPLATE_INVALID\]$`,
+        'm',
+      ),
     );
   });
 
@@ -124,7 +137,12 @@ describe('page templates at generation (bp validate)', function () {
     const { status, out } = validate(dir);
     expect(status).to.equal(1);
     expect(out).to.match(
-      /^templates\/notes\.liquid:2:1 page\."\/notes"\.template\.source: liquid template templates\/notes\.liquid does not compile: tag \{% for note in data\.notes %\} not closed \[error TEMPLATE_INVALID\]$/m,
+      new RegExp(
+        String.raw`^templates\/notes\.liquid:2:1 page\."\/notes"\.template\.source: ` +
+          String.raw`liquid template templates\/notes\.liquid` +
+          String.raw` does not compile: tag \{% for note in data\.notes %\} not closed \[error TEMPLATE_INVALID\]$`,
+        'm',
+      ),
     );
   });
 
@@ -166,7 +184,11 @@ describe('page templates at generation (bp validate)', function () {
     expect(status).to.equal(1);
     // The slot's text starts on line 23 (after the """ line break); `{% endfi %}` is on its second.
     expect(out).to.match(
-      /^app\.toml:24:16 page\."\/notes"\.layoutSlots\."list\.empty"\.source: inline liquid template does not compile: .*\[error TEMPLATE_INVALID\]$/m,
+      new RegExp(
+        String.raw`^app\.toml:24:16 page\."\/notes"\.layoutSlots\."list\.empty"\.source: inline` +
+          String.raw` liquid template does not compile: .*\[error TEMPLATE_INVALID\]$`,
+        'm',
+      ),
     );
   });
 });

@@ -15,6 +15,7 @@ const ALLOWED: Record<string, string[]> = {
   commands: ['core', 'rules', 'observe', 'data'],
   workflows: ['core', 'observe', 'data', 'commands'],
   http: ['core', 'observe', 'data', 'commands', 'workflows'],
+  uploads: ['core', 'data', 'http'],
   mcp: ['core', 'data', 'http'],
   pages: ['core', 'data', 'commands', 'http'],
   auth: ['core', 'observe', 'data', 'http', 'pages'],

@@ -38,7 +38,6 @@ const SAMPLES: Rec[] = [
     at: '2024-03-01T10:00:00.123+05:30',
     level: 'high',
     token: '3f2a6c1e-8b4d-4e2f-9a7c-0d1e2f3a4b5c',
-    manual: '/uploads/manual.pdf',
   },
   { title: 'smallest', count: -2147483648, ratio: 5e-324, day: '0001-01-01', at: '0001-01-01T00:00:00Z' },
   { title: 'largest', count: 0, ratio: 1.7976931348623157e308, day: '9999-12-31', at: '9999-12-31T23:59:59.999Z' },

@@ -6,9 +6,16 @@ import type { Blueprint } from '../model/types.ts';
 import { GENERATED_HEADER } from '../header.ts';
 import { commandPath } from './openapi/command-paths.ts';
 import { errorResponse, type Schema } from './openapi/common.ts';
-import { entityPaths } from './openapi/entity-paths.ts';
+import { entityPaths, uploadsPath } from './openapi/entity-paths.ts';
 import { errorResponses } from './openapi/responses.ts';
-import { AUDIT_SCHEMAS, entitySchemas, ERROR_SCHEMA, HEALTH_STATUS_SCHEMA, SESSION_SCHEMA } from './openapi/schemas.ts';
+import {
+  AUDIT_SCHEMAS,
+  entitySchemas,
+  takesUploads,
+  ERROR_SCHEMA,
+  HEALTH_STATUS_SCHEMA,
+  SESSION_SCHEMA,
+} from './openapi/schemas.ts';
 import { auditPath, authPaths, META_PATHS } from './openapi/service-paths.ts';
 import { JOB_SCHEMA, jobPath, SKILL_INDEX_PATH, skillPaths } from './openapi/skill-paths.ts';
 import { webhookPaths } from './openapi/webhook-paths.ts';
@@ -26,6 +33,7 @@ export function openApiDocument(bp: Blueprint): Schema {
   if (email) schemas.Session = SESSION_SCHEMA;
   schemas.Error = ERROR_SCHEMA;
   schemas.HealthStatus = HEALTH_STATUS_SCHEMA;
+  Object.assign(paths, uploadsPath(bp));
   if (email) Object.assign(paths, authPaths(bp));
   for (const command of bp.commands) Object.assign(paths, commandPath(bp, command));
   Object.assign(paths, auditPath(bp));
@@ -64,6 +72,7 @@ export function openApiDocument(bp: Blueprint): Schema {
       })),
       ...bp.skills.map((s) => ({ name: s.name, description: s.description ?? `Skill ${s.name}` })),
       ...(hasWebhooks(bp) ? [{ name: 'Webhooks', description: 'Deliveries that start workflows' }] : []),
+      ...(bp.entities.some(takesUploads) ? [{ name: 'Uploads', description: 'Files of file fields' }] : []),
       { name: 'Audit', description: 'Who changed what, and why' },
       { name: 'Meta', description: 'About this API, and health checks' },
     ],

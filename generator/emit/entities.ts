@@ -106,6 +106,7 @@ function fieldSpec(bp: Blueprint, entity: Entity, field: Field): Record<string, 
     maxBytes: indexedTextMaxBytes(bp, entity, field),
     unique: heldUnique(entity, field) || undefined,
     key: emailKeyColumn(field),
+    upload: field.type === 'file' ? nonEmptyUpload(field) : undefined,
     ref: target &&
       targetField && {
         entity: target.name,
@@ -114,6 +115,17 @@ function fieldSpec(bp: Blueprint, entity: Entity, field: Field): Record<string, 
         exists: clauses(`SELECT 1 FROM ${q(target.name)}`, `WHERE ${q(targetField.name)} = ?`),
       },
   };
+}
+
+/** A file field's limits as the runtime reads them (runtime/uploads/receive.ts); absent when it has none. */
+function nonEmptyUpload(field: Field): Record<string, unknown> | undefined {
+  if (field.max === undefined && field.accept === undefined) return undefined;
+  return { max: field.max, accept: field.accept };
+}
+
+/** Whether an entity has file fields: its routes then take multipart bodies (runtime/uploads). */
+export function hasFileFields(entity: Entity): boolean {
+  return entity.fields.some((f) => f.type === 'file');
 }
 
 /**
@@ -183,5 +195,6 @@ export function emitEntityModule(bp: Blueprint, entity: Entity): string {
       4,
     ),
     permissions: bp.auth.permissions !== undefined,
+    files: hasFileFields(entity),
   });
 }

@@ -5,7 +5,7 @@ import * as path from 'node:path';
 import type { Blueprint } from '../model/types.ts';
 import { emitAuthPages } from './auth-pages.ts';
 import { emitCommands } from './commands.ts';
-import { emitEntityModule, entityFileName, routesName } from './entities.ts';
+import { emitEntityModule, entityFileName, hasFileFields, routesName } from './entities.ts';
 import { lowerFirst } from '../model/relations.ts';
 import { emitMigrations, type PreviousOutput } from './migrations.ts';
 import { mcpTools } from '../contract/mcp-tools.ts';
@@ -41,6 +41,16 @@ export const APP_DEPENDENCIES: Record<string, string> = {
   'express-session': '^1.19.0',
   // The first release tested with the runtime's use of `pg`'s pipeline mode (public API only).
   pg: '^8.23.1',
+};
+/**
+ * What the uploads of `file` fields need (runtime/uploads): only apps with file fields depend on
+ * them (busboy reads multipart bodies, file-type checks a file's bytes, the S3 client is loaded
+ * when UPLOADS_URL names a bucket).
+ */
+export const UPLOAD_DEPENDENCIES: Record<string, string> = {
+  '@aws-sdk/client-s3': '^3.1175.0',
+  busboy: '^1.6.0',
+  'file-type': '^22.3.0',
 };
 /**
  * Node flags of `npm start`. A young generation of 4 MB semi-spaces (V8's default grows to 16 MB)
@@ -87,7 +97,9 @@ export async function emitApp(bp: Blueprint, options: EmitOptions): Promise<Emit
     routesName: routesName(e),
     specName: `${lowerFirst(e.name)}Spec`,
     storeName: `${lowerFirst(e.name)}Store`,
+    files: hasFileFields(e) && `${lowerFirst(e.name)}Files`,
   }));
+  const uploads = entities.some((e) => e.files);
   const deps = (table: Record<string, string>) =>
     Object.entries(table)
       .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
@@ -111,8 +123,12 @@ export async function emitApp(bp: Blueprint, options: EmitOptions): Promise<Emit
       description: bp.project.description ?? '',
       emailAuth,
       nodeFlags: START_NODE_FLAGS.join(' '),
-      // The template engines only for an app that compiles templates.
-      dependencies: deps({ ...APP_DEPENDENCIES, ...(usesTemplates(bp) ? TEMPLATE_DEPENDENCIES : {}) }),
+      // The template engines only for an app that compiles templates; the upload packages for file fields.
+      dependencies: deps({
+        ...APP_DEPENDENCIES,
+        ...(usesTemplates(bp) ? TEMPLATE_DEPENDENCIES : {}),
+        ...(uploads ? UPLOAD_DEPENDENCIES : {}),
+      }),
       devDependencies: deps(APP_DEV_DEPENDENCIES),
     }),
   );
@@ -143,6 +159,19 @@ export async function emitApp(bp: Blueprint, options: EmitOptions): Promise<Emit
     'src/app.ts',
     render('app/src/app.ts.hbs', {
       entities,
+      // GET /uploads/<name>, reading the file fields of these entities' records.
+      uploads:
+        uploads &&
+        tsLiteral(
+          call(
+            'downloadRouter',
+            code('fileStore'),
+            entities.flatMap((e) =>
+              e.files ? [{ store: code(e.storeName), fields: code(`${e.files}.fieldNames`) }] : [],
+            ),
+          ),
+          { indent: 2, lead: 10, trail: 2 },
+        ),
       emailAuth,
       authPages: authPages !== undefined,
       mcp,

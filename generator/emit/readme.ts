@@ -146,6 +146,7 @@ export function emitReadme(bp: Blueprint, options: ReadmeOptions): string {
     signup: bp.auth.signup,
     loginPath: bp.auth.loginPath,
     entities: bp.entities.map((e) => ({ name: e.name, collection: e.collection })),
+    uploads: list(bp.entities.filter((e) => e.fields.some((f) => f.type === 'file')).map((e) => e.name)),
     apiKeys,
     commands,
     skillActions,

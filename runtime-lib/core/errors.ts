@@ -145,6 +145,21 @@ export const ERROR_CODES = {
   },
   PAYLOAD_TOO_LARGE: { status: 413, retryable: false, description: 'The request body exceeds the limit.' },
   UNSUPPORTED_MEDIA_TYPE: { status: 415, retryable: false, description: 'The body must be application/json.' },
+  UPLOAD_TOO_LARGE: {
+    status: 413,
+    retryable: false,
+    description: "An uploaded file exceeds its field's max or the 50 MB limit; nothing was stored.",
+  },
+  UPLOAD_TYPE_NOT_ACCEPTED: {
+    status: 415,
+    retryable: false,
+    description: "An uploaded file's type is not in its field's accept, or its bytes are not of the type it declares.",
+  },
+  UPLOAD_NOT_ACCEPTED: {
+    status: 400,
+    retryable: false,
+    description: 'A multipart body is malformed, or sends a file where none is taken (or text where a file is).',
+  },
   REFERENCE_NOT_FOUND: {
     status: 422,
     retryable: false,

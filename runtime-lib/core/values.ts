@@ -229,3 +229,6 @@ export function loadedDateTime(stored: string | number): string {
   if (typeof stored === 'string' && stored.length === 29 && stored.endsWith('+00:00')) return `${stored.slice(0, 23)}Z`;
   return new Date(stored).toISOString();
 }
+
+/** The largest uploaded file of a `file` field, whatever its `max` (spec 8): 50 MB (runtime/uploads). */
+export const UPLOAD_LIMIT = 50 * 1024 * 1024;

@@ -108,6 +108,11 @@ export interface RequestContext {
   sessionId?: string;
   /** The workflows, oldest first, whose jobs led to this write through entity events. */
   workflowChain?: readonly string[];
+  /**
+   * Where a write notes the stored files (`/uploads/<name>` values of file fields) it replaces or
+   * deletes, for the caller to remove once the write has committed (runtime/uploads).
+   */
+  files?: { released: Set<string> };
 }
 
 /** What a body changes, from the body alone (EntityStore.changesOf). */
@@ -193,6 +198,8 @@ export class EntityStore {
   private readonly decoded: FieldSpec[];
   /** The texts of its UPDATEs, the one statement's among them. */
   private readonly updates: EntityUpdates;
+  /** The names of its file fields, whose old values a write releases (RequestContext.files). */
+  private readonly fileFields: string[];
 
   constructor(
     readonly db: Database,
@@ -203,6 +210,7 @@ export class EntityStore {
     this.sql = spec.sql[db.dialect];
     for (const f of spec.fields) this.byName.set(f.name, f);
     this.decoded = spec.fields.filter((f) => f.type === 'Boolean' || f.type === 'JSON' || f.type === 'DateTime');
+    this.fileFields = spec.fields.filter((f) => f.type === 'file').map((f) => f.name);
     const { table, columns, rowFromValues } = this.sql;
     const target = { table, columns, rowFromValues, primaryKey: spec.primaryKey, fields: spec.fields };
     this.updates = new EntityUpdates({ ...target, byName: this.byName, decoded: this.decoded }, audit);
@@ -324,6 +332,7 @@ export class EntityStore {
     const key = current[this.spec.primaryKey] as RecordKey;
     const result = yield* run(this.sql.delete, [key]);
     if (result.changes === 0) throw this.notFound(id);
+    this.releaseFiles(ctx, current, null);
     yield* this.recordAudit(ctx, {
       operation: `${this.spec.name}.delete`,
       recordId: String(key),
@@ -489,6 +498,8 @@ export class EntityStore {
     how: LockAndChange,
   ): RowFilter | undefined {
     if (how.first || how.reread || this.access.hasFieldReadRules) return undefined;
+    // A file replaced or cleared is released (releaseFiles), which needs the row as it was.
+    if (draft.changed.some((name) => this.byName.get(name)?.type === 'file')) return undefined;
     if (draft.changed.some((name) => this.byName.get(name)?.unique)) return undefined;
     if (this.onChange) {
       const set = this.updates.withChanges({}, draft.changed, draft.values);
@@ -543,6 +554,7 @@ export class EntityStore {
     detail?: Record<string, unknown>,
   ): Work<Row> {
     const changes = diffRecords(plan.before, after);
+    this.releaseFiles(ctx, plan.before, after);
     yield* this.recordAudit(ctx, { operation, recordId: String(plan.id), changes, detail });
     yield* this.changed(ctx, 'update', plan.before, after);
     return after;
@@ -567,6 +579,41 @@ export class EntityStore {
       limit,
     ]);
     return rows.map((r) => decodeRow(this.decoded, r));
+  }
+
+  /**
+   * Notes in `ctx.files` the stored files of `before` that `after` no longer holds (all of them
+   * for a delete), for the caller to remove once the write commits (runtime/uploads).
+   */
+  private releaseFiles(ctx: RequestContext, before: Row, after: Row | null): void {
+    if (!ctx.files) return;
+    for (const name of this.fileFields) {
+      const old = before[name];
+      if (typeof old === 'string' && old !== after?.[name]) ctx.files.released.add(old);
+    }
+  }
+
+  /**
+   * Whether the actor may read a record whose field `field` holds `value`, and that field of it
+   * (the download of an uploaded file): the entity's read filter on the rows, then the field's
+   * read rule on each (a few rows: a stored file's name is unique).
+   */
+  *mayReadValue(ctx: RequestContext, field: string, value: string): Work<boolean> {
+    if (!this.byName.has(field)) return false;
+    let filter: RowFilter;
+    try {
+      filter = this.access.filter(ctx.actor, 'read');
+    } catch (err) {
+      // Refused whoever owns the record (no scope, no rule that can pass): the file is not theirs to read.
+      if (err instanceof AppError) return false;
+      throw err;
+    }
+    if (filter === false) return false;
+    const where = filter === true ? '' : ` AND (${filter.sql})`;
+    const params = filter === true ? [value] : [value, ...filter.params];
+    const sql = `${this.sql.select} WHERE "${field}" = ?${where} ORDER BY ${this.sql.orderBy} LIMIT 10`;
+    const rows = yield* all(sql, params);
+    return rows.some((row) => this.present(ctx, decodeRow(this.decoded, row))[field] === value);
   }
 
   /** Whether a unique constraint holds `name` (alone or with others). */

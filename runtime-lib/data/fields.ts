@@ -45,6 +45,28 @@ export interface FieldSpec {
   key?: string;
   /** For Ref fields: the target and the generated existence query. */
   ref?: RefTarget & { entity: string; exists: string };
+  /** For file fields: the largest upload in bytes (under the app's 50 MB), and the MIME types taken. */
+  upload?: { max?: number; accept?: readonly string[] };
+}
+
+/**
+ * A file the app stored from an upload (runtime/uploads): the only value a `file` field takes on
+ * a write, besides null. A string is refused, so that no write can point a record at a file
+ * someone else uploaded; JSON cannot make this object. `path` (`/uploads/<stored-name>`, what
+ * the field stores) is not enumerable: an Idempotency-Key's request hash sees the file's digest,
+ * size and type, so a retry of the same upload (stored under another random name) is the same
+ * request.
+ */
+export class StoredFile {
+  declare readonly path: string;
+  constructor(
+    path: string,
+    readonly sha256: string,
+    readonly size: number,
+    readonly type: string,
+  ) {
+    Object.defineProperty(this, 'path', { value: path, enumerable: false });
+  }
 }
 
 /**
@@ -134,8 +156,10 @@ export function normalizeValue(
   switch (f.type) {
     case 'Text':
     case 'LongText':
-    case 'file':
       return typeof value === 'string' ? value : bad('must be a string');
+    case 'file':
+      if (value instanceof StoredFile) return value.path;
+      return bad('takes an uploaded file (a multipart/form-data file part) or null', 'NOT_AN_UPLOAD');
     case 'Email':
       return typeof value === 'string' && isEmail(value) ? value : bad('must be an e-mail address');
     case 'Integer':

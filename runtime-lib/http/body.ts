@@ -1,6 +1,7 @@
-// Request bodies: JSON only on the API (415 for other media types, 400 for malformed JSON, bytes
+// Request bodies: JSON on the API (415 for other media types, 400 for malformed JSON, bytes
 // that are not UTF-8 (or the UTF-16 their charset names) or a body nested too deeply, 413 beyond
-// the limit).
+// the limit); multipart bodies only where a route takes files (runtime/uploads), whose CSRF token
+// is a field of the body the CSRF check hands to their parser (deferCsrf).
 
 import { isUtf8 } from 'node:buffer';
 import type { IncomingMessage, ServerResponse } from 'node:http';
@@ -119,6 +120,8 @@ export const jsonBody: Middleware = (req, res, next) => {
     return next();
   }
   if (!isJsonType(mediaType(req))) {
+    if (isMultipart(req))
+      return next(new AppError('UNSUPPORTED_MEDIA_TYPE', 'multipart bodies are taken only where files are: send JSON'));
     return next(
       new AppError(
         'UNSUPPORTED_MEDIA_TYPE',
@@ -139,4 +142,44 @@ export function notText(what: string): AppError {
       { code: 'INVALID_UTF8', message: 'every byte sequence must be valid UTF-8 (or the UTF-16 the charset names)' },
     ],
   });
+}
+
+/** Whether the request's body is multipart/form-data (what a form with a file input posts). */
+export function isMultipart(req: IncomingMessage): boolean {
+  return hasBody(req) && mediaType(req) === 'multipart/form-data';
+}
+
+/**
+ * The CSRF check of a multipart body, left to the parser that reads its `_csrf` field (the token a
+ * form without JavaScript sends): the verdict on the token sent (undefined if none), which also
+ * sets what the check sets (an anonymous caller's scope). Undefined: the token is good.
+ */
+export type CsrfVerdict = (sent: string | undefined) => Error | undefined;
+
+const deferredChecks = new WeakMap<IncomingMessage, CsrfVerdict>();
+
+/** auth/email/csrf.ts: hands a multipart body's CSRF check to the route's parser (takeCsrfCheck). */
+export function deferCsrf(req: IncomingMessage, verdict: CsrfVerdict): void {
+  deferredChecks.set(req, verdict);
+}
+
+/**
+ * The request's deferred CSRF check, taken by the parser that makes it (once, before it stores
+ * any file: runtime/uploads). A route that takes no multipart body never takes it, and the front
+ * door refuses the request (refuseUntakenCsrf): fail closed.
+ */
+export function takeCsrfCheck(req: IncomingMessage): CsrfVerdict | undefined {
+  const verdict = deferredChecks.get(req);
+  deferredChecks.delete(req);
+  return verdict;
+}
+
+/** The refusal of a request whose deferred CSRF check no parser can make (or undefined if none). */
+export function untakenCsrf(req: IncomingMessage): AppError | undefined {
+  if (!deferredChecks.has(req)) return undefined;
+  deferredChecks.delete(req);
+  return new AppError(
+    'CSRF_FAILED',
+    'this route reads no multipart body, so no _csrf field: send the token in the X-CSRF-Token header',
+  );
 }

@@ -18,7 +18,7 @@ import { parse as parseQuery } from 'node:querystring';
 import { Router } from 'express';
 import type { CommandRoute } from './command-routes.ts';
 import type { Probes } from './health.ts';
-import { jsonBody } from './body.ts';
+import { jsonBody, untakenCsrf } from './body.ts';
 import { matched, routeMatched } from './pipeline.ts';
 import type { ApiRequest, Middleware } from './request.ts';
 import type { ErrorSender } from './respond.ts';
@@ -38,6 +38,11 @@ export interface CrudEntity {
   /** Mounted at /api/<collection>. */
   collection: string;
   routes: CrudRoutes;
+  /**
+   * Reads the body of a create or update; JSON (http/body.ts jsonBody) when absent. An entity
+   * with file fields takes multipart bodies too (runtime/uploads/entity-files.ts).
+   */
+  body?: Middleware;
 }
 
 /** The routes' names in traces: `<Entity>.list`, `<Entity>.get`... */
@@ -52,13 +57,13 @@ function routeNames(name: string): Record<keyof CrudRoutes, string> {
 }
 
 /** The Express form of an entity's routes, mounted at /api/<collection>. */
-export function crudRouter({ name, routes }: CrudEntity): Router {
+export function crudRouter({ name, routes, body = jsonBody }: CrudEntity): Router {
   const names = routeNames(name);
   const router = Router();
   router.get('/', matched(names.list), (req, res) => routes.list(req, res, req.query as Record<string, unknown>));
   router.get('/:id', matched(names.get), (req, res) => routes.get(req, res, String(req.params.id)));
-  router.post('/', matched(names.create), jsonBody, (req, res) => routes.create(req, res));
-  router.put('/:id', matched(names.update), jsonBody, (req, res) => routes.update(req, res, String(req.params.id)));
+  router.post('/', matched(names.create), body, (req, res) => routes.create(req, res));
+  router.put('/:id', matched(names.update), body, (req, res) => routes.update(req, res, String(req.params.id)));
   router.delete('/:id', matched(names.delete), (req, res) => routes.delete(req, res, String(req.params.id)));
   return router;
 }
@@ -86,7 +91,7 @@ type Dispatch = (req: ApiRequest, res: ServerResponse, rest: string, done: (err:
  * DELETE. Returns false for anything else, which Express then serves.
  */
 function dispatcher(entity: CrudEntity): Dispatch {
-  const { routes } = entity;
+  const { routes, body = jsonBody } = entity;
   const names = routeNames(entity.name);
   return (req, res, rest, done) => {
     const method = req.method;
@@ -98,7 +103,7 @@ function dispatcher(entity: CrudEntity): Dispatch {
       }
       if (method === 'POST') {
         routeMatched(req, names.create);
-        jsonBody(req, res, (err) => (err ? done(err) : routes.create(req, res).catch(done)));
+        body(req, res, (err) => (err ? done(err) : routes.create(req, res).catch(done)));
         return true;
       }
       return false;
@@ -110,10 +115,13 @@ function dispatcher(entity: CrudEntity): Dispatch {
       routes.get(req, res, id).catch(done);
     } else if (method === 'PUT') {
       routeMatched(req, names.update);
-      jsonBody(req, res, (err) => (err ? done(err) : routes.update(req, res, id).catch(done)));
+      body(req, res, (err) => (err ? done(err) : routes.update(req, res, id).catch(done)));
     } else if (method === 'DELETE') {
       routeMatched(req, names.delete);
-      routes.delete(req, res, id).catch(done);
+      // A multipart body's CSRF token is read by no one here (http/body.ts deferCsrf).
+      const refused = untakenCsrf(req);
+      if (refused) done(refused);
+      else routes.delete(req, res, id).catch(done);
     } else return false;
     return true;
   };
@@ -131,7 +139,9 @@ function commandDispatcher(commands: readonly CommandRoute[]): Dispatch {
     const id = lastSegment(rest, slash + 1);
     if (id === undefined) return false;
     routeMatched(req, route.name);
-    jsonBody(req, res, (err) => (err ? done(err) : route.run(req, res, id).catch(done)));
+    const refused = untakenCsrf(req);
+    if (refused) done(refused);
+    else jsonBody(req, res, (err) => (err ? done(err) : route.run(req, res, id).catch(done)));
     return true;
   };
 }
@@ -146,6 +156,12 @@ export interface FrontDoorOptions {
   sendError: ErrorSender;
   /** GET and HEAD /healthz and /readyz (http/health.ts), answered before the pipeline. */
   probes?: Probes;
+  /**
+   * Whether the fallback's route for this request reads a multipart body with runtime/uploads
+   * (receiveMultipart, which makes the CSRF check of its `_csrf` field): a server-rendered form
+   * with a file input. Any other multipart request whose CSRF check waits on its body is refused.
+   */
+  readsMultipart?: (req: ApiRequest) => boolean;
 }
 
 export function frontDoor({
@@ -155,6 +171,7 @@ export function frontDoor({
   fallback,
   sendError,
   probes,
+  readsMultipart = () => false,
 }: FrontDoorOptions): RequestListener {
   const table = new Map(entities.map((e) => [e.collection, dispatcher(e)]));
   // Express mounts the entity routers first: an entity whose collection is "commands" wins.
@@ -177,6 +194,9 @@ export function frontDoor({
           return fail(e);
         }
       }
+      // The Express forms of the entity routes (a trailing slash...) read no token from a multipart body either.
+      const refused = readsMultipart(req) ? undefined : untakenCsrf(req);
+      if (refused) return fail(refused);
       fallback(req, res);
     });
   };

@@ -3,7 +3,7 @@
 
 import { accessRule } from '../../model/access-defaults.ts';
 import type { Blueprint, Entity, Rule } from '../../model/types.ts';
-import { keySchema } from './schemas.ts';
+import { keySchema, takesUploads, uploadEncoding } from './schemas.ts';
 import {
   errorResponse,
   IDEMPOTENCY_HEADER,
@@ -66,7 +66,15 @@ export function entityPaths(bp: Blueprint, entity: Entity): Record<string, Schem
   };
   const ok = (description: string, schema: Schema) => ({ description, headers: TRACE_HEADER, content: json(schema) });
   const idParam = idParameter(entity);
-  const body = (schema: string) => ({ required: true, content: json(ref(schema)) });
+  // An entity with file fields takes multipart/form-data too: its files as parts (schemas.ts).
+  const encoding = uploadEncoding(entity);
+  const multipart = (schema: string) => ({
+    'multipart/form-data': { schema: ref(`${schema}Upload`), ...(encoding ? { encoding } : {}) },
+  });
+  const body = (schema: string) => ({
+    required: true,
+    content: { ...json(ref(schema)), ...(takesUploads(entity) ? multipart(schema) : {}) },
+  });
   const writeErrors = {
     '400': errorResponse('BadWriteRequest'),
     '403': errorResponse('Forbidden'),
@@ -145,6 +153,48 @@ export function entityPaths(bp: Blueprint, entity: Entity): Record<string, Schem
           '503': errorResponse('ServiceUnavailable'),
         },
       }),
+    },
+  };
+}
+
+/**
+ * GET /uploads/{name}, where some entity has file fields: a stored file, to an actor who may read
+ * a record whose file field holds it (and that field); 404 to anyone else, as for no such file.
+ */
+export function uploadsPath(bp: Blueprint): Record<string, Schema> {
+  if (!bp.entities.some(takesUploads)) return {};
+  const schemes = schemeNames(bp);
+  const file = { schema: { type: 'string', format: 'binary' } };
+  const headers = {
+    ...TRACE_HEADER,
+    'Content-Disposition': {
+      description: '`inline` for PNG, JPEG, GIF, WebP and AVIF, else `attachment`',
+      schema: { type: 'string' },
+    },
+    'X-Content-Type-Options': { schema: { type: 'string', const: 'nosniff' } },
+  };
+  return {
+    '/uploads/{name}': {
+      get: {
+        operationId: 'getUpload',
+        tags: ['Uploads'],
+        summary: 'An uploaded file, by the stored name its field holds (/uploads/<name>)',
+        ...(schemes.length ? { security: [...schemes.map((name) => ({ [name]: [] })), {}] } : {}),
+        parameters: [
+          {
+            name: 'name',
+            in: 'path',
+            required: true,
+            description: 'The stored name: 32 hexadecimal digits, a dot and an extension',
+            schema: { type: 'string', pattern: '^[0-9a-f]{32}\\.[a-z0-9]{1,5}$' },
+          },
+        ],
+        responses: {
+          '200': { description: 'The file, with its stored type', headers, content: { '*/*': file } },
+          '404': errorResponse('NotFound'),
+          '503': errorResponse('ServiceUnavailable'),
+        },
+      },
     },
   };
 }

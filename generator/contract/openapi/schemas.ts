@@ -4,7 +4,7 @@
 import { ERROR_CODES } from '../../../runtime-lib/core/errors.ts';
 import type { Blueprint, Entity, Field } from '../../model/types.ts';
 import { TEXT_KEY_MAX_LENGTH } from '../../../runtime-lib/core/ids.ts';
-import { EMAIL, INTEGER_MAX, INTEGER_MIN } from '../../../runtime-lib/core/values.ts';
+import { EMAIL, INTEGER_MAX, INTEGER_MIN, UPLOAD_LIMIT } from '../../../runtime-lib/core/values.ts';
 import { indexedTextMaxBytes } from '../../model/indexes.ts';
 import { refTarget } from '../../model/keys.ts';
 import { ref, ULID_PATTERN, type Schema } from './common.ts';
@@ -157,6 +157,41 @@ export function fieldSchema(bp: Blueprint, field: Field, entity?: Entity): Schem
   return s;
 }
 
+/**
+ * A file field in a JSON body: null clears it, and nothing else is taken (a name would let a
+ * record point at someone else's file); a file is a part of a multipart/form-data body.
+ */
+const FILE_IN_JSON: Schema = {
+  type: 'null',
+  description: 'null clears the file; a file is uploaded as a part of a multipart/form-data body.',
+};
+
+/** A file field as a multipart/form-data part: the file's bytes, within its max and accept. */
+function fileUploadSchema(field: Field): Schema {
+  const limit = Math.min(field.max ?? UPLOAD_LIMIT, UPLOAD_LIMIT);
+  // The types it accepts are the part's encoding (entity-paths.ts), checked on the file's bytes too.
+  const types = field.accept ? ", of a type the part's encoding lists" : '';
+  const notes = [
+    field.description,
+    `A file of at most ${limit} bytes${types}.`,
+    field.access.read ? 'Shown only to actors its read rule allows.' : undefined,
+    field.access.write ? 'Written only by actors its write rule allows.' : undefined,
+  ];
+  return { type: 'string', format: 'binary', description: notes.filter(Boolean).join(' ') };
+}
+
+/** Whether an entity has file fields: its creates and updates also take multipart/form-data bodies. */
+export function takesUploads(entity: Entity): boolean {
+  return entity.fields.some((f) => f.type === 'file');
+}
+
+/** The encoding of a multipart body's file parts: the types each accepts. */
+export function uploadEncoding(entity: Entity): Schema | undefined {
+  const accepting = entity.fields.filter((f) => f.type === 'file' && f.accept?.length);
+  if (!accepting.length) return undefined;
+  return Object.fromEntries(accepting.map((f) => [f.name, { contentType: (f.accept ?? []).join(', ') }]));
+}
+
 export function entitySchemas(bp: Blueprint, entity: Entity): Record<string, Schema> {
   // Ids are the server's (ULID, UUID) or the database's (Integer); a Text id may come with a create.
   const clientKey = entity.primaryKey.type === 'Text';
@@ -167,7 +202,9 @@ export function entitySchemas(bp: Blueprint, entity: Entity): Record<string, Sch
     ]),
   );
   const writable = entity.fields.filter((f) => !f.primaryKey && !f.commandOnly);
-  const input = Object.fromEntries(writable.map((f) => [f.name, fieldSchema(bp, f, entity)]));
+  const input = Object.fromEntries(
+    writable.map((f) => [f.name, f.type === 'file' ? FILE_IN_JSON : fieldSchema(bp, f, entity)]),
+  );
   const key = {
     ...fieldSchema(bp, entity.primaryKey, entity),
     description: 'The Text id; when absent, a ULID is generated.',
@@ -194,6 +231,7 @@ export function entitySchemas(bp: Blueprint, entity: Entity): Record<string, Sch
       properties: input,
       additionalProperties: false,
     },
+    ...(takesUploads(entity) ? uploadSchemas(bp, entity, createInput, writable) : {}),
     [`${entity.name}List`]: {
       type: 'object',
       properties: {
@@ -331,3 +369,41 @@ export const AUDIT_SCHEMAS: Record<string, Schema> = {
     additionalProperties: false,
   },
 };
+
+/**
+ * The multipart/form-data bodies of an entity with file fields: each field a part, a file field's
+ * part a file; text parts are read as their field's JSON value (a number, true or false, JSON). A
+ * browser form without JavaScript sends its CSRF token as a `_csrf` part before the first file.
+ */
+function uploadSchemas(
+  bp: Blueprint,
+  entity: Entity,
+  createInput: Record<string, Schema>,
+  writable: readonly Field[],
+): Record<string, Schema> {
+  const parts = (input: Record<string, Schema>) => {
+    const out: Record<string, Schema> = {};
+    if (bp.auth.providers.includes('email'))
+      out._csrf = { type: 'string', description: "A signed-in browser's CSRF token; before the first file part" };
+    for (const [name, schema] of Object.entries(input)) {
+      const field = entity.fields.find((f) => f.name === name);
+      out[name] = field?.type === 'file' ? fileUploadSchema(field) : schema;
+    }
+    return out;
+  };
+  const { [entity.primaryKey.name]: _key, ...updateInput } = createInput;
+  return {
+    [`${entity.name}CreateUpload`]: {
+      type: 'object',
+      properties: parts(createInput),
+      required: writable.filter((f) => f.required && !f.default).map((f) => f.name),
+      additionalProperties: false,
+    },
+    [`${entity.name}UpdateUpload`]: {
+      type: 'object',
+      description: 'The given fields change; others keep their values.',
+      properties: parts(updateInput),
+      additionalProperties: false,
+    },
+  };
+}

@@ -11,7 +11,9 @@
 //  - An Origin header must be this app's own origin or one of auth.trustedOrigins; without Origin,
 //    `Sec-Fetch-Site: cross-site` is refused.
 //  - A request carrying a signed-in session must send that session's token (X-CSRF-Token header or
-//    `_csrf` field).
+//    `_csrf` field). In a multipart body (a form with a file input) the `_csrf` field is read by the
+//    route's parser (runtime/uploads), which decides with the same rules before it stores any file;
+//    a route that reads no multipart body is refused by the front door (http/body.ts deferCsrf).
 //  - Without one, sign-in and sign-up forms must carry the anonymous token of their cookie (they
 //    come from the sign-in page). As JSON they need none: a browser cannot send an application/json
 //    POST to another site without a CORS preflight, which this app never grants, so a foreign page
@@ -22,6 +24,7 @@
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { ServerResponse } from 'node:http';
 import { AppError } from '../../core/errors.ts';
+import { deferCsrf, isMultipart } from '../../http/body.ts';
 import { type ApiRequest, type Middleware, pathOf } from '../../http/request.ts';
 import {
   type CookieOptions,
@@ -131,15 +134,12 @@ export function csrfCheck(options: CsrfOptions): Middleware {
         return refuse(`without a session, sign in with a JSON body; forms must come from ${options.loginPath}`);
       return next();
     }
-    const check = (err?: unknown): void => {
-      if (err) return next(err);
-      const header = req.headers['x-csrf-token'];
-      const sent = typeof header === 'string' ? header : field(req.body, '_csrf');
-      // The token is consumed here; handlers never see it among their fields.
-      if (isPlainObject(req.body)) delete req.body._csrf;
+    /** The verdict on the token sent: undefined to go on (as whom it sets), else why it is refused. */
+    const decide = (sent: string | undefined): AppError | undefined => {
       if (signedIn) {
-        if (sessions.tokenMatches(req, sent)) return next();
-        return refuse(
+        if (sessions.tokenMatches(req, sent)) return undefined;
+        return new AppError(
+          'CSRF_FAILED',
           'missing or invalid CSRF token: send the token from GET /api/auth/session ' +
             'in the X-CSRF-Token header or a _csrf field',
         );
@@ -148,14 +148,29 @@ export function csrfCheck(options: CsrfOptions): Middleware {
       if (nonce !== undefined) {
         // Distinct from any session id; runIdempotent stores only a digest of it.
         req.sessionId = `anonymous:${nonce}`;
-        return next();
+        return undefined;
       }
-      if (signingIn && !isJson(req)) return refuse('missing or invalid CSRF token: reload the sign-in page');
+      if (signingIn && !isJson(req))
+        return new AppError('CSRF_FAILED', 'missing or invalid CSRF token: reload the sign-in page');
       // A stale token (say, of a session that has ended) earns no scope: the request runs as an
       // anonymous caller, who hears 401 where the access rules want a person.
+      return undefined;
+    };
+    const check = (err?: unknown): void => {
+      if (err) return next(err);
+      const header = req.headers['x-csrf-token'];
+      const sent = typeof header === 'string' ? header : field(req.body, '_csrf');
+      // The token is consumed here; handlers never see it among their fields.
+      if (isPlainObject(req.body)) delete req.body._csrf;
+      const refused = decide(sent);
+      if (refused) return refuse(refused.message);
       next();
     };
     if (typeof req.headers['x-csrf-token'] === 'string') return check();
+    if (isMultipart(req)) {
+      deferCsrf(req, decide);
+      return next();
+    }
     readTokenBody(req, res, check);
   };
 }

@@ -35,6 +35,9 @@ import { INDEX_PATH, indexRoute } from './runtime/pages/index-route.ts';
 import { categoryRoutes, categorySpec } from './entities/category.ts';
 import { productRoutes, productSpec } from './entities/product.ts';
 import { stockMovementRoutes, stockMovementSpec } from './entities/stock-movement.ts';
+import { downloadRouter } from './runtime/uploads/download.ts';
+import { EntityFiles } from './runtime/uploads/entity-files.ts';
+import { openFileStore } from './runtime/uploads/file-store.ts';
 
 /** auth.apiKeys: key values come from the named environment variables, never from this file. */
 const API_KEYS: ApiKeyConfig[] = [
@@ -119,6 +122,9 @@ export function createApp(options: AppOptions): App {
     ['Product', productStore],
     ['StockMovement', stockMovementStore],
   ]);
+  // Uploaded files: ./data/uploads/ (checked writable now), or the bucket UPLOADS_URL names.
+  const fileStore = openFileStore(env);
+  const productFiles = new EntityFiles(productStore, fileStore, warn);
   const entities: CrudEntity[] = [
     {
       name: 'Category',
@@ -128,7 +134,8 @@ export function createApp(options: AppOptions): App {
     {
       name: 'Product',
       collection: 'products',
-      routes: productRoutes(productStore, idempotency),
+      routes: productRoutes(productStore, idempotency, productFiles),
+      body: productFiles.body,
     },
     {
       name: 'StockMovement',
@@ -166,6 +173,8 @@ export function createApp(options: AppOptions): App {
   // POST /mcp: the same skill actions and commands as MCP tools, for API keys (src/mcp.ts).
   app.use(mcpRouter({ info: MCP_SERVER, tools: MCP_TOOLS, skills, commands }));
   app.use(auditRoutes(audit, stores));
+  // GET /uploads/<name>: to those who may read a record's file field that holds it.
+  app.use(downloadRouter(fileStore, [{ store: productStore, fields: productFiles.fieldNames }]));
   if (extend.routes) {
     const routes = express.Router();
     extend.routes(routes, { db: options.db, events });

@@ -49,6 +49,9 @@ import { PAGES } from './pages.ts';
 import { commentRoutes, commentSpec } from './entities/comment.ts';
 import { customerRoutes, customerSpec } from './entities/customer.ts';
 import { ticketRoutes, ticketSpec } from './entities/ticket.ts';
+import { downloadRouter } from './runtime/uploads/download.ts';
+import { EntityFiles } from './runtime/uploads/entity-files.ts';
+import { openFileStore } from './runtime/uploads/file-store.ts';
 
 /** auth.apiKeys: key values come from the named environment variables, never from this file. */
 const API_KEYS: ApiKeyConfig[] = [
@@ -127,6 +130,9 @@ export function createApp(options: AppOptions): App {
     ['Customer', customerStore],
     ['Ticket', ticketStore],
   ]);
+  // Uploaded files: ./data/uploads/ (checked writable now), or the bucket UPLOADS_URL names.
+  const fileStore = openFileStore(env);
+  const ticketFiles = new EntityFiles(ticketStore, fileStore, warn);
   const auth = createEmailAuth({
     db: options.db,
     appSlug: 'helpdesk',
@@ -153,7 +159,8 @@ export function createApp(options: AppOptions): App {
     {
       name: 'Ticket',
       collection: 'tickets',
-      routes: ticketRoutes(ticketStore, idempotency),
+      routes: ticketRoutes(ticketStore, idempotency, ticketFiles),
+      body: ticketFiles.body,
     },
   ];
   const commandRuntime: CommandRuntime = {
@@ -218,6 +225,8 @@ export function createApp(options: AppOptions): App {
   app.use(mcpRouter({ info: MCP_SERVER, tools: MCP_TOOLS, skills, commands }));
   app.use(jobRouter(jobs));
   app.use(auditRoutes(audit, stores));
+  // GET /uploads/<name>: to those who may read a record's file field that holds it.
+  app.use(downloadRouter(fileStore, [{ store: ticketStore, fields: ticketFiles.fieldNames }]));
   if (extend.routes) {
     const routes = express.Router();
     extend.routes(routes, { db: options.db, events });

@@ -8,6 +8,7 @@ import { requestContext } from '../runtime/http/context.ts';
 import type { CrudRoutes } from '../runtime/http/front-door.ts';
 import { parseListQuery } from '../runtime/http/list-query.ts';
 import { sendJson, sendStored } from '../runtime/http/respond.ts';
+import type { EntityFiles } from '../runtime/uploads/entity-files.ts';
 import { rule } from '../runtime/rules/conditions.ts';
 
 /** A Ticket as the API returns it. */
@@ -100,7 +101,13 @@ export const ticketSpec: EntitySpec = {
       commandOnly: true,
       commands: ['ResolveTicket'],
     },
-    { name: 'attachment', type: 'file', required: false, nullable: true },
+    {
+      name: 'attachment',
+      type: 'file',
+      required: false,
+      nullable: true,
+      upload: { max: 1048576, accept: ['image/png', 'application/pdf'] },
+    },
     { name: 'createdAt', type: 'DateTime', required: false, nullable: false, default: { now: true } },
   ],
   // One text for both databases (`?` placeholders, which the PostgreSQL driver numbers), but for
@@ -127,8 +134,12 @@ const OPERATION = {
   delete: 'Ticket.delete',
 } as const;
 
-/** The routes at /api/tickets, served by the front door (runtime/http/front-door.ts). */
-export function ticketRoutes(store: EntityStore, idempotency: IdempotencyStore): CrudRoutes {
+/**
+ * The routes at /api/tickets, served by the front door (runtime/http/front-door.ts). Creates
+ * and updates take multipart bodies with files too (`files.body`); `files` keeps a write's new
+ * files once it commits and removes those it replaced or deleted (runtime/uploads/entity-files.ts).
+ */
+export function ticketRoutes(store: EntityStore, idempotency: IdempotencyStore, files: EntityFiles): CrudRoutes {
   return {
     async list(req, res, query) {
       const ctx = requestContext(req, { mutation: false });
@@ -139,7 +150,7 @@ export function ticketRoutes(store: EntityStore, idempotency: IdempotencyStore):
       sendJson(res, 200, await store.db.read(store.get(ctx, id), ctx.trace));
     },
     async create(req, res) {
-      const ctx = requestContext(req, { mutation: true });
+      const ctx = files.context(req);
       const mayWrite = () => store.access.filter(ctx.actor, 'create');
       const body = req.body ?? null;
       const result = await runIdempotent(idempotency, ctx, OPERATION.create, body, mayWrite, function* () {
@@ -148,25 +159,28 @@ export function ticketRoutes(store: EntityStore, idempotency: IdempotencyStore):
         const location = `/api/tickets/${encodeURIComponent(String(record.id))}`;
         return { status: 201, body: record, location };
       });
+      await files.committed(req, ctx, result);
       sendStored(res, result);
     },
     async update(req, res, id) {
-      const ctx = requestContext(req, { mutation: true });
+      const ctx = files.context(req);
       // What makes a retry "the same request": the record and the body.
       const request = { id, body: req.body ?? null };
       const mayWrite = () => store.access.filter(ctx.actor, 'update');
       const result = await runIdempotent(idempotency, ctx, OPERATION.update, request, mayWrite, function* (tail) {
         return { status: 200, body: yield* store.update(ctx, id, req.body, tail) };
       });
+      await files.committed(req, ctx, result);
       sendStored(res, result);
     },
     async delete(req, res, id) {
-      const ctx = requestContext(req, { mutation: true });
+      const ctx = files.context(req);
       const mayWrite = () => store.access.filter(ctx.actor, 'delete');
       const result = await runIdempotent(idempotency, ctx, OPERATION.delete, { id }, mayWrite, function* () {
         yield* store.delete(ctx, id);
         return { status: 204, body: undefined };
       });
+      await files.committed(req, ctx, result);
       sendStored(res, result);
     },
   };
