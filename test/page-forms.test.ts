@@ -314,24 +314,58 @@ for (const database of DATABASES) {
       expect(names).to.include('Dee');
     });
 
-    it('renders a file field for multipart, and answers a multipart post with a clear 415', async () => {
+    it('posts a file with the form (multipart), stores it, and refuses a file of another type', async () => {
       const html = await (await page(app, '/documents/new', sessions.maker)).text();
       expect(html).to.include('enctype="multipart/form-data"');
       expect(html).to.include('<input type="file" id="field-scan" name="scan" accept="application/pdf">');
+      const send = (file: Blob, name: string, title = name) => {
+        const body = new FormData();
+        body.set('_csrf', sessions.maker.csrfToken);
+        body.set('_action', 'form');
+        body.set('title', title);
+        body.set('scan', file, name);
+        return fetch(`${app.url}/documents/new`, {
+          method: 'POST',
+          headers: { cookie: sessions.maker.cookie, origin: app.url },
+          body,
+          redirect: 'manual',
+        });
+      };
+      const pdf = new Blob([new TextEncoder().encode('%PDF-1.4\n%âãÏÓ\n1 0 obj\n<<>>\nendobj\n%%EOF\n')], {
+        type: 'application/pdf',
+      });
+      const done = await send(pdf, 'scan.pdf');
+      expect(done.status, await done.text()).to.equal(303);
+      const [doc] = (await api('/api/documents')).items as Array<{ title: string; scan: string }>;
+      expect(doc.title).to.equal('scan.pdf');
+      expect(doc.scan).to.match(/^\/uploads\//);
+      const file = await fetch(app.url + doc.scan, { headers: { cookie: sessions.maker.cookie } });
+      expect(file.status).to.equal(200);
+      expect((await file.text()).startsWith('%PDF-1.4')).to.equal(true);
+      // A refused write (the title is required) keeps no file: the form again, the message beside the title.
+      const stored = () => fs.readdirSync(path.join(appDir, 'data', 'uploads')).filter((f) => !f.startsWith('.'));
+      const before = stored().length;
+      const untitled = await send(pdf, 'untitled.pdf', '');
+      expect(untitled.status).to.equal(400);
+      expect(await untitled.text()).to.include('<span class="field-error" id="field-title-error">');
+      expect(stored()).to.have.length(before);
+      const png = new Blob([new Uint8Array([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a])], { type: 'image/png' });
+      const refused = await send(png, 'image.png');
+      expect(refused.status).to.be.oneOf([400, 415]);
+      expect((await api('/api/documents')).items).to.have.length(1);
+      // Without the token: refused before any file is stored.
       const body = new FormData();
       body.set('_action', 'form');
-      body.set('title', 'Scan');
-      body.set('scan', new Blob(['%PDF-1.4'], { type: 'application/pdf' }), 'scan.pdf');
-      const res = await fetch(`${app.url}/documents/new`, {
+      body.set('title', 'no token');
+      body.set('scan', pdf, 'x.pdf');
+      const forged = await fetch(`${app.url}/documents/new`, {
         method: 'POST',
-        headers: { cookie: sessions.maker.cookie, 'x-csrf-token': sessions.maker.csrfToken, origin: app.url },
+        headers: { cookie: sessions.maker.cookie, origin: app.url },
         body,
         redirect: 'manual',
       });
-      expect(res.status).to.equal(415);
-      expect(await res.text()).to.include('this form does not take files yet');
-      const docs = await api('/api/documents');
-      expect(docs.items).to.deep.equal([]);
+      expect(forged.status).to.equal(403);
+      expect((await api('/api/documents')).items).to.have.length(1);
     });
   });
 }

@@ -5,13 +5,15 @@
 // Refused: the form again with the person's input and each field's message (nothing written).
 // Done: the flash and a 303 to `onSuccess.redirect` (POST/redirect/GET).
 
+import type { ServerResponse } from 'node:http';
 import { AppError, type ErrorDetail } from '../core/errors.ts';
 import type { RecordKey } from '../core/ids.ts';
 import type { Row } from '../data/database.ts';
-import type { EntitySpec, EntityStore } from '../data/entity-store.ts';
+import type { EntitySpec, EntityStore, RequestContext } from '../data/entity-store.ts';
 import { validationError } from '../data/fields.ts';
+import { isMultipart } from '../http/body.ts';
 import { requestContext } from '../http/context.ts';
-import type { ApiRequest } from '../http/request.ts';
+import { type ApiRequest, pathOf } from '../http/request.ts';
 import type { ActionPages } from './command-actions.ts';
 import { recordDigest } from './command-forms.ts';
 import { fieldLabel } from './form-fields.ts';
@@ -19,36 +21,80 @@ import { shownFields } from './form-layout.ts';
 import type { PageFormFieldSpec, PageFormSpec } from './form-spec.ts';
 import { runPageQueries } from './page-queries.ts';
 import type { PageRequest } from './page-routes.ts';
+import type { PageSpec } from './page-spec.ts';
 import { leaveFlash, redirect } from './page-view.ts';
 
-/** A multipart body: a form with files. */
-export function isMultipart(req: ApiRequest): boolean {
-  return /^multipart\//i.test(req.headers['content-type'] ?? '');
+/**
+ * What a form with file fields needs of the app's uploads (runtime/uploads/entity-files.ts
+ * EntityFiles, one per entity with file fields): the multipart body read (its `_csrf` checked
+ * before any file is stored), the write's context, and the files kept once the write commits.
+ */
+export interface FormUploads {
+  receive(
+    req: ApiRequest,
+    res: ServerResponse,
+  ): Promise<{ fields: Record<string, string>; files: Row; discard(): Promise<void> }>;
+  context(req: ApiRequest): RequestContext;
+  committed(req: ApiRequest, ctx: RequestContext, result: { status: number; replayed: boolean }): Promise<void>;
+}
+
+/**
+ * The requests a form page reads a multipart body of: POSTs to a page whose form has file
+ * fields (the front door lets them through: FrontDoorOptions.readsMultipart). Paths match as
+ * Express matches the page's (a `:name` segment any one segment, a trailing slash allowed).
+ */
+export function formUploadRequests(pages: readonly PageSpec[]): (req: ApiRequest) => boolean {
+  const literal = (segment: string) => segment.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+  const paths = pages
+    .filter((p) => p.form?.fields.some((f) => f.type === 'file'))
+    .map(
+      (p) =>
+        new RegExp(
+          `^${p.path
+            .split('/')
+            .map((s) => (s.startsWith(':') ? '[^/]+' : literal(s)))
+            .join('/')}/?$`,
+        ),
+    );
+  return (req) => req.method === 'POST' && paths.some((path) => path.test(pathOf(req.url)));
 }
 
 type Outcome = { done: Row } | { stale: true } | { gone: true };
 
-export async function formAction(pr: PageRequest, sent: Readonly<Record<string, string>>, pages: ActionPages) {
+export async function formAction(pr: PageRequest, posted: Readonly<Record<string, string>>, pages: ActionPages) {
   const form = pr.page.form as PageFormSpec;
+  let sent = posted;
+  let files: Row = {};
+  let received: { discard(): Promise<void> } | undefined;
+  const uploads = isMultipart(pr.req) ? pr.site.files?.[form.entity] : undefined;
   if (isMultipart(pr.req)) {
-    throw new AppError(
-      'UNSUPPORTED_MEDIA_TYPE',
-      'this form does not take files yet: send it as application/x-www-form-urlencoded, without its file fields',
-    );
+    if (!uploads || !form.fields.some((f) => f.type === 'file'))
+      throw new AppError(
+        'UNSUPPORTED_MEDIA_TYPE',
+        'this form takes no files: send it as application/x-www-form-urlencoded',
+      );
+    // Refused (its token, a file too large or of another type): an error page, nothing stored.
+    const body = await uploads.receive(pr.req, pr.res);
+    ({ fields: sent, files } = body);
+    received = body;
   }
-  const ctx = requestContext(pr.req, { mutation: false });
+  const ctx = uploads ? uploads.context(pr.req) : requestContext(pr.req, { mutation: false });
   const store = pr.site.stores.get(form.entity) as EntityStore;
   const first = pr.page.queries[0];
-  const refuse = (status: number, message: string, details: readonly ErrorDetail[] = []) =>
-    pages.render(pr, {
+  const refuse = async (status: number, message: string, details: readonly ErrorDetail[] = []) => {
+    // A refused write keeps none of the files it brought, removed before the answer.
+    await received?.discard();
+    return pages.render(pr, {
       status,
       flash: form.onError?.message ? { kind: 'error', text: form.onError.message } : undefined,
       form: { message, details, sent },
     });
+  };
   let outcome: Outcome;
   try {
     outcome = await store.db.write(function* () {
-      if (form.method === 'create') return { done: yield* store.create(ctx, formInput(form, store.spec, sent)) };
+      if (form.method === 'create')
+        return { done: yield* store.create(ctx, formInput(form, store.spec, sent, undefined, files)) };
       // The record as the page shows it now: its path names it, never the form.
       const results = yield* runPageQueries(pr.site.stores, [first], ctx, pr.params);
       const shown = results[first.name].records[0];
@@ -59,17 +105,25 @@ export async function formAction(pr: PageRequest, sent: Readonly<Record<string, 
         yield* store.delete(ctx, key);
         return { done: shown };
       }
-      return { done: yield* store.update(ctx, key, formInput(form, store.spec, sent, shown)) };
+      return { done: yield* store.update(ctx, key, formInput(form, store.spec, sent, shown, files)) };
     }, ctx.trace);
   } catch (err) {
-    if (!(err instanceof AppError) || err.status >= 500) throw err;
+    if (!(err instanceof AppError) || err.status >= 500) {
+      await received?.discard();
+      throw err;
+    }
     const details = err.code === 'VALIDATION_FAILED' ? withMessages(form, err.details ?? []) : (err.details ?? []);
     return refuse(err.status, `Not saved: ${err.message}.`, details);
   }
-  if ('gone' in outcome) return pages.notFound(pr);
+  if ('gone' in outcome) {
+    await received?.discard();
+    return pages.notFound(pr);
+  }
   if ('stale' in outcome) {
     return refuse(409, 'Not saved: this record changed since the page showed it. Look at it again, then decide.');
   }
+  // The files the write references are kept, those it replaced removed.
+  if (uploads) await uploads.committed(pr.req, ctx, { status: 200, replayed: false });
   leaveFlash(pages.site, pr.res, { kind: 'success', text: form.onSuccess?.message ?? doneMessage(form, store.spec) });
   redirect(pr.res, successHref(pr, form, outcome.done));
 }
@@ -81,7 +135,13 @@ export async function formAction(pr: PageRequest, sent: Readonly<Record<string, 
  * clears an update's field; an empty password leaves it as it is. Only the form's fields are
  * sent, and of an update's only those the viewer was shown.
  */
-export function formInput(form: PageFormSpec, spec: EntitySpec, sent: Readonly<Record<string, string>>, shown?: Row) {
+export function formInput(
+  form: PageFormSpec,
+  spec: EntitySpec,
+  sent: Readonly<Record<string, string>>,
+  shown?: Row,
+  files: Row = {},
+) {
   const issues: ErrorDetail[] = [];
   const out: Row = {};
   for (const field of shownFields(form, shown)) {
@@ -89,12 +149,16 @@ export function formInput(form: PageFormSpec, spec: EntitySpec, sent: Readonly<R
       out[field.name] = field.value;
       continue;
     }
-    if (field.type === 'file') continue;
     const type = spec.fields.find((f) => f.name === field.name)?.type;
-    const raw = sent[field.name];
+    // A file field holds the file stored from the body; none sent leaves it as it is.
+    const raw = field.type === 'file' ? (files[field.name] === undefined ? undefined : 'file') : sent[field.name];
     const problem = formRule(field, raw);
     if (problem) {
       issues.push({ field: field.name, code: 'INVALID_VALUE', message: problem });
+      continue;
+    }
+    if (field.type === 'file') {
+      if (raw !== undefined) out[field.name] = files[field.name];
       continue;
     }
     if (field.type === 'checkbox') {

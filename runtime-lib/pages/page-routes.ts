@@ -10,7 +10,7 @@ import { AppError } from '../core/errors.ts';
 import type { RecordKey } from '../core/ids.ts';
 import type { Row } from '../data/database.ts';
 import type { EntityStore } from '../data/entity-store.ts';
-import { BODY_LIMIT } from '../http/body.ts';
+import { BODY_LIMIT, isMultipart } from '../http/body.ts';
 import type { CommandRoute } from '../http/command-routes.ts';
 import { requestContext } from '../http/context.ts';
 import { matched } from '../http/pipeline.ts';
@@ -19,7 +19,7 @@ import { reportedError } from '../http/respond.ts';
 import { commandAction, commandsPart, type PageCommands } from './command-actions.ts';
 import { dashboardLayout } from './dashboard-layout.ts';
 import { detailLayout } from './detail-layout.ts';
-import { formAction, isMultipart } from './form-actions.ts';
+import { formAction, type FormUploads } from './form-actions.ts';
 import { type FormFailure, formLayout, formPart } from './form-layout.ts';
 import { html, type Html, trusted } from './html.ts';
 import type { LayoutContext } from './layout-context.ts';
@@ -42,6 +42,8 @@ export const LAYOUTS: Readonly<Record<string, (view: LayoutContext) => Html>> = 
 
 export interface PageRouterOptions extends PageSite {
   stores: ReadonlyMap<string, EntityStore>;
+  /** The uploads of each entity with file fields: forms post their files through them. */
+  files?: Readonly<Record<string, FormUploads>>;
   /** The app's commands, offered on detail pages. */
   commands?: {
     specs: ReadonlyArray<CommandSpec<never, never>>;
