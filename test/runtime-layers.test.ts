@@ -17,7 +17,7 @@ const ALLOWED: Record<string, string[]> = {
   http: ['core', 'observe', 'data', 'commands', 'workflows'],
   uploads: ['core', 'data', 'http'],
   mcp: ['core', 'data', 'http'],
-  pages: ['core', 'data', 'commands', 'http'],
+  pages: ['core', 'rules', 'data', 'commands', 'http', 'workflows'],
   auth: ['core', 'observe', 'data', 'http', 'pages'],
 };
 

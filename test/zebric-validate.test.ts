@@ -427,6 +427,13 @@ const CASES: Record<string, Expected[]> = {
       'did you mean "Touch"?',
     ),
     error(
+      '19:12',
+      'WIDGET_NOT_RENDERED',
+      'page."/lookup".widget.kind',
+      'bp renders widgets of kind "board" only, not "lookup"',
+      'pick records with a form field of type "lookup", or show them on a list page',
+    ),
+    error(
       '19:56',
       'UNKNOWN_FIELD',
       'page."/lookup".widget.search.0',

@@ -5,6 +5,7 @@ import { expressPath, pageServed, pageTitle } from '../model/pages.ts';
 import { matchRelations, refRelations, relationInclude } from '../model/relations.ts';
 import { pageForm } from './page-forms.ts';
 import type { Blueprint, Entity, Page } from '../model/types.ts';
+import { boardParts, servedLayout, statusField, widgetQueries } from './page-boards.ts';
 import { slotCalls, templateCall } from './page-templates.ts';
 import { render } from './templates.ts';
 import { nonEmpty, tsLiteral } from './ts-literal.ts';
@@ -21,13 +22,13 @@ export function emitPages(bp: Blueprint): string | undefined {
   const entity = (name: string) => bp.entities.find((e) => e.name === name) as Entity;
   const specs = pages.map((page) => {
     const first = page.queries[0];
-    const status = page.actionBar?.showStatus !== false ? page.actionBar?.statusField : undefined;
+    const status = first && statusField(page, entity(first.entity));
     return {
       path: expressPath(page.route),
       title: pageTitle(page, bp.project.name),
       auth: page.auth,
-      layout: page.layout,
-      queries: page.queries.map((q) => ({
+      layout: servedLayout(page),
+      queries: widgetQueries(page).map((q) => ({
         name: q.name,
         entity: q.entity,
         where: nonEmpty(Object.entries(q.where).map(([field, value]) => ({ field, value }))),
@@ -60,6 +61,7 @@ export function emitPages(bp: Blueprint): string | undefined {
       form: pageForm(bp, page),
       template: page.template && templateCall(page.template),
       slots: slotCalls(page.layoutSlots),
+      ...boardParts(page),
     };
   });
   return render('app/src/pages.ts.hbs', {

@@ -4,16 +4,20 @@
 import type { Page } from './types.ts';
 
 /** The layouts the app renders (runtime-lib/pages/page-routes.ts LAYOUTS). */
-export const RENDERED_LAYOUTS: readonly string[] = ['list', 'detail', 'dashboard', 'form'];
+export const RENDERED_LAYOUTS: readonly string[] = ['list', 'detail', 'dashboard', 'board', 'form'];
 
 /**
- * Served: a page with its own `template` (whatever its layout: the template replaces it), or of a
- * rendered layout whose rendering reads what it needs (a list or detail page its first query).
- * Others are accepted with a NOT_GENERATED warning until their part is built.
+ * Served: a page with its own `template` (whatever its layout: the template replaces it), a board
+ * widget's page, or a page of a rendered layout whose rendering reads what it needs (a list or
+ * detail page its first query, a board page its board). Others are accepted with a NOT_GENERATED
+ * warning until their part is built.
  */
 export function pageServed(page: Page): boolean {
   if (page.template) return true;
+  // A widget page is its widget's (another kind than "board" is WIDGET_NOT_RENDERED).
+  if (page.widget) return page.widget.kind === 'board';
   if (!RENDERED_LAYOUTS.includes(page.layout)) return false;
+  if (page.layout === 'board') return page.board !== undefined;
   if (page.layout === 'form') return formServed(page);
   return page.layout === 'dashboard' || page.queries.length > 0;
 }

@@ -23,4 +23,6 @@ export interface LayoutContext {
   form?: Html;
   /** The page's `layoutSlots`: a slot's HTML where the page replaces it, else undefined (the layout's own). */
   slot?: SlotRenderer;
+  /** The session's CSRF token, for the forms a layout posts back (a board's moves, a widget's events). */
+  csrfToken?: string;
 }

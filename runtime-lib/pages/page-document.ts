@@ -75,9 +75,38 @@ legend{padding:0 .25rem;font-weight:700}
 .inline .section-fields{display:flex;flex-wrap:wrap;gap:0 1rem;align-items:flex-end}
 .flash p,.flash ul{margin:0}
 select{background-color:#fff}
+.action-bar{display:flex;flex-wrap:wrap;gap:.75rem 1.5rem;align-items:center;justify-content:space-between}
+.bar-head p{margin:0}.bar-title{font-weight:700}
+.bar-actions,.bar-secondary{display:flex;flex-wrap:wrap;gap:.5rem;align-items:center}
+.bar-secondary{flex-basis:100%;font-size:.9rem}
+.bar-action{margin:0}.bar-action button{margin:0}
+a.button,span.button{display:inline-block;padding:.5rem 1rem;font-weight:600;border-radius:.375rem;text-decoration:none;
+  color:#fff;background:#1f6feb}
+a.button.secondary,a.button.ghost,span.button.secondary{color:#1f2328;background:#eaeef2}
+a.button.danger{background:#cf222e}
+a.button.link,span.button.link,button.link{padding:0;color:#0969da;background:none;text-decoration:underline;
+  font-weight:400}
+button:disabled,.button.disabled{opacity:.55;cursor:not-allowed}
+.board{display:flex;gap:1rem;overflow-x:auto;align-items:flex-start;padding-bottom:.5rem}
+.column{flex:0 0 16rem;margin:0;padding:.75rem;background:#eaeef2}
+.column h2{margin:0 0 .5rem;font-size:1rem}
+.count{padding:0 .5rem;font-size:.8rem;border-radius:1rem;background:#d0d7de}
+.cards{list-style:none;margin:0;padding:0;display:grid;gap:.5rem}
+.card{background:#fff;border:1px solid #d0d7de;border-radius:.375rem;padding:.6rem .75rem}
+.card h3{margin:0;font-size:1rem}.card p{margin:.25rem 0}
+.card dl{grid-template-columns:max-content 1fr;gap:.1rem .75rem;font-size:.9rem}
+.card form{margin:.5rem 0 0}.card label{margin:.25rem 0;font-size:.85rem}
+.card select,.card input{padding:.3rem .4rem}
+.card button{margin-top:.35rem;padding:.3rem .75rem}
+.toggles{display:flex;gap:.25rem}.toggles form{margin:0}
+button.toggle{margin:0;padding:.1rem .5rem;color:#57606a;background:none;border:1px solid #d0d7de}
+button.toggle.on{color:#9a6700;background:#fff8c5}
+details summary{cursor:pointer;font-size:.85rem;color:#0969da}
+[role=alertdialog] form a{margin-left:1rem}
 @media (prefers-color-scheme:dark){
   body{background:#0d1117;color:#e6edf3}
-  section,.panel,table,.table,.actions form,.page-form,.page-form fieldset{background:#161b22;border-color:#30363d}
+  section,.panel,table,.table,.actions form,.card,.page-form,.page-form fieldset{background:#161b22;border-color:#30363d}
+  .column,.count{background:#0d1117}
   th,td{border-color:#30363d}
   th,dt,.none{color:#9198a1}
   input,select,textarea{background:#0d1117;color:#e6edf3;border-color:#6e7681}

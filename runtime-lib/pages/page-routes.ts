@@ -16,6 +16,8 @@ import { requestContext } from '../http/context.ts';
 import { matched } from '../http/pipeline.ts';
 import type { ApiRequest } from '../http/request.ts';
 import { reportedError } from '../http/respond.ts';
+import { actionBarPart, barAction, barRecord } from './action-bar.ts';
+import { boardLayout, boardMove } from './board-layout.ts';
 import { commandAction, commandsPart, type PageCommands } from './command-actions.ts';
 import { dashboardLayout } from './dashboard-layout.ts';
 import { detailLayout } from './detail-layout.ts';
@@ -26,17 +28,20 @@ import type { LayoutContext } from './layout-context.ts';
 import { listLayout } from './list-layout.ts';
 import type { Flash } from './page-document.ts';
 import { runPageQueries } from './page-queries.ts';
-import type { PageSpec } from './page-spec.ts';
+import type { PageSpec, PageWorkflows } from './page-spec.ts';
 import { pageTemplateInput, slotRenderer } from './page-templates.ts';
 import { templateVariables } from './template-context.ts';
 import { mayOpen, type PageSite, redirect, sendView, signInHref, takeFlash } from './page-view.ts';
 import type { RecordLinks } from './values.ts';
+import { widgetEvent, widgetLayout } from './widget-layout.ts';
 
 /** The layouts rendered here; the generator refuses a page of any other. */
 export const LAYOUTS: Readonly<Record<string, (view: LayoutContext) => Html>> = {
   list: listLayout,
   detail: detailLayout,
   dashboard: dashboardLayout,
+  board: boardLayout,
+  widget: widgetLayout,
   form: formLayout,
 };
 
@@ -50,6 +55,8 @@ export interface PageRouterOptions extends PageSite {
     routes: readonly CommandRoute[];
     runtime: CommandRuntime;
   };
+  /** Starts the workflows of action bars, board moves and widget events (pages/page-workflows.ts). */
+  workflows?: PageWorkflows;
 }
 
 /** A page request, as the layouts and actions see it. */
@@ -94,6 +101,7 @@ export function pageRouter(options: PageRouterOptions): Router {
       links,
       skip,
       pageHref: (n) => (n === 0 ? pathOnly(req.url) : `${pathOnly(req.url)}?page=${n + 1}`),
+      csrfToken: options.signIn?.csrfToken(req, res),
     };
     if (page.layout === 'detail' && page.queries.length > 0) {
       const first = results[page.queries[0].name];
@@ -114,7 +122,7 @@ export function pageRouter(options: PageRouterOptions): Router {
     sendView(options, req, res, {
       status: again?.status ?? 200,
       title: page.title,
-      main: main ?? LAYOUTS[page.layout](view),
+      main: html`${actionBarPart(pr, barRecord(pr, results))}${main ?? LAYOUTS[page.layout](view)}`,
       flash,
     });
   };
@@ -184,9 +192,13 @@ export function pageRouter(options: PageRouterOptions): Router {
         if (sent._action === 'command' && page.layout === 'detail' && commands) {
           return commandAction(commands, pr, sent, { render, notFound, site: options });
         }
+        const pages = { render, notFound, site: options };
+        if (sent._action === 'action') return barAction(options.workflows, pr, sent, pages);
+        if (sent._action === 'move' && page.board) return boardMove(options.workflows, pr, sent, pages);
+        if (sent._action === 'widget' && page.widget) return widgetEvent(options.workflows, pr, sent, pages);
         // A form a `form.form` slot renders may not say `_action`: a form page's post is its form's.
         if (page.form && (sent._action === 'form' || sent._action === undefined || isMultipart(pr.req)))
-          return formAction(pr, sent, { render, notFound, site: options });
+          return formAction(pr, sent, pages);
         throw new AppError('VALIDATION_FAILED', 'this page has no such action');
       }),
     );

@@ -49,7 +49,8 @@ export function notGenerated(ctx: CompileContext): void {
   }
   for (const { name, value } of namedSections(ctx.parsed, 'page')) {
     const page = buildPage(name, value, ctx.parsed.templateFiles);
-    if (pageServed(page)) continue;
+    // A widget page bp cannot render is an error of its own (WIDGET_NOT_RENDERED).
+    if (pageServed(page) || page.widget) continue;
     // `/` always serves the app's index page (runtime/pages/index-route.ts) when no page is served there.
     const served =
       name === '/'

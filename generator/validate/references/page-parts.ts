@@ -10,6 +10,7 @@ import type { Blueprint, Entity, Page } from '../../model/types.ts';
 import { isTable } from '../../parse/load.ts';
 import type { KeyPath } from '../../parse/locate.ts';
 import { didYouMean } from '../../suggest.ts';
+import { checkCondition } from '../declarations/conditions.ts';
 import { entityNamed, fieldNamed, names, unknownEntity, unknownField } from './common.ts';
 
 /** The page as written (page `queries` already folded into `query` by the parser). */
@@ -81,7 +82,12 @@ export function actionBarReferences(ctx: CompileContext, bp: Blueprint, page: Pa
   const bar = table(written(ctx, page).actionBar);
   for (const group of ['actions', 'secondaryActions'] as const) {
     list(bar[group]).forEach((a, i) => {
-      if (isTable(a)) checkWorkflow(ctx, bp, [...page.path, 'actionBar', group, i, 'workflow'], a.workflow);
+      if (!isTable(a)) return;
+      const at: KeyPath = [...page.path, 'actionBar', group, i];
+      checkWorkflow(ctx, bp, [...at, 'workflow'], a.workflow);
+      // Checked on the page's record and the viewer when the page is shown and when it is posted.
+      for (const key of ['visibleWhen', 'enabledWhen'])
+        if (isTable(a[key])) checkCondition(ctx, [...at, key], a[key], ['actor', 'record']);
     });
   }
 }
@@ -120,6 +126,20 @@ export function widgetReferences(ctx: CompileContext, bp: Blueprint, page: Page)
   const widget = written(ctx, page).widget;
   if (!isTable(widget)) return;
   const at: KeyPath = [...page.path, 'widget'];
+  // A page bp cannot render is refused here, never served blank.
+  if (typeof widget.kind === 'string' && widget.kind !== 'board') {
+    ctx.report(
+      'WIDGET_NOT_RENDERED',
+      [...at, 'kind'],
+      `bp renders widgets of kind "board" only, not "${widget.kind}"`,
+      {
+        hint:
+          widget.kind === 'lookup'
+            ? 'pick records with a form field of type "lookup", or show them on a list page'
+            : 'use kind = "board", or a list, detail, dashboard or board layout',
+      },
+    );
+  }
   const entity = lookupReferences(ctx, bp, at, widget);
   const columns = entityAt(ctx, bp, [...at, 'column_entity'], widget.column_entity);
   checkField(ctx, entity, [...at, 'group_by'], widget.group_by);
