@@ -105,7 +105,8 @@ details summary{cursor:pointer;font-size:.85rem;color:#0969da}
 [role=alertdialog] form a{margin-left:1rem}
 @media (prefers-color-scheme:dark){
   body{background:#0d1117;color:#e6edf3}
-  section,.panel,table,.table,.actions form,.card,.page-form,.page-form fieldset{background:#161b22;border-color:#30363d}
+  section,.panel,table,.table,.actions form,.card{background:#161b22;border-color:#30363d}
+  .page-form,.page-form fieldset{background:#161b22;border-color:#30363d}
   .column,.count{background:#0d1117}
   th,td{border-color:#30363d}
   th,dt,.none{color:#9198a1}
