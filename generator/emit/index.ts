@@ -176,6 +176,15 @@ export async function emitApp(bp: Blueprint, options: EmitOptions): Promise<Emit
       authPages: authPages !== undefined,
       mcp,
       pages: pages !== undefined,
+      // The uploads of entities with file fields, for forms that post files to pages.
+      pageFiles:
+        pages !== undefined &&
+        uploads &&
+        tsLiteral(Object.fromEntries(entities.flatMap((e) => (e.files ? [[e.name, code(e.files)]] : []))), {
+          indent: 6,
+          lead: 13,
+          trail: 1,
+        }),
       // The job store, runner and workflow runtime only where there are workflows to run.
       workflows: workflows && {
         imports: [...(notifications ? ['NOTIFICATIONS'] : []), ...(services ? ['SERVICES'] : []), 'WORKFLOWS'].join(

@@ -3,6 +3,7 @@
 
 import { expressPath, pageServed, pageTitle } from '../model/pages.ts';
 import { matchRelations, refRelations, relationInclude } from '../model/relations.ts';
+import { pageForm } from './page-forms.ts';
 import type { Blueprint, Entity, Page } from '../model/types.ts';
 import { boardParts, servedLayout, statusField, widgetQueries } from './page-boards.ts';
 import { slotCalls, templateCall } from './page-templates.ts';
@@ -57,6 +58,7 @@ export function emitPages(bp: Blueprint): string | undefined {
             )
           : undefined,
       status: status && { field: status, label: page.actionBar?.statusLabel },
+      form: pageForm(bp, page),
       template: page.template && templateCall(page.template),
       slots: slotCalls(page.layoutSlots),
       ...boardParts(page),

@@ -4,7 +4,7 @@
 import type { Page } from './types.ts';
 
 /** The layouts the app renders (runtime-lib/pages/page-routes.ts LAYOUTS). */
-export const RENDERED_LAYOUTS: readonly string[] = ['list', 'detail', 'dashboard', 'board', 'auth'];
+export const RENDERED_LAYOUTS: readonly string[] = ['list', 'detail', 'dashboard', 'board', 'form', 'auth'];
 
 /** Zebric 0.6's built-in layouts: a page of another needs its own `template` (LAYOUT_NOT_RENDERED). */
 export const BUILT_IN_LAYOUTS: readonly string[] = ['list', 'detail', 'form', 'dashboard', 'board', 'auth'];
@@ -21,8 +21,15 @@ export function pageServed(page: Page): boolean {
   if (page.widget) return page.widget.kind === 'board';
   if (!RENDERED_LAYOUTS.includes(page.layout)) return false;
   if (page.layout === 'board') return page.board !== undefined;
+  if (page.layout === 'form') return formServed(page);
   // An auth page is the sign-in page (page-routes.ts): it reads no query.
   return page.layout === 'dashboard' || page.layout === 'auth' || page.queries.length > 0;
+}
+
+/** A form page has its form, and an update or delete form its record: its first query, of the form's entity. */
+function formServed(page: Page): boolean {
+  if (!page.form) return false;
+  return page.form.method === 'create' || page.queries[0]?.entity === page.form.entity;
 }
 
 /** Express's form of a page path: Zebric's `{id}` segments as `:id`. */

@@ -19,6 +19,8 @@ export interface LayoutContext {
   pageHref(skip: number): string;
   /** Detail pages: the commands this viewer may run on the record, as forms. */
   commands?: Html;
+  /** Form pages: the form, for this viewer (form-layout.ts). */
+  form?: Html;
   /** The page's `layoutSlots`: a slot's HTML where the page replaces it, else undefined (the layout's own). */
   slot?: SlotRenderer;
   /** The session's CSRF token, for the forms a layout posts back (a board's moves, a widget's events). */

@@ -63,6 +63,18 @@ a{color:#0969da}
 .flash.success{color:#116329;background:#dafbe1;border-color:#4ac26b}
 .flash.error,.field-error{color:#82071e;background:#ffebe9;border-color:#ff8182}
 .field-error{display:block;margin:.25rem 0;padding:.25rem .5rem;border-radius:.25rem}
+.page-form{max-width:42rem;background:#fff;border:1px solid #d0d7de;border-radius:.5rem;padding:1rem 1.25rem}
+.page-form .field{margin:0 0 .75rem}
+.page-form fieldset{margin:0 0 1rem;padding:.25rem 1rem .5rem;border:1px solid #d0d7de;border-radius:.5rem}
+.page-form fieldset.field{padding:0;border:0}
+.page-form fieldset.field legend{padding:0}
+legend{padding:0 .25rem;font-weight:700}
+.check label,.choice{display:flex;gap:.5rem;align-items:center;font-weight:400}
+.two-column .section-fields,.card-group .section-fields{display:grid;gap:0 1rem;
+  grid-template-columns:repeat(auto-fit,minmax(14rem,1fr))}
+.inline .section-fields{display:flex;flex-wrap:wrap;gap:0 1rem;align-items:flex-end}
+.flash p,.flash ul{margin:0}
+select{background-color:#fff}
 .action-bar{display:flex;flex-wrap:wrap;gap:.75rem 1.5rem;align-items:center;justify-content:space-between}
 .bar-head p{margin:0}.bar-title{font-weight:700}
 .bar-actions,.bar-secondary{display:flex;flex-wrap:wrap;gap:.5rem;align-items:center}
@@ -94,6 +106,7 @@ details summary{cursor:pointer;font-size:.85rem;color:#0969da}
 @media (prefers-color-scheme:dark){
   body{background:#0d1117;color:#e6edf3}
   section,.panel,table,.table,.actions form,.card{background:#161b22;border-color:#30363d}
+  .page-form,.page-form fieldset{background:#161b22;border-color:#30363d}
   .column,.count{background:#0d1117}
   th,td{border-color:#30363d}
   th,dt,.none{color:#9198a1}

@@ -10,7 +10,7 @@ import { AppError } from '../core/errors.ts';
 import type { RecordKey } from '../core/ids.ts';
 import type { Row } from '../data/database.ts';
 import type { EntityStore } from '../data/entity-store.ts';
-import { BODY_LIMIT } from '../http/body.ts';
+import { BODY_LIMIT, isMultipart } from '../http/body.ts';
 import type { CommandRoute } from '../http/command-routes.ts';
 import { requestContext } from '../http/context.ts';
 import { matched } from '../http/pipeline.ts';
@@ -21,6 +21,8 @@ import { boardLayout, boardMove } from './board-layout.ts';
 import { commandAction, commandsPart, type PageCommands } from './command-actions.ts';
 import { dashboardLayout } from './dashboard-layout.ts';
 import { detailLayout } from './detail-layout.ts';
+import { formAction, type FormUploads } from './form-actions.ts';
+import { type FormFailure, formLayout, formPart } from './form-layout.ts';
 import { html, type Html, trusted } from './html.ts';
 import type { LayoutContext } from './layout-context.ts';
 import { listLayout } from './list-layout.ts';
@@ -41,10 +43,13 @@ export const LAYOUTS: Readonly<Record<string, (view: LayoutContext) => Html>> = 
   dashboard: dashboardLayout,
   board: boardLayout,
   widget: widgetLayout,
+  form: formLayout,
 };
 
 export interface PageRouterOptions extends PageSite {
   stores: ReadonlyMap<string, EntityStore>;
+  /** The uploads of each entity with file fields: forms post their files through them. */
+  files?: Readonly<Record<string, FormUploads>>;
   /** The app's commands, offered on detail pages. */
   commands?: {
     specs: ReadonlyArray<CommandSpec<never, never>>;
@@ -70,6 +75,8 @@ export interface Rerender {
   flash?: Flash;
   /** Replaces the detail page's commands part (a refused command's form, a confirmation). */
   commands?: (record: Row, seen: string) => Html;
+  /** Replaces a form page's form state: a refused submission's input and messages. */
+  form?: FormFailure;
 }
 
 export function pageRouter(options: PageRouterOptions): Router {
@@ -103,6 +110,10 @@ export function pageRouter(options: PageRouterOptions): Router {
       const first = results[page.queries[0].name];
       if (first.records.length === 0) return notFound(pr);
       if (!page.template) view.commands = await commandsPart(commands, pr, first.entity, first.records[0], ctx, again);
+    }
+    if (page.form && !page.template) {
+      view.form = await formPart(pr, results, ctx, again?.form);
+      if (!view.form) return notFound(pr);
     }
     // The blueprint's templates (page-templates.ts): a template renders the page, slots parts of it.
     const input =
@@ -188,6 +199,9 @@ export function pageRouter(options: PageRouterOptions): Router {
         if (sent._action === 'action') return barAction(options.workflows, pr, sent, pages);
         if (sent._action === 'move' && page.board) return boardMove(options.workflows, pr, sent, pages);
         if (sent._action === 'widget' && page.widget) return widgetEvent(options.workflows, pr, sent, pages);
+        // A form a `form.form` slot renders may not say `_action`: a form page's post is its form's.
+        if (page.form && (sent._action === 'form' || sent._action === undefined || isMultipart(pr.req)))
+          return formAction(pr, sent, pages);
         throw new AppError('VALIDATION_FAILED', 'this page has no such action');
       }),
     );

@@ -2,6 +2,7 @@
 // generate time (every entity, field, relation, command and workflow named here exists).
 
 import type { IncludeSpec } from '../commands/executor.ts';
+import type { PageFormSpec } from './form-spec.ts';
 import type { CompiledTemplate, SlotName } from './template-context.ts';
 import type { Work } from '../data/database.ts';
 import type { RequestContext } from '../data/entity-store.ts';
@@ -42,6 +43,8 @@ export interface PageSpec {
   commands?: readonly PageCommandSpec[];
   /** `actionBar.statusField` and its label: the record's state, shown by the heading. */
   status?: { field: string; label?: string };
+  /** `layout = "form"`: the form that creates, updates or deletes a record (form-spec.ts). */
+  form?: PageFormSpec;
   /** The blueprint's own template: it renders the page in place of the layout. */
   template?: CompiledTemplate;
   /** `layoutSlots`: templates that render parts of the layout in place of its own. */

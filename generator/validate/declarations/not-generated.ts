@@ -8,6 +8,7 @@ import type { CompileContext } from '../../context.ts';
 import { buildPage, triggerForms } from '../../model/build-sections.ts';
 import { BUILT_IN_LAYOUTS, pageServed, RENDERED_LAYOUTS } from '../../model/pages.ts';
 import { list, namedSections, singleSection, table } from '../../model/raw.ts';
+import type { Page } from '../../model/types.ts';
 
 export function notGenerated(ctx: CompileContext): void {
   const warn = (keys: (string | number)[], message: string) =>
@@ -55,9 +56,12 @@ export function notGenerated(ctx: CompileContext): void {
       name === '/'
         ? "the app's index page (its name, sign-in, the pages and the API's description) is served at this path instead"
         : 'nothing is served at this path';
-    const what = RENDERED_LAYOUTS.includes(page.layout)
-      ? `a ${page.layout} page without a query`
-      : `layout "${page.layout}"`;
+    const what =
+      page.layout === 'form'
+        ? formMissing(page)
+        : RENDERED_LAYOUTS.includes(page.layout)
+          ? `a ${page.layout} page without a query`
+          : `layout "${page.layout}"`;
     warn(['page', name], `page "${name}" is accepted but not generated yet (${what}): ${served}`);
   }
   const auth = singleSection(ctx.parsed, 'auth');
@@ -79,6 +83,13 @@ export function notGenerated(ctx: CompileContext): void {
       );
     }
   });
+}
+
+/** What a form page that is not served lacks (generator/model/pages.ts formServed). */
+function formMissing(page: Page): string {
+  if (!page.form) return 'a form page without a form';
+  const article = page.form.method === 'update' ? 'an' : 'a';
+  return `${article} ${page.form.method} form without a first query of ${page.form.entity}, the record it ${page.form.method}s`;
 }
 
 /** Per step, nested ones (then, else, do) included: a plugin action the app must register. */

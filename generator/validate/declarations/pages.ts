@@ -23,6 +23,13 @@ export function checkPage(ctx: CompileContext, route: string, raw: Raw): void {
     });
   }
   checkLayout(ctx, at, route, raw);
+  if (raw.form !== undefined && raw.layout !== 'form') {
+    // Zebric renders a page's form in the form layout only; elsewhere nothing shows or posts it.
+    ctx.report('IGNORED_KEY', [...at, 'form'], `a form is rendered only by layout = "form"; this page's is ignored`, {
+      severity: 'warning',
+      hint: `give the form a page of its own with layout = "form"`,
+    });
+  }
   for (const key of PRESENTATIONAL) {
     if (raw[key] !== undefined)
       ctx.report('IGNORED_KEY', [...at, key], `"${key}" is presentational and is ignored`, { severity: 'warning' });

@@ -43,6 +43,7 @@ import { mcpRouter } from './runtime/mcp/endpoint.ts';
 import { MCP_SERVER, MCP_TOOLS } from './mcp.ts';
 import { TraceStore } from './runtime/observe/tracing.ts';
 import { INDEX_PATH, indexRoute, type SignIn } from './runtime/pages/index-route.ts';
+import { formUploadRequests } from './runtime/pages/form-actions.ts';
 import { pagePaths, pageRouter } from './runtime/pages/page-routes.ts';
 import { pageLinks } from './runtime/pages/page-view.ts';
 import { pageWorkflows } from './runtime/pages/page-workflows.ts';
@@ -248,6 +249,7 @@ export function createApp(options: AppOptions): App {
       production: env.NODE_ENV === 'production',
       stores,
       commands: { specs: COMMANDS, routes: commands, runtime: commandRuntime },
+      files: { Ticket: ticketFiles },
       // Action bars, board moves and widget events start workflows as skill actions do.
       workflows: pageWorkflows({
         specs: new Map(WORKFLOWS.map((w) => [w.name, w])),
@@ -277,7 +279,9 @@ export function createApp(options: AppOptions): App {
     routing,
   );
   const probes = healthProbes(options.db);
-  const handle = frontDoor({ pipeline, entities, commands, fallback: app, sendError, probes });
+  // A form page with file fields reads its own multipart body, and the _csrf field in it.
+  const readsMultipart = formUploadRequests(PAGES);
+  const handle = frontDoor({ pipeline, entities, commands, fallback: app, sendError, probes, readsMultipart });
   const close = async () => {
     await runner.stop();
     auth.close();
