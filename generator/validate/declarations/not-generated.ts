@@ -89,7 +89,8 @@ export function notGenerated(ctx: CompileContext): void {
 function formMissing(page: Page): string {
   if (!page.form) return 'a form page without a form';
   const article = page.form.method === 'update' ? 'an' : 'a';
-  return `${article} ${page.form.method} form without a first query of ${page.form.entity}, the record it ${page.form.method}s`;
+  const { method, entity } = page.form;
+  return `${article} ${method} form without a first query of ${entity}, the record it ${method}s`;
 }
 
 /** Per step, nested ones (then, else, do) included: a plugin action the app must register. */
