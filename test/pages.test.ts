@@ -150,6 +150,12 @@ for (const database of DATABASES) {
       expect(await (await page(app, '/projects', sessions.finance)).text()).to.include('Budget');
     });
 
+    it('tries a fixed path segment before a parameter, whatever the blueprint order', async () => {
+      const res = await page(app, '/projects/archived', sessions.member);
+      expect(res.status).to.equal(200);
+      expect(await res.text()).to.include('<h1>Archived projects</h1>');
+    });
+
     it('answers 404 for a record that is not there, and for a key that cannot be one', async () => {
       for (const id of ['01ARZ3NDEKTSV4RRFFQ69G5FAV', 'not-a-ulid']) {
         const res = await page(app, `/projects/${id}`, sessions.member);

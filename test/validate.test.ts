@@ -741,7 +741,16 @@ const CASES: Array<{ fixture: string; root?: string; expected: Expected[] }> = [
           'without it a job of "Log" fails at this step',
       },
       {
-        at: 'app.toml:31:10',
+        at: 'app.toml:29:7',
+        code: 'NOT_GENERATED',
+        severity: 'warning',
+        path: 'page."/empty"',
+        message:
+          'page "/empty" is accepted but not generated yet (a list page without a query): ' +
+          'nothing is served at this path',
+      },
+      {
+        at: 'app.toml:35:10',
         code: 'NOT_GENERATED',
         severity: 'warning',
         path: 'service.billing',

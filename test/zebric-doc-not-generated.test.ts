@@ -90,9 +90,16 @@ describe('docs/zebric-compatibility.md and the NOT_GENERATED warnings', () => {
   before(() => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'bp-not-generated-'));
     try {
-      // A provider other than email: the one kind of warning the two fixtures below do not draw.
+      // A provider other than email, and sign-in pages nobody serves without it: the kinds of warning
+      // the two fixtures below do not draw.
       const providers = path.join(dir, 'providers.toml');
-      fs.writeFileSync(providers, '[auth]\nproviders = ["email", "github"]\nsignup = false\n');
+      fs.writeFileSync(
+        providers,
+        '[auth]\nproviders = ["github"]\n' +
+          ['signIn', 'signUp', 'signOut', 'loginRequired']
+            .map((page) => `\n[auth.pages.${page}]\nsource = "<p>${page}</p>"\ntype = "inline"\n`)
+            .join(''),
+      );
       warnings = [
         ...warnedAt('test/fixtures/zebric/grammar/app.toml'),
         ...warnedAt('test/fixtures/invalid/not-generated/app.toml'),
@@ -125,7 +132,13 @@ describe('docs/zebric-compatibility.md and the NOT_GENERATED warnings', () => {
         'skill',
         'workflow.steps',
       ]);
-      expect(warnings.filter((w) => w.startsWith('auth.')).sort()).to.deep.equal(['auth.pages', 'auth.providers.1']);
+      expect(warnings.filter((w) => w.startsWith('auth.')).sort()).to.deep.equal([
+        'auth.pages.loginRequired',
+        'auth.pages.signIn',
+        'auth.pages.signOut',
+        'auth.pages.signUp',
+        'auth.providers.0',
+      ]);
     },
   );
 

@@ -154,7 +154,9 @@ describe('Zebric 0.6 grammar', () => {
         notGenerated('workflow.Intake.steps.1'),
         ignored('page."/".meta'),
         ignored('page."/board".ux'),
-        // page."/tasks/:id" is served: its template renders it; page."/tasks/new" is a served form page.
+        // page."/tasks/:id" is served: its template renders it; page."/tasks/new" is a served form page,
+        // whose file input on a Text field is left out.
+        'warning FORM_FILE_NOT_STORED page."/tasks/new".form.fields.5.type',
         ignored('ui'),
         ignored('ux'),
         ignored('design_adapter'),

@@ -234,7 +234,7 @@ const CASES: Record<string, Expected[]> = {
       'no page serves "/taks/{id}"',
       'did you mean "/tasks/:id"?',
     ),
-    error('24:15', 'UNKNOWN_ROUTE', 'page."/tasks/new/more".form.onSuccess.redirect', 'no page serves "/task"'),
+    error('27:41', 'UNKNOWN_ROUTE', 'page."/tasks/new/more".form.onSuccess.redirect', 'no page serves "/task"'),
   ],
   'runtime-version': [
     warning(

@@ -7,6 +7,7 @@ import { isTable } from '../parse/load.ts';
 import { list, str, strList, table } from '../model/raw.ts';
 import type { FieldType } from '../../runtime-lib/core/values.ts';
 import type { Blueprint, Entity, Page } from '../model/types.ts';
+import { fileInputOffField } from '../model/pages.ts';
 import { nonEmpty } from './ts-literal.ts';
 
 /** The control of a field whose form field names no type: the natural one of its field type. */
@@ -33,7 +34,8 @@ export function pageForm(bp: Blueprint, page: Page): Record<string, unknown> | u
   return {
     entity: form.entity,
     method: form.method,
-    fields: form.fields.map((raw) => formField(bp, entity, raw)),
+    // A file input writes only a `file` field (FORM_FILE_NOT_STORED warns of the others).
+    fields: form.fields.filter((raw) => !fileInputOffField(entity, raw)).map((raw) => formField(bp, entity, raw)),
     sections: nonEmpty(
       form.sections.map((s) => ({ title: s.title, description: s.description, layout: s.layout, fields: s.fields })),
     ),

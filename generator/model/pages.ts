@@ -1,7 +1,7 @@
 // Which of the blueprint's pages the generated app serves, and how their paths and titles read.
 // Kept here, in the model, because validation warns about the others and the emitter writes these.
 
-import type { Page } from './types.ts';
+import type { Entity, Page } from './types.ts';
 
 /** The layouts the app renders (runtime-lib/pages/page-routes.ts LAYOUTS). */
 export const RENDERED_LAYOUTS: readonly string[] = ['list', 'detail', 'dashboard', 'board', 'form', 'auth'];
@@ -45,4 +45,10 @@ export function pageTitle(page: Page, projectName: string): string {
   if (!last) return projectName;
   const words = last.replace(/[-_]+/g, ' ');
   return words.charAt(0).toUpperCase() + words.slice(1);
+}
+
+/** A form's `type = "file"` input on an entity field that is not a `file` field: bp stores no upload there. */
+export function fileInputOffField(entity: Entity | undefined, raw: Record<string, unknown>): boolean {
+  const field = entity?.fields.find((f) => f.name === raw.name);
+  return raw.type === 'file' && field !== undefined && field.type !== 'file';
 }

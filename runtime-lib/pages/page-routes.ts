@@ -158,7 +158,7 @@ export function pageRouter(options: PageRouterOptions): Router {
   };
 
   const formBody = express.urlencoded({ extended: false, limit: BODY_LIMIT });
-  for (const page of options.pages) {
+  for (const page of fixedSegmentsFirst(options.pages)) {
     const handle =
       (serve: (pr: PageRequest) => Promise<void>) => async (req: express.Request, res: express.Response) => {
         const apiReq = req as unknown as ApiRequest;
@@ -207,6 +207,20 @@ export function pageRouter(options: PageRouterOptions): Router {
     );
   }
   return router;
+}
+
+/**
+ * The pages in the order Express must try them: where two paths differ first by a fixed segment
+ * against a parameter (`/tasks/new`, `/tasks/:id`), the fixed one first, or `new` would be taken
+ * for an id. Otherwise the blueprint's order (a stable sort).
+ */
+function fixedSegmentsFirst(pages: readonly PageSpec[]): PageSpec[] {
+  const kinds = (page: PageSpec) => page.path.split('/').map((s) => (s.startsWith(':') ? 1 : 0));
+  return [...pages].sort((a, b) => {
+    const [x, y] = [kinds(a), kinds(b)];
+    for (let i = 0; i < Math.min(x.length, y.length); i++) if (x[i] !== y[i]) return x[i] - y[i];
+    return 0;
+  });
 }
 
 /** The page paths as openapi.json writes paths (`/tickets/{id}`), for the 405 of other methods. */

@@ -69,7 +69,8 @@ export interface WidgetEventContext {
 /**
  * A widget event's `update` template as the change it makes to `row`, with Zebric's placeholders:
  * `$to.id`, `$to.value`, `$index`, `$value`, `$field`, `$now`, `$row.<field>` and `!$row.<field>`
- * (`$row.$field` for the event's field), and `$field` as a key (the event's field).
+ * (`$row.$field` for the event's field), and `$field` or `$row.$field` as a key (the event's field;
+ * `$row.<name>` as a key is the field `<name>`).
  */
 export function widgetUpdate(
   template: Readonly<Record<string, unknown>>,
@@ -78,7 +79,8 @@ export function widgetUpdate(
   now: Date,
 ): Row {
   const out: Row = {};
-  const field = (name: string) => (name === '$field' ? ctx.field : name);
+  const field = (name: string) =>
+    name === '$field' || name === '$row.$field' ? ctx.field : name.startsWith('$row.') ? name.slice(5) : name;
   for (const [rawKey, raw] of Object.entries(template)) {
     const key = field(rawKey);
     if (!key) continue;

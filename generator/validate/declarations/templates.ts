@@ -15,12 +15,14 @@ import { compileTemplate, TemplateSyntaxError } from '../../../runtime-lib/pages
 export function checkTemplates(ctx: CompileContext): void {
   const auth = singleSection(ctx.parsed, 'auth');
   if (isTable(auth.pages) && !list(auth.providers).includes('email')) {
-    ctx.report(
-      'NOT_GENERATED',
-      ['auth', 'pages'],
-      '[auth.pages] are the pages of the "email" provider, which this blueprint does not use: they are not served',
-      { severity: 'warning' },
-    );
+    for (const page of Object.keys(auth.pages)) {
+      ctx.report(
+        'NOT_GENERATED',
+        ['auth', 'pages', page],
+        `[auth.pages] ${page} is a page of the "email" provider, which this blueprint does not use: it is not served`,
+        { severity: 'warning' },
+      );
+    }
   }
   for (const section of ctx.parsed.sections) {
     for (const { keys, raw, defaultType } of templateDeclarations(section)) {

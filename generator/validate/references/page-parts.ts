@@ -4,6 +4,7 @@
 // They read the page as written (the model keeps only what generation will need), so each
 // report points at the entry it is about.
 
+import { fileInputOffField } from '../../model/pages.ts';
 import type { CompileContext } from '../../context.ts';
 import { list, namedSections, strList, table, type Raw } from '../../model/raw.ts';
 import type { Blueprint, Entity, Page } from '../../model/types.ts';
@@ -69,6 +70,19 @@ export function formReferences(ctx: CompileContext, bp: Blueprint, page: Page): 
     if (!isTable(f)) return;
     const fieldAt: KeyPath = [...at, 'fields', i];
     checkField(ctx, formEntity, [...fieldAt, 'name'], f.name);
+    if (fileInputOffField(formEntity, f)) {
+      const type = formEntity?.fields.find((x) => x.name === f.name)?.type;
+      ctx.report(
+        'FORM_FILE_NOT_STORED',
+        [...fieldAt, 'type'],
+        `form field "${String(f.name)}" is a file input, but ${formEntity?.name}.${String(f.name)} is ${type}, ` +
+          'not a file field: bp stores uploads only in file fields, so the form leaves this input out',
+        {
+          severity: 'warning',
+          hint: `declare the field as { name = "${String(f.name)}", type = "file" } to upload to it`,
+        },
+      );
+    }
     if (isTable(f.optionsFrom) && typeof f.optionsFrom.query === 'string') {
       const source = queryEntity(ctx, bp, page, f.optionsFrom.query, [...fieldAt, 'optionsFrom', 'query']);
       checkField(ctx, source, [...fieldAt, 'optionsFrom', 'value'], f.optionsFrom.value ?? 'id');
