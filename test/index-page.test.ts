@@ -141,7 +141,7 @@ describe('index page at / (an app without sign-in whose name and description hol
       'name = "Guestbook"',
       'name = "<script>alert(1)</script>"\ndescription = "Tom & \\"Jerry\'s\\" <b>board</b>"',
     );
-    // A page at `/`: not generated yet, so the index is served there.
+    // A page at `/` with nothing to show (no query): not served, so the index is served there.
     fs.writeFileSync(path.join(dir, 'app.toml'), `${blueprint}\n[page."/"]\ntitle = "Home"\n`);
     appDir = path.join(dir, 'app');
     warnings = (await generate(path.join(dir, 'app.toml'), appDir)).stderr;
@@ -162,12 +162,11 @@ describe('index page at / (an app without sign-in whose name and description hol
     expect(res.headers.get('cache-control')).to.equal(null);
   });
 
-  it("tells, in the page's NOT_GENERATED warning, that / serves the index", () => {
+  it("tells, in the page's PAGE_NOT_SERVED warning, that / serves the index", () => {
     expect(warnings).to.include(
-      'page "/" is accepted but not generated yet (a list page without a query): ' +
-        "the app's index page (its name, sign-in, the pages and the API's description) is served at this path instead",
+      'page "/" is not served, a list page without a query has nothing to show: ' +
+        "the app's index page (its name, sign-in, the pages and the API's description) is served there",
     );
-    expect(warnings).not.to.include('nothing is served at this path');
   });
 
   keepsApiAnswers(() => app);

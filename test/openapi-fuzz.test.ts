@@ -65,7 +65,9 @@ interface Generated {
 
 // Operations whose requests would end the run's own credentials, or that need a signature
 // (webhooks: test/webhooks.test.ts) are left out.
-const SKIPPED = new Set(['POST /api/auth/logout', 'POST /webhooks/inbound-email']);
+// GET /uploads/{name} is test/uploads.test.ts's: its name is a stored file's, which the path
+// arbitraries (drawn from known record ids) never make, and sampling stalled on it.
+const SKIPPED = new Set(['POST /api/auth/logout', 'POST /webhooks/inbound-email', 'GET /uploads/{name}']);
 
 const ULID_CHARS = '0123456789ABCDEFGHJKMNPQRSTVWXYZ';
 

@@ -461,19 +461,19 @@ form = { entity = "Note", fields = [{ name = "text" }] }
 `,
     );
     const found = validateBlueprint(file, nodeSourceHost()).diagnostics.filter(
-      (d) => d.code === 'NOT_GENERATED' || d.code === 'IGNORED_KEY',
+      (d) => d.code === 'PAGE_NOT_SERVED' || d.code === 'IGNORED_KEY',
     );
     expect(found.map((d) => [d.code, d.path, d.message])).to.deep.equal([
       [
-        'NOT_GENERATED',
+        'PAGE_NOT_SERVED',
         'page."/empty"',
-        'page "/empty" is accepted but not generated yet (a form page without a form): nothing is served at this path',
+        'page "/empty" is not served, a form page without a form has nothing to show',
       ],
       [
-        'NOT_GENERATED',
+        'PAGE_NOT_SERVED',
         'page."/notes/{id}/edit"',
-        'page "/notes/{id}/edit" is accepted but not generated yet (an update form without a first query of Note, ' +
-          'the record it updates): nothing is served at this path',
+        'page "/notes/{id}/edit" is not served, an update form without a first query of Note, ' +
+          'the record it updates, has nothing to show',
       ],
       ['IGNORED_KEY', 'page."/notes".form', `a form is rendered only by layout = "form"; this page's is ignored`],
     ]);

@@ -325,6 +325,9 @@ for (const database of DATABASES) {
       const lead = await (await page(app, '/', sessions.lead)).text();
       expect(lead).to.include('<a href="/projects">Projects</a>').and.include('<a href="/overview">Overview</a>');
       expect(lead).not.to.include('/projects/:id').and.not.include('/projects/{id}');
+      // The sign-in page (layout auth) is offered only to someone not signed in.
+      expect(out).to.include('<a href="/signin">Sign in</a>');
+      expect(lead).not.to.include('<a href="/signin">');
     });
   });
 }
@@ -333,18 +336,21 @@ describe('pages in Chromium', function () {
   this.timeout(120_000);
   let app: RunningApp;
   let browser: Browser;
+  let headers: Record<string, string>;
+  let delta: string;
 
   before(async () => {
     const env = { DATABASE_URL: await databaseUrl('sqlite', 'pages-browser') };
     await addUser(appDir, env, { ...PEOPLE.lead, password: PASSWORD });
     app = await startApp(appDir, env);
     const session = await login(app.url, PEOPLE.lead.email, PASSWORD);
-    const headers = { cookie: session.cookie, 'x-csrf-token': session.csrfToken };
+    headers = { cookie: session.cookie, 'x-csrf-token': session.csrfToken };
     const res = await request(app.url, 'POST', '/api/projects', {
-      json: { name: 'Delta', note: 'A new studio' },
+      json: { name: 'Delta', note: 'A new studio', budget: 9000 },
       headers,
     });
     expect(res.status, res.text).to.equal(201);
+    delta = (res.body as { id: string }).id;
     await request(app.url, 'POST', '/api/tasks', {
       json: { projectId: (res.body as { id: string }).id, title: 'Plan' },
       headers,
@@ -376,11 +382,100 @@ describe('pages in Chromium', function () {
     expect(await tab.locator('button:has-text("Activate")').count()).to.equal(0);
     expect(await tab.locator('button:has-text("Archive")').count()).to.equal(1);
     await tab.screenshot({ path: path.join(TMP, 'page-detail.png'), fullPage: true });
+    // The budget is for finance: no page shows it to this lead.
+    for (const url of ['/projects', `/projects/${delta}`, '/overview', '/mine']) {
+      await tab.goto(app.url + url);
+      expect(await tab.textContent('main'), url)
+        .not.to.include('Budget')
+        .and.not.include('9000');
+    }
     // Keyboard: the first link of the header takes focus, visibly.
     await tab.keyboard.press('Tab');
     expect(await tab.evaluate(() => document.activeElement?.textContent)).to.equal('Studio');
     await tab.goto(`${app.url}/overview`);
     await tab.screenshot({ path: path.join(TMP, 'page-dashboard.png'), fullPage: true });
+  });
+
+  it('refuses a command sent from a page the record has moved on from, with a message', async () => {
+    const tab = await (await browser.newContext({ viewport: { width: 900, height: 700 } })).newPage();
+    await tab.goto(`${app.url}/projects/${delta}`);
+    await tab.fill('#email', PEOPLE.lead.email);
+    await tab.fill('#password', PASSWORD);
+    await Promise.all([tab.waitForURL(`${app.url}/projects/${delta}`), tab.click('button[type=submit]')]);
+    // Someone else changes the record while the page is open.
+    const change = await request(app.url, 'PUT', `/api/projects/${delta}`, { json: { note: 'changed' }, headers });
+    expect(change.status, change.text).to.equal(200);
+    await tab.fill('input[name=reason]', 'Done for the year');
+    await tab.click('button:has-text("Archive")');
+    expect(await tab.textContent('.flash.error')).to.include('this record changed since the page showed it');
+    expect(await tab.textContent('main')).to.include('changed');
+    const after = await request(app.url, 'GET', `/api/projects/${delta}`, { headers });
+    expect((after.body as { status: string }).status).to.equal('active');
+  });
+});
+
+describe('uploads through a page in Chromium', function () {
+  this.timeout(120_000);
+  let app: RunningApp;
+  let browser: Browser;
+  const PDF = Buffer.from('%PDF-1.4\n1 0 obj\n<< /Type /Catalog >>\nendobj\ntrailer\n<< /Root 1 0 R >>\n%%EOF\n');
+
+  before(async () => {
+    const env = { DATABASE_URL: await databaseUrl('sqlite', 'pages-uploads') };
+    await addUser(appDir, env, { ...PEOPLE.lead, password: PASSWORD });
+    app = await startApp(appDir, env);
+    browser = await launchChromium();
+  });
+  after(async () => {
+    await browser?.close();
+    await app?.stop();
+  });
+
+  it('uploads a file through a form, shows it, and refuses oversized, wrong-type and disguised ones', async () => {
+    const context = await browser.newContext({ viewport: { width: 900, height: 700 } });
+    const tab = await context.newPage();
+    await tab.goto(`${app.url}/projects/new`);
+    await tab.fill('#email', PEOPLE.lead.email);
+    await tab.fill('#password', PASSWORD);
+    await Promise.all([tab.waitForURL(`${app.url}/projects/new`), tab.click('button[type=submit]')]);
+    const send = async (name: string, file: { name: string; mimeType: string; buffer: Buffer }) => {
+      await tab.goto(`${app.url}/projects/new`);
+      await tab.fill('main input[name=name]', name);
+      await tab.setInputFiles('main input[name=brief]', file);
+      const [res] = await Promise.all([tab.waitForNavigation(), tab.click('main form button[type=submit]')]);
+      return res;
+    };
+    await send('With a brief', { name: 'brief.pdf', mimeType: 'application/pdf', buffer: PDF });
+    expect(tab.url()).to.match(/\/projects\/[0-9A-Z]{26}$/);
+    expect(await tab.textContent('.flash.success')).to.equal('Project created');
+    const link = tab.locator('main a[href^="/uploads/"]');
+    const href = (await link.getAttribute('href')) as string;
+    const file = await context.request.get(app.url + href);
+    expect(file.status()).to.equal(200);
+    expect(file.headers()['content-type']).to.equal('application/pdf');
+    expect(file.headers()['x-content-type-options']).to.equal('nosniff');
+    expect(Buffer.from(await file.body()).equals(PDF)).to.equal(true);
+    await tab.screenshot({ path: path.join(TMP, 'page-upload.png'), fullPage: true });
+    // Over the field's max, of a type it does not accept, and bytes that are not what they say.
+    const big = Buffer.concat([PDF, Buffer.alloc(70_000, 32)]);
+    const refused = [
+      [await send('Too big', { name: 'big.pdf', mimeType: 'application/pdf', buffer: big }), 413],
+      [await send('Wrong type', { name: 'notes.txt', mimeType: 'text/plain', buffer: Buffer.from('plain') }), 415],
+      [
+        await send('Disguised', {
+          name: 'fake.pdf',
+          mimeType: 'application/pdf',
+          buffer: Buffer.from([0x7f, 0x45, 0x4c, 0x46, 2, 1, 1, 0, ...new Array(56).fill(0)]),
+        }),
+        415,
+      ],
+    ] as const;
+    for (const [res, status] of refused) expect(res?.status()).to.equal(status);
+    const list = await context.request.get(`${app.url}/api/projects?limit=100`);
+    const names = ((await list.json()) as { items: Array<{ name: string }> }).items.map((p) => p.name);
+    expect(names).to.include('With a brief').and.not.include('Too big').and.not.include('Disguised');
+    expect(names).not.to.include('Wrong type');
+    await context.close();
   });
 });
 

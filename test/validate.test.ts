@@ -618,6 +618,14 @@ const CASES: Array<{ fixture: string; root?: string; expected: Expected[] }> = [
         message: 'page "/signin" has layout "auth", a sign-in page, but nobody signs in',
         hint: 'add providers = ["email"] to [auth], or another layout',
       },
+      {
+        at: 'app.toml:23:7',
+        code: 'PAGE_NOT_SERVED',
+        severity: 'warning',
+        path: 'page."/empty"',
+        message: 'page "/empty" is not served, a list page without a query has nothing to show',
+        hint: 'add [page."/empty".query.<name>] with the entity it shows',
+      },
     ],
   },
   {
@@ -741,16 +749,7 @@ const CASES: Array<{ fixture: string; root?: string; expected: Expected[] }> = [
           'without it a job of "Log" fails at this step',
       },
       {
-        at: 'app.toml:29:7',
-        code: 'NOT_GENERATED',
-        severity: 'warning',
-        path: 'page."/empty"',
-        message:
-          'page "/empty" is accepted but not generated yet (a list page without a query): ' +
-          'nothing is served at this path',
-      },
-      {
-        at: 'app.toml:35:10',
+        at: 'app.toml:31:10',
         code: 'NOT_GENERATED',
         severity: 'warning',
         path: 'service.billing',

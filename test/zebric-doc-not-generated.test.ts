@@ -111,7 +111,7 @@ describe('docs/zebric-compatibility.md and the NOT_GENERATED warnings', () => {
   });
 
   it(
-    'draws every kind of warning: services, plugins, pages, plugin steps, adapters, ' +
+    'draws every kind of warning: services, plugins, plugin steps, adapters, ' +
       'entity-started skill actions, providers, auth.pages',
     () => {
       const kinds = new Set(
@@ -126,7 +126,6 @@ describe('docs/zebric-compatibility.md and the NOT_GENERATED warnings', () => {
       expect([...kinds].sort()).to.deep.equal([
         'auth',
         'notifications',
-        'page',
         'plugin',
         'service',
         'skill',

@@ -1,6 +1,6 @@
 // A blueprint written in Zebric 0.6's grammar (test/fixtures/zebric/grammar, our own) with pages of
 // every layout bp renders, opened and used in Chromium on SQLite and PostgreSQL (issue 28): its
-// dashboard at /, a board moved through its workflow, a detail page rendered by its own Liquid
+// dashboard at /, a list, an auth page, a board moved through its workflow, a detail page rendered by its own Liquid
 // template under an action bar, a form that creates a task, and a board widget whose toggle writes
 // through the entity's rules. Screenshots are left in test/.tmp/.
 
@@ -97,6 +97,20 @@ for (const database of DATABASES) {
       await open('/', 'Studio');
       expect(await tab.textContent('main')).to.include('Draft the plan');
       await shot('dashboard');
+    });
+
+    it('lists the tasks, each linked to its page', async () => {
+      await open('/tasks', 'Tasks');
+      const href = await tab.locator('main a', { hasText: 'Draft the plan' }).getAttribute('href');
+      expect(href).to.equal(`/tasks/${ids.plan}`);
+      expect(await tab.content()).to.include('Ship &lt;it&gt;');
+      await shot('list');
+    });
+
+    it('sends an auth page to the sign-in page, and back', async () => {
+      const res = await fetch(`${app.url}/signin?callbackURL=%2Fboard`, { redirect: 'manual' });
+      expect(res.status).to.equal(303);
+      expect(res.headers.get('location')).to.equal('/login?next=%2Fboard');
     });
 
     it('renders a detail page by its own template, under its action bar', async () => {

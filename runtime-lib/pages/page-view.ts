@@ -30,10 +30,16 @@ export function signInHref(site: PageSite, req: ApiRequest): string | undefined 
   return site.signIn && `${site.signIn.loginPath}?next=${encodeURIComponent(req.url ?? '/')}`;
 }
 
-/** The pages a person may open from a link: those without parameters their sign-in allows. */
+/**
+ * The pages a person may open from a link: those without parameters their sign-in allows, and the
+ * sign-in page (layout `auth`) only to someone not signed in.
+ */
 export function pageLinks(pages: readonly PageSpec[]): (req: ApiRequest) => Array<{ href: string; title: string }> {
   const linked = pages.filter((p) => !p.path.includes(':'));
-  return (req) => linked.filter((p) => mayOpen(p, req)).map((p) => ({ href: p.path, title: p.title }));
+  return (req) =>
+    linked
+      .filter((p) => mayOpen(p, req) && !(p.layout === 'auth' && isAuthenticated(req.actor)))
+      .map((p) => ({ href: p.path, title: p.title }));
 }
 
 export function sendView(

@@ -1,14 +1,12 @@
 // Sections bp accepts (so Zebric blueprints validate) but does not generate yet: one warning per
 // declaration, so nobody expects a route or a plugin that the generated app does not have.
-// Everything inside such a declaration (a page's board) is covered by its warning. Also reminders
+// Everything inside such a declaration is covered by its warning. Also reminders
 // of what the app's src/extend.ts must provide for what the blueprint declares: service
 // operations, plugin step actions, senders of notification adapters other than console.
 
 import type { CompileContext } from '../../context.ts';
-import { buildPage, triggerForms } from '../../model/build-sections.ts';
-import { BUILT_IN_LAYOUTS, pageServed, RENDERED_LAYOUTS } from '../../model/pages.ts';
+import { triggerForms } from '../../model/build-sections.ts';
 import { list, namedSections, singleSection, table } from '../../model/raw.ts';
-import type { Page } from '../../model/types.ts';
 
 export function notGenerated(ctx: CompileContext): void {
   const warn = (keys: (string | number)[], message: string) =>
@@ -47,23 +45,6 @@ export function notGenerated(ctx: CompileContext): void {
   for (const { name, value } of namedSections(ctx.parsed, 'workflow')) {
     stepWarnings(warn, name, ['workflow', name, 'steps'], value.steps);
   }
-  for (const { name, value } of namedSections(ctx.parsed, 'page')) {
-    const page = buildPage(name, value, ctx.parsed.templateFiles);
-    // A widget or a layout bp cannot render is an error of its own (WIDGET_NOT_RENDERED, LAYOUT_NOT_RENDERED).
-    if (pageServed(page) || page.widget || (!page.template && !BUILT_IN_LAYOUTS.includes(page.layout))) continue;
-    // `/` always serves the app's index page (runtime/pages/index-route.ts) when no page is served there.
-    const served =
-      name === '/'
-        ? "the app's index page (its name, sign-in, the pages and the API's description) is served at this path instead"
-        : 'nothing is served at this path';
-    const what =
-      page.layout === 'form'
-        ? formMissing(page)
-        : RENDERED_LAYOUTS.includes(page.layout)
-          ? `a ${page.layout} page without a query`
-          : `layout "${page.layout}"`;
-    warn(['page', name], `page "${name}" is accepted but not generated yet (${what}): ${served}`);
-  }
   const auth = singleSection(ctx.parsed, 'auth');
   list(auth.providers).forEach((provider, i) => {
     if (typeof provider === 'string' && provider !== '' && provider !== 'email') {
@@ -83,14 +64,6 @@ export function notGenerated(ctx: CompileContext): void {
       );
     }
   });
-}
-
-/** What a form page that is not served lacks (generator/model/pages.ts formServed). */
-function formMissing(page: Page): string {
-  if (!page.form) return 'a form page without a form';
-  const article = page.form.method === 'update' ? 'an' : 'a';
-  const { method, entity } = page.form;
-  return `${article} ${method} form without a first query of ${entity}, the record it ${method}s`;
 }
 
 /** Per step, nested ones (then, else, do) included: a plugin action the app must register. */

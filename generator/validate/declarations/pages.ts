@@ -3,7 +3,9 @@
 // board layout needs, and the presentational keys bp ignores.
 
 import type { CompileContext } from '../../context.ts';
-import { BUILT_IN_LAYOUTS } from '../../model/pages.ts';
+import { buildPage } from '../../model/build-sections.ts';
+import { BUILT_IN_LAYOUTS, pageServed } from '../../model/pages.ts';
+import type { Page } from '../../model/types.ts';
 import { list, singleSection, table, type Raw } from '../../model/raw.ts';
 import { isTable } from '../../parse/load.ts';
 import type { KeyPath } from '../../parse/locate.ts';
@@ -23,6 +25,7 @@ export function checkPage(ctx: CompileContext, route: string, raw: Raw): void {
     });
   }
   checkLayout(ctx, at, route, raw);
+  checkServed(ctx, route, raw);
   if (raw.form !== undefined && raw.layout !== 'form') {
     // Zebric renders a page's form in the form layout only; elsewhere nothing shows or posts it.
     ctx.report('IGNORED_KEY', [...at, 'form'], `a form is rendered only by layout = "form"; this page's is ignored`, {
@@ -62,6 +65,43 @@ function checkLayout(ctx: CompileContext, at: KeyPath, route: string, raw: Raw):
       },
     );
   }
+}
+
+/**
+ * A page of a built-in layout that lacks what the layout reads (a list or detail page its query,
+ * an update form the query of its record) has nothing to show: it is left out with a warning, and
+ * the rest of the app is generated (a page bp cannot render at all is LAYOUT_NOT_RENDERED).
+ */
+function checkServed(ctx: CompileContext, route: string, raw: Raw): void {
+  const page = buildPage(route, raw, ctx.parsed.templateFiles);
+  if (pageServed(page) || page.widget || !BUILT_IN_LAYOUTS.includes(page.layout)) return;
+  // `/` serves the app's index page (runtime/pages/index-route.ts) when no page is served there.
+  const instead =
+    route === '/'
+      ? ": the app's index page (its name, sign-in, the pages and the API's description) is served there"
+      : '';
+  const what = page.layout === 'form' ? formMissing(page) : `a ${page.layout} page without a query`;
+  ctx.report(
+    'PAGE_NOT_SERVED',
+    ['page', route],
+    `page "${route}" is not served, ${what} has nothing to show${instead}`,
+    {
+      severity: 'warning',
+      hint:
+        page.layout === 'form'
+          ? `give the page a first query of ${page.form?.entity ?? "the form's entity"} ` +
+            'that names the record by a path parameter'
+          : `add [page."${route}".query.<name>] with the entity it shows`,
+    },
+  );
+}
+
+/** What a form page that is not served lacks (generator/model/pages.ts formServed). */
+function formMissing(page: Page): string {
+  if (!page.form) return 'a form page without a form';
+  const article = page.form.method === 'update' ? 'an' : 'a';
+  const { method, entity } = page.form;
+  return `${article} ${method} form without a first query of ${entity}, the record it ${method}s,`;
 }
 
 function checkFormField(ctx: CompileContext, at: KeyPath, f: Raw): void {
