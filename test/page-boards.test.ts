@@ -24,6 +24,7 @@ import {
 import { addUser } from './support/access/client.ts';
 import { launchChromium } from './support/chromium.ts';
 import { DATABASES, databaseUrl } from './support/databases.ts';
+import { getPage as page, postPage as post } from './support/pages.ts';
 
 const PASSWORD = 'boards-test-password-1';
 const PEOPLE = {
@@ -41,20 +42,6 @@ before(async function () {
   appDir = path.join(freshDir('page-boards'), 'app');
   warnings = (await generate(path.join(ROOT, 'test/fixtures/page-boards/app.toml'), appDir)).stderr;
 });
-
-async function page(app: RunningApp, urlPath: string, session: Session, cookie = ''): Promise<Response> {
-  const cookies = [session.cookie, cookie].filter(Boolean).join('; ');
-  return fetch(app.url + urlPath, { headers: { cookie: cookies }, redirect: 'manual' });
-}
-
-async function post(app: RunningApp, urlPath: string, session: Session, fields: Record<string, string>) {
-  return fetch(app.url + urlPath, {
-    method: 'POST',
-    headers: { cookie: session.cookie, 'content-type': 'application/x-www-form-urlencoded', origin: app.url },
-    body: new URLSearchParams({ _csrf: session.csrfToken, ...fields }),
-    redirect: 'manual',
-  });
-}
 
 /** The hidden fields of the first form on the page whose markup includes every one of `marks`. */
 function formFields(html: string, ...marks: string[]): Record<string, string> {

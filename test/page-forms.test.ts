@@ -25,6 +25,7 @@ import { nodeSourceHost } from '../generator/source.ts';
 import { addUser } from './support/access/client.ts';
 import { launchChromium } from './support/chromium.ts';
 import { DATABASES, databaseUrl } from './support/databases.ts';
+import { getPage as page, postPage } from './support/pages.ts';
 
 const PASSWORD = 'page-forms-password-1';
 const PEOPLE = {
@@ -43,25 +44,9 @@ before(async function () {
   warnings = (await generate(path.join(ROOT, 'test/fixtures/page-forms/app.toml'), appDir)).stderr;
 });
 
-async function page(app: RunningApp, urlPath: string, session?: Session, cookie = ''): Promise<Response> {
-  const cookies = [session?.cookie, cookie].filter(Boolean).join('; ');
-  return fetch(app.url + urlPath, { headers: cookies ? { cookie: cookies } : {}, redirect: 'manual' });
-}
-
-/** A form posted as a browser posts it: urlencoded, with the session's token unless `csrf` is false. */
-async function post(
-  app: RunningApp,
-  urlPath: string,
-  session: Session,
-  fields: Record<string, string>,
-  csrf = true,
-): Promise<Response> {
-  return fetch(app.url + urlPath, {
-    method: 'POST',
-    headers: { cookie: session.cookie, 'content-type': 'application/x-www-form-urlencoded', origin: app.url },
-    body: new URLSearchParams({ ...(csrf ? { _csrf: session.csrfToken } : {}), _action: 'form', ...fields }),
-    redirect: 'manual',
-  });
+/** A form posted as a browser posts it (`_action=form`), with the session's token unless `csrf` is false. */
+function post(app: RunningApp, urlPath: string, session: Session, fields: Record<string, string>, csrf = true) {
+  return postPage(app, urlPath, session, { _action: 'form', ...fields }, csrf);
 }
 
 function seenOf(html: string): string {

@@ -23,6 +23,7 @@ import {
 import { addUser } from './support/access/client.ts';
 import { launchChromium } from './support/chromium.ts';
 import { DATABASES, databaseUrl } from './support/databases.ts';
+import { getPage as page, postPage as post } from './support/pages.ts';
 
 const PASSWORD = 'pages-test-password-1';
 const PEOPLE = {
@@ -40,22 +41,6 @@ before(async function () {
   appDir = path.join(freshDir('pages'), 'app');
   warnings = (await generate(path.join(ROOT, 'test/fixtures/pages/app.toml'), appDir)).stderr;
 });
-
-/** GET a page as `session` (or nobody), without following redirects. */
-async function page(app: RunningApp, urlPath: string, session?: Session, cookie = ''): Promise<Response> {
-  const cookies = [session?.cookie, cookie].filter(Boolean).join('; ');
-  return fetch(app.url + urlPath, { headers: cookies ? { cookie: cookies } : {}, redirect: 'manual' });
-}
-
-/** A form posted to a page as a browser posts it: urlencoded, with the session's token. */
-async function post(app: RunningApp, urlPath: string, session: Session, fields: Record<string, string>) {
-  return fetch(app.url + urlPath, {
-    method: 'POST',
-    headers: { cookie: session.cookie, 'content-type': 'application/x-www-form-urlencoded', origin: app.url },
-    body: new URLSearchParams({ _csrf: session.csrfToken, ...fields }),
-    redirect: 'manual',
-  });
-}
 
 /** The hidden `_seen` of a command's form on a detail page. */
 function seenOf(html: string, command: string): string {
