@@ -7,6 +7,8 @@
 // behaviours, workflow steps), the keys its runtime reads are listed and any other is reported
 // as a likely typo.
 
+import { SLOT_NAMES } from '../../runtime-lib/pages/template-context.ts';
+
 type Schema = Record<string, unknown>;
 
 const str: Schema = { type: 'string' };
@@ -342,17 +344,6 @@ const formInteraction = obj({
 const pageTemplate = obj({ engine: enumOf('handlebars', 'liquid'), source: str, type: enumOf('file', 'inline') }, [
   'source',
 ]);
-/** Slots of the built-in layouts a `layoutSlots` template may replace. */
-export const LAYOUT_SLOTS = [
-  'list.header',
-  'list.body',
-  'list.empty',
-  'detail.main',
-  'detail.related',
-  'form.form',
-  'dashboard.widgets',
-];
-
 const actionBarAction = obj(
   {
     label: str,
@@ -449,7 +440,7 @@ const page = obj({
   board,
   widget,
   template: pageTemplate,
-  layoutSlots: obj(Object.fromEntries(LAYOUT_SLOTS.map((slot) => [slot, pageTemplate]))),
+  layoutSlots: obj(Object.fromEntries(SLOT_NAMES.map((slot) => [slot, pageTemplate]))),
   // `on_*` keys name handler files as `render` does.
   behavior: obj({ intent: str, render: nonEmptyStr }, [], { patternProperties: { '^on_': nonEmptyStr } }),
   // Presentational: accepted whatever their content, reported once as IGNORED_KEY.

@@ -88,8 +88,7 @@ function resolveValue(value: unknown, actor: Actor, params: Readonly<Record<stri
     if (actor.kind === 'anonymous') return undefined;
     const key = value.slice('$currentUser.'.length);
     const own = (actor as unknown as Record<string, unknown>)[key];
-    const found = own !== undefined && key !== 'metadata' ? own : actor.metadata?.[key];
-    return found === undefined ? undefined : found;
+    return own !== undefined && key !== 'metadata' ? own : actor.metadata?.[key];
   }
   return value;
 }
