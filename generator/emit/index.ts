@@ -4,6 +4,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import type { Blueprint } from '../model/types.ts';
 import { emitAuthPages } from './auth-pages.ts';
+import { emitBlueprintJson } from './blueprint-json.ts';
 import { emitCommands } from './commands.ts';
 import { emitEntityModule, entityFileName, hasFileFields, routesName } from './entities.ts';
 import { lowerFirst } from '../model/relations.ts';
@@ -41,6 +42,8 @@ export const APP_DEPENDENCIES: Record<string, string> = {
   'express-session': '^1.19.0',
   // The first release tested with the runtime's use of `pg`'s pipeline mode (public API only).
   pg: '^8.23.1',
+  // The metrics of the admin server and of METRICS_PORT; loaded only when one of them is on.
+  'prom-client': '^15.1.3',
 };
 /**
  * What the uploads of `file` fields need (runtime/uploads): only apps with file fields depend on
@@ -151,6 +154,7 @@ export async function emitApp(bp: Blueprint, options: EmitOptions): Promise<Emit
   );
   for (const [p, content] of migrations.flatMap((m) => [...m])) files.set(p, content);
   files.set('openapi.json', emitOpenApi(bp));
+  files.set('blueprint.json', emitBlueprintJson(bp, options.outDir));
   const pages = emitPages(bp);
   if (pages !== undefined) files.set('src/pages.ts', pages);
   // The project name is the blueprint's free text: a string literal in code, never code itself.
@@ -289,7 +293,7 @@ function pipelineSteps(emailAuth: boolean, webhooks: boolean): string[] {
     ? ['auth.session', 'authenticate({ apiKeys, sessionActor: auth.sessionActor, delegate })', 'auth.csrf']
     : ['authenticate({ apiKeys, delegate })'];
   return [
-    'tracing(traces)',
+    'tracing(traces, options.metrics)',
     '...(extend.middleware ?? [])',
     ...(webhooks ? ['webhooks'] : []),
     ...credentials,

@@ -7,7 +7,7 @@
 
 import type { ServerResponse } from 'node:http';
 import type { RequestHandler } from 'express';
-import { ActiveTrace, type TraceStore } from '../observe/tracing.ts';
+import { ActiveTrace, type TraceObserver, type TraceStore } from '../observe/tracing.ts';
 import { type ApiRequest, type Middleware, pathOf } from './request.ts';
 
 /**
@@ -45,8 +45,12 @@ export function onlyFor(
   };
 }
 
-/** Starts the trace and its http.request span; files the trace when the response ends. */
-export function tracing(store: TraceStore): Middleware {
+/**
+ * Starts the trace and its http.request span; files the trace when the response ends, and tells
+ * `observer` (the metrics, when on). A valid `traceparent` header continues the caller's trace:
+ * its trace id is ours (and X-Trace-ID's), the http.request span names the caller's span.
+ */
+export function tracing(store: TraceStore, observer?: TraceObserver): Middleware {
   // One listener for every request (it reads the response as `this`), not a closure per request.
   function fileTrace(this: ServerResponse): void {
     const req = this.req as ApiRequest;
@@ -55,13 +59,26 @@ export function tracing(store: TraceStore): Middleware {
     root?.end({ statusCode: this.statusCode });
     // The path as the request arrived: Express rewrites req.url inside mounted routers.
     const path = (root?.attributes?.path as string | undefined) ?? pathOf(req.url);
-    store.add(trace.finish({ method: req.method ?? 'GET', path, statusCode: this.statusCode, route: req.routeName }));
+    const finished = trace.finish({
+      method: req.method ?? 'GET',
+      path,
+      statusCode: this.statusCode,
+      route: req.routeName,
+    });
+    store.add(finished);
+    observer?.observe(finished);
   }
   return (req, res, next) => {
-    const trace = new ActiveTrace();
+    const traceparent = req.headers.traceparent;
+    const trace = new ActiveTrace(typeof traceparent === 'string' ? traceparent : undefined);
     req.trace = trace;
     res.setHeader('X-Trace-ID', trace.traceId);
-    req.rootSpanId = trace.startSpan('http.request', 'http', { method: req.method, path: pathOf(req.url) }).id;
+    const parentSpanId = trace.parentSpanId;
+    const attributes =
+      parentSpanId === undefined
+        ? { method: req.method, path: pathOf(req.url) }
+        : { method: req.method, path: pathOf(req.url), parentSpanId };
+    req.rootSpanId = trace.startSpan('http.request', 'http', attributes).id;
     res.once('finish', fileTrace);
     next();
   };

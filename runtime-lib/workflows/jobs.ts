@@ -93,6 +93,15 @@ export class JobStore {
     return row && view(row);
   }
 
+  /** How many jobs are in each state, every state named (0 when none): the admin server and the metrics show them. */
+  async countByState(): Promise<Record<JobStatus, number>> {
+    const rows = await this.db.read(all(`SELECT "status", COUNT(*) AS "n" FROM ${T} GROUP BY "status"`));
+    const counts: Record<JobStatus, number> = { pending: 0, running: 0, completed: 0, failed: 0 };
+    for (const row of rows)
+      if (Object.hasOwn(counts, String(row.status))) counts[row.status as JobStatus] = Number(row.n);
+    return counts;
+  }
+
   /** Claims pending jobs, oldest first, as long as each workflow stays within its limit. */
   async claim(limits: ReadonlyMap<string, number>, max: number): Promise<ClaimedJob[]> {
     // The runner asks every second: with nothing pending, a read answers, not a write transaction
