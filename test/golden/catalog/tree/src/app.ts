@@ -7,6 +7,7 @@ import * as fs from 'node:fs';
 import * as http from 'node:http';
 import * as path from 'node:path';
 import express from 'express';
+import type { AppInventory } from './runtime/admin/admin-server.ts';
 import { loadApiKeys, type ApiKeyConfig } from './runtime/auth/api-keys.ts';
 import { authenticate, type AuthenticateOptions } from './runtime/auth/authenticate.ts';
 import { trustProxySetting } from './runtime/auth/trust-proxy.ts';
@@ -30,6 +31,7 @@ import { allowedMethods } from './runtime/http/served-paths.ts';
 import { skillActions, skillRouter } from './runtime/http/skill-routes.ts';
 import { mcpRouter } from './runtime/mcp/endpoint.ts';
 import { MCP_SERVER, MCP_TOOLS } from './mcp.ts';
+import type { AppMetrics } from './runtime/observe/metrics.ts';
 import { TraceStore } from './runtime/observe/tracing.ts';
 import { INDEX_PATH, indexRoute } from './runtime/pages/index-route.ts';
 import { categoryRoutes, categorySpec } from './entities/category.ts';
@@ -76,6 +78,8 @@ export interface AppOptions {
   /** Folder holding openapi.json. */
   appDir: string;
   traces?: TraceStore;
+  /** Prometheus metrics fed by every finished trace, when something reads them (server.ts). */
+  metrics?: AppMetrics;
   /** Where committed command events are delivered (your own listeners). */
   events?: EventBus;
   /** Services handed to command handlers, on top of (and winning over) those of src/extend.ts. */
@@ -93,6 +97,8 @@ export interface App {
   listen(port: number, host?: string): http.Server;
   traces: TraceStore;
   events: EventBus;
+  /** What the admin server shows of the app: its workflows, src/extend.ts, the job counts. */
+  inventory: AppInventory;
   /** Stops the app's timers; then close the database. */
   close(): Promise<void>;
 }
@@ -189,9 +195,22 @@ export function createApp(options: AppOptions): App {
   app.use(errorHandler(sendError));
 
   // Every request: trace, your middleware, credentials; then the routes.
-  const pipeline = compose(tracing(traces), ...(extend.middleware ?? []), authenticate({ apiKeys, delegate }), routing);
+  const pipeline = compose(
+    tracing(traces, options.metrics),
+    ...(extend.middleware ?? []),
+    authenticate({ apiKeys, delegate }),
+    routing,
+  );
   const probes = healthProbes(options.db);
   const handle = frontDoor({ pipeline, entities, commands, fallback: app, sendError, probes });
   const close = async () => {};
-  return { handle, listen: (port, host) => http.createServer(handle).listen(port, host), traces, events, close };
+  const inventory: AppInventory = { workflows: [], extension: extend };
+  return {
+    handle,
+    listen: (port, host) => http.createServer(handle).listen(port, host),
+    traces,
+    events,
+    inventory,
+    close,
+  };
 }

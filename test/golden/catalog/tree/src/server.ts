@@ -4,6 +4,7 @@
 import * as path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { type App, createApp } from './app.ts';
+import { type ObserverSettings, observerSettings } from './runtime/admin/settings.ts';
 import type { Database } from './runtime/data/database.ts';
 import { openDatabase } from './runtime/data/open.ts';
 
@@ -22,6 +23,17 @@ function portFromEnv(): number {
 }
 
 const port = portFromEnv();
+// The development admin server (ADMIN_PORT) and the Prometheus scrape (METRICS_PORT): each a listener
+// of its own, never the app's port (docs/admin-server.md of bp).
+let observers: ObserverSettings;
+try {
+  observers = observerSettings(process.env);
+} catch (err) {
+  console.error(`cannot start: ${err instanceof Error ? err.message : String(err)}`);
+  process.exit(1);
+}
+for (const warning of observers.warnings) console.warn(`warning: ${warning}`);
+const startedAt = Date.now();
 let database: Database;
 try {
   const opened = await openDatabase(appDir, process.env);
@@ -33,9 +45,14 @@ try {
   process.exit(1);
 }
 
+// Metrics only when something reads them: without either port the app never loads prom-client.
+const metrics =
+  observers.admin || observers.metrics
+    ? new (await import('./runtime/observe/metrics.ts')).AppMetrics(database.dialect)
+    : undefined;
 let app: App;
 try {
-  app = createApp({ db: database, appDir });
+  app = createApp({ db: database, appDir, metrics });
 } catch (err) {
   console.error(`cannot start: ${err instanceof Error ? err.message : String(err)}`);
   process.exit(1);
@@ -49,6 +66,26 @@ server.once('listening', () => {
   const address = server.address();
   const actual = typeof address === 'object' && address ? address.port : port;
   console.log(`${APP_NAME} listening on http://localhost:${actual}`);
+  if (metrics) {
+    import('./runtime/admin/listeners.ts')
+      .then(({ startObservers }) =>
+        startObservers(observers, {
+          ...app.inventory,
+          appDir,
+          startedAt,
+          nodeEnv: process.env.NODE_ENV,
+          dialect: database.dialect,
+          traces: app.traces,
+          metrics,
+          // This app applied its migrations when it started: its database is in step with its blueprint.
+          schemaDiff: () => null,
+        }),
+      )
+      .catch((err: unknown) => {
+        console.error(`cannot start: ${err instanceof Error ? err.message : String(err)}`);
+        process.exit(1);
+      });
+  }
 });
 
 function shutdown(): void {

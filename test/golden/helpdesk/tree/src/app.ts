@@ -7,6 +7,7 @@ import * as fs from 'node:fs';
 import * as http from 'node:http';
 import * as path from 'node:path';
 import express from 'express';
+import type { AppInventory } from './runtime/admin/admin-server.ts';
 import { loadApiKeys, type ApiKeyConfig } from './runtime/auth/api-keys.ts';
 import { authenticate, type AuthenticateOptions } from './runtime/auth/authenticate.ts';
 import { trustProxySetting } from './runtime/auth/trust-proxy.ts';
@@ -41,6 +42,7 @@ import { skillActions, skillRouter } from './runtime/http/skill-routes.ts';
 import { webhookRoutes } from './runtime/http/webhook-routes.ts';
 import { mcpRouter } from './runtime/mcp/endpoint.ts';
 import { MCP_SERVER, MCP_TOOLS } from './mcp.ts';
+import type { AppMetrics } from './runtime/observe/metrics.ts';
 import { TraceStore } from './runtime/observe/tracing.ts';
 import { INDEX_PATH, indexRoute, type SignIn } from './runtime/pages/index-route.ts';
 import { formUploadRequests } from './runtime/pages/form-actions.ts';
@@ -83,6 +85,8 @@ export interface AppOptions {
   /** Folder holding openapi.json. */
   appDir: string;
   traces?: TraceStore;
+  /** Prometheus metrics fed by every finished trace, when something reads them (server.ts). */
+  metrics?: AppMetrics;
   /** Where committed command events are delivered (workflows, your own listeners). */
   events?: EventBus;
   /** Services handed to command handlers, on top of (and winning over) those of src/extend.ts. */
@@ -100,6 +104,8 @@ export interface App {
   listen(port: number, host?: string): http.Server;
   traces: TraceStore;
   events: EventBus;
+  /** What the admin server shows of the app: its workflows, src/extend.ts, the job counts. */
+  inventory: AppInventory;
   /** Stops taking jobs, lets the running ones finish (10 s at most) and stops the timers; then close the database. */
   close(): Promise<void>;
 }
@@ -198,6 +204,7 @@ export function createApp(options: AppOptions): App {
     singleInstance: options.db.dialect === 'sqlite',
   });
   runner.start();
+  options.metrics?.countJobs(() => jobs.countByState());
   // Deliveries are not browser requests: they are served before sessions and CSRF.
   const webhooks = webhookRoutes(WORKFLOWS, { db: options.db, env, submitted: () => runner.wake(), warn });
   const skillWorkflows = skillJobs({
@@ -270,7 +277,7 @@ export function createApp(options: AppOptions): App {
   // Every request: trace, your middleware, webhook deliveries, credentials
   // (session, then API key or person), CSRF; then the routes.
   const pipeline = compose(
-    tracing(traces),
+    tracing(traces, options.metrics),
     ...(extend.middleware ?? []),
     webhooks,
     auth.session,
@@ -286,5 +293,13 @@ export function createApp(options: AppOptions): App {
     await runner.stop();
     auth.close();
   };
-  return { handle, listen: (port, host) => http.createServer(handle).listen(port, host), traces, events, close };
+  const inventory: AppInventory = { workflows: WORKFLOWS, extension: extend, jobCounts: () => jobs.countByState() };
+  return {
+    handle,
+    listen: (port, host) => http.createServer(handle).listen(port, host),
+    traces,
+    events,
+    inventory,
+    close,
+  };
 }
