@@ -44,14 +44,19 @@ function fixtures(): string[] {
   ].filter((f) => !INVALID.includes(f));
 }
 
-/** `file:line (length)` for every line of every file under `dir` longer than WIDTH. */
+/**
+ * `file:line (length)` for every line of every file under `dir` longer than WIDTH. blueprint.json
+ * holds the blueprint's own strings as written, and JSON cannot break a string.
+ */
 function longLines(dir: string): string[] {
-  return listTree(dir).flatMap((file) =>
-    fs
-      .readFileSync(path.join(dir, file), 'utf8')
-      .split('\n')
-      .flatMap((line, i) => (line.length > WIDTH ? [`${file}:${i + 1} (${line.length})`] : [])),
-  );
+  return listTree(dir)
+    .filter((file) => file !== 'blueprint.json')
+    .flatMap((file) =>
+      fs
+        .readFileSync(path.join(dir, file), 'utf8')
+        .split('\n')
+        .flatMap((line, i) => (line.length > WIDTH ? [`${file}:${i + 1} (${line.length})`] : [])),
+    );
 }
 
 const slug = (fixture: string) => fixture.replace(/\/(app|[a-z]+)\.toml$/, '').replace(/[^a-z0-9]+/gi, '-');

@@ -21,7 +21,8 @@ export interface WorkflowSummary {
 
 /** What createApp tells about itself (src/app.ts `App.inventory`). */
 export interface AppInventory {
-  workflows: readonly WorkflowSummary[];
+  /** Absent in an app without workflows. */
+  workflows?: readonly WorkflowSummary[];
   /** src/extend.ts as checked at start. */
   extension: Extension;
   /** Jobs by state from the database; absent in an app without workflows (all zeros). */
@@ -130,7 +131,7 @@ const ENDPOINTS: Readonly<Record<string, Endpoint>> = {
     methods: ['GET'],
     answer: async (s) => ({
       json: {
-        workflows: s.workflows.map((w) => ({
+        workflows: (s.workflows ?? []).map((w) => ({
           name: w.name,
           trigger: w.trigger?.kind ?? 'manual',
           stepCount: w.steps.length,
@@ -142,7 +143,7 @@ const ENDPOINTS: Readonly<Record<string, Endpoint>> = {
   '/workflows/visualization': {
     description: 'HTML graph of the workflows',
     methods: ['GET'],
-    answer: (s) => ({ html: s.workflowGraph ? s.workflowGraph() : workflowList(s.workflows) }),
+    answer: (s) => ({ html: s.workflowGraph ? s.workflowGraph() : workflowList(s.workflows ?? []) }),
   },
   '/traces': {
     description: 'recent traces, newest first (limit=N, 1 to 1000, default 100); DELETE clears them',
