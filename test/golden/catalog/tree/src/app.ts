@@ -97,7 +97,7 @@ export interface App {
   listen(port: number, host?: string): http.Server;
   traces: TraceStore;
   events: EventBus;
-  /** What the admin server shows of the app: its workflows, src/extend.ts, the job counts. */
+  /** What the admin server shows of the app: src/extend.ts. */
   inventory: AppInventory;
   /** Stops the app's timers; then close the database. */
   close(): Promise<void>;
@@ -204,7 +204,7 @@ export function createApp(options: AppOptions): App {
   const probes = healthProbes(options.db);
   const handle = frontDoor({ pipeline, entities, commands, fallback: app, sendError, probes });
   const close = async () => {};
-  const inventory: AppInventory = { workflows: [], extension: extend };
+  const inventory: AppInventory = { extension: extend };
   return {
     handle,
     listen: (port, host) => http.createServer(handle).listen(port, host),

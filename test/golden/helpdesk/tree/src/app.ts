@@ -104,7 +104,7 @@ export interface App {
   listen(port: number, host?: string): http.Server;
   traces: TraceStore;
   events: EventBus;
-  /** What the admin server shows of the app: its workflows, src/extend.ts, the job counts. */
+  /** What the admin server shows of the app: src/extend.ts, the workflows and the job counts. */
   inventory: AppInventory;
   /** Stops taking jobs, lets the running ones finish (10 s at most) and stops the timers; then close the database. */
   close(): Promise<void>;
