@@ -8,6 +8,7 @@ import * as path from 'node:path';
 import { expect } from 'chai';
 import pg from 'pg';
 import { ANONYMOUS } from '../runtime-lib/core/actor.ts';
+import { AppError } from '../runtime-lib/core/errors.ts';
 import { openPostgres, type PostgresDatabase } from '../runtime-lib/data/postgres.ts';
 import { applyPostgresMigrations } from '../runtime-lib/data/postgres-migrate.ts';
 import { claimLockKey, insertJob, JobStore } from '../runtime-lib/workflows/jobs.ts';
@@ -70,5 +71,25 @@ describe('job claims on PostgreSQL', function () {
     expect(Number(started.startedAt), 'started after the job it replaced finished').to.be.at.least(
       Number(ended.finishedAt),
     );
+  });
+
+  it('counts the jobs in each state (the admin server and the metrics read it; SQLite in admin-server.test.ts)', async () => {
+    const jobs = new JobStore(db);
+    const before = await jobs.countByState();
+    expect(before).to.have.keys('pending', 'running', 'completed', 'failed');
+    await db.write(function* () {
+      yield* insertJob('Count', 'owner', ANONYMOUS, { n: 1 });
+      yield* insertJob('Count', 'owner', ANONYMOUS, { n: 2 });
+      yield* insertJob('Count', 'owner', ANONYMOUS, { n: 3 });
+    });
+    const [one, two] = await jobs.claim(new Map([['Count', 2]]), 10);
+    await jobs.fail(one.id, new AppError('WORKFLOW_STEP_INVALID', 'failed on purpose'));
+    await jobs.complete(two.id, null);
+    expect(await jobs.countByState()).to.deep.equal({
+      pending: before.pending + 1,
+      running: before.running,
+      completed: before.completed + 1,
+      failed: before.failed + 1,
+    });
   });
 });
