@@ -19,6 +19,7 @@ const ALLOWED: Record<string, string[]> = {
   mcp: ['core', 'data', 'http'],
   pages: ['core', 'rules', 'data', 'commands', 'http', 'workflows'],
   auth: ['core', 'observe', 'data', 'http', 'pages'],
+  admin: ['core', 'rules', 'observe', 'data', 'commands', 'workflows', 'http', 'uploads', 'mcp', 'pages', 'auth'],
 };
 
 function modules(): string[] {
