@@ -89,7 +89,9 @@ describe('bp as an npm package', function () {
       'package.json',
       'README.md',
     ]);
-    expect(files.filter((f) => /^(test|bench|fixtures|out|docs\/screenshots)\//.test(f) || f.includes('node_modules'))).to.deep.equal([]);
+    expect(
+      files.filter((f) => /^(test|bench|fixtures|out|docs\/screenshots)\//.test(f) || f.includes('node_modules')),
+    ).to.deep.equal([]);
     expect(fs.statSync(tarball).size).to.be.below(1_000_000);
   });
 
