@@ -79,7 +79,7 @@ describe('bp as an npm package', function () {
 
   after(() => fs.rmSync(root, { recursive: true, force: true }));
 
-  it('packs what generation needs, and no tests, goldens, fixtures or benchmarks', () => {
+  it('packs what generation needs, and no tests, goldens, fixtures, benchmarks or screenshots', () => {
     expect(files).to.include.members([
       'bin/bp',
       'bin/cli.ts',
@@ -89,7 +89,9 @@ describe('bp as an npm package', function () {
       'package.json',
       'README.md',
     ]);
-    expect(files.filter((f) => /^(test|bench|fixtures|out)\//.test(f) || f.includes('node_modules'))).to.deep.equal([]);
+    expect(
+      files.filter((f) => /^(test|bench|fixtures|out|docs\/screenshots)\//.test(f) || f.includes('node_modules')),
+    ).to.deep.equal([]);
     expect(fs.statSync(tarball).size).to.be.below(1_000_000);
   });
 
