@@ -8,7 +8,9 @@ import * as fs from 'node:fs';
 import * as http from 'node:http';
 import * as path from 'node:path';
 import { expect } from 'chai';
+import { adminHandler } from '../runtime-lib/admin/admin-server.ts';
 import { isLoopbackHost, isLoopbackName } from '../runtime-lib/admin/settings.ts';
+import { AppMetrics } from '../runtime-lib/observe/metrics.ts';
 import { isTraceparent, TraceStore, type Trace } from '../runtime-lib/observe/tracing.ts';
 import {
   DEV_COMMAND,
@@ -255,7 +257,11 @@ describe('admin server, metrics and traceparent (generated helpdesk)', function 
     expect(workflows.jobs.completed).to.be.at.least(1);
     const page = await get('/workflows/visualization');
     expect(page.headers.get('content-type')).to.match(/^text\/html/);
-    for (const name of ['AnnounceResolution', 'EscalateTicket', 'InboundEmail']) expect(page.text).to.include(name);
+    // The graph of runtime/admin/workflow-graph.ts (its own test draws it in Chromium).
+    expect(page.text).to.include('Workflows of Helpdesk');
+    for (const name of ['AnnounceResolution', 'EscalateTicket', 'InboundEmail']) {
+      expect(page.text).to.include(`id="workflow-${name}"`);
+    }
   });
 
   it('continues the trace of a valid traceparent and ignores an invalid one', async () => {
@@ -403,5 +409,37 @@ describe('admin server checks (units)', () => {
     store.add(trace('b', '/second'));
     store.add(trace('a', '/third'));
     expect(store.list().map((t) => `${t.traceId} ${t.metadata.path}`)).to.deep.equal(['a /third', 'b /second']);
+  });
+
+  it('answers for an app without workflows: no workflow, every job count 0, a page saying so', async () => {
+    const server = http.createServer(
+      adminHandler({
+        extension: {},
+        appDir: freshDir('admin-no-workflows'),
+        startedAt: Date.now(),
+        nodeEnv: undefined,
+        dialect: 'sqlite',
+        traces: new TraceStore(),
+        metrics: new AppMetrics('sqlite'),
+        schemaDiff: () => null,
+      }),
+    );
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    try {
+      const base = `http://127.0.0.1:${(server.address() as { port: number }).port}`;
+      expect((await request(base, 'GET', '/workflows')).body).to.deep.equal({
+        workflows: [],
+        jobs: { pending: 0, running: 0, completed: 0, failed: 0 },
+      });
+      expect((await request(base, 'GET', '/workflows/visualization')).text).to.include('No workflows.');
+      const metrics = await request(base, 'GET', '/metrics');
+      expect(metrics.text).to.match(/^bp_jobs\{state="failed"\} 0$/m);
+      // No blueprint.json in that folder: a coded 404, not a crash.
+      const blueprint = await request(base, 'GET', '/blueprint');
+      expect(blueprint.status).to.equal(404);
+      expect((blueprint.body as { error: Rec }).error.code).to.equal('NOT_FOUND');
+    } finally {
+      server.close();
+    }
   });
 });

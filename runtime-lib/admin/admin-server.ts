@@ -27,6 +27,8 @@ export interface AppInventory {
   extension: Extension;
   /** Jobs by state from the database; absent in an app without workflows (all zeros). */
   jobCounts?: () => Promise<JobCounts>;
+  /** The HTML of /workflows/visualization (workflow-graph.ts); without it, a plain list of the workflows. */
+  workflowGraph?: () => string;
 }
 
 /** Everything the admin server reads. `bp dev` may wrap it (its own schemaDiff, say). */
@@ -41,8 +43,6 @@ export interface AdminSource extends AppInventory {
   metrics: AppMetrics;
   /** The pending schema change (spec 2.10), or null when the database is in sync with the blueprint. */
   schemaDiff(): unknown | null;
-  /** The HTML of /workflows/visualization; without it, a plain list of the workflows. */
-  workflowGraph?: () => string;
 }
 
 const JOB_STATES = ['pending', 'running', 'completed', 'failed'] as const;
@@ -349,7 +349,10 @@ function plugins(extension: Extension): Record<string, unknown> {
   };
 }
 
-/** Until a graph renderer is given: the workflows' names and triggers as a plain HTML list. */
+/**
+ * Without workflowGraph (an app without workflows, which carries no workflow-graph.ts): the
+ * workflows' names and triggers as a plain HTML list.
+ */
 function workflowList(workflows: readonly WorkflowSummary[]): string {
   const items = workflows
     .map((w) => `<li>${escapeHtml(w.name)} (${escapeHtml(w.trigger?.kind ?? 'manual')}, ${w.steps.length} steps)</li>`)
