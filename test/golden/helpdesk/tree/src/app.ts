@@ -8,6 +8,7 @@ import * as http from 'node:http';
 import * as path from 'node:path';
 import express from 'express';
 import type { AppInventory } from './runtime/admin/admin-server.ts';
+import { workflowGraphPage } from './runtime/admin/workflow-graph.ts';
 import { loadApiKeys, type ApiKeyConfig } from './runtime/auth/api-keys.ts';
 import { authenticate, type AuthenticateOptions } from './runtime/auth/authenticate.ts';
 import { trustProxySetting } from './runtime/auth/trust-proxy.ts';
@@ -293,7 +294,13 @@ export function createApp(options: AppOptions): App {
     await runner.stop();
     auth.close();
   };
-  const inventory: AppInventory = { workflows: WORKFLOWS, extension: extend, jobCounts: () => jobs.countByState() };
+  const inventory: AppInventory = {
+    workflows: WORKFLOWS,
+    extension: extend,
+    jobCounts: () => jobs.countByState(),
+    // GET /workflows/visualization of the admin server, drawn when asked.
+    workflowGraph: () => workflowGraphPage(WORKFLOWS, 'Helpdesk'),
+  };
   return {
     handle,
     listen: (port, host) => http.createServer(handle).listen(port, host),
