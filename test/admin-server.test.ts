@@ -20,6 +20,7 @@ import {
   jobFinished,
   request,
   ROOT,
+  START_COMMAND,
   startApp,
   type RunningApp,
 } from './support/apps.ts';
@@ -332,7 +333,12 @@ describe('admin server, metrics and traceparent (generated helpdesk)', function 
   });
 
   it('in production: no admin server (a warning says ADMIN_PORT is ignored), METRICS_PORT still serves', async () => {
-    const prod = await startApp(appDir, { ...ENV, NODE_ENV: 'production', ADMIN_PORT: '0', METRICS_PORT: '0' });
+    // As `npm start` runs it: the build in dist/, where prom-client is loaded by import() from node_modules.
+    const prod = await startApp(
+      appDir,
+      { ...ENV, NODE_ENV: 'production', ADMIN_PORT: '0', METRICS_PORT: '0' },
+      START_COMMAND,
+    );
     try {
       const scrape = await printed(prod, /metrics on (http:\/\/127\.0\.0\.1:\d+)\/metrics/);
       expect(prod.output()).to.include('warning: ADMIN_PORT is ignored in production');
