@@ -321,15 +321,21 @@ describe('admin server, metrics and traceparent (generated helpdesk)', function 
     expect(post.headers.get('allow')).to.equal('GET');
   });
 
-  it('refuses to start with an ADMIN_HOST that is not loopback', () => {
-    const r = spawnSync(process.execPath, DEV_COMMAND, {
-      cwd: appDir,
-      encoding: 'utf8',
-      env: { ...process.env, ...ENV, PORT: '0', ADMIN_PORT: '0', ADMIN_HOST: '0.0.0.0' },
-      timeout: 60_000,
-    });
-    expect(r.status, r.stdout + r.stderr).to.equal(1);
-    expect(r.stderr).to.include('ADMIN_HOST must be a loopback address');
+  it('refuses to start with an ADMIN_HOST that is not loopback, or a port that is not one', () => {
+    for (const [env, message] of [
+      [{ ADMIN_PORT: '0', ADMIN_HOST: '0.0.0.0' }, 'ADMIN_HOST must be a loopback address'],
+      [{ ADMIN_PORT: 'abc' }, 'ADMIN_PORT must be a number from 0 to 65535'],
+      [{ METRICS_PORT: '70000' }, 'METRICS_PORT must be a number from 0 to 65535'],
+    ] as const) {
+      const r = spawnSync(process.execPath, DEV_COMMAND, {
+        cwd: appDir,
+        encoding: 'utf8',
+        env: { ...process.env, ...ENV, PORT: '0', ...env },
+        timeout: 60_000,
+      });
+      expect(r.status, r.stdout + r.stderr).to.equal(1);
+      expect(r.stderr).to.include(message);
+    }
   });
 
   it('in production: no admin server (a warning says ADMIN_PORT is ignored), METRICS_PORT still serves', async () => {
