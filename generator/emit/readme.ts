@@ -106,17 +106,17 @@ export function emitReadme(bp: Blueprint, options: ReadmeOptions): string {
   const workflowActions = bp.skills.flatMap((s) =>
     s.actions.filter((a) => a.workflow && !jobWorkflows.has(a.workflow)).map((a) => `${s.name}.${a.name}`),
   );
+  const customAdapters = bp.notifications.adapters.filter((a) => !['console', 'email', 'slack'].includes(a.type));
   const served = bp.pages.filter(pageServed);
   const unserved = bp.pages.filter((p) => !pageServed(p));
+  const leftOut = bp.skills.flatMap((s) => s.notServed.map((a) => `${s.name}.${a.name}`));
   const notServed = [
     workflowActions.length && `skill actions that start a workflow: ${list(workflowActions)}`,
+    leftOut.length && `skill actions whose query parameter names no field of their entity: ${list(leftOut)}`,
     unserved.length &&
       `pages: ${list(unserved.map((p) => p.route))}` +
         (unserved.some((p) => p.route === '/') ? " (the app's index page is served at `/` instead)" : ''),
-    bp.notifications.adapters.some((a) => a.type !== 'console') &&
-      `notification adapters other than console: ${list(
-        bp.notifications.adapters.filter((a) => a.type !== 'console').map((a) => a.name),
-      )}`,
+    customAdapters.length > 0 && `notification adapters not built in: ${list(customAdapters.map((a) => a.name))}`,
   ]
     .filter((line): line is string => typeof line === 'string')
     .map((line) => wrap(line, '- ', '  '));
