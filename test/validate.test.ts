@@ -727,7 +727,7 @@ const CASES: Array<{ fixture: string; root?: string; expected: Expected[] }> = [
         severity: 'warning',
         path: 'notifications.adapters.1.type',
         message:
-          'notification adapter "team" of type "slack" is not built in: register its sender in src/extend.ts ' +
+          'notification adapter "team" of type "pagerduty" is not built in: register its sender in src/extend.ts ' +
           '(notifications.team), or notify steps through it fail',
       },
       {

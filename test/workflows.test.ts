@@ -74,14 +74,14 @@ describe('workflows as jobs (generated app, over HTTP)', function () {
         const r = await generate(path.join(ROOT, 'test/fixtures/workflows/app.toml'), appDir);
         expect(r.status, r.stderr).to.equal(0);
         env.DATABASE_URL = await databaseUrl(database, 'workflows');
-        // The team's own file: a sender for the "team" adapter, which is not built in.
+        // The team's own file: a sender for the "team" adapter, which wins over the built-in slack type.
         fs.writeFileSync(
           path.join(appDir, 'src', 'extend.ts'),
           `import { defineExtension } from './runtime/http/extension.ts';
 export default defineExtension({
   notifications: {
     team: async (message, config) =>
-      console.log(\`TEAM \${String(config.channel)} (\${message.workflow}): \${message.body}\`),
+      console.log(\`TEAM \${String(config.defaultChannel)} (\${message.workflow}): \${message.body}\`),
   },
 });
 `,

@@ -150,7 +150,6 @@ describe('Zebric 0.6 grammar', () => {
       const ignored = (p: string) => `warning IGNORED_KEY ${p}`;
       expect(seen).to.deep.equal([
         notGenerated('plugin."@studio/zebric-slack"'),
-        notGenerated('notifications.adapters.1.type'),
         notGenerated('workflow.Intake.steps.1'),
         ignored('page."/".meta'),
         ignored('page."/board".ux'),

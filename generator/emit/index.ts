@@ -19,7 +19,7 @@ import { PRISMA_DIR, PRISMA_PROVIDERS } from './prisma-providers.ts';
 import { emitReadme } from './readme.ts';
 import { emitRuntime } from './runtime.ts';
 import { emitSkills } from './skills.ts';
-import { emitWorkflows, workflowExports } from './workflows.ts';
+import { builtInAdapters, emitWorkflows, workflowExports } from './workflows.ts';
 import { emitPages } from './pages.ts';
 import { render } from './templates.ts';
 import { call, code, nonEmpty, tsLiteral, tsProperties, tsString, wrapText } from './ts-literal.ts';
@@ -54,6 +54,17 @@ export const UPLOAD_DEPENDENCIES: Record<string, string> = {
   '@aws-sdk/client-s3': '^3.1175.0',
   busboy: '^1.6.0',
   'file-type': '^22.3.0',
+};
+/**
+ * What the built-in notification adapters send with (runtime/workflows/email-adapter.ts and
+ * slack-adapter.ts): an app depends on one only where an adapter of its type is declared.
+ */
+export const ADAPTER_DEPENDENCIES: Record<string, Record<string, string>> = {
+  email: { nodemailer: '^10.6.1' },
+  slack: { '@slack/web-api': '^8.2.0' },
+};
+export const ADAPTER_DEV_DEPENDENCIES: Record<string, Record<string, string>> = {
+  email: { '@types/nodemailer': '^8.0.2' },
 };
 /**
  * Node flags of `npm start`. A young generation of 4 MB semi-spaces (V8's default grows to 16 MB)
@@ -115,6 +126,7 @@ export async function emitApp(bp: Blueprint, options: EmitOptions): Promise<Emit
   const userRecords = bp.auth.userRecords;
   const workflows = bp.workflows.length > 0;
   const { notifications, services } = workflowExports(bp);
+  const adapters = builtInAdapters(bp);
   /** The entry points scripts/build.js bundles into dist/. */
   const entries = emailAuth ? ['server', 'users'] : ['server'];
 
@@ -131,8 +143,12 @@ export async function emitApp(bp: Blueprint, options: EmitOptions): Promise<Emit
         ...APP_DEPENDENCIES,
         ...(usesTemplates(bp) ? TEMPLATE_DEPENDENCIES : {}),
         ...(uploads ? UPLOAD_DEPENDENCIES : {}),
+        ...Object.assign({}, ...adapters.map((kind) => ADAPTER_DEPENDENCIES[kind])),
       }),
-      devDependencies: deps(APP_DEV_DEPENDENCIES),
+      devDependencies: deps({
+        ...APP_DEV_DEPENDENCIES,
+        ...Object.assign({}, ...adapters.map((kind) => ADAPTER_DEV_DEPENDENCIES[kind] ?? {})),
+      }),
     }),
   );
   files.set('tsconfig.json', render('app/tsconfig.json.hbs', {}));

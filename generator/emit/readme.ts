@@ -106,17 +106,17 @@ export function emitReadme(bp: Blueprint, options: ReadmeOptions): string {
   const workflowActions = bp.skills.flatMap((s) =>
     s.actions.filter((a) => a.workflow && !jobWorkflows.has(a.workflow)).map((a) => `${s.name}.${a.name}`),
   );
+  const customAdapters = bp.notifications.adapters.filter((a) => !['console', 'email', 'slack'].includes(a.type));
   const served = bp.pages.filter(pageServed);
   const unserved = bp.pages.filter((p) => !pageServed(p));
+  const leftOut = bp.skills.flatMap((s) => s.notServed.map((a) => `${s.name}.${a.name}`));
   const notServed = [
     workflowActions.length && `skill actions that start a workflow: ${list(workflowActions)}`,
+    leftOut.length && `skill actions whose query parameter names no field of their entity: ${list(leftOut)}`,
     unserved.length &&
       `pages: ${list(unserved.map((p) => p.route))}` +
         (unserved.some((p) => p.route === '/') ? " (the app's index page is served at `/` instead)" : ''),
-    bp.notifications.adapters.some((a) => a.type !== 'console') &&
-      `notification adapters other than console: ${list(
-        bp.notifications.adapters.filter((a) => a.type !== 'console').map((a) => a.name),
-      )}`,
+    customAdapters.length > 0 && `notification adapters not built in: ${list(customAdapters.map((a) => a.name))}`,
   ]
     .filter((line): line is string => typeof line === 'string')
     .map((line) => wrap(line, '- ', '  '));
@@ -148,6 +148,7 @@ export function emitReadme(bp: Blueprint, options: ReadmeOptions): string {
     entities: bp.entities.map((e) => ({ name: e.name, collection: e.collection })),
     uploads: list(bp.entities.filter((e) => e.fields.some((f) => f.type === 'file')).map((e) => e.name)),
     apiKeys,
+    adapterVariables: adapterVariables(bp),
     commands,
     skillActions,
     mcpTools: options.mcpTools.map((t) => wrap(`${code(t.name)}: ${t.description}`, '- ', '  ')),
@@ -172,4 +173,28 @@ export function emitReadme(bp: Blueprint, options: ReadmeOptions): string {
     ),
     builds: options.entries.map((entry) => `dist/${entry}.js`).join(', '),
   });
+}
+
+/**
+ * The environment variables the notification adapters read, as rows of the configuration table:
+ * each `<key>Env` of a config, and Zebric's SLACK_BOT_TOKEN and SLACK_DEFAULT_CHANNEL where a
+ * Slack adapter names no variable of its own. Only an app with workflows sends notifications.
+ */
+function adapterVariables(bp: Blueprint): string[] {
+  if (bp.workflows.length === 0) return [];
+  const rows = new Map<string, string>();
+  for (const a of bp.notifications.adapters) {
+    const config = a.config;
+    for (const [key, value] of Object.entries(config)) {
+      if (key.endsWith('Env') && typeof value === 'string' && !rows.has(value)) {
+        rows.set(value, `\`${key.slice(0, -3)}\` of notification adapter \`${a.name}\` (${a.type})`);
+      }
+    }
+    if (a.type !== 'slack') continue;
+    if (config.botTokenEnv === undefined && !rows.has('SLACK_BOT_TOKEN'))
+      rows.set('SLACK_BOT_TOKEN', `bot token of Slack adapter \`${a.name}\``);
+    if (config.defaultChannel === undefined && config.defaultChannelEnv === undefined)
+      rows.set('SLACK_DEFAULT_CHANNEL', `default channel of Slack adapter \`${a.name}\``);
+  }
+  return [...rows].map(([name, meaning]) => `| \`${name}\` | unset | ${meaning} |`);
 }

@@ -3,7 +3,7 @@
 
 import type { Blueprint } from '../model/types.ts';
 import { render } from './templates.ts';
-import { nonEmpty, tsLiteral } from './ts-literal.ts';
+import { code, nonEmpty, tsLiteral } from './ts-literal.ts';
 
 /**
  * What src/workflows.ts exports for the blueprint: its workflows, and the notification adapters and
@@ -12,6 +12,15 @@ import { nonEmpty, tsLiteral } from './ts-literal.ts';
 export function workflowExports(bp: Blueprint): { notifications: boolean; services: boolean } {
   const notifications = bp.notifications.default !== undefined || bp.notifications.adapters.length > 0;
   return { notifications, services: bp.services.length > 0 };
+}
+
+/** The adapter types runtime/workflows builds in beyond console: each has a library only its apps depend on. */
+export const BUILT_IN_ADAPTERS = ['email', 'slack'] as const;
+
+/** The built-in adapter types the blueprint's workflows may send through, in a fixed order. */
+export function builtInAdapters(bp: Blueprint): Array<(typeof BUILT_IN_ADAPTERS)[number]> {
+  if (bp.workflows.length === 0) return [];
+  return BUILT_IN_ADAPTERS.filter((kind) => bp.notifications.adapters.some((a) => a.type === kind));
 }
 
 export function emitWorkflows(bp: Blueprint): string {
@@ -26,11 +35,13 @@ export function emitWorkflows(bp: Blueprint): string {
     maxConcurrent: w.maxConcurrent,
     steps: w.steps.map((s) => s.spec),
   }));
+  const kinds = builtInAdapters(bp);
   const notifications = {
     default: bp.notifications.default,
     adapters: nonEmpty(
       bp.notifications.adapters.map((a) => ({ name: a.name, type: a.type, config: nonEmpty(a.config) })),
     ),
+    kinds: nonEmpty(Object.fromEntries(kinds.map((kind) => [kind, code(`${kind}Adapter`)]))),
   };
   const services = bp.services.map((s) => ({
     name: s.name,
@@ -44,6 +55,8 @@ export function emitWorkflows(bp: Blueprint): string {
     templateSyntax: '{{ path }}',
     workflows: tsLiteral(workflows, { lead: 'export const WORKFLOWS: WorkflowSpec[] = '.length, trail: 1 }),
     notifications: exports.notifications && tsLiteral(notifications, { lead, trail: 1 }),
+    emailAdapter: kinds.includes('email'),
+    slackAdapter: kinds.includes('slack'),
     services:
       exports.services && tsLiteral(services, { lead: 'export const SERVICES: ServiceSpec[] = '.length, trail: 1 }),
   });

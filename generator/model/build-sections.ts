@@ -207,34 +207,53 @@ function permissionRules(ctx: CompileContext, at: KeyPath, raw: unknown): Permis
   });
 }
 
-export function buildSkill(name: string, raw: Raw): Skill {
+/**
+ * The query parameters of a skill action that filter on a field its entity lacks (`limit` and
+ * `offset` page instead). An entity that does not exist is another error's.
+ */
+export function unknownQueryFields(action: SkillAction, entities: readonly Entity[]): SkillQueryParam[] {
+  const entity = entities.find((e) => e.name === action.entity);
+  if (!entity) return [];
+  return action.query.filter(
+    (p) => p.name !== 'limit' && p.name !== 'offset' && !entity.fields.some((f) => f.name === p.field),
+  );
+}
+
+export function buildSkill(name: string, raw: Raw, entities: readonly Entity[]): Skill {
+  const actions = buildSkillActions(name, raw);
+  const notServed = actions.filter((a) => unknownQueryFields(a, entities).length > 0);
   return {
     name,
     description: str(raw.description),
     auth: raw.auth === 'none' ? 'none' : 'required',
-    // Indexes are taken before malformed entries are left out, so paths match the source.
-    actions: list(raw.actions).flatMap((a, i) =>
-      isTable(a)
-        ? [
-            {
-              name: text(a.name),
-              path: ['skill', name, 'actions', i],
-              description: str(a.description),
-              method: str(a.method) as SkillAction['method'],
-              route: str(a.path) ?? '',
-              body: strTable(a.body),
-              query: Object.entries(table(a.query)).flatMap(([param, q]) => (isTable(q) ? [queryParam(param, q)] : [])),
-              entity: str(a.entity),
-              action: str(a.action) as SkillAction['action'],
-              workflow: str(a.workflow),
-              mapParams: strTable(a.mapParams),
-              scopes: strList(a.scopes),
-              risk: str(a.risk) as SkillRisk | undefined,
-            },
-          ]
-        : [],
-    ),
+    actions: actions.filter((a) => !notServed.includes(a)),
+    notServed,
   };
+}
+
+function buildSkillActions(name: string, raw: Raw): SkillAction[] {
+  // Indexes are taken before malformed entries are left out, so paths match the source.
+  return list(raw.actions).flatMap((a, i) =>
+    isTable(a)
+      ? [
+          {
+            name: text(a.name),
+            path: ['skill', name, 'actions', i],
+            description: str(a.description),
+            method: str(a.method) as SkillAction['method'],
+            route: str(a.path) ?? '',
+            body: strTable(a.body),
+            query: Object.entries(table(a.query)).flatMap(([param, q]) => (isTable(q) ? [queryParam(param, q)] : [])),
+            entity: str(a.entity),
+            action: str(a.action) as SkillAction['action'],
+            workflow: str(a.workflow),
+            mapParams: strTable(a.mapParams),
+            scopes: strList(a.scopes),
+            risk: str(a.risk) as SkillRisk | undefined,
+          },
+        ]
+      : [],
+  );
 }
 
 function queryParam(name: string, q: Raw): SkillQueryParam {

@@ -47,7 +47,7 @@ export function buildModel(ctx: CompileContext): Blueprint {
     entities,
     commands: namedSections(parsed, 'command').map((s) => buildCommand(s)),
     auth: buildAuth(ctx, singleSection(parsed, 'auth'), entities),
-    skills: namedSections(parsed, 'skill').map((s) => buildSkill(s.name, s.value)),
+    skills: namedSections(parsed, 'skill').map((s) => buildSkill(s.name, s.value, entities)),
     workflows: namedSections(parsed, 'workflow').map((s) => buildWorkflow(ctx, s.name, s.value)),
     pages: namedSections(parsed, 'page').map((s) => buildPage(s.name, s.value, parsed.templateFiles)),
     notifications: buildNotifications(singleSection(parsed, 'notifications')),

@@ -208,7 +208,13 @@ export interface Skill {
   description?: string;
   /** `none` lets anonymous callers through (scopes and access rules still apply); default `required`. */
   auth: 'required' | 'none';
+  /** The actions the app serves. */
   actions: SkillAction[];
+  /**
+   * Actions left out of the app (SKILL_ACTION_NOT_SERVED): a query parameter filters on a field their entity
+   * lacks (unknownQueryFields). Zebric fails them only when called; bp serves the rest of the blueprint.
+   */
+  notServed: SkillAction[];
 }
 
 export type WorkflowTrigger =

@@ -403,6 +403,8 @@ const widget = obj(
     on_edit: widgetAction,
     on_column_rename: widgetAction,
     on_toggle: widgetAction,
+    // Zebric's server runs `on_<event>` for any event its client posts; three real blueprints write a select.
+    on_select: widgetAction,
   },
   ['kind', 'entity'],
 );

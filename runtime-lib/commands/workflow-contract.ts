@@ -14,6 +14,8 @@ export interface Notification {
   body: string;
   /** The step's `template`, for senders that render their own (bp renders none). */
   template?: string;
+  /** The step's `metadata`, templates resolved (Zebric's; the Slack adapter reads `thread_ts`, `blocks`...). */
+  metadata?: Readonly<Record<string, unknown>>;
   workflow: string;
   jobId: string;
 }

@@ -123,6 +123,23 @@ export const ERROR_CODES = {
     retryable: false,
     description: 'A webhook step was answered with another non-2xx status, too many redirects or too large a body.',
   },
+  NOTIFICATION_FAILED: {
+    status: 502,
+    retryable: true,
+    description:
+      'A notification could not be delivered: the mail or Slack server was unreachable, timed out, ' +
+      'deferred it (SMTP 4xx) or kept answering 429; a later run may succeed.',
+  },
+  NOTIFICATION_REJECTED: {
+    status: 502,
+    retryable: false,
+    description: 'The mail or Slack server refused a notification (SMTP 5xx, bad credentials, a Slack error).',
+  },
+  NOTIFICATION_NOT_CONFIGURED: {
+    status: 503,
+    retryable: false,
+    description: "A notification adapter lacks a setting it sends with (a Slack adapter's bot token).",
+  },
   JOB_INTERRUPTED: {
     status: 503,
     retryable: true,

@@ -54,10 +54,11 @@ export interface Extension {
    */
   delegate?: (req: ApiRequest, actor: Actor) => string | undefined;
   /**
-   * Senders of the blueprint's [notifications] adapters that are not built in (only `console` is),
-   * by adapter name: `notifications: { team: async (message, config) => ... }`, `config` being the
-   * adapter's own table of the blueprint. A notify step through an adapter without a sender fails
-   * its job (WORKFLOW_STEP_NOT_SUPPORTED); a sender that throws fails it too.
+   * Senders of the blueprint's [notifications] adapters, by adapter name: `notifications: { team:
+   * async (message, config) => ... }`, `config` being the adapter's own table of the blueprint. One
+   * is needed for a type that is not built in (`console`, `email` and `slack` are), and wins over a
+   * built-in one. A notify step through an adapter without a sender fails its job
+   * (WORKFLOW_STEP_NOT_SUPPORTED); a sender that throws fails it too.
    */
   notifications?: Readonly<Record<string, NotificationSender>>;
   /**

@@ -66,7 +66,7 @@ export interface WorkflowRuntime {
   commands: ReadonlyMap<string, CommandSpec>;
   commandRuntime: CommandRuntime;
   /** Sends a notify step's message through its adapter (the blueprint's default when it names none). */
-  notify(message: Notification): Promise<void>;
+  notify(message: Notification, signal?: AbortSignal): Promise<void>;
   defaultAdapter?: string;
   /** The first adapter of type `email`: where email steps go (else the default adapter). */
   emailAdapter?: string;

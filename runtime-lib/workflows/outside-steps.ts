@@ -22,17 +22,21 @@ export async function notifyStep(env: StepEnv, step: StepSpec, _at: string, cont
   const text = (key: string) => textOf(step, key, context);
   const adapter = text('adapter') ?? rt.defaultAdapter;
   if (adapter === undefined) throw new AppError('WORKFLOW_STEP_NOT_SUPPORTED', 'a notify step names no adapter');
-  await rt.notify({
-    adapter,
-    channel: text('channel'),
-    to: text('to'),
-    subject: text('subject'),
-    // `message` is read as the body it means (Zebric drops it).
-    body: text('body') ?? text('message') ?? '',
-    template: text('template'),
-    workflow: workflow.name,
-    jobId: job.id,
-  });
+  await rt.notify(
+    {
+      adapter,
+      channel: text('channel'),
+      to: text('to'),
+      subject: text('subject'),
+      // `message` is read as the body it means (Zebric drops it).
+      body: text('body') ?? text('message') ?? '',
+      template: text('template'),
+      metadata: metadataOf(step, context),
+      workflow: workflow.name,
+      jobId: job.id,
+    },
+    env.signal,
+  );
 }
 
 /** An email step: a notification with to, subject and body, through the email adapter (else the default). */
@@ -45,15 +49,18 @@ export async function emailStep(env: StepEnv, step: StepSpec, _at: string, conte
   const to = textOf(step, 'to', context);
   const subject = textOf(step, 'subject', context);
   if (!to || !subject) throw new AppError('WORKFLOW_STEP_INVALID', 'an email step needs to and subject');
-  await rt.notify({
-    adapter,
-    to,
-    subject,
-    body: textOf(step, 'body', context) ?? '',
-    template: textOf(step, 'template', context),
-    workflow: workflow.name,
-    jobId: job.id,
-  });
+  await rt.notify(
+    {
+      adapter,
+      to,
+      subject,
+      body: textOf(step, 'body', context) ?? '',
+      template: textOf(step, 'template', context),
+      workflow: workflow.name,
+      jobId: job.id,
+    },
+    env.signal,
+  );
 }
 
 /**
@@ -132,6 +139,16 @@ export async function serviceStep(env: StepEnv, step: StepSpec, _at: string, con
 /** A delay step: waits, unless the app stops (the signal ends the wait at once). */
 export async function delayStep(env: StepEnv, step: StepSpec, _at: string, context: unknown): Promise<void> {
   return pause(delayOf(step, context), env.signal);
+}
+
+/** A notify step's `metadata` table, templates resolved; undefined when absent. */
+function metadataOf(step: StepSpec, context: unknown): Record<string, unknown> | undefined {
+  if (step.metadata === undefined || step.metadata === null) return undefined;
+  const value = resolveTemplates(step.metadata, context);
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+    throw new AppError('WORKFLOW_STEP_INVALID', "a notify step's metadata must be a table");
+  }
+  return value as Record<string, unknown>;
 }
 
 /** A key of the step as text, its templates resolved; undefined when absent or null. */

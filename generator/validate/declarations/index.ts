@@ -8,6 +8,7 @@ import { checkAuth } from './auth.ts';
 import { checkCommand } from './commands.ts';
 import { checkEntity } from './entities.ts';
 import { notGenerated } from './not-generated.ts';
+import { checkNotifications } from './notifications.ts';
 import { checkPage } from './pages.ts';
 import { checkProject } from './project.ts';
 import { checkService } from './services.ts';
@@ -26,6 +27,7 @@ export function checkDeclarations(ctx: CompileContext): void {
   for (const s of namedSections(ctx.parsed, 'skill')) checkSkill(ctx, s.name, s.value);
   for (const s of namedSections(ctx.parsed, 'workflow')) checkWorkflow(ctx, s.name, s.value);
   for (const s of namedSections(ctx.parsed, 'page')) checkPage(ctx, s.name, s.value);
+  checkNotifications(ctx, singleSection(ctx.parsed, 'notifications'));
   checkTemplates(ctx);
   notGenerated(ctx);
 }

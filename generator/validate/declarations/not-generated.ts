@@ -2,11 +2,14 @@
 // declaration, so nobody expects a route or a plugin that the generated app does not have.
 // Everything inside such a declaration is covered by its warning. Also reminders
 // of what the app's src/extend.ts must provide for what the blueprint declares: service
-// operations, plugin step actions, senders of notification adapters other than console.
+// operations, plugin step actions, senders of notification adapters of a type not built in.
 
 import type { CompileContext } from '../../context.ts';
 import { triggerForms } from '../../model/build-sections.ts';
 import { list, namedSections, singleSection, table } from '../../model/raw.ts';
+
+/** Notification adapter types the app sends through by itself (runtime/workflows/notify.ts). */
+const BUILT_IN_TYPES: readonly string[] = ['console', 'email', 'slack'];
 
 export function notGenerated(ctx: CompileContext): void {
   const warn = (keys: (string | number)[], message: string) =>
@@ -56,7 +59,7 @@ export function notGenerated(ctx: CompileContext): void {
   });
   list(table(singleSection(ctx.parsed, 'notifications')).adapters).forEach((raw, i) => {
     const { name, type } = table(raw);
-    if (typeof type === 'string' && type !== 'console') {
+    if (typeof type === 'string' && !BUILT_IN_TYPES.includes(type)) {
       warn(
         ['notifications', 'adapters', i, 'type'],
         `notification adapter "${String(name)}" of type "${type}" is not built in: ` +

@@ -134,7 +134,7 @@ export function boardReferences(ctx: CompileContext, bp: Blueprint, page: Page):
   checkWorkflow(ctx, bp, [...at, 'move', 'workflow'], table(board.move).workflow);
 }
 
-const WIDGET_EVENTS = ['on_move', 'on_edit', 'on_column_rename', 'on_toggle'];
+const WIDGET_EVENTS = ['on_move', 'on_edit', 'on_column_rename', 'on_toggle', 'on_select'];
 
 export function widgetReferences(ctx: CompileContext, bp: Blueprint, page: Page): void {
   const widget = written(ctx, page).widget;

@@ -7,6 +7,7 @@ import { FIELD_TYPES } from '../../../runtime-lib/core/values.ts';
 import type { KeyPath } from '../../parse/locate.ts';
 import { didYouMean } from '../../suggest.ts';
 import { startsJobs } from '../../model/workflows.ts';
+import { unknownQueryFields } from '../../model/build-sections.ts';
 import { entityNamed, fieldNamed, names, unknownEntity, unknownField } from './common.ts';
 
 export function skillActions(ctx: CompileContext, bp: Blueprint): void {
@@ -33,7 +34,9 @@ export function skillActions(ctx: CompileContext, bp: Blueprint): void {
   }
   for (const skill of bp.skills) {
     const seenNames = new Set<string>();
-    for (const action of skill.actions) {
+    // Actions left out are checked too: only their unknown query fields are forgiven.
+    for (const action of [...skill.actions, ...skill.notServed]) {
+      const served = !skill.notServed.includes(action);
       const at = action.path;
       if (seenNames.has(action.name))
         ctx.report(
@@ -42,7 +45,7 @@ export function skillActions(ctx: CompileContext, bp: Blueprint): void {
           `skill "${skill.name}" has two actions named "${action.name}"`,
         );
       seenNames.add(action.name);
-      if (action.route && action.method) {
+      if (served && action.route && action.method) {
         const routeKey = `${action.method} ${action.route.replace(/\{[^}]*\}/g, '{}')}`;
         const clash = routes.get(routeKey);
         if (clash)
@@ -71,13 +74,15 @@ export function skillActions(ctx: CompileContext, bp: Blueprint): void {
         });
       }
       skillActionParams(ctx, action, entity);
-      for (const param of action.query) {
-        // Parameters named limit and offset page the list (their field is unused); the others filter on it.
-        const filters = param.name !== 'limit' && param.name !== 'offset';
-        if (entity && filters && !fieldNamed(entity, param.field)) {
-          const paramAt: KeyPath = [...at, 'query', param.name, ...(param.field === param.name ? [] : ['field'])];
-          unknownField(ctx, entity, paramAt, param.field);
-        }
+      // A real blueprint's typo here makes this one action unusable, not the app: it is left out.
+      for (const param of entity ? unknownQueryFields(action, bp.entities) : []) {
+        const paramAt: KeyPath = [...at, 'query', param.name, ...(param.field === param.name ? [] : ['field'])];
+        ctx.report(
+          'SKILL_ACTION_NOT_SERVED',
+          paramAt,
+          `entity "${entity?.name}" has no field "${param.field}", so skill action "${action.name}" is left out`,
+          { severity: 'warning', hint: didYouMean(param.field, names(entity?.fields ?? [])) },
+        );
       }
       for (const [key, type] of Object.entries(action.body)) {
         if (!(FIELD_TYPES as readonly string[]).includes(type)) {

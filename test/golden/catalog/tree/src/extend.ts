@@ -16,8 +16,9 @@
 //               not here fails its job.
 //   delegate    for an authenticated actor, the id of the person it acts for, from something your code
 //               verified (never a header taken as is); it becomes actor.delegatedBy in audit records.
-//   notifications  senders of [notifications] adapters that are not console, by adapter name:
-//               (message, config) => Promise<void>; a notify step through one without a sender fails its job.
+//   notifications  senders of [notifications] adapters whose type is not built in (console, email and slack are),
+//               by adapter name: (message, config) => Promise<void>; one here wins over a built-in type. A notify
+//               step through an adapter that has neither fails its job.
 //   plugins     the actions of plugin workflow steps, by the step's plugin and action_name:
 //               { crm: { upsert: async (params, ctx) => result } }. params: the step's params, templates
 //               resolved; ctx: { workflow, jobId, actor, context }. The result (JSON) is the step's assignTo

@@ -189,7 +189,7 @@ export function createApp(options: AppOptions): App {
     stores,
     commands: commandsByName(COMMANDS),
     commandRuntime,
-    ...notifier(NOTIFICATIONS, extend.notifications),
+    ...notifier(NOTIFICATIONS, extend.notifications, { env, warn }),
     plugins: extend.plugins ?? {},
     services: new Map(),
     serviceImplementations: { ...extend.services, ...options.services },

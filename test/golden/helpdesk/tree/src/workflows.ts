@@ -71,7 +71,10 @@ export const WORKFLOWS: WorkflowSpec[] = [
   },
 ];
 
-/** [notifications]: the adapter a notify step uses when it names none; each adapter's type and config. */
+/**
+ * [notifications]: the adapter a notify step uses when it names none; each adapter's type and config; the
+ * built-in types beyond console they use.
+ */
 export const NOTIFICATIONS: NotificationConfig = {
   default: 'console',
   adapters: [{ name: 'console', type: 'console' }],
