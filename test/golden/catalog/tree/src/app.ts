@@ -32,6 +32,7 @@ import { mcpRouter } from './runtime/mcp/endpoint.ts';
 import { MCP_SERVER, MCP_TOOLS } from './mcp.ts';
 import { TraceStore } from './runtime/observe/tracing.ts';
 import { INDEX_PATH, indexRoute } from './runtime/pages/index-route.ts';
+import { withLiveReload } from './runtime/pages/live-reload.ts';
 import { categoryRoutes, categorySpec } from './entities/category.ts';
 import { productRoutes, productSpec } from './entities/product.ts';
 import { stockMovementRoutes, stockMovementSpec } from './entities/stock-movement.ts';
@@ -193,5 +194,8 @@ export function createApp(options: AppOptions): App {
   const probes = healthProbes(options.db);
   const handle = frontDoor({ pipeline, entities, commands, fallback: app, sendError, probes });
   const close = async () => {};
-  return { handle, listen: (port, host) => http.createServer(handle).listen(port, host), traces, events, close };
+  // bp dev: pages opened through a loopback name carry its live reload script (never in production).
+  const served = withLiveReload(handle, env);
+  const listen = (port: number, host?: string) => http.createServer(served).listen(port, host);
+  return { handle: served, listen, traces, events, close };
 }

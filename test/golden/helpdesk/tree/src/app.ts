@@ -43,6 +43,7 @@ import { mcpRouter } from './runtime/mcp/endpoint.ts';
 import { MCP_SERVER, MCP_TOOLS } from './mcp.ts';
 import { TraceStore } from './runtime/observe/tracing.ts';
 import { INDEX_PATH, indexRoute, type SignIn } from './runtime/pages/index-route.ts';
+import { withLiveReload } from './runtime/pages/live-reload.ts';
 import { formUploadRequests } from './runtime/pages/form-actions.ts';
 import { pagePaths, pageRouter } from './runtime/pages/page-routes.ts';
 import { pageLinks } from './runtime/pages/page-view.ts';
@@ -286,5 +287,8 @@ export function createApp(options: AppOptions): App {
     await runner.stop();
     auth.close();
   };
-  return { handle, listen: (port, host) => http.createServer(handle).listen(port, host), traces, events, close };
+  // bp dev: pages opened through a loopback name carry its live reload script (never in production).
+  const served = withLiveReload(handle, env);
+  const listen = (port: number, host?: string) => http.createServer(served).listen(port, host);
+  return { handle: served, listen, traces, events, close };
 }
