@@ -6,12 +6,14 @@
 // and never touches what `npm run build` records.
 
 import * as fs from 'node:fs';
-import * as path from 'node:path';
 import * as esbuild from 'esbuild';
 
 export const DEV_ENTRY = 'dist/dev-server.js';
 
 export class AppBuild {
+  /** The packages the built app imports at its start (not those it imports when needed), from the last build. */
+  packages: string[] = [];
+
   private constructor(private readonly context: esbuild.BuildContext) {}
 
   static async create(appDir: string): Promise<AppBuild> {
@@ -27,6 +29,7 @@ export class AppBuild {
       // Handlers import their contract as 'bp/runtime' (tsconfig.json paths): this app's own copy.
       alias: { 'bp/runtime': './src/runtime/commands/handler.ts' },
       sourcemap: true,
+      metafile: true,
       logLevel: 'silent',
     });
     return new AppBuild(context);
@@ -35,7 +38,12 @@ export class AppBuild {
   /** Builds again; resolves to esbuild's errors as printed text, or undefined when it built. */
   async rebuild(): Promise<string | undefined> {
     try {
-      await this.context.rebuild();
+      const result = await this.context.rebuild();
+      const imports = Object.values(result.metafile?.outputs ?? {}).flatMap((o) => o.imports);
+      const external = imports.filter(
+        (i) => i.external && i.kind === 'import-statement' && !i.path.startsWith('node:'),
+      );
+      this.packages = [...new Set(external.map((i) => i.path))].sort();
       return undefined;
     } catch (err) {
       const errors = (err as { errors?: esbuild.Message[] }).errors;
@@ -49,6 +57,3 @@ export class AppBuild {
     return this.context.dispose();
   }
 }
-
-/** The path of the dev build's entry, for the child process. */
-export const devEntry = (appDir: string): string => path.join(appDir, DEV_ENTRY);

@@ -11,7 +11,7 @@ import type { Blueprint } from '../../generator/model/types.ts';
 import { generateApp, type Printer, printDiagnostics } from '../generate.ts';
 import { startAdminServer } from './admin-server.ts';
 import { AppBuild } from './app-build.ts';
-import { type AppStart, startAppProcess, stopAppProcess } from './app-process.ts';
+import { type AppProcess, launchAppProcess, stopAppProcess } from './app-process.ts';
 import { freePort } from './free-port.ts';
 import { LiveChannel } from './live-channel.ts';
 import { urlHost } from './loopback.ts';
@@ -33,6 +33,8 @@ export interface DevOptions {
 
 type AppState = 'starting' | 'running' | 'restarting' | 'failed' | 'exited' | 'stopped';
 
+/** How long after an app starts its spare is launched (app-process.ts). */
+const SPARE_DELAY_MS = 250;
 const CONFIRM_HINT = 'type y and Enter in the bp dev terminal to apply it, or revert the blueprint to keep the data';
 
 /** A Printer that keeps what it is given. */
@@ -51,7 +53,10 @@ export class DevLoop {
   private admin: Awaited<ReturnType<typeof startAdminServer>> | undefined;
   private build: AppBuild | undefined;
   private watcher: SourceWatcher | undefined;
-  private app: AppStart | undefined;
+  private app: AppProcess | undefined;
+  /** The next app's process, its packages loaded, waiting to be started by the next save. */
+  private spare: AppProcess | undefined;
+  private spareTimer: NodeJS.Timeout | undefined;
   private appState: AppState = 'starting';
   /** The model the running app was generated from. */
   private applied: Blueprint | undefined;
@@ -123,7 +128,8 @@ export class DevLoop {
     await this.watcher?.close();
     this.terminal.close();
     await this.running;
-    if (this.app) await stopAppProcess(this.app.process);
+    clearTimeout(this.spareTimer);
+    await Promise.all([this.app, this.spare].map((p) => p && stopAppProcess(p.process)));
     this.appState = 'stopped';
     await this.live?.close();
     if (this.admin) {
@@ -152,11 +158,20 @@ export class DevLoop {
   /** Handles one save; resolves to the files to watch from now on. */
   private async cycle(confirmed: boolean): Promise<string[]> {
     const started = performance.now();
+    // Where the time of a save goes, printed with "app ready" (and read by the bench).
+    const steps: string[] = [];
+    let stepStart = started;
+    const step = (name: string) => {
+      const now = performance.now();
+      steps.push(`${name} ${Math.round(now - stepStart)}`);
+      stepStart = now;
+    };
     const { host, read } = recordingSourceHost();
     const blueprint = path.resolve(this.options.blueprint);
     const { model, diagnostics } = validateBlueprint(blueprint, host);
     const files = [blueprint, ...read, path.join(this.outDir, 'src', 'extend.ts')];
     this.diagnostics = diagnostics;
+    step('validate');
     const printed = bufferPrinter();
     printDiagnostics(diagnostics, printed);
     if (!model || hasErrors(diagnostics)) {
@@ -189,11 +204,13 @@ export class DevLoop {
       this.live?.show({ kind: 'error', title: 'bp could not write the app', text: generated.text() });
       return files;
     }
+    step('generate');
     this.terminal.say(generated.text().trimEnd().split('\n').pop() ?? 'generated');
     this.applied = model;
     if (diff?.hasChanges) this.lastChange = { diff, at: new Date().toISOString() };
     this.build ??= await AppBuild.create(this.outDir);
     const buildErrors = await this.build.rebuild();
+    step('build');
     if (buildErrors !== undefined) {
       this.terminal.print.err(`${buildErrors}\n`);
       this.terminal.warn('the app does not build: the running app keeps serving');
@@ -201,10 +218,11 @@ export class DevLoop {
       return files;
     }
     if (this.stopping) return files;
-    if (await this.restart()) {
+    if (await this.restart(step)) {
       this.live?.clear();
       this.live?.reload();
-      this.terminal.say(`app ready in ${Math.round(performance.now() - started)} ms (pid ${this.app?.process.pid})`);
+      const total = Math.round(performance.now() - started);
+      this.terminal.say(`app ready in ${total} ms (pid ${this.app?.process.pid}; ${steps.join(', ')} ms)`);
     }
     return files;
   }
@@ -225,10 +243,8 @@ export class DevLoop {
     });
   }
 
-  /** Replaces the running app by a new process; true when the new one listens. */
-  private async restart(): Promise<boolean> {
-    this.appState = this.app ? 'restarting' : 'starting';
-    if (this.app) await stopAppProcess(this.app.process);
+  /** The child's environment: the app's port, its admin server's, and where pages find the reload channel. */
+  private appEnv(): NodeJS.ProcessEnv {
     const env: NodeJS.ProcessEnv = {
       ...process.env,
       PORT: String(this.appPort),
@@ -236,7 +252,27 @@ export class DevLoop {
     };
     if (this.live) env.BP_LIVE_RELOAD_PORT = String(this.adminPort);
     else delete env.BP_LIVE_RELOAD_PORT;
-    const app = startAppProcess(this.outDir, env, (text) => this.terminal.print.out(text));
+    return env;
+  }
+
+  private launch(): AppProcess {
+    return launchAppProcess(this.outDir, this.appEnv(), this.build?.packages ?? [], (text) =>
+      this.terminal.print.out(text),
+    );
+  }
+
+  /**
+   * Replaces the running app by the warm spare process (app-process.ts), or a new one; true when it
+   * listens. Then launches the next spare, which loads its packages while the developer edits.
+   */
+  private async restart(step: (name: string) => void): Promise<boolean> {
+    this.appState = this.app ? 'restarting' : 'starting';
+    if (this.app) await stopAppProcess(this.app.process);
+    step('stop');
+    clearTimeout(this.spareTimer);
+    const spare = this.spare;
+    this.spare = undefined;
+    const app = spare && !spare.exited() ? spare : this.launch();
     this.app = app;
     app.process.once('exit', (code, signal) => {
       if (this.app !== app || this.stopping || this.appState === 'restarting') return;
@@ -244,8 +280,15 @@ export class DevLoop {
       this.terminal.warn(`the app exited (${signal ?? `code ${code}`}); save a file to start it again`);
     });
     try {
-      await app.ready;
+      await app.start();
+      step('start');
       this.appState = 'running';
+      // A moment later: the pages' reload, which comes first, is served without competing with its start.
+      if (this.options.hotReload) {
+        this.spareTimer = setTimeout(() => {
+          if (!this.stopping) this.spare = this.launch();
+        }, SPARE_DELAY_MS);
+      }
       return true;
     } catch (err) {
       this.appState = 'failed';

@@ -67,7 +67,7 @@ export async function startDev(dir: string, extraArgs: string[] = []): Promise<R
     output: () => output,
     waitFor,
     appPid: () => {
-      const pids = [...output.matchAll(/app ready in \d+ ms \(pid (\d+)\)/g)];
+      const pids = [...output.matchAll(/app ready in \d+ ms \(pid (\d+);/g)];
       if (!pids.length) throw new Error(`bp dev started no app:\n${output}`);
       return Number(pids[pids.length - 1][1]);
     },
