@@ -91,11 +91,8 @@ export async function devSection(): Promise<void> {
   console.log(`    bp dev's own cycles, save to the new app listening, in ms:`);
   for (const cycle of cycles) console.log(`      ${cycle}`);
   console.log(`  save -> error overlay on screen: median ${Math.round(overlay)} ms (${show(overlays)})`);
-  const verdict = (ok: boolean) => (ok ? 'PASS' : 'FAIL');
-  console.log(
-    `${verdict(reload < RELOAD_TARGET_MS)} save -> reload under ${RELOAD_TARGET_MS} ms (${Math.round(reload)} ms)`,
-  );
-  console.log(
-    `${verdict(overlay < OVERLAY_TARGET_MS)} save -> error overlay under ${OVERLAY_TARGET_MS} ms (${Math.round(overlay)} ms)`,
-  );
+  const verdict = (ok: boolean, what: string, target: number, ms: number) =>
+    console.log(`${ok ? 'PASS' : 'FAIL'} ${what} under ${target} ms (median ${Math.round(ms)} ms)`);
+  verdict(reload < RELOAD_TARGET_MS, 'save -> browser reloaded', RELOAD_TARGET_MS, reload);
+  verdict(overlay < OVERLAY_TARGET_MS, 'save -> error overlay on screen', OVERLAY_TARGET_MS, overlay);
 }
