@@ -254,7 +254,32 @@ describe('bp dev (real CLI, headless Chromium)', function () {
   });
 });
 
-describe('bp dev command line', () => {
+describe('bp dev command line', function () {
+  this.timeout(120_000);
+
+  it('with --no-hot-reload: no script in the pages, no WebSocket, no watching; stops on SIGTERM', async () => {
+    const dev = await startDev(freshDir('bp-dev-no-reload'), ['--no-hot-reload']);
+    try {
+      const page = await getAs(dev.appUrl, '/', 'localhost');
+      expect(page.status).to.equal(200);
+      expect(page.text).not.to.contain('<script');
+      const upgrade = await new Promise<string>((resolve) => {
+        const ws = new WebSocket(`${dev.adminUrl.replace('http:', 'ws:')}/live-reload`, { origin: dev.appUrl });
+        ws.once('open', () => resolve('open'));
+        ws.once('unexpected-response', (_req, res) => resolve(String(res.statusCode)));
+        ws.once('error', () => resolve('error'));
+      });
+      expect(upgrade).to.equal('404');
+      const pid = dev.appPid();
+      edit(dev.blueprint, DESCRIPTION, 'Not watched.');
+      await new Promise((resolve) => setTimeout(resolve, 1000));
+      expect(dev.appPid()).to.equal(pid);
+      expect((await getAs(dev.appUrl, '/', 'localhost')).text).to.contain(DESCRIPTION);
+    } finally {
+      expect(await dev.stop('SIGTERM')).to.equal(0);
+    }
+  });
+
   it('documents every flag in --help', () => {
     const r = bp(['dev', '--help']);
     expect(r.status).to.equal(0);

@@ -54,7 +54,8 @@ export async function startDev(dir: string, extraArgs: string[] = []): Promise<R
       if (!check()) listeners.add(check);
     });
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
-  await waitFor(/bp dev: watching/);
+  // Without hot reload there is nothing to watch: ready when the app is.
+  await waitFor(extraArgs.includes('--no-hot-reload') ? /bp dev: app ready/ : /bp dev: watching/);
   const app = /bp dev: app: (http:\S+)/.exec(output);
   const admin = /bp dev: admin: (http:\S+)/.exec(output);
   if (!app || !admin) throw new Error(`bp dev printed no URLs:\n${output}`);
