@@ -33,8 +33,8 @@ export interface DevOptions {
 
 type AppState = 'starting' | 'running' | 'restarting' | 'failed' | 'exited' | 'stopped';
 
-/** How long after an app starts its spare is launched (app-process.ts). */
-const SPARE_DELAY_MS = 250;
+/** How long after an app starts its spare is launched at the latest (app-process.ts), when pages do not reconnect. */
+const SPARE_DELAY_MS = 2000;
 const CONFIRM_HINT = 'type y and Enter in the bp dev terminal to apply it, or revert the blueprint to keep the data';
 
 /** A Printer that keeps what it is given. */
@@ -56,7 +56,6 @@ export class DevLoop {
   private app: AppProcess | undefined;
   /** The next app's process, its packages loaded, waiting to be started by the next save. */
   private spare: AppProcess | undefined;
-  private spareTimer: NodeJS.Timeout | undefined;
   private appState: AppState = 'starting';
   /** The model the running app was generated from. */
   private applied: Blueprint | undefined;
@@ -128,7 +127,6 @@ export class DevLoop {
     await this.watcher?.close();
     this.terminal.close();
     await this.running;
-    clearTimeout(this.spareTimer);
     await Promise.all([this.app, this.spare].map((p) => p && stopAppProcess(p.process)));
     this.appState = 'stopped';
     await this.live?.close();
@@ -219,8 +217,6 @@ export class DevLoop {
     }
     if (this.stopping) return files;
     if (await this.restart(step)) {
-      this.live?.clear();
-      this.live?.reload();
       const total = Math.round(performance.now() - started);
       this.terminal.say(`app ready in ${total} ms (pid ${this.app?.process.pid}; ${steps.join(', ')} ms)`);
     }
@@ -269,7 +265,6 @@ export class DevLoop {
     this.appState = this.app ? 'restarting' : 'starting';
     if (this.app) await stopAppProcess(this.app.process);
     step('stop');
-    clearTimeout(this.spareTimer);
     const spare = this.spare;
     this.spare = undefined;
     const app = spare && !spare.exited() ? spare : this.launch();
@@ -283,11 +278,12 @@ export class DevLoop {
       await app.start();
       step('start');
       this.appState = 'running';
-      // A moment later: the pages' reload, which comes first, is served without competing with its start.
-      if (this.options.hotReload) {
-        this.spareTimer = setTimeout(() => {
-          if (!this.stopping) this.spare = this.launch();
-        }, SPARE_DELAY_MS);
+      this.live?.clear();
+      // Not before the pages have reloaded from the new app: its start would compete with theirs.
+      if (this.live) {
+        void this.live.reload(SPARE_DELAY_MS).then(() => {
+          if (!this.stopping && this.app === app && !this.spare) this.spare = this.launch();
+        });
       }
       return true;
     } catch (err) {

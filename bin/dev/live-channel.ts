@@ -25,8 +25,12 @@ export class LiveChannel {
   private build = 0;
   private overlay: Overlay | undefined;
 
+  /** Waiting for the pages told to reload to connect again (reload()). */
+  private reconnects: { left: number; done: () => void } | undefined;
+
   constructor() {
     this.wss.on('connection', (socket) => {
+      if (this.reconnects && --this.reconnects.left <= 0) this.reconnects.done();
       socket.send(JSON.stringify({ type: 'hello', session: this.session, build: this.build }));
       if (this.overlay) socket.send(JSON.stringify({ type: 'overlay', ...this.overlay }));
     });
@@ -58,13 +62,30 @@ export class LiveChannel {
     this.broadcast({ type: 'clear' });
   }
 
-  /** A new app answers: every page loads again. */
-  reload(): void {
+  /**
+   * A new app answers: every page loads again. Resolves once as many pages have connected again
+   * (each has loaded from the new app), or after `settleMs`.
+   */
+  reload(settleMs: number): Promise<void> {
     this.build += 1;
+    const pages = this.wss.clients.size;
     this.broadcast({ type: 'reload', build: this.build });
+    this.reconnects?.done();
+    if (pages === 0) return Promise.resolve();
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => done(), settleMs);
+      const done = () => {
+        clearTimeout(timer);
+        if (this.reconnects === waiting) this.reconnects = undefined;
+        resolve();
+      };
+      const waiting = { left: pages, done };
+      this.reconnects = waiting;
+    });
   }
 
   close(): Promise<void> {
+    this.reconnects?.done();
     for (const client of this.wss.clients) client.terminate();
     return new Promise((resolve) => this.wss.close(() => resolve()));
   }
