@@ -14,9 +14,11 @@ import { expect } from 'chai';
 import type { Browser, Page } from 'playwright-core';
 import { WebSocket } from 'ws';
 import { validateBlueprint } from '../generator/compile.ts';
-import { nodeSourceHost } from '../generator/source.ts';
+import { schemaDiff as diffModels } from '../generator/model/schema-diff.ts';
+import type { Blueprint } from '../generator/model/types.ts';
+import { nodeSourceHost, type SourceHost } from '../generator/source.ts';
 import { printDiagnostics } from '../bin/generate.ts';
-import { bp, freshDir, request, startApp, TMP } from './support/apps.ts';
+import { bp, freshDir, request, ROOT, startApp, TMP } from './support/apps.ts';
 import { edit, type RunningDev, startDev, until } from './support/bp-dev.ts';
 import { launchChromium } from './support/chromium.ts';
 
@@ -292,5 +294,45 @@ describe('bp dev command line', function () {
     const r = bp(['dev', 'fixtures/helpdesk/helpdesk.toml', '-o', 'unused', '--admin-host', '0.0.0.0']);
     expect(r.status).to.equal(2);
     expect(r.stderr).to.contain('--admin-host must be a loopback address');
+  });
+});
+
+describe('bp dev schema diff (spec 2.10)', () => {
+  const root = path.join(ROOT, 'fixtures', 'helpdesk', 'helpdesk.toml');
+  /** The helpdesk's model with its root file edited in memory. */
+  function model(edit: (text: string) => string = (t) => t): Blueprint {
+    const disk = nodeSourceHost();
+    const host: SourceHost = {
+      ...disk,
+      readFile: (file) => (file === fs.realpathSync(root) ? edit(disk.readFile(file) as string) : disk.readFile(file)),
+    };
+    const result = validateBlueprint(root, host);
+    if (!result.model) throw new Error('no model');
+    return result.model;
+  }
+
+  it('tells added entities and fields from removed ones and changed types; enum values are part of a type', () => {
+    const before = model();
+    const after = model((t) =>
+      t
+        .replace('{ name = "assigneeId", type = "Text", nullable = true }', '{ name = "assigneeId", type = "Integer" }')
+        .replace('values = ["low", "normal", "high"]', 'values = ["low", "high"]')
+        .replace(
+          '[entity.Customer.access]',
+          '[entity.Tag]\nfields = [{ name = "id", type = "UUID", primary_key = true }]\n\n[entity.Customer.access]',
+        ),
+    );
+    const diff = diffModels(before, after);
+    expect(diff).to.deep.include({ hasChanges: true, hasBreakingChanges: true, entitiesAdded: ['Tag'] });
+    expect(diff.fieldsAdded).to.deep.equal([{ entity: 'Tag', field: 'id', fieldType: 'UUID' }]);
+    expect(diff.fieldsRemoved).to.deep.equal([]);
+    expect(diff.fieldsChanged).to.deep.equal([
+      { entity: 'Ticket', field: 'priority', from: 'Enum(low, normal, high)', to: 'Enum(low, high)' },
+      { entity: 'Ticket', field: 'assigneeId', from: 'Text', to: 'Integer' },
+    ]);
+    const back = diffModels(after, before);
+    expect(back.entitiesRemoved).to.deep.equal(['Tag']);
+    expect(back.fieldsRemoved).to.deep.equal([{ entity: 'Tag', field: 'id', fieldType: 'UUID' }]);
+    expect(diffModels(before, model())).to.deep.include({ hasChanges: false, hasBreakingChanges: false });
   });
 });
