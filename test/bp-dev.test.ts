@@ -27,6 +27,30 @@ const OVERLAY = '#bp-dev-overlay';
 const PANEL = '#bp-dev-overlay section';
 const DESCRIPTION = 'Tickets worked by people and agents under one set of rules.';
 
+/** The processes whose parent is `parent`, from /proc. */
+function childrenOf(parent: number): number[] {
+  const parentOf = (pid: string) => {
+    try {
+      return fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ')[1];
+    } catch {
+      return undefined;
+    }
+  };
+  return fs
+    .readdirSync('/proc')
+    .filter((p) => /^\d+$/.test(p) && parentOf(p) === String(parent))
+    .map(Number);
+}
+
+/** Gone, or a zombie (it ended, and its parent, gone before it, did not reap it). */
+function ended(pid: number): boolean {
+  try {
+    return fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].startsWith('Z');
+  } catch {
+    return true;
+  }
+}
+
 /** What `bp validate` prints for the blueprint now, from bp dev's folder. */
 function validateOutput(dev: RunningDev): string {
   let text = '';
@@ -186,29 +210,11 @@ describe('bp dev (real CLI, headless Chromium)', function () {
 
   it('stops the app, the watcher and its servers on Ctrl-C: exit 0, no process, ports free', async () => {
     // bp dev's children: the app and the next app's process it keeps ready.
-    const children = fs
-      .readdirSync('/proc')
-      .filter((p) => /^\d+$/.test(p))
-      .filter((p) => {
-        try {
-          return fs.readFileSync(`/proc/${p}/stat`, 'utf8').split(') ')[1].split(' ')[1] === String(dev.process.pid);
-        } catch {
-          return false;
-        }
-      })
-      .map(Number);
+    const children = childrenOf(dev.process.pid as number);
     expect(children).to.include(dev.appPid());
     const ports = [new URL(dev.appUrl).port, new URL(dev.adminUrl).port].map(Number);
     expect(await dev.stop('SIGINT')).to.equal(0);
-    // Gone, or a zombie (it ended; bp dev, its parent, exited before reaping it).
-    const state = (pid: number) => {
-      try {
-        return fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ')[0];
-      } catch {
-        return 'gone';
-      }
-    };
-    for (const pid of children) expect(state(pid), `pid ${pid}`).to.be.oneOf(['gone', 'Z']);
+    for (const pid of children) expect(ended(pid), `pid ${pid}`).to.equal(true);
     for (const port of ports) {
       const refused = await new Promise<boolean>((resolve) => {
         const socket = net.connect(port, '127.0.0.1');
@@ -280,6 +286,20 @@ describe('bp dev command line', function () {
     } finally {
       expect(await dev.stop('SIGTERM')).to.equal(0);
     }
+  });
+
+  it('leaves no process behind when it is killed outright (SIGKILL): the app and its spare stop', async () => {
+    const dev = await startDev(freshDir('bp-dev-killed'));
+    // With no page open, the spare is launched as soon as the app listens; esbuild's service is a child too.
+    await until(
+      async () => (childrenOf(dev.process.pid as number).length >= 2 ? true : undefined),
+      'the spare',
+      10_000,
+    );
+    const children = childrenOf(dev.process.pid as number);
+    expect(children).to.include(dev.appPid());
+    await dev.stop('SIGKILL');
+    await until(async () => (children.every(ended) ? true : undefined), 'the children to end', 15_000);
   });
 
   it('documents every flag in --help', () => {
