@@ -108,7 +108,12 @@ export class DevLoop {
     this.adminPort = this.admin.port;
     this.terminal.say(`app: http://localhost:${this.appPort}`);
     this.terminal.say(`admin: http://${urlHost(this.options.adminHost)}:${this.adminPort}`);
-    const files = await this.cycle(false);
+    // Tracked as any save is, so that a Ctrl-C now waits for it rather than racing its app's start.
+    const first = this.cycle(false);
+    this.running = first.then(() => undefined);
+    const files = await first;
+    this.running = undefined;
+    if (this.stopping) return true;
     if (!this.options.hotReload) return this.appState === 'running';
     this.watcher = new SourceWatcher(files, () => this.schedule(false));
     await this.watcher.ready();
