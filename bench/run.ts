@@ -3,13 +3,15 @@
 // on its own copy of the seeded database, by bench/load.ts in a separate process; the PostgreSQL
 // section runs its servers side by side and interleaves their rounds. See bench/README.md.
 //
-// `npm run bench -- --only sqlite` or `--only postgres` (or BENCH_ONLY=…) runs one section.
+// `npm run bench -- --only sqlite` or `--only postgres` (or BENCH_ONLY=…) runs one section; `--only dev`
+// runs only bp dev's save-to-reload and error-overlay times (bench/dev-section.ts).
 // Settings from the environment: BENCH_WARMUP_SECONDS (5), BENCH_ROUND_SECONDS (3), BENCH_ROUNDS (3).
 
 import { randomBytes } from 'node:crypto';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { parseArgs } from 'node:util';
+import { devSection } from './dev-section.ts';
 import type { RoundResult } from './plan.ts';
 import { postgresSection } from './postgres-section.ts';
 import { WORK, buildApp, cleanWork, generateApp, seedRows, writerKeyEnv, type SeedRows } from './prepare.ts';
@@ -24,14 +26,19 @@ const SECTIONS: Record<string, (ctx: RunContext, seed: SeedRows) => Promise<Reco
 function chosenSections(): string[] {
   const { values } = parseArgs({ options: { only: { type: 'string' } } });
   const only = values.only ?? process.env.BENCH_ONLY;
-  if (only === undefined || only === '') return Object.keys(SECTIONS);
-  if (!(only in SECTIONS)) throw new Error(`--only takes one of ${Object.keys(SECTIONS).join(', ')} (got "${only}")`);
+  if (only === undefined || only === '') return [...Object.keys(SECTIONS), 'dev'];
+  if (!(only in SECTIONS) && only !== 'dev') {
+    throw new Error(`--only takes one of ${[...Object.keys(SECTIONS), 'dev'].join(', ')} (got "${only}")`);
+  }
   return [only];
 }
 
 async function main(): Promise<void> {
   const began = Date.now();
-  const sections = chosenSections();
+  const chosen = chosenSections();
+  // bp dev's section needs none of the servers' preparation.
+  const sections = chosen.filter((s) => s !== 'dev');
+  if (!sections.length) return devSection();
   const settings = benchSettings();
   cleanWork();
   for (const dir of ['db', 'logs']) fs.mkdirSync(path.join(WORK, dir));
@@ -65,6 +72,7 @@ async function main(): Promise<void> {
       `after ${settings.warmupSeconds} s of warm-up, per operation.`,
   );
   console.log(`Written: ${written.join('; ')} (${Math.round((Date.now() - began) / 1000)} s in all)`);
+  if (chosen.includes('dev')) await devSection();
 
   const failed = Object.entries(rounds).flatMap(([key, rs]) =>
     rs.filter((r) => r.non2xx + r.errors + r.timeouts > 0).map((r) => `${key} ${r.operation} round ${r.round}`),

@@ -3,6 +3,7 @@
 // readable on a phone and in dark mode, with visible focus, so it works under PAGE_CSP.
 
 import type { ServerResponse } from 'node:http';
+import { liveReloadPage } from './live-reload.ts';
 
 /** Served with every page: no scripts at all, forms may only post to this origin, no framing. */
 export const PAGE_CSP = "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'";
@@ -12,14 +13,16 @@ export const PAGE_CSP = "default-src 'none'; style-src 'unsafe-inline'; form-act
  * referrer to other origins; `private` when it depends on the session, so no cache keeps it.
  */
 export function sendPage(res: ServerResponse, status: number, html: string, opts: { private: boolean }): void {
+  // In development through bp dev, a loopback request's page also carries the live reload script.
+  const live = liveReloadPage(res, PAGE_CSP, html);
   res.statusCode = status;
-  res.setHeader('Content-Security-Policy', PAGE_CSP);
+  res.setHeader('Content-Security-Policy', live?.csp ?? PAGE_CSP);
   if (opts.private) res.setHeader('Cache-Control', 'no-store');
   res.setHeader('X-Content-Type-Options', 'nosniff');
   res.setHeader('X-Frame-Options', 'DENY');
   res.setHeader('Referrer-Policy', 'same-origin');
   res.setHeader('Content-Type', 'text/html; charset=utf-8');
-  res.end(html);
+  res.end(live?.html ?? html);
 }
 
 const STYLE = `

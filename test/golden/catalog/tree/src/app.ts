@@ -34,6 +34,7 @@ import { MCP_SERVER, MCP_TOOLS } from './mcp.ts';
 import type { AppMetrics } from './runtime/observe/metrics.ts';
 import { TraceStore } from './runtime/observe/tracing.ts';
 import { INDEX_PATH, indexRoute } from './runtime/pages/index-route.ts';
+import { withLiveReload } from './runtime/pages/live-reload.ts';
 import { categoryRoutes, categorySpec } from './entities/category.ts';
 import { productRoutes, productSpec } from './entities/product.ts';
 import { stockMovementRoutes, stockMovementSpec } from './entities/stock-movement.ts';
@@ -205,9 +206,11 @@ export function createApp(options: AppOptions): App {
   const handle = frontDoor({ pipeline, entities, commands, fallback: app, sendError, probes });
   const close = async () => {};
   const inventory: AppInventory = { extension: extend };
+  // bp dev: pages opened through a loopback name carry its live reload script (never in production).
+  const served = withLiveReload(handle, env);
   return {
-    handle,
-    listen: (port, host) => http.createServer(handle).listen(port, host),
+    handle: served,
+    listen: (port, host) => http.createServer(served).listen(port, host),
     traces,
     events,
     inventory,

@@ -46,6 +46,7 @@ import { MCP_SERVER, MCP_TOOLS } from './mcp.ts';
 import type { AppMetrics } from './runtime/observe/metrics.ts';
 import { TraceStore } from './runtime/observe/tracing.ts';
 import { INDEX_PATH, indexRoute, type SignIn } from './runtime/pages/index-route.ts';
+import { withLiveReload } from './runtime/pages/live-reload.ts';
 import { formUploadRequests } from './runtime/pages/form-actions.ts';
 import { pagePaths, pageRouter } from './runtime/pages/page-routes.ts';
 import { pageLinks } from './runtime/pages/page-view.ts';
@@ -301,9 +302,11 @@ export function createApp(options: AppOptions): App {
     // GET /workflows/visualization of the admin server, drawn when asked.
     workflowGraph: () => workflowGraphPage(WORKFLOWS, 'Helpdesk'),
   };
+  // bp dev: pages opened through a loopback name carry its live reload script (never in production).
+  const served = withLiveReload(handle, env);
   return {
-    handle,
-    listen: (port, host) => http.createServer(handle).listen(port, host),
+    handle: served,
+    listen: (port, host) => http.createServer(served).listen(port, host),
     traces,
     events,
     inventory,
