@@ -9,6 +9,7 @@
 import * as fs from 'node:fs';
 import * as http from 'node:http';
 import * as net from 'node:net';
+import * as os from 'node:os';
 import * as path from 'node:path';
 import { expect } from 'chai';
 import type { Browser, Page } from 'playwright-core';
@@ -192,7 +193,7 @@ describe('bp dev (real CLI, headless Chromium)', function () {
   it('refuses a foreign Host on its admin port, and the WebSocket to foreign Origins', async () => {
     const foreign = await getAs(dev.adminUrl, '/schema-diff', 'rebound.example');
     expect(foreign.status).to.equal(403);
-    expect(JSON.parse(foreign.text).error.code).to.equal('FOREIGN_HOST');
+    expect(JSON.parse(foreign.text).error.code).to.equal('FORBIDDEN');
     expect((await getAs(dev.adminUrl, '/schema-diff', 'localhost')).status).to.equal(200);
     const channel = `${dev.adminUrl.replace('http:', 'ws:')}/live-reload`;
     const opens = (origin: string) =>
@@ -206,6 +207,25 @@ describe('bp dev (real CLI, headless Chromium)', function () {
       });
     expect(await opens('http://evil.example')).to.equal(false);
     expect(await opens(dev.appUrl)).to.equal(true);
+  });
+
+  it("serves the app's admin endpoints through its admin port (proxied), answering /state with its own", async () => {
+    const page = await getAs(dev.appUrl, '/', 'localhost');
+    expect(page.status).to.equal(200);
+    const json = async (endpoint: string) => JSON.parse((await getAs(dev.adminUrl, endpoint, 'localhost')).text);
+    const traces = (await json('/traces?limit=50')) as Array<{ metadata: { path: string } }>;
+    expect(traces.map((t) => t.metadata.path)).to.include('/');
+    const metrics = await getAs(dev.adminUrl, '/metrics', 'localhost');
+    expect(metrics.status).to.equal(200);
+    expect(metrics.text).to.match(/^bp_http_requests_total\{route="[^"]+",status_code="200"\} \d+/m);
+    const workflows = (await json('/workflows')) as { workflows: Array<{ name: string }>; jobs: object };
+    expect(workflows.workflows.map((w) => w.name)).to.include('EscalateTicket');
+    expect(workflows.jobs).to.have.keys('pending', 'running', 'completed', 'failed');
+    expect((await getAs(dev.adminUrl, '/workflows/visualization', 'localhost')).text).to.contain('EscalateTicket');
+    const state = (await json('/state')) as { status: string; dev: { valid: boolean; app: string } };
+    expect(state.status).to.equal('running');
+    expect(state.dev).to.include({ valid: true, app: 'running' });
+    expect((await json('/entities')).map((e: { name: string }) => e.name)).to.include('Ticket');
   });
 
   it('stops the app, the watcher and its servers on Ctrl-C: exit 0, no process, ports free', async () => {
@@ -285,6 +305,26 @@ describe('bp dev command line', function () {
       expect((await getAs(dev.appUrl, '/', 'localhost')).text).to.contain(DESCRIPTION);
     } finally {
       expect(await dev.stop('SIGTERM')).to.equal(0);
+    }
+  });
+
+  it("installs the app's packages when Node would not find them, and says so when npm install fails", async () => {
+    // Outside the checkout, where no node_modules above the app holds its packages; npm's registry
+    // is a closed port, so the install fails at once.
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'bp-dev-packages-'));
+    const dev = await startDev(dir, [], {
+      npm_config_registry: 'http://127.0.0.1:9/',
+      npm_config_cache: path.join(dir, 'npm-cache'),
+      npm_config_fetch_retries: '0',
+    });
+    try {
+      expect(dev.output()).to.match(/bp dev: installing the app's packages \(npm install in app\): .*express/);
+      expect(dev.output()).to.contain('bp dev: npm install failed in app: run it there, then save a file');
+      expect(dev.output()).not.to.contain('ERR_MODULE_NOT_FOUND');
+      expect(dev.output()).not.to.contain('app ready');
+    } finally {
+      expect(await dev.stop('SIGINT')).to.equal(0);
+      fs.rmSync(dir, { recursive: true, force: true });
     }
   });
 

@@ -6,7 +6,7 @@
 
 import * as http from 'node:http';
 import type { LiveChannel } from './live-channel.ts';
-import { isLoopbackHost } from './loopback.ts';
+import { isLoopbackHost } from '../../runtime-lib/admin/settings.ts';
 
 export interface AdminSources {
   /** Spec 2.10's object and its status, or null. */
@@ -77,7 +77,7 @@ export async function startAdminServer(
       return sendJson(
         res,
         403,
-        errorBody('FOREIGN_HOST', 'the admin server answers only requests addressed to localhost, 127.0.0.1 or [::1]'),
+        errorBody('FORBIDDEN', 'the admin server answers only requests addressed to localhost, 127.0.0.1 or [::1]'),
       );
     }
     const path = new URL(req.url ?? '/', 'http://localhost').pathname;

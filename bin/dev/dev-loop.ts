@@ -11,6 +11,7 @@ import type { Blueprint } from '../../generator/model/types.ts';
 import { generateApp, type Printer, printDiagnostics } from '../generate.ts';
 import { startAdminServer } from './admin-server.ts';
 import { AppBuild } from './app-build.ts';
+import { installPackages, missingPackages } from './app-packages.ts';
 import { type AppProcess, launchAppProcess, stopAppProcess } from './app-process.ts';
 import { freePort } from './free-port.ts';
 import { LiveChannel } from './live-channel.ts';
@@ -211,6 +212,8 @@ export class DevLoop {
     this.terminal.say(generated.text().trimEnd().split('\n').pop() ?? 'generated');
     this.applied = model;
     if (diff?.hasChanges) this.lastChange = { diff, at: new Date().toISOString() };
+    if (!(await this.packagesInstalled())) return files;
+    step('packages');
     this.build ??= await AppBuild.create(this.outDir);
     const buildErrors = await this.build.rebuild();
     step('build');
@@ -226,6 +229,18 @@ export class DevLoop {
       this.terminal.say(`app ready in ${total} ms (pid ${this.app?.process.pid}; ${steps.join(', ')} ms)`);
     }
     return files;
+  }
+
+  /** Installs what the app depends on and Node would not find; false (and said) when that fails. */
+  private async packagesInstalled(): Promise<boolean> {
+    const missing = missingPackages(this.outDir);
+    if (!missing.length) return true;
+    this.terminal.say(`installing the app's packages (npm install in ${this.options.out}): ${missing.join(', ')}`);
+    if (await installPackages(this.outDir, (text) => this.terminal.print.err(text))) return true;
+    const text = `npm install failed in ${this.options.out}: run it there, then save a file to start the app`;
+    this.terminal.warn(text);
+    this.live?.show({ kind: 'error', title: "The app's packages could not be installed", text });
+    return false;
   }
 
   private holdDestructive(diff: SchemaDiff, since: string | undefined): void {

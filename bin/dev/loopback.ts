@@ -1,29 +1,19 @@
 // Loopback names: bp dev's admin server and WebSocket answer only requests addressed to this
 // machine by name (the Host header) and pages served from it (the Origin header), so that a web
-// page on a foreign name rebound to 127.0.0.1 (DNS rebinding) reads nothing.
+// page on a foreign name rebound to 127.0.0.1 (DNS rebinding) reads nothing. The Host check is the
+// generated app's own admin server's (runtime-lib/admin/settings.ts), so both answer the same names.
 
-const LOOPBACK_HOSTNAMES = new Set(['localhost', '127.0.0.1', '[::1]']);
+import { isLoopbackHost } from '../../runtime-lib/admin/settings.ts';
 
 /** The admin server's --admin-host values: loopback addresses and names only. */
 export const LOOPBACK_BIND_HOSTS = ['127.0.0.1', 'localhost', '::1'];
-
-/** Whether a Host header (`name[:port]`) names this machine. */
-export function isLoopbackHost(host: string | undefined): boolean {
-  if (host === undefined) return false;
-  try {
-    const url = new URL(`http://${host}`);
-    return LOOPBACK_HOSTNAMES.has(url.hostname) && url.username === '' && url.pathname === '/';
-  } catch {
-    return false;
-  }
-}
 
 /** Whether an Origin header is an http(s) origin on a loopback name. */
 export function isLoopbackOrigin(origin: string | undefined): boolean {
   if (origin === undefined) return false;
   try {
     const url = new URL(origin);
-    return (url.protocol === 'http:' || url.protocol === 'https:') && LOOPBACK_HOSTNAMES.has(url.hostname);
+    return (url.protocol === 'http:' || url.protocol === 'https:') && isLoopbackHost(url.host);
   } catch {
     return false;
   }

@@ -21,13 +21,20 @@ export interface RunningDev {
   stop(signal?: NodeJS.Signals): Promise<number | null>;
 }
 
-/** Copies fixtures/helpdesk into `dir`/bp and starts `bp dev bp/helpdesk.toml -o app` there. */
-export async function startDev(dir: string, extraArgs: string[] = []): Promise<RunningDev> {
+/**
+ * Copies fixtures/helpdesk into `dir`/bp and starts `bp dev bp/helpdesk.toml -o app` there, with
+ * `env` added to this process's environment.
+ */
+export async function startDev(
+  dir: string,
+  extraArgs: string[] = [],
+  env: NodeJS.ProcessEnv = {},
+): Promise<RunningDev> {
   fs.cpSync(path.join(ROOT, 'fixtures', 'helpdesk'), path.join(dir, 'bp'), { recursive: true });
   const child = spawn(
     process.execPath,
     [BP, 'dev', 'bp/helpdesk.toml', '-o', 'app', '--port', '0', '--admin-port', '0', ...extraArgs],
-    { cwd: dir, env: { ...process.env, NO_COLOR: '1' }, stdio: ['pipe', 'pipe', 'pipe'] },
+    { cwd: dir, env: { ...process.env, NO_COLOR: '1', ...env }, stdio: ['pipe', 'pipe', 'pipe'] },
   );
   let output = '';
   const listeners = new Set<() => void>();
