@@ -17,6 +17,7 @@ import { emitPrismaSchema } from './prisma-schema.ts';
 import { PRISMA_DIR, PRISMA_PROVIDERS } from './prisma-providers.ts';
 import { emitReadme } from './readme.ts';
 import { emitRuntime } from './runtime.ts';
+import { emitPlugins, pluginDependency } from './plugins.ts';
 import { emitSkills } from './skills.ts';
 import { emitWorkflows, workflowExports } from './workflows.ts';
 import { emitPages } from './pages.ts';
@@ -128,6 +129,8 @@ export async function emitApp(bp: Blueprint, options: EmitOptions): Promise<Emit
         ...APP_DEPENDENCIES,
         ...(usesTemplates(bp) ? TEMPLATE_DEPENDENCIES : {}),
         ...(uploads ? UPLOAD_DEPENDENCIES : {}),
+        // The enabled [[plugins]]: `version` is their range, a `file:` folder written relative to the app.
+        ...Object.fromEntries(bp.plugins.map((p) => [p.name, pluginDependency(p, options.outDir)])),
       }),
       devDependencies: deps(APP_DEV_DEPENDENCIES),
     }),
@@ -154,7 +157,9 @@ export async function emitApp(bp: Blueprint, options: EmitOptions): Promise<Emit
   const pages = emitPages(bp);
   if (pages !== undefined) files.set('src/pages.ts', pages);
   // The project name is the blueprint's free text: a string literal in code, never code itself.
-  files.set('src/server.ts', render('app/src/server.ts.hbs', { nameLiteral: tsString(bp.project.name) }));
+  const plugins = bp.plugins.length > 0;
+  for (const [p, content] of emitPlugins(bp, options.outDir)) files.set(p, content);
+  files.set('src/server.ts', render('app/src/server.ts.hbs', { nameLiteral: tsString(bp.project.name), plugins }));
   files.set(
     'src/app.ts',
     render('app/src/app.ts.hbs', {
@@ -209,7 +214,8 @@ export async function emitApp(bp: Blueprint, options: EmitOptions): Promise<Emit
         ),
         { indent: 2, lead: 17, trail: 1 },
       ),
-      pipeline: tsLiteral(call('compose', ...pipelineSteps(emailAuth, hasWebhooks(bp)).map(code)), {
+      plugins,
+      pipeline: tsLiteral(call('compose', ...pipelineSteps(emailAuth, hasWebhooks(bp), plugins).map(code)), {
         indent: 2,
         lead: 19,
         trail: 1,
@@ -284,13 +290,15 @@ export async function emitApp(bp: Blueprint, options: EmitOptions): Promise<Emit
 }
 
 /** The steps of every request, in order: trace, the team's middleware, webhook deliveries, credentials, the routes. */
-function pipelineSteps(emailAuth: boolean, webhooks: boolean): string[] {
+function pipelineSteps(emailAuth: boolean, webhooks: boolean, plugins: boolean): string[] {
   const credentials = emailAuth
     ? ['auth.session', 'authenticate({ apiKeys, sessionActor: auth.sessionActor, delegate })', 'auth.csrf']
     : ['authenticate({ apiKeys, delegate })'];
   return [
     'tracing(traces)',
     '...(extend.middleware ?? [])',
+    // The plugins' middleware, after yours: Zebric runs them before its routes, credentials unknown.
+    ...(plugins ? ['pluginHost.middleware'] : []),
     ...(webhooks ? ['webhooks'] : []),
     ...credentials,
     'routing',

@@ -9,6 +9,7 @@ import { checkCommand } from './commands.ts';
 import { checkEntity } from './entities.ts';
 import { notGenerated } from './not-generated.ts';
 import { checkPage } from './pages.ts';
+import { checkPlugins } from './plugins.ts';
 import { checkProject } from './project.ts';
 import { checkService } from './services.ts';
 import { checkSkill } from './skills.ts';
@@ -27,5 +28,6 @@ export function checkDeclarations(ctx: CompileContext): void {
   for (const s of namedSections(ctx.parsed, 'workflow')) checkWorkflow(ctx, s.name, s.value);
   for (const s of namedSections(ctx.parsed, 'page')) checkPage(ctx, s.name, s.value);
   checkTemplates(ctx);
+  checkPlugins(ctx);
   notGenerated(ctx);
 }

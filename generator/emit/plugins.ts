@@ -1,0 +1,39 @@
+// src/plugins.ts: the enabled [[plugins]], each with the import() of its package written as a
+// literal (the runtime's modules never import a computed name), and the dependencies they add
+// to package.json.
+
+import * as path from 'node:path';
+import type { Blueprint, Plugin } from '../model/types.ts';
+import { render } from './templates.ts';
+import { code, tsLiteral, tsString } from './ts-literal.ts';
+
+/** A plugin's range in package.json: a `file:` folder is written relative to the app. */
+export function pluginDependency(plugin: Plugin, outDir: string): string {
+  if (plugin.localPath === undefined) return plugin.dependency;
+  return `file:${localPath(plugin.localPath, outDir)}`;
+}
+
+/** src/plugins.ts and its module declarations, or nothing when no plugin is enabled. */
+export function emitPlugins(bp: Blueprint, outDir: string): Map<string, string> {
+  if (bp.plugins.length === 0) return new Map();
+  const entries = bp.plugins.map((p) => ({
+    name: p.name,
+    dependency: pluginDependency(p, outDir),
+    localPath: p.localPath === undefined ? undefined : localPath(p.localPath, outDir),
+    trustLevel: p.trustLevel,
+    capabilities: p.capabilities,
+    config: p.config,
+    load: code(`() => import(${tsString(p.name)})`),
+  }));
+  const lead = 'export const PLUGINS: PluginEntry[] = '.length;
+  return new Map([
+    ['src/plugins.ts', render('app/src/plugins.ts.hbs', { plugins: tsLiteral(entries, { lead, trail: 1 }) })],
+    ['src/plugin-packages.d.ts', render('app/src/plugin-packages.d.ts.hbs', { names: bp.plugins.map((p) => p.name) })],
+  ]);
+}
+
+/** `folder` relative to the app, with '/' separators. */
+function localPath(folder: string, outDir: string): string {
+  const relative = path.relative(outDir, folder).split(path.sep).join('/');
+  return relative.startsWith('.') ? relative : `./${relative}`;
+}
