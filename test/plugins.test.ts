@@ -173,7 +173,7 @@ describe('bp validate: plugin steps', () => {
     );
   });
 
-  it('refuses a plugin step naming a plugin that is not declared, or not enabled', () => {
+  it('refuses a plugin step naming a plugin that is not declared, or not enabled, and a file: plugin not there', () => {
     const typo = bp([
       'validate',
       variant('typo', (t) =>
@@ -184,6 +184,11 @@ describe('bp validate: plugin steps', () => {
     expect(typo.stdout + typo.stderr).to.include(
       'workflow.SyncContact.steps.0.plugin: plugin "bp-fixture-crn" is not declared in [[plugins]] ' +
         '[error PLUGIN_NOT_DECLARED]\n  hint: did you mean "bp-fixture-crm"?',
+    );
+    const gone = bp(['validate', variant('gone', (t) => t.replace('file:./probe-plugin', 'file:./probe-plugins'))]);
+    expect(gone.status).to.equal(1);
+    expect(gone.stdout + gone.stderr).to.match(
+      /plugin\.bp-fixture-probe\.version: \S*probe-plugins holds no package\.json \[error PLUGIN_NOT_FOUND\]/,
     );
     const retired = bp([
       'validate',

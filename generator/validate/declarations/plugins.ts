@@ -1,8 +1,10 @@
 // [[plugins]]: an enabled entry names an npm package the generated app imports, so its name must
 // be one; every workflow plugin step must name a declared, enabled plugin once the blueprint has
 // a [[plugins]] section (without one, steps run what src/extend.ts registers, which bp cannot see:
-// not-generated.ts reminds of it); a field's `validators` need an enabled plugin to provide them.
+// not-generated.ts reminds of it); a field's `validators` need an enabled plugin to provide them;
+// a `file:` plugin's folder (relative to the root blueprint's folder) must hold a package.json.
 
+import * as path from 'node:path';
 import type { CompileContext } from '../../context.ts';
 import { list, namedSections, table } from '../../model/raw.ts';
 import type { KeyPath } from '../../parse/locate.ts';
@@ -19,6 +21,19 @@ export function checkPlugins(ctx: CompileContext): void {
       ctx.report('INVALID_NAME', ['plugin', name, 'name'], `plugin "${name}" is not an npm package name`, {
         hint: 'an enabled plugin names the npm package the app loads, such as "crm-sync" or "@team/crm-sync"',
       });
+    }
+    if (value.enabled === true && typeof value.version === 'string' && value.version.startsWith('file:')) {
+      const folder = path.resolve(ctx.parsed.rootDir, value.version.slice('file:'.length));
+      if (ctx.host.readFile(path.join(folder, 'package.json')) === undefined) {
+        ctx.report(
+          'PLUGIN_NOT_FOUND',
+          ['plugin', name, 'version'],
+          `${ctx.host.display(folder)} holds no package.json`,
+          {
+            hint: "a file: version is the plugin package's folder, relative to the root blueprint's folder",
+          },
+        );
+      }
     }
   }
   if (plugins.length > 0) {
