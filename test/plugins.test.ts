@@ -11,7 +11,7 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { expect } from 'chai';
-import { bp, freshDir, generate, request, ROOT, startApp, type RunningApp } from './support/apps.ts';
+import { bp, freshDir, generate, request, ROOT, startApp, typecheck, type RunningApp } from './support/apps.ts';
 
 const FIXTURES = path.join(ROOT, 'test', 'fixtures', 'plugins');
 const BLUEPRINT = path.join(FIXTURES, 'app.toml');
@@ -61,6 +61,12 @@ describe('[[plugins]] (generated app over HTTP)', function () {
     expect(pkg.dependencies).to.have.property('bp-fixture-probe');
     // Disabled: not loaded, not a dependency.
     expect(pkg.dependencies).not.to.have.property('bp-fixture-retired');
+  });
+
+  it('typechecks in strict mode, the plugin packages typed as modules of any shape', () => {
+    const r = typecheck(appDir);
+    expect(r.stdout + r.stderr).to.equal('');
+    expect(r.status).to.equal(0);
   });
 
   it("runs a workflow's plugin steps through the plugin's actions, writing as the plugin's system actor", async () => {
@@ -131,12 +137,23 @@ describe('[[plugins]] (generated app over HTTP)', function () {
       db: refused('db', 'database'),
       fetch: refused('fetch', 'network'),
       dataDir: refused('dataDir', 'filesystem'),
+      storage: refused('storage', 'storage'),
       cache: 'object',
       log: 'object',
       workflows: 'object',
       blueprint: 'object',
       entities: ['Contact', 'Note'],
     });
+  });
+
+  it("keeps a storage plugin's files in the uploads store, under names of its own, served to nobody", async () => {
+    const greeting = await request(app.url, 'GET', '/crm/greeting');
+    expect(greeting.text).to.equal('synced');
+    // The app has no file field: the plugin's storage opened the uploads folder.
+    const stored = fs.readdirSync(path.join(appDir, 'data', 'uploads')).filter((f) => f.startsWith('plugin-'));
+    expect(stored).to.have.length(1);
+    expect(fs.readFileSync(path.join(appDir, 'data', 'uploads', stored[0]), 'utf8')).to.equal('synced');
+    expect((await request(app.url, 'GET', `/uploads/${stored[0]}`)).status).to.equal(404);
   });
 
   it('refuses to start when a plugin package is not installed, naming it', async () => {

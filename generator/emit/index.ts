@@ -101,6 +101,8 @@ export async function emitApp(bp: Blueprint, options: EmitOptions): Promise<Emit
     files: hasFileFields(e) && `${lowerFirst(e.name)}Files`,
   }));
   const uploads = entities.some((e) => e.files);
+  // The uploads store: for file fields, and for plugins granted `storage` (runtime/plugins).
+  const fileStore = uploads || bp.plugins.some((p) => p.trustLevel === 'full' || p.capabilities.includes('storage'));
   const deps = (table: Record<string, string>) =>
     Object.entries(table)
       .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
@@ -128,7 +130,7 @@ export async function emitApp(bp: Blueprint, options: EmitOptions): Promise<Emit
       dependencies: deps({
         ...APP_DEPENDENCIES,
         ...(usesTemplates(bp) ? TEMPLATE_DEPENDENCIES : {}),
-        ...(uploads ? UPLOAD_DEPENDENCIES : {}),
+        ...(fileStore ? UPLOAD_DEPENDENCIES : {}),
         // The enabled [[plugins]]: `version` is their range, a `file:` folder written relative to the app.
         ...Object.fromEntries(bp.plugins.map((p) => [p.name, pluginDependency(p, options.outDir)])),
       }),
@@ -215,6 +217,7 @@ export async function emitApp(bp: Blueprint, options: EmitOptions): Promise<Emit
         { indent: 2, lead: 17, trail: 1 },
       ),
       plugins,
+      fileStore,
       pipeline: tsLiteral(call('compose', ...pipelineSteps(emailAuth, hasWebhooks(bp), plugins).map(code)), {
         indent: 2,
         lead: 19,

@@ -12,6 +12,7 @@ import { AppError } from '../core/errors.ts';
 import type { EntityStore } from '../data/entity-store.ts';
 import type { Capability, PluginEntry } from './load.ts';
 import { guardedFetch } from './outbound-fetch.ts';
+import { type PluginFileStore, pluginStorage } from './plugin-storage.ts';
 
 export const CAPABILITIES: readonly Capability[] = ['database', 'network', 'storage', 'filesystem'];
 
@@ -30,6 +31,8 @@ export interface EngineDeps {
   /** Shared by every plugin: `engine.on` / `engine.emit`. */
   events: EventEmitter;
   cache: PluginCache;
+  /** The uploads store: present when a plugin is granted `storage` (or the app has file fields). */
+  files?: PluginFileStore;
 }
 
 /** The actor a plugin acts as: a system actor named after it, so audit records name the plugin. */
@@ -84,7 +87,8 @@ export function engineApi(entry: PluginEntry, deps: EngineDeps): Record<string, 
     return dir;
   });
   capability('storage', 'storage', () => {
-    throw new Error(`plugin "${entry.name}": engine.storage is not available in bp yet`);
+    if (!deps.files) throw new Error(`plugin "${entry.name}": this app opened no file store`);
+    return pluginStorage(entry.name, deps.files);
   });
   return api;
 }
