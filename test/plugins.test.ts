@@ -2,6 +2,7 @@
 // to Zebric 0.6's plugin interface. The fixture's two packages live beside it (test/fixtures/plugins/)
 // and are loaded by their `file:` version: the tests' apps share bp's node_modules and are never
 // installed, so the app imports each from its folder (after npm install it would be node_modules').
+// The app runs on SQLite and on PostgreSQL: plugins write through the entity stores of either.
 // A workflow's plugin steps run the plugin's actions, which write through the entity stores as the
 // plugin's own system actor; a field naming a plugin validator refuses bad writes; plugin middleware
 // sees every request; a plugin is refused what it did not declare; a package that is missing or not a
@@ -12,6 +13,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { expect } from 'chai';
 import { bp, freshDir, generate, request, ROOT, startApp, typecheck, type RunningApp } from './support/apps.ts';
+import { DATABASES, databaseUrl } from './support/databases.ts';
 
 const FIXTURES = path.join(ROOT, 'test', 'fixtures', 'plugins');
 const BLUEPRINT = path.join(FIXTURES, 'app.toml');
@@ -43,14 +45,11 @@ async function refusal(name: string, blueprint: string): Promise<string> {
 describe('[[plugins]] (generated app over HTTP)', function () {
   this.timeout(180_000);
   let appDir: string;
-  let app: RunningApp;
 
   before(async () => {
     appDir = path.join(freshDir('plugins'), 'app');
     await generate(BLUEPRINT, appDir);
-    app = await startApp(appDir);
   });
-  after(async () => app?.stop());
 
   it('puts each enabled plugin in package.json, a file: version relative to the app', () => {
     const pkg = JSON.parse(fs.readFileSync(path.join(appDir, 'package.json'), 'utf8')) as {
@@ -69,92 +68,101 @@ describe('[[plugins]] (generated app over HTTP)', function () {
     expect(r.status).to.equal(0);
   });
 
-  it("runs a workflow's plugin steps through the plugin's actions, writing as the plugin's system actor", async () => {
-    const contact = await request(app.url, 'POST', '/api/contacts', { json: { name: 'Ada', vat: 'DE123456789' } });
-    expect(contact.status, contact.text).to.equal(201);
-    // The first step's action creates a Note (with the entry's config); the second, spelled `action`, tags it.
-    const note = await eventually(async () => {
-      const notes = (await request(app.url, 'GET', '/api/notes')).body as {
-        items: Array<{ id: string; text: string }>;
-      };
-      return notes.items.find((n) => n.text.endsWith('#tagged'));
+  for (const database of DATABASES)
+    describe(`on ${database}`, () => {
+      let app: RunningApp;
+      before(async () => {
+        app = await startApp(appDir, { DATABASE_URL: await databaseUrl(database, 'plugins') });
+      });
+      after(async () => app?.stop());
+
+      it("runs a workflow's plugin steps through the plugin's actions, writing as the plugin's system actor", async () => {
+        const contact = await request(app.url, 'POST', '/api/contacts', { json: { name: 'Ada', vat: 'DE123456789' } });
+        expect(contact.status, contact.text).to.equal(201);
+        // The first step's action creates a Note (with the entry's config); the second, spelled `action`, tags it.
+        const note = await eventually(async () => {
+          const notes = (await request(app.url, 'GET', '/api/notes')).body as {
+            items: Array<{ id: string; text: string }>;
+          };
+          return notes.items.find((n) => n.text.endsWith('#tagged'));
+        });
+        expect(note.text).to.equal('synced: Ada #tagged');
+        const trail = await request(app.url, 'GET', `/api/audit?entity=Note&recordId=${note.id}`);
+        expect(trail.status, trail.text).to.equal(200);
+        const entries = (trail.body as { items: Array<{ operation: string; actorId: string }> }).items;
+        expect(entries.map((e) => `${e.operation} by ${e.actorId}`)).to.deep.equal([
+          'Note.update by plugin:bp-fixture-crm',
+          'Note.create by plugin:bp-fixture-crm',
+        ]);
+      });
+
+      it("refuses a write its plugin's field validator refuses (400, nothing written), and takes a good one", async () => {
+        const before = (await request(app.url, 'GET', '/api/contacts')).body as { items: unknown[] };
+        const bad = await request(app.url, 'POST', '/api/contacts', { json: { name: 'Bob', vat: 'nope' } });
+        expect(bad.status).to.equal(400);
+        expect(bad.body).to.deep.include({
+          error: {
+            code: 'VALIDATION_FAILED',
+            message: 'vat: is not a VAT number',
+            retryable: false,
+            details: [{ field: 'vat', code: 'FIELD_VALIDATOR', message: 'vat: is not a VAT number' }],
+            traceId: (bad.body as { error: { traceId: string } }).error.traceId,
+          },
+        });
+        const after = (await request(app.url, 'GET', '/api/contacts')).body as { items: unknown[] };
+        expect(after.items).to.have.length(before.items.length);
+        // Updates are checked too; a field without validators is not.
+        const good = await request(app.url, 'POST', '/api/contacts', { json: { name: 'Bob', vat: 'FR12345678901' } });
+        expect(good.status, good.text).to.equal(201);
+        const id = (good.body as { id: string }).id;
+        const badUpdate = await request(app.url, 'PUT', `/api/contacts/${id}`, { json: { vat: 'FR1' } });
+        expect(badUpdate.status, badUpdate.text).to.equal(400);
+        expect((badUpdate.body as { error: { details: unknown[] } }).error.details).to.deep.equal([
+          { field: 'vat', code: 'FIELD_VALIDATOR', message: 'vat: is not a VAT number' },
+        ]);
+        const stored = await request(app.url, 'GET', `/api/contacts/${id}`);
+        expect(stored.body).to.deep.include({ vat: 'FR12345678901' });
+        const rename = await request(app.url, 'PUT', `/api/contacts/${id}`, { json: { name: 'Robert' } });
+        expect(rename.status, rename.text).to.equal(200);
+      });
+
+      it("runs the plugins' middleware on every request, before the routes", async () => {
+        for (const url of ['/api/notes', '/api/openapi.json', '/no/such/path']) {
+          const res = await request(app.url, 'GET', url);
+          expect(res.headers.get('x-crm-seen'), url).to.equal(`GET ${url}`);
+        }
+      });
+
+      it('withholds the engine members of capabilities a plugin did not declare', async () => {
+        // bp-fixture-probe declared none: its middleware answers GET /probe with what init was given.
+        const probe = await request(app.url, 'GET', '/probe', { headers: json });
+        expect(probe.status, probe.text).to.equal(200);
+        const refused = (member: string, capability: string) =>
+          `refused: plugin "bp-fixture-probe" did not declare the "${capability}" capability: engine.${member} is ` +
+          `withheld (add "${capability}" to capabilities in its [[plugins]] entry)`;
+        expect(probe.body).to.deep.equal({
+          db: refused('db', 'database'),
+          fetch: refused('fetch', 'network'),
+          dataDir: refused('dataDir', 'filesystem'),
+          storage: refused('storage', 'storage'),
+          cache: 'object',
+          log: 'object',
+          workflows: 'object',
+          blueprint: 'object',
+          entities: ['Contact', 'Note'],
+        });
+      });
+
+      it("keeps a storage plugin's files in the uploads store, under names of its own, served to nobody", async () => {
+        const greeting = await request(app.url, 'GET', '/crm/greeting');
+        expect(greeting.text).to.equal('synced');
+        // The app has no file field: the plugin's storage opened the uploads folder.
+        const stored = fs.readdirSync(path.join(appDir, 'data', 'uploads')).filter((f) => f.startsWith('plugin-'));
+        expect(stored).to.have.length(1);
+        expect(fs.readFileSync(path.join(appDir, 'data', 'uploads', stored[0]), 'utf8')).to.equal('synced');
+        expect((await request(app.url, 'GET', `/uploads/${stored[0]}`)).status).to.equal(404);
+      });
     });
-    expect(note.text).to.equal('synced: Ada #tagged');
-    const trail = await request(app.url, 'GET', `/api/audit?entity=Note&recordId=${note.id}`);
-    expect(trail.status, trail.text).to.equal(200);
-    const entries = (trail.body as { items: Array<{ operation: string; actorId: string }> }).items;
-    expect(entries.map((e) => `${e.operation} by ${e.actorId}`)).to.deep.equal([
-      'Note.update by plugin:bp-fixture-crm',
-      'Note.create by plugin:bp-fixture-crm',
-    ]);
-  });
-
-  it("refuses a write its plugin's field validator refuses (400, nothing written), and takes a good one", async () => {
-    const before = (await request(app.url, 'GET', '/api/contacts')).body as { items: unknown[] };
-    const bad = await request(app.url, 'POST', '/api/contacts', { json: { name: 'Bob', vat: 'nope' } });
-    expect(bad.status).to.equal(400);
-    expect(bad.body).to.deep.include({
-      error: {
-        code: 'VALIDATION_FAILED',
-        message: 'vat: is not a VAT number',
-        retryable: false,
-        details: [{ field: 'vat', code: 'FIELD_VALIDATOR', message: 'vat: is not a VAT number' }],
-        traceId: (bad.body as { error: { traceId: string } }).error.traceId,
-      },
-    });
-    const after = (await request(app.url, 'GET', '/api/contacts')).body as { items: unknown[] };
-    expect(after.items).to.have.length(before.items.length);
-    // Updates are checked too; a field without validators is not.
-    const good = await request(app.url, 'POST', '/api/contacts', { json: { name: 'Bob', vat: 'FR12345678901' } });
-    expect(good.status, good.text).to.equal(201);
-    const id = (good.body as { id: string }).id;
-    const badUpdate = await request(app.url, 'PUT', `/api/contacts/${id}`, { json: { vat: 'FR1' } });
-    expect(badUpdate.status, badUpdate.text).to.equal(400);
-    expect((badUpdate.body as { error: { details: unknown[] } }).error.details).to.deep.equal([
-      { field: 'vat', code: 'FIELD_VALIDATOR', message: 'vat: is not a VAT number' },
-    ]);
-    const stored = await request(app.url, 'GET', `/api/contacts/${id}`);
-    expect(stored.body).to.deep.include({ vat: 'FR12345678901' });
-    const rename = await request(app.url, 'PUT', `/api/contacts/${id}`, { json: { name: 'Robert' } });
-    expect(rename.status, rename.text).to.equal(200);
-  });
-
-  it("runs the plugins' middleware on every request, before the routes", async () => {
-    for (const url of ['/api/notes', '/api/openapi.json', '/no/such/path']) {
-      const res = await request(app.url, 'GET', url);
-      expect(res.headers.get('x-crm-seen'), url).to.equal(`GET ${url}`);
-    }
-  });
-
-  it('withholds the engine members of capabilities a plugin did not declare', async () => {
-    // bp-fixture-probe declared none: its middleware answers GET /probe with what init was given.
-    const probe = await request(app.url, 'GET', '/probe', { headers: json });
-    expect(probe.status, probe.text).to.equal(200);
-    const refused = (member: string, capability: string) =>
-      `refused: plugin "bp-fixture-probe" did not declare the "${capability}" capability: engine.${member} is ` +
-      `withheld (add "${capability}" to capabilities in its [[plugins]] entry)`;
-    expect(probe.body).to.deep.equal({
-      db: refused('db', 'database'),
-      fetch: refused('fetch', 'network'),
-      dataDir: refused('dataDir', 'filesystem'),
-      storage: refused('storage', 'storage'),
-      cache: 'object',
-      log: 'object',
-      workflows: 'object',
-      blueprint: 'object',
-      entities: ['Contact', 'Note'],
-    });
-  });
-
-  it("keeps a storage plugin's files in the uploads store, under names of its own, served to nobody", async () => {
-    const greeting = await request(app.url, 'GET', '/crm/greeting');
-    expect(greeting.text).to.equal('synced');
-    // The app has no file field: the plugin's storage opened the uploads folder.
-    const stored = fs.readdirSync(path.join(appDir, 'data', 'uploads')).filter((f) => f.startsWith('plugin-'));
-    expect(stored).to.have.length(1);
-    expect(fs.readFileSync(path.join(appDir, 'data', 'uploads', stored[0]), 'utf8')).to.equal('synced');
-    expect((await request(app.url, 'GET', `/uploads/${stored[0]}`)).status).to.equal(404);
-  });
 
   it('refuses to start when a plugin package is not installed, naming it', async () => {
     expect(await refusal('missing', 'missing.toml')).to.include(
