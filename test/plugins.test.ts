@@ -58,8 +58,9 @@ describe('[[plugins]] (generated app over HTTP)', function () {
     const relative = path.relative(appDir, path.join(FIXTURES, 'crm-plugin')).split(path.sep).join('/');
     expect(pkg.dependencies['bp-fixture-crm']).to.equal(`file:${relative}`);
     expect(pkg.dependencies).to.have.property('bp-fixture-probe');
-    // Disabled: not loaded, not a dependency.
+    // Disabled: not loaded, not a dependency. Named by a path: loaded, not a dependency either.
     expect(pkg.dependencies).not.to.have.property('bp-fixture-retired');
+    expect(pkg.dependencies).not.to.have.property('./local-plugin.js');
   });
 
   it('typechecks in strict mode, the plugin packages typed as modules of any shape', () => {
@@ -130,6 +131,8 @@ describe('[[plugins]] (generated app over HTTP)', function () {
         for (const url of ['/api/notes', '/api/openapi.json', '/no/such/path']) {
           const res = await request(app.url, 'GET', url);
           expect(res.headers.get('x-crm-seen'), url).to.equal(`GET ${url}`);
+          // The plugin named by its path (./local-plugin.js) runs too, after it.
+          expect(res.headers.get('x-local-plugin'), url).to.equal('stamped');
         }
       });
 
@@ -182,7 +185,7 @@ describe('[[plugins]] (generated app over HTTP)', function () {
 describe('bp validate: plugin steps', () => {
   const variant = (name: string, edit: (text: string) => string): string => {
     const dir = freshDir(`plugins-validate-${name}`);
-    for (const file of ['crm-plugin', 'probe-plugin'])
+    for (const file of ['crm-plugin', 'probe-plugin', 'local-plugin.js'])
       fs.cpSync(path.join(FIXTURES, file), path.join(dir, file), { recursive: true });
     const file = path.join(dir, 'app.toml');
     fs.writeFileSync(file, edit(fs.readFileSync(BLUEPRINT, 'utf8')));

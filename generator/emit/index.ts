@@ -132,7 +132,12 @@ export async function emitApp(bp: Blueprint, options: EmitOptions): Promise<Emit
         ...(usesTemplates(bp) ? TEMPLATE_DEPENDENCIES : {}),
         ...(fileStore ? UPLOAD_DEPENDENCIES : {}),
         // The enabled [[plugins]]: `version` is their range, a `file:` folder written relative to the app.
-        ...Object.fromEntries(bp.plugins.map((p) => [p.name, pluginDependency(p, options.outDir)])),
+        ...Object.fromEntries(
+          bp.plugins.flatMap((p) => {
+            const range = pluginDependency(p, options.outDir);
+            return range === undefined ? [] : [[p.name, range]];
+          }),
+        ),
       }),
       devDependencies: deps(APP_DEV_DEPENDENCIES),
     }),

@@ -7,9 +7,9 @@ import type { Blueprint, Plugin } from '../model/types.ts';
 import { render } from './templates.ts';
 import { code, tsLiteral, tsString } from './ts-literal.ts';
 
-/** A plugin's range in package.json: a `file:` folder is written relative to the app. */
-export function pluginDependency(plugin: Plugin, outDir: string): string {
-  if (plugin.localPath === undefined) return plugin.dependency;
+/** A plugin's range in package.json (a `file:` folder written relative to the app); none for a module path. */
+export function pluginDependency(plugin: Plugin, outDir: string): string | undefined {
+  if (plugin.dependency === undefined || plugin.localPath === undefined) return plugin.dependency;
   return `file:${localPath(plugin.localPath, outDir)}`;
 }
 
@@ -23,16 +23,19 @@ export function emitPlugins(bp: Blueprint, outDir: string): Map<string, string> 
     trustLevel: p.trustLevel,
     capabilities: p.capabilities,
     config: p.config,
-    load: code(`() => import(${tsString(p.name)})`),
+    load: p.dependency === undefined ? undefined : code(`() => import(${tsString(p.name)})`),
   }));
   const lead = 'export const PLUGINS: PluginEntry[] = '.length;
+  const packages = bp.plugins.filter((p) => p.dependency !== undefined).map((p) => p.name);
   return new Map([
     ['src/plugins.ts', render('app/src/plugins.ts.hbs', { plugins: tsLiteral(entries, { lead, trail: 1 }) })],
-    ['src/plugin-packages.d.ts', render('app/src/plugin-packages.d.ts.hbs', { names: bp.plugins.map((p) => p.name) })],
+    ...(packages.length
+      ? [['src/plugin-packages.d.ts', render('app/src/plugin-packages.d.ts.hbs', { names: packages })] as const]
+      : []),
   ]);
 }
 
-/** `folder` relative to the app, with '/' separators. */
+/** `folder` (or a module) relative to the app, with '/' separators. */
 function localPath(folder: string, outDir: string): string {
   const relative = path.relative(outDir, folder).split(path.sep).join('/');
   return relative.startsWith('.') ? relative : `./${relative}`;

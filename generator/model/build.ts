@@ -73,10 +73,16 @@ export function buildModel(ctx: CompileContext): Blueprint {
  */
 function buildPlugin(name: string, raw: Raw, rootDir: string): Plugin {
   const version = str(raw.version);
-  const local = version?.startsWith('file:') ? path.resolve(rootDir, version.slice('file:'.length)) : undefined;
+  // Zebric also names a local module by its path (`./plugins/audit.js`): no package to depend on.
+  const byPath = name.startsWith('./') || name.startsWith('../');
+  const local = byPath
+    ? path.resolve(rootDir, name)
+    : version?.startsWith('file:')
+      ? path.resolve(rootDir, version.slice('file:'.length))
+      : undefined;
   return {
     name,
-    dependency: version ?? '*',
+    dependency: byPath ? undefined : (version ?? '*'),
     localPath: local,
     trustLevel: raw.trust_level === 'full' ? 'full' : 'limited',
     capabilities: strList(raw.capabilities) as Plugin['capabilities'],

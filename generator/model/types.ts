@@ -359,9 +359,12 @@ export interface Blueprint {
 export interface Plugin {
   /** The package name, also the name workflow plugin steps use. */
   name: string;
-  /** `version` as written (its range in package.json), or "*" when absent. */
-  dependency: string;
-  /** A `file:` plugin's folder, absolute (its `version` read relative to the root blueprint's folder). */
+  /** `version` as written (its range in package.json), or "*" when absent; none for a module path. */
+  dependency?: string;
+  /**
+   * Absolute: a `file:` plugin's folder (its `version` read relative to the root blueprint's
+   * folder), or the module of a plugin named by its path (`./plugins/audit.js`, as Zebric allows).
+   */
   localPath?: string;
   trustLevel: 'limited' | 'full';
   capabilities: Array<'database' | 'network' | 'storage' | 'filesystem'>;

@@ -13,15 +13,18 @@ export type Capability = 'database' | 'network' | 'storage' | 'filesystem';
 export interface PluginEntry {
   /** The npm package, and the name workflow plugin steps use. */
   name: string;
-  /** Its range in package.json, for the message when it is not installed. */
-  dependency: string;
-  /** A `file:` plugin's folder relative to the app: imported from there when not installed. */
+  /** Its range in package.json, for the message when it is not installed; absent for a module path. */
+  dependency?: string;
+  /**
+   * Relative to the app: a `file:` plugin's folder, imported from there when not installed; or the
+   * module a plugin named by a path (`./plugins/audit.js`, Zebric's local plugins) is.
+   */
   localPath?: string;
   trustLevel: 'limited' | 'full';
   capabilities: readonly Capability[];
   config: Readonly<Record<string, unknown>>;
-  /** `() => import('<package>')`: written in app code, where the package name is a literal. */
-  load: () => Promise<unknown>;
+  /** `() => import('<package>')`: written in app code, where the package name is a literal. None for a path. */
+  load?: () => Promise<unknown>;
 }
 
 type Fn = (...args: never[]) => unknown;
@@ -42,8 +45,12 @@ export interface PluginModule {
 /** The members holding functions by name; each must be an object of functions when present. */
 const FUNCTION_TABLES = ['workflows', 'fieldValidators', 'actionHandlers', 'middleware', 'layouts'] as const;
 
-/** Imports the entry's package (or its `file:` folder) and checks its shape; throws naming the plugin. */
+/**
+ * Imports the entry's package (or its `file:` folder, or the module its path names) and checks its
+ * shape; throws naming the plugin.
+ */
 export async function importPlugin(entry: PluginEntry, appDir: string): Promise<PluginModule> {
+  if (!entry.load) return checkShape(entry, loadLocal(entry, appDir));
   let loaded: unknown;
   try {
     loaded = await entry.load();
@@ -56,19 +63,27 @@ export async function importPlugin(entry: PluginEntry, appDir: string): Promise<
       );
     }
     // Not installed yet (npm install links a file: dependency into node_modules; the tests' apps
-    // share bp's node_modules and are never installed): the folder itself. Loaded with require,
-    // which Node 20.19 and later apply to ES modules too (except those with top-level await):
-    // the runtime's import() names only literals (generator/emit/runtime.ts).
-    const folder = path.resolve(appDir, entry.localPath);
-    const main = entryFile(folder);
-    if (main === undefined) throw failure(entry, `${folder} holds no package.json: it is not a package`);
-    try {
-      loaded = createRequire(main)(main);
-    } catch (inner) {
-      throw failure(entry, `its package at ${folder} failed to load: ${messageOf(inner)}`);
-    }
+    // share bp's node_modules and are never installed): the folder itself.
+    loaded = loadLocal(entry, appDir);
   }
   return checkShape(entry, loaded);
+}
+
+/**
+ * A plugin's module from its path: a folder's package entry, or a file. Loaded with require, which
+ * Node 20.19 and later apply to ES modules too (except those with top-level await): the runtime's
+ * import() names only literals (generator/emit/runtime.ts).
+ */
+function loadLocal(entry: PluginEntry, appDir: string): unknown {
+  const target = path.resolve(appDir, entry.localPath ?? '.');
+  const main = fs.statSync(target, { throwIfNoEntry: false })?.isDirectory() ? entryFile(target) : target;
+  if (main === undefined) throw failure(entry, `${target} holds no package.json: it is not a package`);
+  if (!fs.existsSync(main)) throw failure(entry, `${main} does not exist`);
+  try {
+    return createRequire(main)(main);
+  } catch (err) {
+    throw failure(entry, `its module at ${main} failed to load: ${messageOf(err)}`);
+  }
 }
 
 /** The module's plugin (its default export, else the module itself), checked as Zebric's registry does, and more. */

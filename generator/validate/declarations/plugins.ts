@@ -17,9 +17,26 @@ export function checkPlugins(ctx: CompileContext): void {
   const plugins = namedSections(ctx.parsed, 'plugin');
   const enabled = plugins.filter((p) => p.value.enabled === true).map((p) => p.name);
   for (const { name, value } of plugins) {
+    // Zebric also loads a module by its path (`./plugins/audit.js`), relative to the root blueprint here.
+    const byPath = name.startsWith('./') || name.startsWith('../');
+    if (value.enabled === true && byPath) {
+      const target = path.resolve(ctx.parsed.rootDir, name);
+      const found =
+        ctx.host.readFile(target) !== undefined || ctx.host.readFile(path.join(target, 'package.json')) !== undefined;
+      if (!found) {
+        ctx.report('PLUGIN_NOT_FOUND', ['plugin', name, 'name'], `${ctx.host.display(target)} does not exist`, {
+          hint:
+            "a plugin named by a path is a module file, or a package's folder, " +
+            "relative to the root blueprint's folder",
+        });
+      }
+      continue;
+    }
     if (value.enabled === true && (!PACKAGE_NAME.test(name) || name.length > 214)) {
       ctx.report('INVALID_NAME', ['plugin', name, 'name'], `plugin "${name}" is not an npm package name`, {
-        hint: 'an enabled plugin names the npm package the app loads, such as "crm-sync" or "@team/crm-sync"',
+        hint:
+          'an enabled plugin names the npm package the app loads, such as "crm-sync" or "@team/crm-sync", ' +
+          'or a module by its path, "./plugins/crm.js"',
       });
     }
     if (value.enabled === true && typeof value.version === 'string' && value.version.startsWith('file:')) {
