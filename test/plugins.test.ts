@@ -10,6 +10,8 @@
 // warning, and refuses a step naming a plugin that is not declared and enabled.
 
 import * as fs from 'node:fs';
+import * as http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import * as path from 'node:path';
 import { expect } from 'chai';
 import { bp, freshDir, generate, request, ROOT, startApp, typecheck, type RunningApp } from './support/apps.ts';
@@ -27,6 +29,21 @@ async function eventually<T>(check: () => Promise<T | undefined>): Promise<T> {
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
   throw new Error('never happened');
+}
+
+/** A loopback HTTP server answering `text` to every request, counting them. */
+async function loopbackServer(text: string) {
+  let count = 0;
+  const server = http.createServer((_req, res) => {
+    count++;
+    res.end(text);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`,
+    requests: () => count,
+    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  };
 }
 
 /** Why the app generated from `blueprint` (a fixture file) refused to start. */
@@ -165,7 +182,41 @@ describe('[[plugins]] (generated app over HTTP)', function () {
         expect(fs.readFileSync(path.join(appDir, 'data', 'uploads', stored[0]), 'utf8')).to.equal('synced');
         expect((await request(app.url, 'GET', `/uploads/${stored[0]}`)).status).to.equal(404);
       });
+
+      it('gives a filesystem plugin a folder of its own, and a network plugin fetch (anywhere, in development)', async () => {
+        const dir = await request(app.url, 'GET', '/crm/dir');
+        expect(dir.text).to.equal(path.join(appDir, 'data', 'plugins', 'bp-fixture-crm'));
+        expect(fs.statSync(dir.text).isDirectory()).to.equal(true);
+        const local = await loopbackServer('hello from loopback');
+        try {
+          const fetched = await request(app.url, 'GET', `/crm/fetch?url=${encodeURIComponent(local.url)}`);
+          expect(fetched.body).to.deep.equal({ status: 200, text: 'hello from loopback' });
+        } finally {
+          await local.close();
+        }
+      });
     });
+
+  it("refuses a network plugin's fetch of a loopback address in production, before sending it", async () => {
+    const local = await loopbackServer('never read');
+    const app = await startApp(appDir, {
+      NODE_ENV: 'production',
+      DATABASE_URL: await databaseUrl('sqlite', 'plugins-production'),
+    });
+    try {
+      for (const target of [local.url, local.url.replace('127.0.0.1', 'localhost')]) {
+        const fetched = await request(app.url, 'GET', `/crm/fetch?url=${encodeURIComponent(target)}`);
+        const host = new URL(target).host;
+        expect(fetched.body).to.deep.equal({
+          refused: `plugin "bp-fixture-crm": ${host} is a local, private or reserved address: refused in production`,
+        });
+      }
+      expect(local.requests()).to.equal(0);
+    } finally {
+      await app.stop();
+      await local.close();
+    }
+  });
 
   it('refuses to start when a plugin package is not installed, naming it', async () => {
     expect(await refusal('missing', 'missing.toml')).to.include(
