@@ -14,7 +14,17 @@ import * as http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import * as path from 'node:path';
 import { expect } from 'chai';
-import { bp, freshDir, generate, request, ROOT, startApp, typecheck, type RunningApp } from './support/apps.ts';
+import {
+  bp,
+  freshDir,
+  generate,
+  request,
+  ROOT,
+  START_COMMAND,
+  startApp,
+  typecheck,
+  type RunningApp,
+} from './support/apps.ts';
 import { DATABASES, databaseUrl } from './support/databases.ts';
 
 const FIXTURES = path.join(ROOT, 'test', 'fixtures', 'plugins');
@@ -196,6 +206,17 @@ describe('[[plugins]] (generated app over HTTP)', function () {
         }
       });
     });
+
+  it('loads its plugins from the production build too (npm start: esbuild, packages left out)', async () => {
+    const app = await startApp(appDir, { DATABASE_URL: await databaseUrl('sqlite', 'plugins-start') }, START_COMMAND);
+    try {
+      const res = await request(app.url, 'GET', '/api/notes');
+      expect(res.headers.get('x-crm-seen')).to.equal('GET /api/notes');
+      expect((await request(app.url, 'GET', '/crm/greeting')).text).to.equal('synced');
+    } finally {
+      await app.stop();
+    }
+  });
 
   it("refuses a network plugin's fetch of a loopback address in production, before sending it", async () => {
     const local = await loopbackServer('never read');
