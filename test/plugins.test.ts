@@ -124,6 +124,22 @@ describe('[[plugins]] (generated app over HTTP)', function () {
         ]);
       });
 
+      it('starts a workflow for a plugin (engine.workflows.trigger), run as its system actor', async () => {
+        const ping = await request(app.url, 'GET', '/crm/ping');
+        expect(ping.text).to.equal('triggered');
+        const note = await eventually(async () => {
+          const notes = (await request(app.url, 'GET', '/api/notes')).body as {
+            items: Array<{ id: string; text: string }>;
+          };
+          return notes.items.find((n) => n.text === 'ping from crm');
+        });
+        const trail = await request(app.url, 'GET', `/api/audit?entity=Note&recordId=${note.id}`);
+        const entries = (trail.body as { items: Array<{ operation: string; actorId: string }> }).items;
+        expect(entries.map((e) => `${e.operation} by ${e.actorId}`)).to.deep.equal([
+          'Note.create by plugin:bp-fixture-crm',
+        ]);
+      });
+
       it("refuses a write its plugin's field validator refuses (400, nothing written), and takes a good one", async () => {
         const before = (await request(app.url, 'GET', '/api/contacts')).body as { items: unknown[] };
         const bad = await request(app.url, 'POST', '/api/contacts', { json: { name: 'Bob', vat: 'nope' } });
