@@ -22,7 +22,7 @@
 //               { crm: { upsert: async (params, ctx) => result } }. params: the step's params, templates
 //               resolved; ctx: { workflow, jobId, actor, context }. The result (JSON) is the step's assignTo
 //               value. An enabled [[plugins]] package's workflows are actions too; one here wins over them.
-//               A plugin step whose action neither registers fails its job.
+//               A plugin step whose action comes from neither fails its job.
 //
 // To try the examples, delete the four lines that open and close them (/* example, example */): they add
 // CORS for one origin, a GET /api/me route, a mailer service and delegation your approval service signs.
