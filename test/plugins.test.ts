@@ -262,6 +262,13 @@ describe('[[plugins]] (generated app over HTTP)', function () {
     );
   });
 
+  it('refuses to start when a plugin step (a nested one here) names an action its plugin does not provide', async () => {
+    expect(await refusal('unknown-action', 'unknown-action.toml')).to.include(
+      'cannot start: workflow Sync runs bp-fixture-crm.upsertt, which plugin "bp-fixture-crm" does not provide ' +
+        '(its workflows: upsert, tag) and src/extend.ts does not register',
+    );
+  });
+
   it('refuses to start when a plugin package is not a plugin, saying why', async () => {
     expect(await refusal('malformed', 'malformed.toml')).to.include(
       'cannot start: plugin "bp-fixture-malformed" ([[plugins]]): its module is not a plugin: no version (a string); ' +

@@ -3,7 +3,7 @@
 // to package.json.
 
 import * as path from 'node:path';
-import type { Blueprint, Plugin } from '../model/types.ts';
+import type { Blueprint, Plugin, WorkflowStep } from '../model/types.ts';
 import { render } from './templates.ts';
 import { code, tsLiteral, tsString } from './ts-literal.ts';
 
@@ -28,11 +28,32 @@ export function emitPlugins(bp: Blueprint, outDir: string): Map<string, string> 
   const lead = 'export const PLUGINS: PluginEntry[] = '.length;
   const packages = bp.plugins.filter((p) => p.dependency !== undefined).map((p) => p.name);
   return new Map([
-    ['src/plugins.ts', render('app/src/plugins.ts.hbs', { plugins: tsLiteral(entries, { lead, trail: 1 }) })],
+    [
+      'src/plugins.ts',
+      render('app/src/plugins.ts.hbs', {
+        plugins: tsLiteral(entries, { lead, trail: 1 }),
+        steps: tsLiteral(pluginSteps(bp), { lead: 'export const PLUGIN_STEPS: PluginStep[] = '.length, trail: 1 }),
+      }),
+    ],
     ...(packages.length
       ? [['src/plugin-packages.d.ts', render('app/src/plugin-packages.d.ts.hbs', { names: packages })] as const]
       : []),
   ]);
+}
+
+/** The plugin steps of every workflow, nested ones too, in order: the app checks their actions at start. */
+function pluginSteps(bp: Blueprint): Array<{ workflow: string; plugin: string; action: string }> {
+  const found: Array<{ workflow: string; plugin: string; action: string }> = [];
+  const walk = (workflow: string, steps: readonly WorkflowStep[]): void => {
+    for (const step of steps) {
+      const { plugin, action_name: action } = step.spec;
+      if (step.type === 'plugin' && typeof plugin === 'string' && typeof action === 'string')
+        found.push({ workflow, plugin, action });
+      for (const branch of Object.values(step.branches)) walk(workflow, branch);
+    }
+  };
+  for (const w of bp.workflows) walk(w.name, w.steps);
+  return found;
 }
 
 /** `folder` (or a module) relative to the app, with '/' separators. */

@@ -11,8 +11,17 @@ import type { Middleware } from '../http/request.ts';
 import { type EngineDeps, engineApi, PluginCache } from './engine-api.ts';
 import { importPlugin, type PluginEntry, type PluginModule } from './load.ts';
 
+/** A workflow's plugin step, as src/plugins.ts lists them. */
+export interface PluginStep {
+  workflow: string;
+  plugin: string;
+  action: string;
+}
+
 export interface PluginHostOptions extends Omit<EngineDeps, 'events' | 'cache' | 'blueprint'> {
   entries: readonly PluginEntry[];
+  /** The workflows' plugin steps: the actions of those naming a loaded plugin must exist. */
+  steps: readonly PluginStep[];
   /** project.name, for `engine.blueprint`. */
   projectName: string;
   /** The actions src/extend.ts registers (plugins.<plugin>.<action>): they win over a plugin's own. */
@@ -45,7 +54,7 @@ export class PluginHost {
 
   /** Loads every plugin in order and calls its init; throws naming the plugin at the first that fails. */
   async start(): Promise<void> {
-    const { entries, warn, projectName, extension: _extension, ...deps } = this.options;
+    const { entries, warn, projectName, extension: _extension, steps: _steps, ...deps } = this.options;
     const shared = {
       ...deps,
       blueprint: blueprintView(projectName, deps.stores, entries),
@@ -65,6 +74,7 @@ export class PluginHost {
       this.register(entry, plugin, engine);
     }
     this.checkFieldValidators();
+    this.checkSteps();
   }
 
   /** The plugins' middleware, in declaration order, as one step of the request pipeline. */
@@ -134,6 +144,24 @@ export class PluginHost {
       capabilities: entry.trustLevel === 'full' ? ['database', 'network', 'storage', 'filesystem'] : entry.capabilities,
       provides: plugin.provides,
     });
+  }
+
+  /**
+   * Every plugin step naming a loaded plugin runs an action it (or src/extend.ts) has: refused at
+   * start, not when a job reaches the step. A step naming a plugin that is not enabled is refused
+   * by bp validate, unless the blueprint has no [[plugins]] (src/extend.ts's actions, then).
+   */
+  private checkSteps(): void {
+    const loaded = new Set(this.loaded.map((p) => p.name));
+    for (const { workflow, plugin, action } of this.options.steps) {
+      const actions = this.actions[plugin] ?? {};
+      if (!loaded.has(plugin) || Object.hasOwn(actions, action)) continue;
+      const has = Object.keys(actions).join(', ') || 'none';
+      throw new Error(
+        `workflow ${workflow} runs ${plugin}.${action}, which plugin "${plugin}" does not provide ` +
+          `(its workflows: ${has}) and src/extend.ts does not register`,
+      );
+    }
   }
 
   /** Every validator a field names must be loaded: refused at start, not on the first write. */
