@@ -17,9 +17,23 @@ const ALLOWED: Record<string, string[]> = {
   http: ['core', 'observe', 'data', 'commands', 'workflows'],
   uploads: ['core', 'data', 'http'],
   mcp: ['core', 'data', 'http'],
+  plugins: ['core', 'data', 'commands', 'workflows', 'http'],
   pages: ['core', 'rules', 'data', 'commands', 'http', 'workflows'],
   auth: ['core', 'observe', 'data', 'http', 'pages'],
-  admin: ['core', 'rules', 'observe', 'data', 'commands', 'workflows', 'http', 'uploads', 'mcp', 'pages', 'auth'],
+  admin: [
+    'core',
+    'rules',
+    'observe',
+    'data',
+    'commands',
+    'workflows',
+    'http',
+    'uploads',
+    'mcp',
+    'plugins',
+    'pages',
+    'auth',
+  ],
 };
 
 function modules(): string[] {

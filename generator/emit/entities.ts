@@ -107,6 +107,7 @@ function fieldSpec(bp: Blueprint, entity: Entity, field: Field): Record<string, 
     unique: heldUnique(entity, field) || undefined,
     key: emailKeyColumn(field),
     upload: field.type === 'file' ? nonEmptyUpload(field) : undefined,
+    validators: field.validators?.length ? field.validators : undefined,
     ref: target &&
       targetField && {
         entity: target.name,

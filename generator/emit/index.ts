@@ -18,6 +18,7 @@ import { emitPrismaSchema } from './prisma-schema.ts';
 import { PRISMA_DIR, PRISMA_PROVIDERS } from './prisma-providers.ts';
 import { emitReadme } from './readme.ts';
 import { emitRuntime } from './runtime.ts';
+import { emitPlugins, pluginDependency } from './plugins.ts';
 import { emitSkills } from './skills.ts';
 import { builtInAdapters, emitWorkflows, workflowExports } from './workflows.ts';
 import { emitPages } from './pages.ts';
@@ -114,6 +115,8 @@ export async function emitApp(bp: Blueprint, options: EmitOptions): Promise<Emit
     files: hasFileFields(e) && `${lowerFirst(e.name)}Files`,
   }));
   const uploads = entities.some((e) => e.files);
+  // The uploads store: for file fields, and for plugins granted `storage` (runtime/plugins).
+  const fileStore = uploads || bp.plugins.some((p) => p.trustLevel === 'full' || p.capabilities.includes('storage'));
   const deps = (table: Record<string, string>) =>
     Object.entries(table)
       .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
@@ -142,8 +145,15 @@ export async function emitApp(bp: Blueprint, options: EmitOptions): Promise<Emit
       dependencies: deps({
         ...APP_DEPENDENCIES,
         ...(usesTemplates(bp) ? TEMPLATE_DEPENDENCIES : {}),
-        ...(uploads ? UPLOAD_DEPENDENCIES : {}),
+        ...(fileStore ? UPLOAD_DEPENDENCIES : {}),
         ...Object.assign({}, ...adapters.map((kind) => ADAPTER_DEPENDENCIES[kind])),
+        // The enabled [[plugins]]: `version` is their range, a `file:` folder written relative to the app.
+        ...Object.fromEntries(
+          bp.plugins.flatMap((p) => {
+            const range = pluginDependency(p, options.outDir);
+            return range === undefined ? [] : [[p.name, range]];
+          }),
+        ),
       }),
       devDependencies: deps({
         ...APP_DEV_DEPENDENCIES,
@@ -174,7 +184,9 @@ export async function emitApp(bp: Blueprint, options: EmitOptions): Promise<Emit
   const pages = emitPages(bp);
   if (pages !== undefined) files.set('src/pages.ts', pages);
   // The project name is the blueprint's free text: a string literal in code, never code itself.
-  files.set('src/server.ts', render('app/src/server.ts.hbs', { nameLiteral: tsString(bp.project.name) }));
+  const plugins = bp.plugins.length > 0;
+  for (const [p, content] of emitPlugins(bp, options.outDir)) files.set(p, content);
+  files.set('src/server.ts', render('app/src/server.ts.hbs', { nameLiteral: tsString(bp.project.name), plugins }));
   files.set(
     'src/app.ts',
     render('app/src/app.ts.hbs', {
@@ -229,7 +241,9 @@ export async function emitApp(bp: Blueprint, options: EmitOptions): Promise<Emit
         ),
         { indent: 2, lead: 17, trail: 1 },
       ),
-      pipeline: tsLiteral(call('compose', ...pipelineSteps(emailAuth, hasWebhooks(bp)).map(code)), {
+      plugins,
+      fileStore,
+      pipeline: tsLiteral(call('compose', ...pipelineSteps(emailAuth, hasWebhooks(bp), plugins).map(code)), {
         indent: 2,
         lead: 19,
         trail: 1,
@@ -304,13 +318,15 @@ export async function emitApp(bp: Blueprint, options: EmitOptions): Promise<Emit
 }
 
 /** The steps of every request, in order: trace, the team's middleware, webhook deliveries, credentials, the routes. */
-function pipelineSteps(emailAuth: boolean, webhooks: boolean): string[] {
+function pipelineSteps(emailAuth: boolean, webhooks: boolean, plugins: boolean): string[] {
   const credentials = emailAuth
     ? ['auth.session', 'authenticate({ apiKeys, sessionActor: auth.sessionActor, delegate })', 'auth.csrf']
     : ['authenticate({ apiKeys, delegate })'];
   return [
     'tracing(traces, options.metrics)',
     '...(extend.middleware ?? [])',
+    // The plugins' middleware, after yours: Zebric runs them before its routes, credentials unknown.
+    ...(plugins ? ['pluginHost.middleware'] : []),
     ...(webhooks ? ['webhooks'] : []),
     ...credentials,
     'routing',

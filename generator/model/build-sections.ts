@@ -319,7 +319,11 @@ function buildSteps(ctx: CompileContext, at: KeyPath, raw: unknown): WorkflowSte
     for (const key of ['then', 'else', 'do'] as const) {
       if (Array.isArray(s[key])) branches[key] = buildSteps(ctx, [...at, i, key], s[key]);
     }
-    const step: WorkflowStep = { type: str(s.type) as WorkflowStepType, spec: s, branches };
+    // A plugin step's `action` is its action_name (validate: ALTERNATE_KEY); the app reads one key.
+    const { action, ...rest } = s;
+    const spec =
+      s.type === 'plugin' && s.action_name === undefined && action !== undefined ? { ...rest, action_name: action } : s;
+    const step: WorkflowStep = { type: str(s.type) as WorkflowStepType, spec, branches };
     ctx.declaredAt.set(step, [...at, i]);
     return [step];
   });

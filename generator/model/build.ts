@@ -21,7 +21,15 @@ import { ACCESS_ROOTS, parseRule } from './conditions.ts';
 import { defaultProblem, normalizeDefault } from './literals.ts';
 import { IDENTIFIER, kebab } from './names.ts';
 import { list, namedSections, singleSection, str, strList, table, text, type Raw } from './raw.ts';
-import { type Blueprint, type Entity, type EntityAction, type Field, type FieldDefault, type Rule } from './types.ts';
+import {
+  type Blueprint,
+  type Entity,
+  type EntityAction,
+  type Field,
+  type FieldDefault,
+  type Plugin,
+  type Rule,
+} from './types.ts';
 import { FIELD_TYPES, type FieldType } from '../../runtime-lib/core/values.ts';
 
 const RELATION_TYPES = ['belongsTo', 'hasOne', 'hasMany', 'manyToMany'] as const;
@@ -52,6 +60,33 @@ export function buildModel(ctx: CompileContext): Blueprint {
     pages: namedSections(parsed, 'page').map((s) => buildPage(s.name, s.value, parsed.templateFiles)),
     notifications: buildNotifications(singleSection(parsed, 'notifications')),
     services: namedSections(parsed, 'service').map((s) => buildService(s.name, s.value)),
+    plugins: namedSections(parsed, 'plugin')
+      .filter((s) => s.value.enabled === true)
+      .map((s) => buildPlugin(s.name, s.value, parsed.rootDir)),
+  };
+}
+
+/**
+ * A `file:` version is a folder relative to the root blueprint's folder; package.json and the app
+ * name it relative to the app's folder, so the generator rewrites it once it knows where the app
+ * goes (emit: pluginDependency).
+ */
+function buildPlugin(name: string, raw: Raw, rootDir: string): Plugin {
+  const version = str(raw.version);
+  // Zebric also names a local module by its path (`./plugins/audit.js`): no package to depend on.
+  const byPath = name.startsWith('./') || name.startsWith('../');
+  const local = byPath
+    ? path.resolve(rootDir, name)
+    : version?.startsWith('file:')
+      ? path.resolve(rootDir, version.slice('file:'.length))
+      : undefined;
+  return {
+    name,
+    dependency: byPath ? undefined : (version ?? '*'),
+    localPath: local,
+    trustLevel: raw.trust_level === 'full' ? 'full' : 'limited',
+    capabilities: strList(raw.capabilities) as Plugin['capabilities'],
+    config: table(raw.config),
   };
 }
 
@@ -167,6 +202,7 @@ function buildField(ctx: CompileContext, at: KeyPath, raw: Raw, entityNames: rea
     commands: ownCommands(ctx, at, raw.commands),
     max: typeof raw.max === 'number' ? raw.max : undefined,
     accept: raw.accept === undefined ? undefined : strList(raw.accept),
+    validators: raw.validators === undefined ? undefined : strList(raw.validators),
     access,
     label: str(raw.label),
     description: str(raw.description),

@@ -44,6 +44,8 @@ export interface Field {
   commands?: string[];
   max?: number;
   accept?: string[];
+  /** Plugin field validators ([[plugins]] fieldValidators) run on every write of the field. */
+  validators?: string[];
   access: { read?: Rule; write?: Rule };
   label?: string;
   description?: string;
@@ -355,6 +357,24 @@ export interface Blueprint {
   pages: Page[];
   notifications: { default?: string; adapters: Array<{ name: string; type: string; config: Record<string, unknown> }> };
   services: Service[];
+  /** The enabled [[plugins]], in declaration order (disabled ones are not loaded, as in Zebric). */
+  plugins: Plugin[];
+}
+
+/** An enabled [[plugins]] entry: an npm package the app loads at start (runtime/plugins). */
+export interface Plugin {
+  /** The package name, also the name workflow plugin steps use. */
+  name: string;
+  /** `version` as written (its range in package.json), or "*" when absent; none for a module path. */
+  dependency?: string;
+  /**
+   * Absolute: a `file:` plugin's folder (its `version` read relative to the root blueprint's
+   * folder), or the module of a plugin named by its path (`./plugins/audit.js`, as Zebric allows).
+   */
+  localPath?: string;
+  trustLevel: 'limited' | 'full';
+  capabilities: Array<'database' | 'network' | 'storage' | 'filesystem'>;
+  config: Record<string, unknown>;
 }
 
 /** A typed value of a service operation (Zebric's ExternalValueSchema): a field type, an Object or an Array. */

@@ -52,6 +52,8 @@ const field = obj(
     commands: nonEmptyStrList,
     max: { type: 'integer', minimum: 1 },
     accept: strList,
+    // bp's: the names of plugin field validators ([[plugins]]) that check the field's writes.
+    validators: nonEmptyStrList,
     access: obj({ read: condition, write: condition }),
     label: str,
     description: str,
@@ -207,7 +209,9 @@ const step: Schema = {
     name: str,
     assignTo: nonEmptyStr,
     entity: nonEmptyStr,
-    action: enumOf('create', 'update', 'delete', 'find'),
+    // A query step's operation (create, update, delete, find: declarations/workflow-steps.ts), or
+    // a plugin step's action_name as some blueprints spell it.
+    action: nonEmptyStr,
     // Zebric also takes the record id itself as a string.
     where: { type: ['object', 'string'] },
     data: anyTable,

@@ -29,6 +29,14 @@ export interface AppInventory {
   jobCounts?: () => Promise<JobCounts>;
   /** The HTML of /workflows/visualization (workflow-graph.ts); without it, a plain list of the workflows. */
   workflowGraph?: () => string;
+  /** The enabled [[plugins]] as loaded (runtime/plugins/host.ts); absent in an app without plugins. */
+  loadedPlugins?: ReadonlyArray<{
+    name: string;
+    version: string;
+    trustLevel: string;
+    capabilities: readonly string[];
+    provides: Readonly<Record<string, unknown>>;
+  }>;
 }
 
 /** Everything the admin server reads. `bp dev` may wrap it (its own schemaDiff, say). */
@@ -122,9 +130,10 @@ const ENDPOINTS: Readonly<Record<string, Endpoint>> = {
     answer: (s) => ({ json: s.schemaDiff() }),
   },
   '/plugins': {
-    description: 'what src/extend.ts registers: plugin actions, senders, services, middleware, routes',
+    description:
+      'the loaded [[plugins]], and what src/extend.ts registers: plugin actions, senders, services, middleware',
     methods: ['GET'],
-    answer: (s) => ({ json: plugins(s.extension) }),
+    answer: (s) => ({ json: { loaded: s.loadedPlugins ?? [], ...plugins(s.extension) } }),
   },
   '/workflows': {
     description: 'workflow definitions (trigger type, step count) and job counts by state',

@@ -151,6 +151,12 @@ export interface ChangeHook {
   mayAct?: (entity: string, set: Readonly<Row>) => boolean;
 }
 
+/**
+ * The check of fields that name plugin validators (plugins/host.ts): the problems of one value
+ * written to `field`, `data` being the whole body. It answers at once: it runs inside the write.
+ */
+export type FieldCheck = (entity: EntitySpec, field: FieldSpec, value: unknown, data: Row) => ErrorDetail[];
+
 export interface UpdatePlan {
   id: RecordKey;
   before: Row;
@@ -200,6 +206,8 @@ export class EntityStore {
   private readonly updates: EntityUpdates;
   /** The names of its file fields, whose old values a write releases (RequestContext.files). */
   private readonly fileFields: string[];
+  /** Set by checkFieldsWith in an app with plugins; fields naming validators are then checked. */
+  private fieldCheck?: FieldCheck;
 
   constructor(
     readonly db: Database,
@@ -217,6 +225,22 @@ export class EntityStore {
     // A Ref to an Integer key holds numbers: its conditions compare as the Integer column it is.
     const columnType = (f: FieldSpec) => (f.type === 'Ref' && f.ref?.idType === 'Integer' ? 'Integer' : f.type);
     this.access = new Access(spec.access, new Map(spec.fields.map((f) => [f.name, columnType(f)])), db.dialect);
+  }
+
+  /** Plugin field validators: from now on, every write of a field that names some runs them. */
+  checkFieldsWith(check: FieldCheck): void {
+    this.fieldCheck = check;
+  }
+
+  /** The plugin validators' problems with the values `input` writes (none without validators). */
+  private validatorIssues(input: Row, fields: readonly string[], issues: ErrorDetail[]): void {
+    if (!this.fieldCheck) return;
+    for (const name of fields) {
+      const f = this.byName.get(name);
+      const value = input[name];
+      if (f?.validators?.length && value !== undefined && value !== null)
+        issues.push(...this.fieldCheck(this.spec, f, value, input));
+    }
   }
 
   /** Reads one record by the id a route or handler names (a string, or a number for Integer keys). */
@@ -281,6 +305,7 @@ export class EntityStore {
       params[f.name] = encodeField(f, value, issues);
     }
     this.rejectUnknown(input, issues);
+    if (!issues.length) this.validatorIssues(input, Object.keys(input), issues);
     if (issues.length) throw validationError(issues);
     const candidate = decodeRow(this.decoded, { ...params });
     const rowRules = options.rowRules !== false;
@@ -400,6 +425,7 @@ export class EntityStore {
       changed.push(f.name);
     }
     this.rejectUnknown(input, issues);
+    if (!issues.length) this.validatorIssues(input, changed, issues);
     // The key columns' values go after those of `changed`, as the UPDATE sets them (fields.ts, entity-updates.ts).
     values.push(...changedKeys(this.byName, changed, values));
     return { values, changed, issues };

@@ -47,6 +47,8 @@ export interface FieldSpec {
   ref?: RefTarget & { entity: string; exists: string };
   /** For file fields: the largest upload in bytes (under the app's 50 MB), and the MIME types taken. */
   upload?: { max?: number; accept?: readonly string[] };
+  /** Plugin field validators ([[plugins]]) that check every value written to the field. */
+  validators?: readonly string[];
 }
 
 /**

@@ -68,7 +68,8 @@ export interface Extension {
    * copy of the run's context. What the action resolves to is the step's result (assignTo), and
    * must be JSON. A step whose action is not registered fails its job (WORKFLOW_STEP_NOT_SUPPORTED);
    * an action that throws fails it too (an AppError keeps its code: a retryable one is retried).
-   * The blueprint's [plugin.*] sections are not loaded: this is where plugin steps get their code.
+   * The `workflows` of the blueprint's enabled [[plugins]] packages are actions too (plugins/host.ts);
+   * one registered here wins over a package's of the same plugin and action name.
    */
   plugins?: Readonly<Record<string, Readonly<Record<string, PluginAction>>>>;
 }

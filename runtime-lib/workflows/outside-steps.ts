@@ -98,7 +98,10 @@ export async function webhookStep(env: StepEnv, step: StepSpec, at: string, cont
   );
 }
 
-/** A plugin step: the action src/extend.ts registers as plugins.<plugin>.<action_name>, with the step's params. */
+/**
+ * A plugin step: the action src/extend.ts registers as plugins.<plugin>.<action_name>, or the
+ * enabled [[plugins]] package's workflows.<action_name> (runtime/plugins), with the step's params.
+ */
 export async function pluginStep(
   env: StepEnv,
   step: StepSpec,
@@ -112,7 +115,8 @@ export async function pluginStep(
   if (typeof action !== 'function') {
     throw new AppError(
       'WORKFLOW_STEP_NOT_SUPPORTED',
-      `plugin action ${name}.${actionName} is not registered: add it to plugins in src/extend.ts`,
+      `plugin action ${name}.${actionName} is not registered: add it to plugins in src/extend.ts, ` +
+        'or enable a [[plugins]] package whose workflows provide it',
     );
   }
   const params = resolveTemplates(step.params ?? {}, context);

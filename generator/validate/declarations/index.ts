@@ -10,6 +10,7 @@ import { checkEntity } from './entities.ts';
 import { notGenerated } from './not-generated.ts';
 import { checkNotifications } from './notifications.ts';
 import { checkPage } from './pages.ts';
+import { checkPlugins } from './plugins.ts';
 import { checkProject } from './project.ts';
 import { checkService } from './services.ts';
 import { checkSkill } from './skills.ts';
@@ -29,5 +30,6 @@ export function checkDeclarations(ctx: CompileContext): void {
   for (const s of namedSections(ctx.parsed, 'page')) checkPage(ctx, s.name, s.value);
   checkNotifications(ctx, singleSection(ctx.parsed, 'notifications'));
   checkTemplates(ctx);
+  checkPlugins(ctx);
   notGenerated(ctx);
 }

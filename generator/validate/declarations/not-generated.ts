@@ -2,7 +2,8 @@
 // declaration, so nobody expects a route or a plugin that the generated app does not have.
 // Everything inside such a declaration is covered by its warning. Also reminders
 // of what the app's src/extend.ts must provide for what the blueprint declares: service
-// operations, plugin step actions, senders of notification adapters of a type not built in.
+// operations, plugin step actions when there is no [[plugins]] section (with one, plugins.ts
+// checks the steps), senders of notification adapters of a type not built in.
 
 import type { CompileContext } from '../../context.ts';
 import { triggerForms } from '../../model/build-sections.ts';
@@ -20,11 +21,6 @@ export function notGenerated(ctx: CompileContext): void {
       `service "${name}" runs the operations src/extend.ts implements (services.${name}.<operation>); ` +
         'without them the service steps calling them fail',
     );
-  }
-  for (const { name, value } of namedSections(ctx.parsed, 'plugin')) {
-    // A disabled plugin is skipped by Zebric too: there is nothing missing to warn about.
-    if (value.enabled !== false)
-      warn(['plugin', name], `plugin "${name}" is accepted but not loaded: the generated app has no plugin host yet`);
   }
   // A skill action starts a workflow by hand, also one a webhook or a schedule starts (the app
   // serves it: runtime/http/skill-routes.ts); one that entity events start runs only on them.
@@ -45,8 +41,10 @@ export function notGenerated(ctx: CompileContext): void {
       }
     });
   }
-  for (const { name, value } of namedSections(ctx.parsed, 'workflow')) {
-    stepWarnings(warn, name, ['workflow', name, 'steps'], value.steps);
+  if (namedSections(ctx.parsed, 'plugin').length === 0) {
+    for (const { name, value } of namedSections(ctx.parsed, 'workflow')) {
+      stepWarnings(warn, name, ['workflow', name, 'steps'], value.steps);
+    }
   }
   const auth = singleSection(ctx.parsed, 'auth');
   list(auth.providers).forEach((provider, i) => {
@@ -79,10 +77,11 @@ function stepWarnings(
   list(steps).forEach((raw, i) => {
     const step = table(raw);
     const here = [...at, i];
-    if (step.type === 'plugin' && typeof step.plugin === 'string' && typeof step.action_name === 'string') {
+    const action = step.action_name ?? step.action;
+    if (step.type === 'plugin' && typeof step.plugin === 'string' && typeof action === 'string') {
       warn(
         here,
-        `plugin steps run the action src/extend.ts registers (plugins.${step.plugin}.${step.action_name}); ` +
+        `plugin steps run the action src/extend.ts registers (plugins.${step.plugin}.${action}); ` +
           `without it a job of "${workflow}" fails at this step`,
       );
     }

@@ -28,7 +28,8 @@ const STEP_KEYS: Record<StepType, { keys: string[]; required: Array<[key: string
   },
   webhook: { keys: ['url', 'method', 'headers', 'body', 'payload'], required: [['url']] },
   email: { keys: ['to', 'subject', 'body', 'template'], required: [['to'], ['subject']] },
-  plugin: { keys: ['plugin', 'action_name', 'params'], required: [['plugin'], ['action_name']] },
+  // `action` is accepted as action_name (4 of 23 public Zebric blueprints spell it so), with a warning.
+  plugin: { keys: ['plugin', 'action_name', 'action', 'params'], required: [['plugin']] },
   service: { keys: ['service', 'operation', 'params'], required: [['service'], ['operation']] },
   condition: { keys: ['if', 'then', 'else'], required: [['if']] },
   loop: { keys: ['items', 'do'], required: [['items'], ['do']] },
@@ -41,7 +42,12 @@ const SPELLINGS: Partial<Record<StepType, [string, string]>> = {
   webhook: ['body', 'payload'],
   // Zebric's notify step has no `message` (it is dropped there); read here as the body it means.
   notify: ['body', 'message'],
+  // Zebric's executor reads only action_name; blueprints written for it also say `action`.
+  plugin: ['action_name', 'action'],
 };
+
+/** The operations of a query step. */
+const QUERY_ACTIONS = ['create', 'update', 'delete', 'find'];
 
 /** "a notify step", "an email step". */
 const aStep = (type: StepType): string => `${/^[aeiou]/.test(type) ? 'an' : 'a'} ${type} step`;
@@ -88,8 +94,36 @@ function checkStep(ctx: CompileContext, at: KeyPath, step: Raw): void {
       },
     );
   }
+  if (type === 'query' && typeof step.action === 'string' && !QUERY_ACTIONS.includes(step.action)) {
+    ctx.report(
+      'INVALID_VALUE',
+      [...at, 'action'],
+      `must be one of ${QUERY_ACTIONS.map((a) => JSON.stringify(a)).join(', ')}`,
+      {
+        hint: didYouMean(step.action, QUERY_ACTIONS),
+      },
+    );
+  }
+  if (type === 'plugin') checkPluginAction(ctx, at, step);
   if (type === 'condition') checkConditionOperators(ctx, [...at, 'if'], step.if, true);
   for (const branch of ['then', 'else', 'do'] as const) {
     if (keys.includes(branch)) checkSteps(ctx, [...at, branch], step[branch]);
+  }
+}
+
+/** A plugin step's action: `action_name`, or `action` read as it with a warning naming the preferred key. */
+function checkPluginAction(ctx: CompileContext, at: KeyPath, step: Raw): void {
+  if (step.action_name === undefined && step.action === undefined) {
+    ctx.report('MISSING_KEY', [...at, 'action_name'], 'a plugin step needs action_name');
+  } else if (step.action_name === undefined) {
+    ctx.report(
+      'ALTERNATE_KEY',
+      [...at, 'action'],
+      'a plugin step names its action with action_name; action is read as it',
+      {
+        severity: 'warning',
+        hint: `write action_name = ${JSON.stringify(step.action)}`,
+      },
+    );
   }
 }

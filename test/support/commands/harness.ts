@@ -79,6 +79,8 @@ type BuiltApp = {
   events: InProcessApp['events'];
   traces: InProcessApp['traces'];
   close(): Promise<void>;
+  /** Apps with [[plugins]]: settles once they are loaded (src/server.ts awaits it before serving). */
+  ready?: Promise<void>;
 };
 
 /**
@@ -86,6 +88,13 @@ type BuiltApp = {
  * stops the server, then the app, then `release` (the database and whatever the caller opened).
  */
 async function serve(built: BuiltApp, release: () => Promise<void>) {
+  try {
+    await built.ready;
+  } catch (err) {
+    await built.close();
+    await release();
+    throw err;
+  }
   const delivered: AppEvent[] = [];
   built.events.subscribe((e) => void delivered.push(e));
   const server = built.listen(0, '127.0.0.1');

@@ -22,7 +22,8 @@
 //   plugins     the actions of plugin workflow steps, by the step's plugin and action_name:
 //               { crm: { upsert: async (params, ctx) => result } }. params: the step's params, templates
 //               resolved; ctx: { workflow, jobId, actor, context }. The result (JSON) is the step's assignTo
-//               value. A plugin step whose action is not registered here fails its job.
+//               value. An enabled [[plugins]] package's workflows are actions too; one here wins over them.
+//               A plugin step whose action comes from neither fails its job.
 //
 // To try the examples, delete the four lines that open and close them (/* example, example */): they add
 // CORS for one origin, a GET /api/me route, a mailer service and delegation your approval service signs.
