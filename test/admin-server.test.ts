@@ -241,6 +241,7 @@ describe('admin server, metrics and traceparent (generated helpdesk)', function 
     expect(diff.status).to.equal(200);
     expect(diff.body).to.equal(null);
     expect((await get('/plugins')).body).to.deep.equal({
+      loaded: [],
       plugins: [],
       notificationSenders: [],
       services: [],

@@ -73,7 +73,7 @@ describe('job claims on PostgreSQL', function () {
     );
   });
 
-  it('counts the jobs in each state (the admin server and the metrics read it; SQLite in admin-server.test.ts)', async () => {
+  it('counts the jobs in each state (for the admin server and the metrics; SQLite: admin-server.test.ts)', async () => {
     const jobs = new JobStore(db);
     const before = await jobs.countByState();
     expect(before).to.have.keys('pending', 'running', 'completed', 'failed');

@@ -115,7 +115,7 @@ describe('[[plugins]] (generated app over HTTP)', function () {
         expect(loaded.every((p) => p.trustLevel === 'limited' || p.trustLevel === 'full')).to.equal(true);
       });
 
-      it("runs a workflow's plugin steps through the plugin's actions, writing as the plugin's system actor", async () => {
+      it("runs a workflow's plugin steps through the plugin's actions, writing as its system actor", async () => {
         const contact = await request(app.url, 'POST', '/api/contacts', { json: { name: 'Ada', vat: 'DE123456789' } });
         expect(contact.status, contact.text).to.equal(201);
         // The first step's action creates a Note (with the entry's config); the second, spelled `action`, tags it.
@@ -151,7 +151,7 @@ describe('[[plugins]] (generated app over HTTP)', function () {
         ]);
       });
 
-      it("refuses a write its plugin's field validator refuses (400, nothing written), and takes a good one", async () => {
+      it("refuses a write its plugin's field validator refuses (400, nothing written), takes a good one", async () => {
         const before = (await request(app.url, 'GET', '/api/contacts')).body as { items: unknown[] };
         const bad = await request(app.url, 'POST', '/api/contacts', { json: { name: 'Bob', vat: 'nope' } });
         expect(bad.status).to.equal(400);
@@ -220,7 +220,7 @@ describe('[[plugins]] (generated app over HTTP)', function () {
         expect((await request(app.url, 'GET', `/uploads/${stored[0]}`)).status).to.equal(404);
       });
 
-      it('gives a filesystem plugin a folder of its own, and a network plugin fetch (anywhere, in development)', async () => {
+      it('gives a filesystem plugin its own folder, a network plugin fetch (anywhere in development)', async () => {
         const dir = await request(app.url, 'GET', '/crm/dir');
         expect(dir.text).to.equal(path.join(appDir, 'data', 'plugins', 'bp-fixture-crm'));
         expect(fs.statSync(dir.text).isDirectory()).to.equal(true);
@@ -273,7 +273,7 @@ describe('[[plugins]] (generated app over HTTP)', function () {
     );
   });
 
-  it('refuses to start when a plugin step (a nested one here) names an action its plugin does not provide', async () => {
+  it('refuses to start when a plugin step (a nested one) names an action its plugin does not provide', async () => {
     expect(await refusal('unknown-action', 'unknown-action.toml')).to.include(
       'cannot start: workflow Sync runs bp-fixture-crm.upsertt, which plugin "bp-fixture-crm" does not provide ' +
         '(its workflows: upsert, tag) and src/extend.ts does not register',

@@ -129,7 +129,8 @@ export function createApp(options: AppOptions): App {
     ['Product', productStore],
     ['StockMovement', stockMovementStore],
   ]);
-  // Uploaded files: ./data/uploads/ (checked writable now), or the bucket UPLOADS_URL names.
+  // Uploaded files: ./data/uploads/ (checked writable now),
+  // or the bucket UPLOADS_URL names.
   const fileStore = openFileStore(env);
   const productFiles = new EntityFiles(productStore, fileStore, warn);
   const entities: CrudEntity[] = [

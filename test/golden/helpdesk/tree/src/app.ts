@@ -140,7 +140,8 @@ export function createApp(options: AppOptions): App {
     ['Customer', customerStore],
     ['Ticket', ticketStore],
   ]);
-  // Uploaded files: ./data/uploads/ (checked writable now), or the bucket UPLOADS_URL names.
+  // Uploaded files: ./data/uploads/ (checked writable now),
+  // or the bucket UPLOADS_URL names.
   const fileStore = openFileStore(env);
   const ticketFiles = new EntityFiles(ticketStore, fileStore, warn);
   const auth = createEmailAuth({
