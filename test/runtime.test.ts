@@ -69,6 +69,7 @@ describe('runtime-lib', () => {
         .map(([k]) => k);
       expect(retryable).to.deep.equal([
         'WEBHOOK_STEP_FAILED',
+        'NOTIFICATION_FAILED',
         'JOB_INTERRUPTED',
         'IDEMPOTENCY_KEY_IN_PROGRESS',
         'TOO_MANY_ATTEMPTS',

@@ -1,8 +1,10 @@
 // blueprint.json: the parsed blueprint (the model every emitter reads: imports merged, names resolved,
 // defaults applied) as JSON, for the admin server's /blueprint, /entities and /pages, which read it
-// when asked. Keys sorted at every level, so the file changes only when the blueprint does.
+// when asked. Keys sorted at every level, so the file changes only when the blueprint does; the
+// first key, "//", says who wrote it, as package.json's does (the admin server leaves it out).
 
 import * as path from 'node:path';
+import { GENERATED_HEADER } from '../header.ts';
 import type { Blueprint } from '../model/types.ts';
 
 /** `outDir`: the app folder; a handler's file is shown relative to it, as src/commands.ts imports it. */
@@ -12,7 +14,7 @@ export function emitBlueprintJson(bp: Blueprint, outDir: string): string {
       ? { ...c, handler: { ...c.handler, file: path.relative(outDir, c.handler.file).split(path.sep).join('/') } }
       : c,
   );
-  return `${JSON.stringify(sortedKeys({ ...bp, commands }), null, 2)}\n`;
+  return `${JSON.stringify({ '//': GENERATED_HEADER, ...(sortedKeys({ ...bp, commands }) as object) }, null, 2)}\n`;
 }
 
 function sortedKeys(value: unknown): unknown {

@@ -384,7 +384,9 @@ async function readBlueprint(appDir: string): Promise<Record<string, unknown>> {
   } catch {
     throw new AppError('NOT_FOUND', 'blueprint.json is missing from the app folder: run bp generate again');
   }
-  return JSON.parse(text) as Record<string, unknown>;
+  // The file's "//" key says bp wrote it; it is not part of the blueprint.
+  const { '//': _header, ...blueprint } = JSON.parse(text) as Record<string, unknown>;
+  return blueprint;
 }
 
 /** The bp version that generated the app, from .bp-manifest.json ("bp 0.1.0"); null without one. */
