@@ -9,7 +9,7 @@ import * as http from 'node:http';
 import * as path from 'node:path';
 import { expect } from 'chai';
 import { adminHandler } from '../runtime-lib/admin/admin-server.ts';
-import { isLoopbackHost, isLoopbackName } from '../runtime-lib/admin/settings.ts';
+import { isLoopbackHost, isLoopbackName } from '../runtime-lib/core/loopback.ts';
 import { AppMetrics } from '../runtime-lib/observe/metrics.ts';
 import { isTraceparent, TraceStore, type Trace } from '../runtime-lib/observe/tracing.ts';
 import {

@@ -6,7 +6,7 @@
 
 import * as http from 'node:http';
 import type { LiveChannel } from './live-channel.ts';
-import { isLoopbackHost } from '../../runtime-lib/admin/settings.ts';
+import { isLoopbackHost } from '../../runtime-lib/core/loopback.ts';
 
 export interface AdminSources {
   /** Spec 2.10's object and its status, or null. */

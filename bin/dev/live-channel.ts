@@ -7,7 +7,7 @@ import { randomBytes } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { WebSocket, WebSocketServer } from 'ws';
-import { isLoopbackHost } from '../../runtime-lib/admin/settings.ts';
+import { isLoopbackHost } from '../../runtime-lib/core/loopback.ts';
 import { isLoopbackOrigin } from './loopback.ts';
 
 export const LIVE_RELOAD_PATH = '/live-reload';

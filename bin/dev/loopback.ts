@@ -1,9 +1,9 @@
 // Loopback names: bp dev's admin server and WebSocket answer only requests addressed to this
 // machine by name (the Host header) and pages served from it (the Origin header), so that a web
 // page on a foreign name rebound to 127.0.0.1 (DNS rebinding) reads nothing. The Host check is the
-// generated app's own admin server's (runtime-lib/admin/settings.ts), so both answer the same names.
+// generated app's own admin server's (runtime-lib/core/loopback.ts), so both answer the same names.
 
-import { isLoopbackHost } from '../../runtime-lib/admin/settings.ts';
+import { isLoopbackHost } from '../../runtime-lib/core/loopback.ts';
 
 /** The admin server's --admin-host values: loopback addresses and names only. */
 export const LOOPBACK_BIND_HOSTS = ['127.0.0.1', 'localhost', '::1'];

@@ -10,7 +10,8 @@ import { AppError, type ErrorCode } from '../core/errors.ts';
 import type { Extension } from '../http/extension.ts';
 import type { AppMetrics, JobCounts } from '../observe/metrics.ts';
 import type { Span, Trace, TraceStore } from '../observe/tracing.ts';
-import { isLoopbackHost } from './settings.ts';
+import { isLoopbackHost } from '../core/loopback.ts';
+import { escapeHtml } from '../pages/document.ts';
 
 /** A workflow as the admin server lists it (the app's WorkflowSpec has these and more). */
 export interface WorkflowSummary {
@@ -370,10 +371,6 @@ function workflowList(workflows: readonly WorkflowSummary[]): string {
     '<!doctype html><html><head><meta charset="utf-8"><title>Workflows</title></head>' +
     `<body><h1>Workflows</h1>${items ? `<ul>${items}</ul>` : '<p>No workflows.</p>'}</body></html>`
   );
-}
-
-function escapeHtml(text: string): string {
-  return text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
 }
 
 /** blueprint.json of the app folder, read at each request: the file bp wrote last. */

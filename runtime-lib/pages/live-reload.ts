@@ -6,10 +6,14 @@
 // response that is not a page (the API's JSON) are never altered.
 
 import { randomBytes } from 'node:crypto';
-import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http';
+import type { RequestListener, ServerResponse } from 'node:http';
+import { loopbackHostname } from '../core/loopback.ts';
 
-/** The names a browser on this machine opens the app through; rebinding a foreign name to us gets nothing. */
-const LOOPBACK_HOSTNAMES = new Set(['localhost', '127.0.0.1', '[::1]']);
+/**
+ * The loopback names a browser on this machine opens the app through, whose WebSocket reaches bp
+ * dev's admin port (it listens on 127.0.0.1, localhost or ::1, not on all of 127.0.0.0/8).
+ */
+const LIVE_HOSTNAMES = new Set(['localhost', '127.0.0.1', '[::1]']);
 /** bp dev's WebSocket path on its admin port. */
 const CHANNEL_PATH = '/live-reload';
 
@@ -24,19 +28,6 @@ export function liveReloadPort(env: NodeJS.ProcessEnv): number | undefined {
   return port > 0 && port <= 65535 ? port : undefined;
 }
 
-/** The hostname of a Host header when it is a loopback name, else undefined. */
-function loopbackHostname(req: IncomingMessage): string | undefined {
-  const host = req.headers.host;
-  if (host === undefined) return undefined;
-  let hostname: string;
-  try {
-    hostname = new URL(`http://${host}`).hostname;
-  } catch {
-    return undefined;
-  }
-  return LOOPBACK_HOSTNAMES.has(hostname) ? hostname : undefined;
-}
-
 /**
  * The app's request listener, marking the responses of loopback requests so that sendPage
  * (document.ts) adds the script to them. Returns `handle` itself when live reload is off.
@@ -45,8 +36,9 @@ export function withLiveReload(handle: RequestListener, env: NodeJS.ProcessEnv):
   const port = liveReloadPort(env);
   if (port === undefined) return handle;
   return (req, res) => {
-    const hostname = loopbackHostname(req);
-    if (hostname !== undefined) loopbackRequests.set(res, `ws://${hostname}:${port}${CHANNEL_PATH}`);
+    const hostname = loopbackHostname(req.headers.host);
+    if (hostname !== undefined && LIVE_HOSTNAMES.has(hostname))
+      loopbackRequests.set(res, `ws://${hostname}:${port}${CHANNEL_PATH}`);
     handle(req, res);
   };
 }
